@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the system packages the test suite uses, only where missing (Debian; run as root in CI).
+set -euo pipefail
+need=()
+command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+if ! command -v postgres >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+  need+=(postgresql)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  echo "system-deps: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

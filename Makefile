@@ -1,0 +1,39 @@
+# tidegauge developer tasks. `make demo` and `make test` are the two set-up commands in README.md.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck bench system-deps clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+## Runs tidegauge on its embedded default: a scan of the bundled real Spark 4.3.0 event log.
+demo: $(STAMP)
+	$(BIN)/tidegauge scan --demo
+
+## Installs everything the tests need (Python deps, Java 17, PostgreSQL, ...) and runs the whole suite.
+test: $(STAMP) system-deps
+	$(BIN)/ruff check monitor collectors rules dashboard tests
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+system-deps:
+	bash .ci/system-deps.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check monitor collectors rules dashboard tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+## Benchmarks (not part of the test suite); figures go into the issue notes.
+bench: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.run_all
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,30 @@
+"""The one collector interface every collector implements.
+
+A collector is polled with the tick's ``now`` (aware UTC, chosen by the scheduler; collectors never read
+the wall clock) and returns a :class:`monitor.model.PollResult`: the samples it read and the errors it met.
+One unreachable job or unreadable file is an error entry, never an exception that loses other samples.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from monitor.model import PollResult
+
+__all__ = ["Collector"]
+
+
+@runtime_checkable
+class Collector(Protocol):
+    """A source of samples.
+
+    Attributes:
+        name: collector kind, e.g. ``"spark-eventlog"``; copied into ``Sample.collector``.
+    """
+
+    name: str
+
+    def poll(self, now: datetime) -> PollResult:
+        """Read what is new since the last poll. Must not raise for per-target failures."""
+        ...

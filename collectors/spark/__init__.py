@@ -1,0 +1,1 @@
+"""Spark Structured Streaming collectors: event logs, listener push, driver PrometheusServlet."""

@@ -1,0 +1,1 @@
+"""Streamlit dashboard (pages only render; data access goes through one module)."""

@@ -1,0 +1,1 @@
+"""CLI sub-commands, one module each; :mod:`monitor.cli` registers them."""

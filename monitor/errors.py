@@ -1,0 +1,64 @@
+"""Exceptions raised by tidegauge.
+
+Exception tree::
+
+    TidegaugeError                 base of everything we raise on purpose
+    ├── InputError                 bad user input: a file, field or value; names it (CLI exit code 2)
+    │   ├── EventLogError          an event-log file cannot be read (corrupt frame, truncated line, codec)
+    │   ├── ProgressFormatError    a progress document lacks required fields or has wrong types
+    │   └── ConfigError            the YAML config is invalid (names file and field path)
+    ├── SchemaOutdatedError        the database schema is older than this code: run `tidegauge db upgrade`
+    └── DeliveryError              a notification could not be delivered (``retryable`` says whether to retry)
+
+Messages never contain secrets (tokens, webhook URLs with credentials, passwords).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DeliveryError",
+    "EventLogError",
+    "InputError",
+    "ProgressFormatError",
+    "SchemaOutdatedError",
+    "TidegaugeError",
+]
+
+
+class TidegaugeError(Exception):
+    """Base class of tidegauge's own exceptions."""
+
+
+class InputError(TidegaugeError):
+    """Bad input named by its file/field; the CLI prints it on one line and exits with code 2."""
+
+
+class EventLogError(InputError):
+    """A Spark event-log file cannot be read: unknown codec, corrupt frame, truncated or invalid line."""
+
+
+class ProgressFormatError(InputError):
+    """A streaming progress document is missing required fields or has values of the wrong type."""
+
+
+class ConfigError(InputError):
+    """The configuration is invalid; the message names the file, the path to the field and what is allowed."""
+
+
+class SchemaOutdatedError(TidegaugeError):
+    """The database schema is not at the head revision; the message says to run ``tidegauge db upgrade``."""
+
+
+class DeliveryError(TidegaugeError):
+    """A notifier failed to deliver one batch.
+
+    Attributes:
+        retryable: True for 429, 5xx, timeouts and connection errors; False for other 4xx.
+        status_code: HTTP status if there was a response.
+    """
+
+    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status_code = status_code

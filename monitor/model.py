@@ -1,0 +1,331 @@
+"""The shared core: samples, findings, alerts and their enums.
+
+Every subsystem talks through this module (collectors emit :class:`Sample`, rules turn sample histories
+into :class:`Finding`, the alert lifecycle turns findings into :class:`Alert` transitions). It imports
+nothing of ours, so collectors, rules, notifiers and the dashboard never import each other.
+
+Time convention (see DESIGN.md): every ``datetime`` here is timezone-aware UTC; constructing a record with
+a naive datetime raises :class:`ValueError`. Durations carry their unit in the field name (``_ms``,
+``_seconds``). ``None`` always means *unknown*, which is kept distinct from zero: a Spark progress with
+no ``eventTime.watermark`` key has ``watermark=None``, not the epoch.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "UTC",
+    "AlertState",
+    "CollectorError",
+    "Engine",
+    "Finding",
+    "JobRef",
+    "PollResult",
+    "Sample",
+    "SampleKind",
+    "Scope",
+    "Severity",
+    "ensure_utc",
+    "fingerprint",
+    "ms_to_datetime",
+    "datetime_to_ms",
+]
+
+
+def ensure_utc(value: datetime | None, what: str = "datetime") -> datetime | None:
+    """Return ``value`` converted to UTC; ``None`` passes through.
+
+    Raises:
+        ValueError: ``value`` is naive (has no tzinfo). ``what`` names the field in the message.
+    """
+    if value is None:
+        return None
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what} must be timezone-aware UTC, got naive {value!r}")
+    return value.astimezone(UTC)
+
+
+def ms_to_datetime(epoch_ms: int | None) -> datetime | None:
+    """Epoch milliseconds -> aware UTC datetime (``None`` stays ``None``)."""
+    if epoch_ms is None:
+        return None
+    return datetime.fromtimestamp(epoch_ms / 1000.0, tz=UTC)
+
+
+def datetime_to_ms(value: datetime | None) -> int | None:
+    """Aware datetime -> integer epoch milliseconds (``None`` stays ``None``).
+
+    Raises:
+        ValueError: ``value`` is naive.
+    """
+    value = ensure_utc(value)
+    if value is None:
+        return None
+    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400_000) + (delta.seconds * 1000) + (delta.microseconds // 1000)
+
+
+class Engine(enum.StrEnum):
+    """Which system a job runs on."""
+
+    SPARK = "spark"
+    FLINK = "flink"
+    KAFKA = "kafka"
+
+
+class SampleKind(enum.StrEnum):
+    """What kind of observation a sample is.
+
+    ``PROGRESS``: one micro-batch's progress (Spark ``QueryProgressEvent``) or one poll of a running job.
+    ``IDLE``: Spark's ``QueryIdleEvent`` (the query ran no batch; ``batch_id`` repeats the last one).
+    ``STARTED`` / ``TERMINATED``: lifecycle events (a new ``run_id`` for the same job id is a restart).
+    ``GAUGE``: a scrape of instantaneous gauges (Spark PrometheusServlet, Flink metrics, Kafka lag).
+    """
+
+    PROGRESS = "progress"
+    IDLE = "idle"
+    STARTED = "started"
+    TERMINATED = "terminated"
+    GAUGE = "gauge"
+
+
+class Severity(enum.IntEnum):
+    """Ordered severity; a job's health is the worst (``max``) of its findings' severities."""
+
+    OK = 0
+    INFO = 1
+    WARNING = 2
+    CRITICAL = 3
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        """Parse ``"warning"`` / ``"WARNING"`` etc. Raises ValueError naming the allowed values."""
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            allowed = ", ".join(m.name.lower() for m in cls)
+            raise ValueError(f"unknown severity {text!r}; allowed: {allowed}") from None
+
+    def label(self) -> str:
+        """Lower-case name, as used in JSON output and labels."""
+        return self.name.lower()
+
+
+class AlertState(enum.StrEnum):
+    """Alert lifecycle states (Prometheus rule manager): inactive -> pending -> firing -> resolved."""
+
+    INACTIVE = "inactive"
+    PENDING = "pending"
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+
+@dataclass(frozen=True, slots=True)
+class JobRef:
+    """Identity of a streaming job.
+
+    Attributes:
+        engine: the system the job runs on.
+        job_id: Spark streaming query ``id`` (stable across restarts), Flink job id, or Kafka consumer
+            group (as ``cluster/group``).
+        run_id: Spark query ``runId`` (new on every restart), Flink attempt/run marker, or ``None``.
+        name: human name (Spark query ``name``, Flink job name) or ``None``.
+        app_id: Spark application id / Flink cluster, where known.
+    """
+
+    engine: Engine
+    job_id: str
+    run_id: str | None = None
+    name: str | None = None
+    app_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which part of a job a sample describes; all ``None`` means the whole job/query.
+
+    ``source`` is a Spark source description or Flink source vertex name or Kafka topic; ``partition``
+    a Kafka/topic partition; ``subtask`` a Flink subtask index; ``operator`` a Spark state operator name or
+    Flink vertex id.
+    """
+
+    source: str | None = None
+    partition: int | None = None
+    subtask: int | None = None
+    operator: str | None = None
+
+    def is_job(self) -> bool:
+        """True when this scope is the whole job."""
+        return self.source is None and self.partition is None and self.subtask is None and self.operator is None
+
+    def labels(self) -> dict[str, str]:
+        """The set fields as string labels (for metrics, fingerprints, messages)."""
+        out: dict[str, str] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                out[f.name] = str(v)
+        return out
+
+
+_TIME_FIELDS = ("observed_at", "watermark", "event_time_min", "event_time_max", "event_time_avg")
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One normalized observation, emitted by every collector (Spark, Flink, Kafka).
+
+    Engine-specific JSON never leaves its collector: this record is all that rules, storage and the
+    dashboard see. Every quantity is optional; ``None`` is *unknown*, distinct from ``0``.
+
+    Attributes:
+        job: which job/query/run.
+        observed_at: when the observation was made (Spark: the progress ``timestamp``, i.e. the trigger
+            time of the batch; Flink/Kafka: the poll time). Aware UTC.
+        kind: see :class:`SampleKind`.
+        collector: which collector produced it, e.g. ``"spark-eventlog"``, ``"spark-listener"``,
+            ``"spark-prometheus"``, ``"flink-rest"``, ``"kafka-lag"``.
+        scope: which part of the job.
+        batch_id: Spark micro-batch id (repeats on idle events); ``None`` where batches do not exist.
+        watermark: the event-time watermark in effect (Spark: ``eventTime.watermark`` of the progress,
+            the watermark the batch ran with; Flink: current (input) watermark). ``None`` when the engine
+            reports none (Spark: no ``eventTime`` map; Flink: ``Long.MIN_VALUE``).
+        event_time_min / event_time_max / event_time_avg: Spark ``eventTime`` stats of the batch's rows.
+        num_input_rows: rows read in this batch (Spark) / since last poll.
+        input_rows_per_second / processed_rows_per_second: rates as reported.
+        batch_duration_ms: Spark ``batchDuration`` (ms).
+        dropped_by_watermark: rows dropped as late by the watermark in this batch (Spark:
+            sum of state operators' ``numRowsDroppedByWatermark``, older logs ``numLateInputs``).
+        state_rows_total / state_rows_updated / state_rows_removed: summed over state operators.
+        state_memory_bytes: summed ``memoryUsedBytes``.
+        lag_offsets: consumer lag in records/offsets (Kafka) or Spark ``maxOffsetsBehindLatest``.
+        lag_seconds: consumer lag as a time.
+        idle_ms: how long the source/subtask has had no data (Flink ``sourceIdleTime``), ms.
+        extra: small engine-specific numeric extras (kept JSON-serializable; never needed by rules).
+    """
+
+    job: JobRef
+    observed_at: datetime
+    kind: SampleKind = SampleKind.PROGRESS
+    collector: str = "unknown"
+    scope: Scope = field(default_factory=Scope)
+    batch_id: int | None = None
+    watermark: datetime | None = None
+    event_time_min: datetime | None = None
+    event_time_max: datetime | None = None
+    event_time_avg: datetime | None = None
+    num_input_rows: int | None = None
+    input_rows_per_second: float | None = None
+    processed_rows_per_second: float | None = None
+    batch_duration_ms: int | None = None
+    dropped_by_watermark: int | None = None
+    state_rows_total: int | None = None
+    state_rows_updated: int | None = None
+    state_rows_removed: int | None = None
+    state_memory_bytes: int | None = None
+    lag_offsets: int | None = None
+    lag_seconds: float | None = None
+    idle_ms: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        for name in _TIME_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, ensure_utc(value, f"Sample.{name}"))
+        if self.observed_at is None:
+            raise ValueError("Sample.observed_at is required")
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorError:
+    """A partial failure of one poll, reported as data rather than raised (Telegraf's accumulator habit).
+
+    Attributes:
+        collector: collector name.
+        target: what failed: a file path, URL or job id (never containing secrets).
+        message: one line saying what is wrong.
+        observed_at: when (aware UTC).
+        retryable: whether the next poll may succeed.
+    """
+
+    collector: str
+    target: str
+    message: str
+    observed_at: datetime
+    retryable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PollResult:
+    """What one collector poll returns: the samples it could read and the errors it met.
+
+    ``raw`` holds the raw documents read (engine JSON as ``dict``), paired with the job they belong to,
+    so the store can keep them for replay after a parser fix.
+    """
+
+    samples: tuple[Sample, ...] = ()
+    errors: tuple[CollectorError, ...] = ()
+    raw: tuple[tuple[JobRef, datetime, str, dict[str, Any]], ...] = ()
+
+    def merged(self, other: PollResult) -> PollResult:
+        """Concatenate two results."""
+        return PollResult(self.samples + other.samples, self.errors + other.errors, self.raw + other.raw)
+
+
+def fingerprint(rule: str, labels: dict[str, str]) -> str:
+    """Stable alert identity from rule name + labels (never from message text).
+
+    Returns a 16-hex-digit SHA-256 prefix of the rule and the sorted labels.
+    """
+    h = hashlib.sha256(rule.encode())
+    for k in sorted(labels):
+        h.update(b"\x00" + k.encode() + b"\x01" + labels[k].encode())
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a rule concluded: something a person can act on.
+
+    Attributes:
+        rule: rule name, e.g. ``"watermark_stall"``, ``"future_timestamp"``, ``"late_rows_dropped"``,
+            ``"state_growth"``, ``"idle_source"``.
+        severity: how bad.
+        job: which job.
+        message: the cause and the remedy, in one or two sentences.
+        observed_at: the time the rule looked (the tick's ``now``) or the sample time it refers to.
+        scope: which part of the job (source/partition/subtask), when the cause is narrower than the job.
+        batch_id: the batch it names, if any.
+        labels: extra identifying labels (part of the fingerprint).
+        details: machine-readable numbers behind the message (not part of the identity).
+    """
+
+    rule: str
+    severity: Severity
+    job: JobRef
+    message: str
+    observed_at: datetime
+    scope: Scope = field(default_factory=Scope)
+    batch_id: int | None = None
+    labels: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "observed_at", ensure_utc(self.observed_at, "Finding.observed_at"))
+
+    def identity_labels(self) -> dict[str, str]:
+        """Labels that identify the alert: engine, job id, scope fields and ``labels``."""
+        out = {"engine": self.job.engine.value, "job_id": self.job.job_id}
+        out.update(self.scope.labels())
+        out.update(self.labels)
+        return out
+
+    def fingerprint(self) -> str:
+        """Stable identity of the alert this finding raises."""
+        return fingerprint(self.rule, self.identity_labels())

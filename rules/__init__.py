@@ -1,0 +1,1 @@
+"""Rules: pure functions of (rule config, sample history, now) that return findings."""
