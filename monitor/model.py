@@ -30,10 +30,10 @@ __all__ = [
     "SampleKind",
     "Scope",
     "Severity",
+    "datetime_to_ms",
     "ensure_utc",
     "fingerprint",
     "ms_to_datetime",
-    "datetime_to_ms",
 ]
 
 
@@ -161,7 +161,9 @@ class Scope:
 
     def is_job(self) -> bool:
         """True when this scope is the whole job."""
-        return self.source is None and self.partition is None and self.subtask is None and self.operator is None
+        return (
+            self.source is None and self.partition is None and self.subtask is None and self.operator is None
+        )
 
     def labels(self) -> dict[str, str]:
         """The set fields as string labels (for metrics, fingerprints, messages)."""

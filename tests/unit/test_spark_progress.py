@@ -1,0 +1,113 @@
+"""Parser tests for Spark progress documents over recorded real outputs (shared/fixtures/spark)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from collectors.spark.progress import EVENT_TERMINATED, parse_listener_event, parse_progress
+from monitor.errors import ProgressFormatError
+from monitor.model import SampleKind
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_spark_4_memory_sink_progress(spark_fixtures: Path) -> None:
+    # progress_pt_b7_memorysink_listener.json: batchId 7, numInputRows 0, watermark 2098-12-31T23:50Z,
+    # one stateStoreSave op: numRowsTotal 1, numRowsRemoved 3, memoryUsedBytes 1936, dropped 0.
+    samples = parse_progress(_load(spark_fixtures / "progress_pt_b7_memorysink_listener.json"), collector="t")
+    q, src = samples
+    assert q.job.job_id == "92f2e0e5-46e5-49c6-98a8-cbd4e61d1c66"
+    assert q.job.run_id == "db5df2d6-3a60-41bd-9613-0c9d792cbdef"
+    assert q.job.name == "wm_metrics"
+    assert q.batch_id == 7
+    assert q.observed_at == datetime(2026, 11, 29, 11, 35, 50, tzinfo=UTC)
+    assert q.watermark == datetime(2098, 12, 31, 23, 50, tzinfo=UTC)
+    assert q.event_time_max is None  # no rows in this batch: eventTime has only the watermark
+    assert q.num_input_rows == 0
+    assert (q.state_rows_total, q.state_rows_removed, q.state_memory_bytes) == (1, 3, 1936)
+    assert q.dropped_by_watermark == 0
+    assert q.batch_duration_ms == 454
+    assert src.scope.source == "FileStreamSource[file:/data/spark-demo/metrics_default/input]"
+    assert src.num_input_rows == 0
+
+
+def test_old_spark_num_late_inputs_and_empty_event_time(shared_fixtures: Path) -> None:
+    # Spark 3.1 event log excerpt: "eventTime":{}, stateOperators[0].numLateInputs 0, numRowsTotal 1,
+    # one Kafka source with numInputRows 36 and offsets as JSON-in-strings; no top-level numInputRows.
+    lines = (
+        shared_fixtures / "spark/public/eventlog_local-1596020211915_streaming_excerpt.jsonl"
+    ).read_text()
+    event = next(json.loads(x) for x in lines.splitlines() if "QueryProgressEvent" in x)
+    q, src = parse_listener_event(event, collector="t")
+    assert q.watermark is None  # {} means unknown, not epoch
+    assert q.dropped_by_watermark == 0
+    assert q.num_input_rows == 36  # summed from sources
+    assert q.state_rows_total == 1
+    assert q.job.name is None
+    assert src.scope.source == "KafkaV2[Subscribe[test5]]"
+
+
+def test_kafka_offsets_behind_latest_as_lag(shared_fixtures: Path) -> None:
+    # sqsps_testProgress5: metrics.maxOffsetsBehindLatest = "270941269" (Spark's own test, SPARK-53690)
+    doc = _load(shared_fixtures / "spark/public/sqsps_testProgress5_kafka_offsets_behind_latest.json")
+    q, src = parse_progress(doc, collector="t")
+    assert src.lag_offsets == 270_941_269
+    assert q.lag_offsets == 270_941_269
+    assert q.state_rows_total is None  # no state operators: unknown, not 0
+
+
+def test_no_event_time_key(shared_fixtures: Path) -> None:
+    # sqsps_testProgress2: no eventTime key, name null, no inputRowsPerSecond (NaN omitted)
+    q = parse_progress(
+        _load(shared_fixtures / "spark/public/sqsps_testProgress2_prettyJson_no_eventTime.json"),
+        collector="t",
+    )[0]
+    assert q.watermark is None and q.event_time_max is None
+    assert q.input_rows_per_second is None
+
+
+def test_nan_and_string_numbers() -> None:
+    doc = {
+        "id": "q",
+        "runId": "r",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "batchId": 1,
+        "inputRowsPerSecond": "NaN",
+        "sources": [{"description": "s", "numInputRows": "2.70941269E8"}],
+    }
+    q, src = parse_progress(doc, collector="t")
+    assert q.input_rows_per_second is None
+    assert src.num_input_rows == 270_941_269 and q.num_input_rows == 270_941_269
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"runId": "r", "timestamp": "2026-01-01T00:00:00Z"}, r"x\.id: missing"),
+        ({"id": "q", "timestamp": "yesterday"}, r"x\.timestamp: not an ISO-8601"),
+        (
+            {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "eventTime": {"watermark": 5}},
+            r"x\.eventTime\.watermark",
+        ),
+        (
+            {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "stateOperators": [{"numRowsTotal": "many"}]},
+            r"x\.stateOperators\[0\]\.numRowsTotal",
+        ),
+    ],
+)
+def test_bad_documents_name_the_field(doc: dict, message: str) -> None:
+    with pytest.raises(ProgressFormatError, match=message):
+        parse_progress(doc, collector="t", where="x")
+
+
+def test_terminated_event_without_timestamp_uses_fallback() -> None:
+    t = datetime(2026, 11, 29, 11, 32, 45, tzinfo=UTC)
+    event = {"Event": EVENT_TERMINATED, "id": "q", "runId": "r", "exception": None}
+    (s,) = parse_listener_event(event, collector="t", fallback_time=t)
+    assert s.kind is SampleKind.TERMINATED and s.observed_at == t
