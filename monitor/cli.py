@@ -22,9 +22,11 @@ app = typer.Typer(
 
 
 def _register() -> None:
+    from monitor.commands import config as _config
     from monitor.commands import scan as _scan
 
     _scan.register(app)
+    _config.register(app)
 
 
 _register()

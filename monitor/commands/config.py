@@ -1,0 +1,51 @@
+"""``tidegauge config check``: validate a configuration file without starting anything."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from monitor.config import Config, SecretRef, load_config, resolve_secret
+
+
+def _secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
+    refs: list[tuple[str, SecretRef]] = []
+    if cfg.server.ingest_token is not None:
+        refs.append(("server.ingest_token", cfg.server.ingest_token))
+    for i, r in enumerate(cfg.receivers):
+        if isinstance(r.url, SecretRef):
+            refs.append((f"receivers[{i}].url", r.url))
+        if r.secret is not None:
+            refs.append((f"receivers[{i}].secret", r.secret))
+    for group in ("spark_prometheus", "flink_rest"):
+        for i, t in enumerate(getattr(cfg.targets, group)):
+            if t.bearer_token is not None:
+                refs.append((f"targets.{group}[{i}].bearer_token", t.bearer_token))
+    return refs
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``config`` command group to ``app``."""
+    group = typer.Typer(help="Configuration file tools.", no_args_is_help=True)
+
+    @group.command("check")
+    def check(
+        config: Path = typer.Option(..., "--config", "-c", help="YAML configuration file."),
+    ) -> None:
+        """Validate CONFIG: schema, references between sections, and that every secret resolves.
+
+        Prints a one-line summary on success; errors name the file and the field path (exit code 2).
+        Secret values are never printed.
+        """
+        cfg = load_config(config)
+        for where, ref in _secret_refs(cfg):
+            resolve_secret(ref, os.environ, f"{config}: {where}")
+        t = cfg.targets
+        n_targets = len(t.spark_event_logs) + len(t.spark_prometheus) + len(t.flink_rest) + len(t.kafka)
+        typer.echo(
+            f"{config}: ok ({n_targets} targets, {len(cfg.receivers)} receivers, {len(cfg.routes)} routes)"
+        )
+
+    app.add_typer(group, name="config")

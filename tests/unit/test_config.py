@@ -1,0 +1,108 @@
+"""Config validation: errors name the file, the field path and what is allowed; secrets never leak."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from monitor.cli import app
+from monitor.config import load_config, parse_config, resolve_secret
+from monitor.errors import ConfigError
+
+GOOD = """
+server: {port: 9000, ingest_token: {env: TG_TOKEN}}
+targets:
+  spark_event_logs: [{name: logs, path: /tmp/events, poll_interval: 45s}]
+  flink_rest: [{name: flink, url: "http://127.0.0.1:8081/"}]
+rules:
+  watermark_stall: {for: 10m}
+receivers:
+  - {name: ops, type: webhook, url: "http://127.0.0.1:9/hook", secret: {env: TG_HOOK_SECRET}}
+  - {name: slack, type: slack, url: {env: TG_SLACK_URL}}
+routes:
+  - {receiver: ops, match: {severity: critical}, repeat_interval: 2h}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "tidegauge.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_good_config_parses_durations_to_ms(tmp_path: Path) -> None:
+    cfg = load_config(_write(tmp_path, GOOD))
+    assert cfg.targets.spark_event_logs[0].poll_interval == 45_000
+    assert cfg.routes[0].repeat_interval == 7_200_000
+    assert cfg.targets.flink_rest[0].url == "http://127.0.0.1:8081"  # trailing slash dropped
+    assert cfg.server.port == 9000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # wrong type for a nested field: the path is spelled out
+        ("server: {port: 70000}", r"server\.port: Input should be less than or equal to 65535"),
+        # an unknown key is an error (typos must not be silently ignored)
+        ("targets: {spark_eventlogs: []}", r"targets\.spark_eventlogs: unknown field"),
+        # the enum's allowed values are listed
+        (
+            "receivers: [{name: a, type: pagerduty, url: 'http://x'}]",
+            r"receivers\[0\]\.type: must be one of 'webhook', 'slack' or 'alertmanager'",
+        ),
+        # a duration without unit
+        ("evaluation_interval: 15", r"evaluation_interval: .*bare number"),
+        # a Slack URL written in clear text is refused (it is a credential)
+        (
+            "receivers: [{name: s, type: slack, url: 'https://hooks.slack.com/services/T/B/X'}]",
+            r"receivers\[0\]: .*Slack webhook URL is a secret",
+        ),
+        # a route pointing at a missing receiver
+        ("routes: [{receiver: nobody}]", r"routes\[0\]\.receiver: no receiver named 'nobody'"),
+    ],
+)
+def test_errors_name_file_and_field(tmp_path: Path, text: str, expected: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError, match=expected) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "server:\n  port: [1,\n")
+    with pytest.raises(ConfigError, match=r"line \d+ column \d+"):
+        load_config(path)
+
+
+def test_secret_resolution_never_shows_the_value(tmp_path: Path) -> None:
+    cfg = parse_config({"server": {"ingest_token": {"env": "TG_TOKEN"}}})
+    ref = cfg.server.ingest_token
+    assert ref is not None
+    secret = resolve_secret(ref, {"TG_TOKEN": "s3cr3t-value"}, "server.ingest_token")
+    assert secret.get_secret_value() == "s3cr3t-value"
+    assert "s3cr3t-value" not in repr(secret) and "s3cr3t-value" not in str(secret)
+    with pytest.raises(ConfigError, match="environment variable TG_TOKEN is not set"):
+        resolve_secret(ref, {}, "server.ingest_token")
+    f = tmp_path / "tok"
+    f.write_text("from-file\n")
+    file_ref = parse_config({"server": {"ingest_token": {"file": str(f)}}}).server.ingest_token
+    assert file_ref is not None
+    assert resolve_secret(file_ref, {}, "x").get_secret_value() == "from-file"
+
+
+def test_config_check_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path, GOOD)
+    runner = CliRunner()
+    monkeypatch.setenv("TG_TOKEN", "t")
+    monkeypatch.setenv("TG_HOOK_SECRET", "hook-secret-value")
+    monkeypatch.delenv("TG_SLACK_URL", raising=False)
+    result = runner.invoke(app, ["config", "check", "-c", str(path)])
+    assert result.exit_code != 0
+    assert "receivers[1].url: environment variable TG_SLACK_URL is not set" in str(result.exception)
+    monkeypatch.setenv("TG_SLACK_URL", "https://hooks.slack.com/services/SECRET")
+    result = runner.invoke(app, ["config", "check", "-c", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "ok (2 targets, 2 receivers, 1 routes)" in result.output
+    assert "SECRET" not in result.output and "hook-secret-value" not in result.output
