@@ -23,10 +23,12 @@ app = typer.Typer(
 
 def _register() -> None:
     from monitor.commands import config as _config
+    from monitor.commands import promrules as _promrules
     from monitor.commands import scan as _scan
 
     _scan.register(app)
     _config.register(app)
+    _promrules.register(app)
 
 
 _register()

@@ -1,0 +1,54 @@
+"""``tidegauge promrules``: write Prometheus alerting rules over tidegauge's exported metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from monitor.durations import parse_duration_ms
+from monitor.errors import InputError
+from monitor.promrules import PromRulesParams, render_rules
+
+
+def _ms(value: str, option: str) -> int:
+    try:
+        return parse_duration_ms(value, option)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``promrules`` command to ``app``."""
+
+    @app.command("promrules")
+    def promrules(
+        output: Path | None = typer.Option(
+            None, "--output", "-o", help="Write to this file instead of stdout."
+        ),
+        stall_for: str = typer.Option("10m", help="Watermark flat this long while rows arrive."),
+        future_skew: str = typer.Option("1h", help="Event time ahead of now by more than this."),
+        late_drop_share: float = typer.Option(0.01, help="Dropped/input rows share that fires."),
+        freshness_target: str = typer.Option("15m", help="Processing time minus watermark target."),
+        idle_for: str = typer.Option("5m", help="Source idle this long."),
+        state_growth_ratio: float = typer.Option(1.5, help="State growth factor over the window."),
+        state_growth_window: str = typer.Option("1h", help="Window of the state-growth rule."),
+    ) -> None:
+        """Print (or write) a Prometheus rule file for the detectors PromQL can express.
+
+        Load it with Prometheus's ``rule_files``; validate with ``promtool check rules``.
+        """
+        params = PromRulesParams(
+            stall_for_ms=_ms(stall_for, "--stall-for"),
+            future_skew_ms=_ms(future_skew, "--future-skew"),
+            late_drop_share=late_drop_share,
+            freshness_target_ms=_ms(freshness_target, "--freshness-target"),
+            idle_for_ms=_ms(idle_for, "--idle-for"),
+            state_growth_ratio=state_growth_ratio,
+            state_growth_window_ms=_ms(state_growth_window, "--state-growth-window"),
+        )
+        text = render_rules(params)
+        if output is None:
+            typer.echo(text, nl=False)
+        else:
+            output.write_text(text)

@@ -1,0 +1,190 @@
+"""Prometheus exporter: tidegauge's view of every job as metrics on ``/metrics``.
+
+A custom ``prometheus_client`` collector renders the current state at scrape time (no background
+updates, no stale label sets left behind). Metric names follow Prometheus conventions: base units
+(seconds, bytes), ``_total`` for counters, ``_timestamp_seconds`` for points in time. Labels on every
+job series: ``engine``, ``job_id``, ``job_name``, ``source``, ``partition``, ``subtask``, ``operator`` (empty
+string where not applicable). No label or value ever contains a secret.
+
+Metrics (the names :mod:`monitor.promrules` writes PromQL against):
+
+==========================================================  =======  ==========================================
+``tidegauge_watermark_timestamp_seconds``                    gauge    watermark in effect (absent when unknown)
+``tidegauge_watermark_lag_seconds``                          gauge    scrape time minus watermark
+``tidegauge_event_time_max_timestamp_seconds``               gauge    newest event time seen in the last batch
+``tidegauge_input_rows_per_second``                          gauge    input rate of the last batch/poll
+``tidegauge_input_rows_total``                               counter  rows read, summed over batches
+``tidegauge_dropped_by_watermark_rows_total``                counter  rows dropped as late, summed over batches
+``tidegauge_state_rows``                                     gauge    rows in state stores
+``tidegauge_state_memory_bytes``                             gauge    state store memory
+``tidegauge_batch_duration_seconds``                         gauge    last micro-batch duration
+``tidegauge_consumer_lag_offsets``                           gauge    consumer lag in records
+``tidegauge_consumer_lag_seconds``                           gauge    consumer lag as time
+``tidegauge_source_idle_seconds``                            gauge    time the source/subtask has had no data
+``tidegauge_last_sample_timestamp_seconds``                  gauge    observation time of the newest sample
+``tidegauge_alerts``                                         gauge    alerts by ``rule``, ``severity``, ``state``
+``tidegauge_collector_poll_duration_seconds``                gauge    last poll duration by ``collector``/``target``
+``tidegauge_collector_errors_total``                         counter  poll errors by ``collector``/``target``
+``tidegauge_target_up``                                      gauge    1 if the last poll of the target succeeded
+==========================================================  =======  ==========================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from monitor.latest import LatestSamples, SeriesKey
+from monitor.model import Sample
+
+__all__ = ["JOB_LABELS", "AlertCount", "CollectorStat", "TidegaugeCollector"]
+
+JOB_LABELS = ("engine", "job_id", "job_name", "source", "partition", "subtask", "operator")
+
+
+@dataclass(frozen=True, slots=True)
+class AlertCount:
+    """Number of alerts of one rule in one severity and state."""
+
+    rule: str
+    severity: str
+    state: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorStat:
+    """Health of one polled target."""
+
+    collector: str
+    target: str
+    up: bool
+    last_poll_duration_seconds: float
+    errors_total: int
+
+
+def _labels(key: SeriesKey, s: Sample) -> list[str]:
+    sc = key.scope
+    return [
+        key.engine.value,
+        key.job_id,
+        s.job.name or "",
+        sc.source or "",
+        "" if sc.partition is None else str(sc.partition),
+        "" if sc.subtask is None else str(sc.subtask),
+        sc.operator or "",
+    ]
+
+
+class TidegaugeCollector(Collector):
+    """Renders :class:`LatestSamples`, alert counts and collector stats at scrape time.
+
+    Args:
+        latest: the daemon's newest-sample registry.
+        now: clock callable giving aware UTC "now" (injected by the composition root).
+        alerts: callable returning the current alert counts.
+        collectors: callable returning the health of each target.
+    """
+
+    def __init__(
+        self,
+        latest: LatestSamples,
+        now: Callable[[], datetime],
+        alerts: Callable[[], Iterable[AlertCount]] = lambda: (),
+        collectors: Callable[[], Iterable[CollectorStat]] = lambda: (),
+    ) -> None:
+        self._latest = latest
+        self._now = now
+        self._alerts = alerts
+        self._collectors = collectors
+
+    def describe(self) -> list[Metric]:
+        """Empty: metrics are only known at scrape time (avoids a collect() at registration)."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield every metric family (see the module docstring)."""
+        now_s = self._now().timestamp()
+
+        def gauge(name: str, doc: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, doc, labels=JOB_LABELS)
+
+        wm = gauge("tidegauge_watermark_timestamp_seconds", "Event-time watermark in effect, Unix seconds.")
+        wm_lag = gauge("tidegauge_watermark_lag_seconds", "Scrape time minus the watermark, seconds.")
+        et_max = gauge("tidegauge_event_time_max_timestamp_seconds", "Newest event time in the last batch.")
+        rate = gauge("tidegauge_input_rows_per_second", "Input rows per second of the last batch or poll.")
+        rows_total = CounterMetricFamily(
+            "tidegauge_input_rows", "Input rows read, summed over batches.", labels=JOB_LABELS
+        )
+        dropped_total = CounterMetricFamily(
+            "tidegauge_dropped_by_watermark_rows",
+            "Rows dropped as later than the watermark.",
+            labels=JOB_LABELS,
+        )
+        state_rows = gauge("tidegauge_state_rows", "Rows held in state stores.")
+        state_bytes = gauge("tidegauge_state_memory_bytes", "Memory used by state stores, bytes.")
+        batch_s = gauge("tidegauge_batch_duration_seconds", "Duration of the last micro-batch, seconds.")
+        lag_off = gauge("tidegauge_consumer_lag_offsets", "Consumer lag in records (offsets).")
+        lag_s = gauge("tidegauge_consumer_lag_seconds", "Consumer lag as time, seconds.")
+        idle = gauge("tidegauge_source_idle_seconds", "Time the source or subtask has had no data, seconds.")
+        last = gauge("tidegauge_last_sample_timestamp_seconds", "Observation time of the newest sample.")
+
+        for key, st in self._latest.snapshot():
+            s = st.latest
+            lv = _labels(key, s)
+            last.add_metric(lv, s.observed_at.timestamp())
+            if s.watermark is not None:
+                wm.add_metric(lv, s.watermark.timestamp())
+                wm_lag.add_metric(lv, now_s - s.watermark.timestamp())
+            if s.event_time_max is not None:
+                et_max.add_metric(lv, s.event_time_max.timestamp())
+            if s.input_rows_per_second is not None:
+                rate.add_metric(lv, s.input_rows_per_second)
+            if s.num_input_rows is not None or st.input_rows_total:
+                rows_total.add_metric(lv, st.input_rows_total)
+            if s.dropped_by_watermark is not None or st.dropped_by_watermark_total:
+                dropped_total.add_metric(lv, st.dropped_by_watermark_total)
+            if s.state_rows_total is not None:
+                state_rows.add_metric(lv, s.state_rows_total)
+            if s.state_memory_bytes is not None:
+                state_bytes.add_metric(lv, s.state_memory_bytes)
+            if s.batch_duration_ms is not None:
+                batch_s.add_metric(lv, s.batch_duration_ms / 1000.0)
+            if s.lag_offsets is not None:
+                lag_off.add_metric(lv, s.lag_offsets)
+            if s.lag_seconds is not None:
+                lag_s.add_metric(lv, s.lag_seconds)
+            if s.idle_ms is not None:
+                idle.add_metric(lv, s.idle_ms / 1000.0)
+        yield from (wm, wm_lag, et_max, rate, rows_total, dropped_total, state_rows, state_bytes, batch_s)
+        yield from (lag_off, lag_s, idle, last)
+
+        alerts = GaugeMetricFamily(
+            "tidegauge_alerts", "Alerts by rule, severity and state.", labels=("rule", "severity", "state")
+        )
+        for a in self._alerts():
+            alerts.add_metric([a.rule, a.severity, a.state], a.count)
+        yield alerts
+
+        up = GaugeMetricFamily(
+            "tidegauge_target_up",
+            "1 if the last poll of the target succeeded.",
+            labels=("collector", "target"),
+        )
+        dur = GaugeMetricFamily(
+            "tidegauge_collector_poll_duration_seconds",
+            "Duration of the last poll.",
+            labels=("collector", "target"),
+        )
+        errs = CounterMetricFamily(
+            "tidegauge_collector_errors", "Poll errors.", labels=("collector", "target")
+        )
+        for c in self._collectors():
+            up.add_metric([c.collector, c.target], 1.0 if c.up else 0.0)
+            dur.add_metric([c.collector, c.target], c.last_poll_duration_seconds)
+            errs.add_metric([c.collector, c.target], c.errors_total)
+        yield from (up, dur, errs)
