@@ -25,6 +25,7 @@ import pwd
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -163,24 +164,42 @@ def _run(server: PostgresServer, argv: list[str], *, check: bool = True) -> subp
         "HOME": str(server.base_dir),
     }
     uid, gid = server.run_as if server.run_as is not None else (None, None)
-    result = subprocess.run(
-        [tool, *argv[1:]],
-        cwd=server.base_dir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        user=uid,
-        group=gid,
-        extra_groups=None if uid is None else [],
-    )
+
+    def spawn(extra_groups: list[int] | None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [tool, *argv[1:]],
+            cwd=server.base_dir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            user=uid,
+            group=gid,
+            extra_groups=extra_groups,
+        )
+
+    if uid is None:
+        result = spawn(None)
+    else:
+        try:
+            result = spawn([])  # drop root's supplementary groups
+        except PermissionError:  # setgroups() not allowed (some containers): keep them, still not root
+            result = spawn(None)
     if check and result.returncode != 0:
         raise RuntimeError(
             f"{argv[0]} failed with exit code {result.returncode}:\n{result.stdout}\n{result.stderr}\n"
             f"server log:\n{server.log_tail()}"
         )
     return result
+
+
+def _searchable_tmp(other_user: bool) -> str:
+    """The temp dir, or ``/tmp`` when another user could not reach the temp dir (e.g. TMPDIR under /root)."""
+    tmp = Path(tempfile.gettempdir()).resolve()
+    if other_user and not all(p.stat().st_mode & stat.S_IXOTH for p in (tmp, *tmp.parents)):
+        return "/tmp"  # a fresh private directory (mode 0700) is created inside with mkdtemp
+    return str(tmp)
 
 
 def _free_port() -> int:
@@ -199,7 +218,7 @@ def start_postgres(environ: Mapping[str, str]) -> PostgresServer:
     bin_dir = find_postgres_bin(environ)
     run_as = _unprivileged_user()
     started = time.monotonic()
-    base_dir = Path(tempfile.mkdtemp(prefix="tidegauge-pg-"))
+    base_dir = Path(tempfile.mkdtemp(prefix="tidegauge-pg-", dir=_searchable_tmp(run_as is not None)))
     server = PostgresServer(bin_dir=bin_dir, base_dir=base_dir, port=0, run_as=run_as)
     try:
         if run_as is not None:
@@ -209,7 +228,9 @@ def start_postgres(environ: Mapping[str, str]) -> PostgresServer:
         for attempt in range(_START_ATTEMPTS):
             server.port = _free_port()
             options = (
-                f"-p {server.port} -k {base_dir} -c listen_addresses=127.0.0.1 "
+                # TCP on loopback only; no Unix socket (Debian's default socket dir may be missing, and a
+                # long TMPDIR would overflow the socket path limit).
+                f"-p {server.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' "
                 "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             )
             start = ["pg_ctl", "-D", str(server.data_dir), "-l", str(server.log_file), "-o", options]
