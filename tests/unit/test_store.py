@@ -20,6 +20,7 @@ from monitor.store import (
     default_db_path,
     downgrade,
     get_cursor,
+    head,
     iter_raw_documents,
     load_samples,
     make_engine,
@@ -67,7 +68,7 @@ def test_initial_revision_is_first() -> None:
 def test_unknown_revision_is_input_error(store_url: str) -> None:
     with pytest.raises(InputError, match=r"cannot downgrade database sqlite:///.* to 'nope'"):
         downgrade(store_url, "nope")
-    assert current(store_url) == "0001_initial"
+    assert current(store_url) == head()
 
 
 # --------------------------------------------------------------------------------------------- round trip
@@ -244,14 +245,15 @@ def test_downgraded_database_is_refused(store_url: str) -> None:
         open_store(store_url)
 
 
-def test_outdated_database_is_refused(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Until a second revision exists, pretend the code's head moved on.
-    monkeypatch.setattr(migrate_module, "head", lambda: "0002_future")
+def test_outdated_database_is_refused(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    upgrade(db_url, "0001_initial")
+    if head() == "0001_initial":  # until a second revision exists, pretend the code's head moved on
+        monkeypatch.setattr(migrate_module, "head", lambda: "0002_future")
+    need = migrate_module.head()
     with pytest.raises(SchemaOutdatedError) as info:
-        open_store(store_url)
+        open_store(db_url)
     assert str(info.value) == (
-        "database schema at 0001_initial, code needs 0002_future: "
-        f"run `tidegauge db upgrade --db {store_url}`"
+        f"database schema at 0001_initial, code needs {need}: run `tidegauge db upgrade --db {db_url}`"
     )
 
 
@@ -321,7 +323,7 @@ def test_default_database_is_created_under_xdg(tmp_path: Path) -> None:
     environ = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
     upgrade(None, environ=environ)
     assert (tmp_path / "xdg" / "tidegauge" / "tidegauge.db").is_file()
-    assert current(None, environ=environ) == "0001_initial"
+    assert current(None, environ=environ) == head()
 
 
 def test_invalid_url_is_config_error() -> None:
@@ -346,15 +348,15 @@ def test_cli_upgrade_current_downgrade(db_url: str, capsys: pytest.CaptureFixtur
     fix = f"run `tidegauge db upgrade --db {db_url}`"
     assert run_cli(["db", "current", "--db", db_url], capsys) == (
         0,
-        f"{db_url}: empty (no schema) (code needs 0001_initial: {fix})\n",
+        f"{db_url}: empty (no schema) (code needs {head()}: {fix})\n",
         "",
     )
-    upgraded = f"{db_url}: upgraded from empty (no schema) to 0001_initial\n"
+    upgraded = f"{db_url}: upgraded from empty (no schema) to {head()}\n"
     assert run_cli(["db", "upgrade", "--db", db_url], capsys) == (0, upgraded, "")
-    assert run_cli(["db", "upgrade", "--db", db_url], capsys)[1] == f"{db_url}: already at 0001_initial\n"
-    assert run_cli(["db", "current", "--db", db_url], capsys)[1] == f"{db_url}: 0001_initial (head)\n"
+    assert run_cli(["db", "upgrade", "--db", db_url], capsys)[1] == f"{db_url}: already at {head()}\n"
+    assert run_cli(["db", "current", "--db", db_url], capsys)[1] == f"{db_url}: {head()} (head)\n"
     assert run_cli(["db", "downgrade", "base", "--db", db_url], capsys)[1] == (
-        f"{db_url}: downgraded from 0001_initial to empty (no schema)\n"
+        f"{db_url}: downgraded from {head()} to empty (no schema)\n"
     )
     code, out, err = run_cli(["db", "downgrade", "nope", "--db", db_url], capsys)
     assert (code, out) == (2, "")
