@@ -22,13 +22,20 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from monitor.commands import config as _config
-    from monitor.commands import promrules as _promrules
-    from monitor.commands import scan as _scan
+    """Register every sub-command module in :mod:`monitor.commands` (each exposes ``register(app)``).
 
-    _scan.register(app)
-    _config.register(app)
-    _promrules.register(app)
+    Discovery keeps this file free of per-command edits; modules are registered in name order.
+    """
+    import importlib
+    import pkgutil
+
+    import monitor.commands as commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"monitor.commands.{info.name}")
+        module.register(app)
 
 
 _register()
