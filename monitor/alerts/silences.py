@@ -108,7 +108,8 @@ class Silence:
     """A silence: mutes notifications of alerts matching all ``matchers`` during ``[starts_at, ends_at)``.
 
     Raises:
-        InputError: no matchers, or ``ends_at`` is not after ``starts_at``.
+        InputError: no matchers, or ``ends_at`` is before ``starts_at`` (equal: an empty window, as an
+            expired not-yet-started silence has).
         ValueError: a naive datetime.
     """
 
@@ -126,8 +127,8 @@ class Silence:
         object.__setattr__(self, "matchers", tuple(self.matchers))
         if not self.matchers:
             raise InputError("a silence needs at least one matcher")
-        if self.ends_at <= self.starts_at:
-            raise InputError("a silence must end after it starts")
+        if self.ends_at < self.starts_at:
+            raise InputError("a silence must not end before it starts")
 
     def active(self, now: datetime) -> bool:
         """``starts_at <= now < ends_at``."""

@@ -75,8 +75,10 @@ def test_silence_needs_every_matcher() -> None:
 def test_silence_validation() -> None:
     with pytest.raises(InputError, match="at least one matcher"):
         Silence("s", (), starts_at=T0, ends_at=T0 + timedelta(hours=1))
-    with pytest.raises(InputError, match="end after"):
-        Silence("s", (parse_matcher("a=b"),), starts_at=T0, ends_at=T0)
+    with pytest.raises(InputError, match="end before"):
+        Silence("s", (parse_matcher("a=b"),), starts_at=T0, ends_at=T0 - timedelta(seconds=1))
+    empty = Silence("s", (parse_matcher("job_id=q-clicks"),), starts_at=T0, ends_at=T0)
+    assert not is_silenced(LABELS, [empty], T0)  # [T0, T0) is empty
 
 
 def test_routes_for_matches_severity_and_labels_once_per_receiver() -> None:
