@@ -58,7 +58,8 @@ class OutboxRow(Base):
     """One notification of one alert transition to one receiver, until it is delivered or given up.
 
     ``payload`` is :meth:`monitor.alerts.notification.AlertNotification.to_json`. ``idempotency_key`` is
-    unique per receiver. ``attempts`` counts failed sends; ``next_attempt_at`` is when the row is due.
+    unique per receiver. ``attempts`` counts sends made (the last one may have succeeded);
+    ``next_attempt_at`` is when the row is due.
     """
 
     __tablename__ = "outbox"
