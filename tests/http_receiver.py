@@ -78,7 +78,7 @@ def running_receiver() -> Iterator[Receiver]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="test-receiver", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="test-receiver", daemon=True)
     thread.start()
     receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
     try:

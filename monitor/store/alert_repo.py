@@ -317,11 +317,12 @@ def enqueue_repeats(
     firing = load_alerts(session, states=[AlertState.FIRING])
     if not firing or not routes:
         return 0
-    open_pairs = set(
-        session.execute(
+    open_pairs = {
+        (receiver, fp)
+        for receiver, fp in session.execute(
             select(OutboxRow.receiver, OutboxRow.fingerprint).where(OutboxRow.state == OUTBOX_PENDING)
-        ).tuples()
-    )
+        )
+    }
     last_told: dict[tuple[str, str], datetime] = {
         (receiver, fp): at
         for receiver, fp, at in session.execute(
@@ -331,7 +332,7 @@ def enqueue_repeats(
                 NotificationLogRow.outcome.in_([OUTBOX_DELIVERED, OUTBOX_GAVE_UP]),
             )
             .group_by(NotificationLogRow.receiver, NotificationLogRow.fingerprint)
-        ).tuples()
+        )
     }
     queued = 0
     for fp, alert in sorted(firing.items()):
