@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from monitor.store.alert_repo import add_silence, apply_transitions, load_alerts
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow
 from monitor.store.engine import make_engine, make_session_factory
 from monitor.store.migrate import upgrade
+from tests.alerting import migrated_sessions, sqlite_url, tick
 from tests.http_receiver import Receiver, running_receiver
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -33,17 +34,13 @@ A1 = Finding("watermark_stall", Severity.CRITICAL, JOB_A, "watermark flat for 14
 A2 = Finding("late_rows_dropped", Severity.WARNING, JOB_A, "1200 rows dropped as late", T0)
 B1 = Finding("idle_source", Severity.WARNING, JOB_B, "subtask 2 idle for 30 min", T0)
 SECRET = "test-secret"
-NO_DELAY = RuleTiming()
 FAST = RetryPolicy(initial_backoff=timedelta(seconds=10), max_backoff=timedelta(minutes=2))
 
 
 @pytest.fixture
 def sessions(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    url = f"sqlite:///{tmp_path / 'tg.db'}"
-    upgrade(url)
-    engine = make_engine(url)
-    yield make_session_factory(engine)
-    engine.dispose()
+    with migrated_sessions(sqlite_url(tmp_path)) as factory:
+        yield factory
 
 
 @pytest.fixture
@@ -56,20 +53,6 @@ def receiver() -> Iterator[Receiver]:
 def client() -> Iterator[httpx.Client]:
     with httpx.Client() as c:
         yield c
-
-
-def tick(
-    sessions: sessionmaker[Session],
-    findings: Sequence[Finding],
-    now: datetime,
-    routes: Sequence[Route],
-    timing: RuleTiming = NO_DELAY,
-) -> list[AlertEvent]:
-    """One evaluation tick as the daemon will run it: load, step, store alerts + outbox in one transaction."""
-    with sessions.begin() as session:
-        changed, events = step_all(load_alerts(session), findings, lambda _rule: timing, now)
-        apply_transitions(session, changed.values(), events, routes, now)
-    return events
 
 
 def seen(receiver: Receiver) -> list[tuple[str, str]]:
