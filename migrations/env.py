@@ -12,7 +12,7 @@ itself (it cannot be changed inside the migration's transaction).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from alembic import context
 from alembic.autogenerate.api import AutogenContext
@@ -35,7 +35,7 @@ def _url() -> str:
     return url
 
 
-def _render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:
+def _render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | Literal[False]:
     """Autogenerate writes our column types as plain SQLAlchemy types, so a migration keeps meaning the
     same DDL when the Python-side type changes later."""
     if type_ == "type" and isinstance(obj, UTCDateTime):

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# Real PostgreSQL server fixtures (see tests/pg.py): `postgres_server` (session), `postgres_url` (fresh DB).
+from tests.pg import postgres_server, postgres_url  # noqa: F401
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
 LOCAL_FIXTURES = Path(__file__).resolve().parent / "fixtures"
