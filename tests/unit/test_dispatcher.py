@@ -1,4 +1,5 @@
-"""Outbox + dispatcher tests: a real SQLite database migrated to head, a real HTTP receiver on loopback
+"""Outbox + dispatcher tests: a real database migrated to head (SQLite; PostgreSQL in the ``postgres``
+variants), a real HTTP receiver on loopback
 (tests/http_receiver.py) and a fake clock stepped by the test (nothing sleeps on the fake clock).
 """
 
@@ -37,9 +38,16 @@ SECRET = "test-secret"
 FAST = RetryPolicy(initial_backoff=timedelta(seconds=10), max_backoff=timedelta(minutes=2))
 
 
-@pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    with migrated_sessions(sqlite_url(tmp_path)) as factory:
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres]),
+    ]
+)
+def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    """A migrated database: a SQLite file, and a fresh database on the real PostgreSQL of tests/pg.py."""
+    url = sqlite_url(tmp_path) if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    with migrated_sessions(url) as factory:
         yield factory
 
 
