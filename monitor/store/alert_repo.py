@@ -107,14 +107,20 @@ def load_alerts(
     return {row.fingerprint: _to_alert(row) for row in session.scalars(query)}
 
 
-def _upsert_alert(session: Session, alert: Alert) -> None:
-    values = _alert_values(alert)
-    row = session.get(AlertRow, alert.fingerprint)
-    if row is None:
-        session.add(AlertRow(**values))
-        return
-    for name, value in values.items():
-        setattr(row, name, value)
+def _upsert_alerts(session: Session, alerts: Sequence[Alert]) -> None:
+    fps = [a.fingerprint for a in alerts]
+    rows: dict[str, AlertRow] = {}
+    for start in range(0, len(fps), _CHUNK):
+        chunk = fps[start : start + _CHUNK]
+        rows.update((r.fingerprint, r) for r in session.scalars(select(AlertRow).where(AlertRow.fingerprint.in_(chunk))))
+    for alert in alerts:
+        values = _alert_values(alert)
+        row = rows.get(alert.fingerprint)
+        if row is None:
+            session.add(AlertRow(**values))
+            continue
+        for name, value in values.items():
+            setattr(row, name, value)
 
 
 # --- outbox -----------------------------------------------------------------------------------------
@@ -175,8 +181,7 @@ def apply_transitions(
         ValueError: an event names an alert not in ``alerts``.
     """
     by_fp = {a.fingerprint: a for a in alerts}
-    for alert in by_fp.values():
-        _upsert_alert(session, alert)
+    _upsert_alerts(session, list(by_fp.values()))
     wanted: dict[str, list[tuple[str, AlertNotification]]] = {}
     for event in events:
         status = _NOTIFY.get(event.kind)
