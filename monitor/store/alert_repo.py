@@ -34,6 +34,7 @@ __all__ = [
     "enqueue_repeats",
     "expire_silence",
     "finish_outbox",
+    "last_firing_told",
     "list_silences",
     "load_alerts",
     "open_outbox",
@@ -308,6 +309,20 @@ def finish_outbox(
     session.flush()
 
 
+def last_firing_told(session: Session, outcomes: Sequence[str]) -> dict[tuple[str, str], datetime]:
+    """(receiver, fingerprint) -> time of the latest firing notification that ended with one of
+    ``outcomes`` (from the notification log)."""
+    query = (
+        select(NotificationLogRow.receiver, NotificationLogRow.fingerprint, func.max(NotificationLogRow.at))
+        .where(
+            NotificationLogRow.status == NotificationStatus.FIRING.value,
+            NotificationLogRow.outcome.in_(list(outcomes)),
+        )
+        .group_by(NotificationLogRow.receiver, NotificationLogRow.fingerprint)
+    )
+    return {(receiver, fp): at for receiver, fp, at in session.execute(query)}
+
+
 def enqueue_repeats(
     session: Session, routes: Sequence[Route], silences: Sequence[Silence], now: datetime
 ) -> int:
@@ -328,17 +343,7 @@ def enqueue_repeats(
             select(OutboxRow.receiver, OutboxRow.fingerprint).where(OutboxRow.state == OUTBOX_PENDING)
         )
     }
-    last_told: dict[tuple[str, str], datetime] = {
-        (receiver, fp): at
-        for receiver, fp, at in session.execute(
-            select(NotificationLogRow.receiver, NotificationLogRow.fingerprint, func.max(NotificationLogRow.at))
-            .where(
-                NotificationLogRow.status == NotificationStatus.FIRING.value,
-                NotificationLogRow.outcome.in_([OUTBOX_DELIVERED, OUTBOX_GAVE_UP]),
-            )
-            .group_by(NotificationLogRow.receiver, NotificationLogRow.fingerprint)
-        )
-    }
+    last_told = last_firing_told(session, (OUTBOX_DELIVERED, OUTBOX_GAVE_UP))
     queued = 0
     for fp, alert in sorted(firing.items()):
         labels = alert.all_labels()

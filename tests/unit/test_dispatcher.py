@@ -232,6 +232,32 @@ def test_silence_suppresses_then_notifies_after_it_ends(
     assert outbox_states(sessions) == {"delivered": 2, "suppressed": 1}
 
 
+def test_alert_silenced_for_its_whole_episode_sends_neither_firing_nor_resolved(
+    sessions: sessionmaker[Session], receiver: Receiver, client: httpx.Client
+) -> None:
+    routes = [Route("hook")]
+    hook = WebhookNotifier("hook", receiver.url, SECRET)
+    with sessions.begin() as session:
+        add_silence(
+            session,
+            Silence("s1", (parse_matcher("alertname=watermark_stall"),), T0, T0 + timedelta(minutes=10)),
+            T0,
+        )
+    # Fires at 0, resolves at 5, silence ends at 10: the resolved row is not silenced any more at 10,
+    # but the receiver never heard of the firing, so it is suppressed too.
+    for minute, findings in ((0, [A1]), (5, []), (10, []), (11, [])):
+        now = T0 + timedelta(minutes=minute)
+        tick(sessions, findings, now, routes)
+        if minute == 5:
+            continue  # the dispatcher only runs again after the silence ended
+        dispatch_due(sessions, [hook], client, now, routes=routes, policy=FAST)
+    assert receiver.requests == []
+    assert outbox_states(sessions) == {"suppressed": 2}
+    with sessions() as session:
+        errors = sorted(str(e) for e in session.scalars(select(OutboxRow.last_error)))
+    assert errors == ["firing was not delivered", "silenced"]
+
+
 def test_repeat_interval(sessions: sessionmaker[Session], receiver: Receiver, client: httpx.Client) -> None:
     routes = [Route("hook", repeat_interval=timedelta(hours=1))]
     hook = WebhookNotifier("hook", receiver.url, SECRET)
