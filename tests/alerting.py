@@ -1,0 +1,67 @@
+"""Helpers shared by the alerting tests: a migrated database and one evaluation tick."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from monitor.alerts.lifecycle import AlertEvent, RuleTiming, step_all
+from monitor.alerts.routing import Route
+from monitor.model import Finding
+from monitor.store.alert_repo import apply_transitions, load_alerts
+from monitor.store.engine import make_engine, make_session_factory
+from monitor.store.migrate import upgrade
+
+NO_DELAY = RuleTiming()
+ALERTMANAGER_BINARIES = ("prometheus-alertmanager", "alertmanager")
+
+
+def alertmanager_binary(environ: Mapping[str, str] = os.environ) -> str:
+    """Path of Alertmanager (Debian names it ``prometheus-alertmanager``); missing: fail in CI, else skip."""
+    for name in ALERTMANAGER_BINARIES:
+        path = shutil.which(name)
+        if path:
+            return path
+    message = (
+        f"none of {ALERTMANAGER_BINARIES} on PATH (Debian package prometheus-alertmanager; "
+        "see .ci/system-deps.sh)"
+    )
+    if environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@contextmanager
+def migrated_sessions(url: str) -> Iterator[sessionmaker[Session]]:
+    """Upgrade the database at ``url`` to head and yield a session factory on it."""
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        yield make_session_factory(engine)
+    finally:
+        engine.dispose()
+
+
+def sqlite_url(directory: Path) -> str:
+    return f"sqlite:///{directory / 'tg.db'}"
+
+
+def tick(
+    sessions: sessionmaker[Session],
+    findings: Sequence[Finding],
+    now: datetime,
+    routes: Sequence[Route],
+    timing: RuleTiming = NO_DELAY,
+) -> list[AlertEvent]:
+    """One evaluation tick as the daemon will run it: load, step, store alerts + outbox in one transaction."""
+    with sessions.begin() as session:
+        changed, events = step_all(load_alerts(session), findings, lambda _rule: timing, now)
+        apply_transitions(session, changed.values(), events, routes, now)
+    return events
