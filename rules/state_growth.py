@@ -6,7 +6,9 @@ batch (``StateStoreSaveExec`` / ``StreamingDeduplicateExec`` ``removeKeysOlderTh
 still nothing is removed, the state key does not contain the event-time column (e.g. ``groupBy("user")``
 or ``dropDuplicates("id")`` without the event time), so the state grows without bound. A growing state
 while the watermark is still flat is normal (nothing is old enough to evict yet); rising state with
-removals is a window working as intended.
+removals is a window working as intended. One watermark step without removals is normal too: the watermark
+may move without passing the end of any window (a 5-minute window evicts nothing while the watermark moves
+3 minutes inside it), so the rule needs several steps of the watermark without a single removal.
 """
 
 from __future__ import annotations
@@ -24,17 +26,17 @@ RULE = "state_growth"
 
 @dataclass(frozen=True, slots=True)
 class StateGrowthConfig:
-    """``min_batches``: how many consecutive batches the pattern must hold for."""
+    """``min_watermark_steps``: how many times the watermark must advance inside the run, none evicting."""
 
-    min_batches: int = 3
+    min_watermark_steps: int = 3
 
 
 def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) -> list[Finding]:
     """One WARNING finding per maximal run of batches in which state rows never fell and none were removed.
 
-    A run needs ``min_batches`` batches with known ``state_rows_total`` and ``state_rows_removed == 0``
-    (unknown removal counts break a run), more state rows at its end than at its start, and a watermark
-    that advanced from the run's first to its last batch.
+    A run is consecutive batches with known ``state_rows_total``, ``state_rows_removed == 0`` (unknown
+    removal counts break a run) and state rows never falling. It is reported when it ends with more state
+    rows than it started with and the watermark advanced ``min_watermark_steps`` times between its batches.
     """
     batches = [b for b in progress_batches(samples) if b.state_rows_total is not None]
     findings: list[Finding] = []
@@ -52,10 +54,12 @@ def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) ->
             j += 1
         first, last = batches[i], batches[j]
         grew = (last.state_rows_total or 0) > (first.state_rows_total or 0)
-        advanced = (
-            first.watermark is not None and last.watermark is not None and last.watermark > first.watermark
+        steps = sum(
+            1
+            for prev, cur in zip(batches[i:j], batches[i + 1 : j + 1], strict=True)
+            if prev.watermark is not None and cur.watermark is not None and cur.watermark > prev.watermark
         )
-        if j - i + 1 >= config.min_batches and grew and advanced:
+        if grew and steps >= config.min_watermark_steps:
             assert first.watermark is not None and last.watermark is not None
             findings.append(
                 Finding(
@@ -65,7 +69,7 @@ def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) ->
                     message=(
                         f"batches {first.batch_id}-{last.batch_id}: state rows grew from "
                         f"{first.state_rows_total} to {last.state_rows_total} with none removed while the "
-                        f"watermark advanced from {fmt_time(first.watermark)} to {fmt_time(last.watermark)}: "
+                        f"watermark advanced {steps} times, from {fmt_time(first.watermark)} to {fmt_time(last.watermark)}: "
                         "the state key does not include event time, so the watermark cannot evict it. Group "
                         "by a window of the event-time column (or use dropDuplicatesWithinWatermark / a state "
                         "TTL) so old state is removed."
@@ -74,6 +78,7 @@ def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) ->
                     batch_id=last.batch_id,
                     details={
                         "first_batch_id": first.batch_id,
+                        "watermark_steps": steps,
                         "state_rows_from": first.state_rows_total,
                         "state_rows_to": last.state_rows_total,
                     },
