@@ -22,12 +22,14 @@ discarded (zstd decodes several hundred MB/s, so this is cheap next to parsing).
 changed, that shrank, or whose first bytes differ from what was read before was rotated or rewritten: it
 is read again from the start and a retryable :class:`monitor.model.CollectorError` says so.
 
-A ``QueryTerminatedEvent`` carries no timestamp in Spark; its sample takes the last time seen for that run
-(``id`` + ``runId``) or, when the collector never saw that run, the poll's ``now``.
+A ``QueryTerminatedEvent`` carries no timestamp and no name in Spark; its sample takes the last time and the
+name seen for that run (``id`` + ``runId``) or, when the collector never saw that run, the poll's ``now``
+(and no name).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -284,6 +286,7 @@ class EventLogCollector:
         self.chunk_bytes = chunk_bytes
         self.decompressed_bytes_read = 0
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
+        self._run_names: dict[tuple[str, str | None], str] = {}
 
     def poll(self, now: datetime) -> PollResult:
         """Read what is new in every file since the last poll.
@@ -481,7 +484,15 @@ class EventLogCollector:
         if not samples:
             return
         first = samples[0]
-        self._last_seen[(first.job.job_id, first.job.run_id)] = first.observed_at
+        key = (first.job.job_id, first.job.run_id)
+        if first.job.name is not None:
+            self._run_names[key] = first.job.name
+        elif key in self._run_names:
+            # QueryTerminatedEvent has no name: take the one the run's other events carried
+            named = dataclasses.replace(first.job, name=self._run_names[key])
+            samples = [dataclasses.replace(s, job=named) for s in samples]
+            first = samples[0]
+        self._last_seen[key] = first.observed_at
         result.samples.extend(samples)
         result.raw.append((first.job, first.observed_at, first.kind.value, event))
 

@@ -115,7 +115,7 @@ def store_polls(db_url: str, polls: list[tuple[str, PollResult]], cursors: dict[
                 saved = 0
                 for collector, poll in polls:
                     counts = save_poll(session, poll, collector=collector)
-                    saved += int(getattr(counts, "samples", 0))
+                    saved += counts.samples_inserted
                 for target, state in cursors.items():
                     set_cursor(session, EVENTLOG_COLLECTOR, target, state, now)
         finally:

@@ -71,6 +71,8 @@ def test_terminated_event_takes_last_time_of_its_run(rolling_dir: Path) -> None:
     # run 58ee35ad only started (11:32:51.258) then terminated: the start time is its last time
     last = next(s for s in q if s.kind is SampleKind.TERMINATED and s.job.run_id.startswith("58ee35ad"))  # type: ignore[union-attr]
     assert last.observed_at == datetime(2026, 11, 29, 11, 32, 51, 258000, tzinfo=UTC)
+    # the terminated event has no "name" field; the run's started event said "wm_gt"
+    assert term.job.name == "wm_gt" and last.job.name == "wm_gt"
 
 
 def test_plain_file_gives_same_samples_as_zstd(spark_fixtures: Path, rolling_dir: Path) -> None:
