@@ -62,7 +62,7 @@ def test_collector_reads_real_spark_log(spark_logs: tuple[Path, dict[str, str]],
     result = EventLogCollector([out / label]).poll(datetime.now(UTC))
     assert result.errors == ()
     query = [s for s in result.samples if s.scope.is_job()]
-    assert [s.kind for s in query][0] is SampleKind.STARTED
+    assert query[0].kind is SampleKind.STARTED
     assert query[-1].kind is SampleKind.TERMINATED
     progress = [s for s in query if s.kind is SampleKind.PROGRESS]
     assert progress[0].batch_id == 0 and progress[0].num_input_rows == 4
