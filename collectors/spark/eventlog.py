@@ -33,7 +33,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -235,27 +235,24 @@ def discover_event_logs(path: Path) -> list[EventLogFile]:
     return out
 
 
-def _iter_decompressed(handle: BinaryIO, codec: str | None, chunk_bytes: int) -> Iterator[bytes]:
-    """Decompressed chunks of ``handle`` from its current position (raises CodecError on corruption)."""
-    decoder = new_decoder(codec) if codec is not None else None
-    while True:
-        chunk = handle.read(chunk_bytes)
-        if not chunk:
-            return
-        if decoder is None:
-            yield chunk
-        else:
-            out = decoder.decompress(chunk)
-            if out:
-                yield out
-
-
 @dataclass
 class _FileRead:
     samples: list[Sample] = field(default_factory=list)
     errors: list[CollectorError] = field(default_factory=list)
     raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = field(default_factory=list)
-    bytes_read: int = 0
+
+
+@dataclass
+class _Start:
+    """Identity of an open file and where to resume (from its cursor)."""
+
+    identity: str
+    head_sha256: str
+    head_len: int
+    size: int
+    offset: int
+    line_no: int
+    unchanged: bool
 
 
 class EventLogCollector:
@@ -289,7 +286,7 @@ class EventLogCollector:
         self._run_names: dict[tuple[str, str | None], str] = {}
 
     def poll(self, now: datetime) -> PollResult:
-        """Read what is new in every file since the last poll.
+        """Read what is new in every file since the last poll, as one result (see :meth:`iter_poll`).
 
         Never raises for a bad file: a missing path, unknown codec, corrupt compressed data, invalid JSON
         or a truncated last line of a complete file is a :class:`CollectorError` naming the file (and the
@@ -298,113 +295,127 @@ class EventLogCollector:
         samples: list[Sample] = []
         errors: list[CollectorError] = []
         raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = []
+        for piece in self.iter_poll(now):
+            samples.extend(piece.samples)
+            errors.extend(piece.errors)
+            raw.extend(piece.raw)
+        return PollResult(tuple(samples), tuple(errors), tuple(raw))
+
+    def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+        """Read what is new, yielding one result per chunk read (memory bounded by the chunk size).
+
+        A file's cursor is advanced past a yielded piece when the consumer asks for the next one (or when
+        the file is done), so a consumer that stores each piece before continuing loses nothing if it stops
+        or fails midway: the next poll reads the unconsumed rest again. Errors are reported as in
+        :meth:`poll`.
+        """
         self.decompressed_bytes_read = 0
         for root in self.paths:
             try:
                 files = discover_event_logs(root)
-            except (EventLogError, OSError) as exc:
-                errors.append(self._error(root, str(exc) if isinstance(exc, EventLogError) else f"{root}: {exc}", now))
+            except EventLogError as exc:
+                yield PollResult(errors=(self._error(root, str(exc), now),))
+                continue
+            except OSError as exc:
+                yield PollResult(errors=(self._error(root, f"{root}: {exc.strerror or exc}", now, retryable=True),))
                 continue
             for log_file in files:
-                result = self._read_file(log_file, now)
-                samples.extend(result.samples)
-                errors.extend(result.errors)
-                raw.extend(result.raw)
-                self.decompressed_bytes_read += result.bytes_read
-        return PollResult(tuple(samples), tuple(errors), tuple(raw))
+                yield from self._iter_file(log_file, now)
 
     @staticmethod
     def _error(path: Path, message: str, now: datetime, *, retryable: bool = False) -> CollectorError:
         return CollectorError(COLLECTOR_NAME, str(path), message, now, retryable=retryable)
 
-    def _read_file(self, log_file: EventLogFile, now: datetime) -> _FileRead:
+    def _start(self, path: Path, handle: BinaryIO, now: datetime) -> tuple[_Start, CollectorError | None]:
+        """Identify the open file and decide where to start from its stored cursor."""
+        stat = os.fstat(handle.fileno())
+        head = handle.read(HEAD_BYTES)
+        identity = f"{stat.st_dev}:{stat.st_ino}"
+        head_sha = hashlib.sha256(head).hexdigest()
+        state = self.cursors.get(str(path.absolute()))
+        cursor = FileCursor.from_state(state) if state is not None else None
+        start = _Start(identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False)
+        if cursor is None:
+            return start, None
+        same = (
+            cursor.identity == identity
+            and stat.st_size >= cursor.size
+            and len(head) >= cursor.head_len
+            and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
+        )
+        if not same:
+            notice = self._error(
+                path,
+                f"{path}: file was rotated or rewritten since the last poll (was {cursor.size} bytes, now "
+                f"{stat.st_size}); reading it again from the start",
+                now,
+                retryable=True,
+            )
+            return start, notice
+        start.offset, start.line_no = cursor.offset, cursor.line_no
+        start.unchanged = stat.st_size == cursor.size
+        return start, None
+
+    def _save(self, path: Path, start: _Start, size: int, offset: int, line_no: int) -> None:
+        self.cursors.set(
+            str(path.absolute()),
+            FileCursor(start.identity, start.head_sha256, start.head_len, size, offset, line_no).to_state(),
+        )
+
+    def _iter_file(self, log_file: EventLogFile, now: datetime) -> Iterator[PollResult]:
         path = log_file.path
-        result = _FileRead()
-        target = str(path.absolute())
         try:
             codec = codec_for_name(path.name)
         except CodecError as exc:
-            result.errors.append(self._error(path, f"{path}: {exc}", now))
-            return result
+            yield PollResult(errors=(self._error(path, f"{path}: {exc}", now),))
+            return
         try:
-            with path.open("rb") as handle:
-                stat = os.fstat(handle.fileno())
-                head = handle.read(HEAD_BYTES)
-                identity = f"{stat.st_dev}:{stat.st_ino}"
-                state = self.cursors.get(target)
-                cursor = FileCursor.from_state(state) if state is not None else None
-                if cursor is not None:
-                    same = (
-                        cursor.identity == identity
-                        and stat.st_size >= cursor.size
-                        and len(head) >= cursor.head_len
-                        and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
-                    )
-                    if not same:
-                        result.errors.append(
-                            self._error(
-                                path,
-                                f"{path}: file was rotated or rewritten since the last poll "
-                                f"(was {cursor.size} bytes, now {stat.st_size}); reading it again from the start",
-                                now,
-                                retryable=True,
-                            )
-                        )
-                        cursor = None
-                    elif stat.st_size == cursor.size:
-                        return result  # nothing new
-                offset = cursor.offset if cursor is not None else 0
-                line_no = cursor.line_no if cursor is not None else 0
-                if codec is None:
-                    handle.seek(offset)
-                    chunks: Iterable[bytes] = _iter_decompressed(handle, None, self.chunk_bytes)
-                    skip = 0
-                else:
-                    handle.seek(0)
-                    chunks = _iter_decompressed(handle, codec, self.chunk_bytes)
-                    skip = offset
-                new_offset, new_line_no = self._scan_lines(
-                    log_file, chunks, skip, offset, line_no, now, result
-                )
+            handle = path.open("rb")
         except OSError as exc:
-            result.errors.append(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True))
-            return result
-        head_len = len(head)
-        self.cursors.set(
-            target,
-            FileCursor(
-                identity=identity,
-                head_sha256=hashlib.sha256(head).hexdigest(),
-                head_len=head_len,
-                size=stat.st_size,
-                offset=new_offset,
-                line_no=new_line_no,
-            ).to_state(),
-        )
-        return result
-
-    def _scan_lines(
-        self,
-        log_file: EventLogFile,
-        chunks: Iterable[bytes],
-        skip: int,
-        offset: int,
-        line_no: int,
-        now: datetime,
-        result: _FileRead,
-    ) -> tuple[int, int]:
-        """Consume complete lines from ``chunks``; return the new (offset, line_no)."""
-        path = log_file.path
-        pending = b""
-        try:
-            for chunk in chunks:
+            yield PollResult(errors=(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True),))
+            return
+        with handle:
+            start, notice = self._start(path, handle, now)
+            if notice is not None:
+                yield PollResult(errors=(notice,))
+            if start.unchanged:
+                return
+            offset, line_no = start.offset, start.line_no
+            skip = 0
+            if codec is None:
+                handle.seek(offset)
+            else:
+                handle.seek(0)
+                skip = offset  # decompressed bytes already consumed
+            decoder = new_decoder(codec) if codec is not None else None
+            pending = b""
+            read = handle.read
+            while True:
+                piece = _FileRead()
+                try:
+                    block = read(self.chunk_bytes)
+                    if not block:
+                        break
+                    chunk = decoder.decompress(block) if decoder is not None else block
+                except (CodecError, OSError) as exc:
+                    what = str(exc) if isinstance(exc, CodecError) else f"cannot read: {exc}"
+                    yield PollResult(
+                        errors=(
+                            self._error(
+                                path, f"{path}: {what} (after line {line_no}, decompressed byte {offset})", now
+                            ),
+                        )
+                    )
+                    return
                 if skip:
                     if len(chunk) <= skip:
                         skip -= len(chunk)
                         continue
                     chunk = chunk[skip:]
                     skip = 0
-                result.bytes_read += len(chunk)
+                if not chunk:
+                    continue
+                self.decompressed_bytes_read += len(chunk)
                 data = pending + chunk if pending else chunk
                 last_nl = data.rfind(b"\n")
                 if last_nl < 0:
@@ -412,24 +423,24 @@ class EventLogCollector:
                     continue
                 complete_end = last_nl + 1
                 pending = data[complete_end:]
-                self._events_in(log_file, data, complete_end, line_no, now, result)
+                self._events_in(log_file, data, complete_end, line_no, now, piece)
                 line_no += data.count(b"\n", 0, complete_end)
                 offset += complete_end
-        except CodecError as exc:
-            result.errors.append(
-                self._error(path, f"{path}: {exc} (after line {line_no}, decompressed byte {offset})", now)
-            )
-            return offset, line_no
-        if pending and log_file.complete:
-            result.errors.append(
-                self._error(
-                    path,
-                    f"{path} line {line_no + 1}: truncated line ({len(pending)} bytes without a newline at the "
-                    "end of a complete event log)",
-                    now,
+                if piece.samples or piece.errors:
+                    yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
+                    self._save(path, start, handle.tell(), offset, line_no)
+            if pending and log_file.complete:
+                yield PollResult(
+                    errors=(
+                        self._error(
+                            path,
+                            f"{path} line {line_no + 1}: truncated line ({len(pending)} bytes without a newline "
+                            "at the end of a complete event log)",
+                            now,
+                        ),
+                    )
                 )
-            )
-        return offset, line_no
+            self._save(path, start, handle.tell(), offset, line_no)
 
     def _events_in(
         self,

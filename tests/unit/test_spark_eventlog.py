@@ -231,3 +231,19 @@ def test_unknown_codec_and_missing_path(tmp_path: Path, spark_fixtures: Path) ->
     assert any(str(gz) in m and "unknown compression codec 'gz'" in m for m in messages)
     assert any("missing" in m and "no such file" in m for m in messages)
     assert len(result.samples) > 0
+
+
+def test_iter_poll_advances_cursor_only_past_consumed_pieces(spark_fixtures: Path) -> None:
+    path = spark_fixtures / "eventlog_trimmed.jsonl"
+    store = MemoryCursorStore()
+    # 4 KiB reads: the 34 496-byte file comes in several pieces
+    collector = EventLogCollector([path], store, chunk_bytes=4096)
+    pieces = collector.iter_poll(NOW)
+    first = next(pieces)
+    assert first.samples  # the first piece holds the QueryStartedEvent (line 5)
+    pieces.close()  # the consumer stops (e.g. its database write failed) before asking for more
+    assert store.get(str(path.absolute())) is None  # nothing was acknowledged
+    again = collector.poll(NOW)
+    assert again.samples[: len(first.samples)] == first.samples
+    assert len([s for s in again.samples if s.scope.is_job()]) == 26  # all 26 streaming events
+    assert collector.poll(NOW).samples == ()
