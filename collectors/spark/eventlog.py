@@ -64,6 +64,7 @@ EVENTS_FILE_PREFIX = "events_"
 APPSTATUS_PREFIX = "appstatus_"
 HEAD_BYTES = 4096
 CHUNK_BYTES = 1 << 20
+COMPRESSED_READ_DIVISOR = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +263,9 @@ class EventLogCollector:
         paths: event-log files and/or directories (see :func:`discover_event_logs`), re-listed every poll
             so that new files (a new rolling ``events_<n+1>_...``) are picked up.
         cursors: where cursors are kept; a fresh :class:`MemoryCursorStore` if omitted.
-        chunk_bytes: read size (bytes of file per read); memory use is bounded by this plus the longest line.
+        chunk_bytes: read size in bytes for plain files (compressed files are read ``chunk_bytes / 16`` at a
+            time); memory use is bounded by the decompressed chunk plus the longest line, whatever the file
+            size.
 
     Attributes:
         name: ``"spark-eventlog"`` (``Sample.collector``).
@@ -390,10 +393,12 @@ class EventLogCollector:
             decoder = new_decoder(codec) if codec is not None else None
             pending = b""
             read = handle.read
+            # compressed JSON expands 5-50x: read less so each decompressed chunk stays near chunk_bytes
+            read_size = self.chunk_bytes if codec is None else max(4096, self.chunk_bytes // COMPRESSED_READ_DIVISOR)
             while True:
                 piece = _FileRead()
                 try:
-                    block = read(self.chunk_bytes)
+                    block = read(read_size)
                     if not block:
                         break
                     chunk = decoder.decompress(block) if decoder is not None else block
