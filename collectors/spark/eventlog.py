@@ -434,7 +434,18 @@ class EventLogCollector:
                 if piece.samples or piece.errors:
                     yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
                     self._save(path, start, handle.tell(), offset, line_no)
-            if pending and log_file.complete:
+            if decoder is not None and log_file.complete and not decoder.finished():
+                yield PollResult(
+                    errors=(
+                        self._error(
+                            path,
+                            f"{path}: truncated {codec} stream: the last frame/block is incomplete (after line "
+                            f"{line_no}) in a complete event log",
+                            now,
+                        ),
+                    )
+                )
+            elif pending and log_file.complete:
                 yield PollResult(
                     errors=(
                         self._error(

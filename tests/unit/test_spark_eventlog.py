@@ -247,3 +247,14 @@ def test_iter_poll_advances_cursor_only_past_consumed_pieces(spark_fixtures: Pat
     assert again.samples[: len(first.samples)] == first.samples
     assert len([s for s in again.samples if s.scope.is_job()]) == 26  # all 26 streaming events
     assert collector.poll(NOW).samples == ()
+
+
+def test_truncated_zstd_frame_of_complete_file(tmp_path: Path, rolling_dir: Path) -> None:
+    data = (rolling_dir / f"events_1_{APP}.zstd").read_bytes()
+    cut = tmp_path / f"{APP}.zstd"  # complete (no .inprogress) yet cut short
+    cut.write_bytes(data[:-5])
+    errors = EventLogCollector([cut]).poll(NOW).errors
+    assert len(errors) == 1 and "truncated zstd stream" in errors[0].message and str(cut) in errors[0].message
+    inprogress = tmp_path / f"{APP}.zstd.inprogress"  # the same bytes while the app runs: no error
+    inprogress.write_bytes(data[:-5])
+    assert EventLogCollector([inprogress]).poll(NOW).errors == ()
