@@ -202,11 +202,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Scan Spark event logs and progress files: per-query batch timelines and findings.
 
-        Reads event logs (single files, .inprogress files, rolling eventlog_v2_* directories, any of
-        Spark's codecs) and progress JSON (one object, an array, or JSON lines). Prints per query the
-        batches (id, time, input rows, watermark and its advance, event-time max, rows dropped by the
-        watermark, state rows) and the findings: watermark stall, future-timestamp jump, late rows dropped,
-        state growth. --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
+        Reads event logs (single files, .inprogress files, rolling eventlog_v2_* directories; zstd, lz4, snappy, lzf or plain) and progress JSON (one object, an array, or JSON lines). Prints per query the batches (id, time, input rows, watermark and its advance, event-time max, rows dropped by the watermark, state rows) and the findings: watermark stall, future-timestamp jump, late rows dropped, state growth.
+
+        --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
+
         Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input.
         """
         if fmt not in ("text", "json"):
