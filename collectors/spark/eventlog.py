@@ -17,8 +17,9 @@ within the first :data:`MARKER_WINDOW` bytes (the ``"Event"`` field Spark writes
 Tailing: each file has a :class:`FileCursor` kept in a :class:`CursorStore` (in memory for ``scan``,
 in the database for the daemon). A poll reads from the cursor's offset to the last newline; a partial last
 line stays for the next poll. Offsets count *decompressed* bytes: a plain file is read from there with a
-seek; a compressed file is decompressed again from its start and the bytes before the offset are
-discarded (zstd decodes several hundred MB/s, so this is cheap next to parsing). A file whose device/inode
+seek. A compressed file that is still being written keeps its decoder in memory between polls, so the next
+poll only decompresses the new bytes; without it (a new process, or a cursor from the database) the file is
+decompressed again from its start and the bytes before the offset are discarded. A file whose device/inode
 changed, that shrank, or whose first bytes differ from what was read before was rotated or rewritten: it
 is read again from the start and a retryable :class:`monitor.model.CollectorError` says so.
 
@@ -39,7 +40,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from collectors.spark.codecs import IN_PROGRESS, CodecError, codec_for_name, new_decoder
+from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
 from monitor.errors import EventLogError, ProgressFormatError
 from monitor.model import CollectorError, JobRef, PollResult, Sample
@@ -244,6 +245,19 @@ class _FileRead:
 
 
 @dataclass
+class _Live:
+    """The decoder of a growing compressed file, kept between polls: where the file was read to
+    (``file_pos``), the cursor it matches (``offset``, ``line_no``) and the decompressed partial last line."""
+
+    identity: str
+    decoder: StreamDecoder
+    file_pos: int
+    offset: int
+    line_no: int
+    pending: bytes
+
+
+@dataclass
 class _Start:
     """Identity of an open file and where to resume (from its cursor)."""
 
@@ -287,6 +301,7 @@ class EventLogCollector:
         self.decompressed_bytes_read = 0
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
+        self._live: dict[str, _Live] = {}
 
     def poll(self, now: datetime) -> PollResult:
         """Read what is new in every file since the last poll, as one result (see :meth:`iter_poll`).
@@ -377,21 +392,30 @@ class EventLogCollector:
         except OSError as exc:
             yield PollResult(errors=(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True),))
             return
+        target = str(path.absolute())
+        live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
         with handle:
             start, notice = self._start(path, handle, now)
             if notice is not None:
                 yield PollResult(errors=(notice,))
             if start.unchanged:
+                if live is not None:
+                    self._live[target] = live
                 return
             offset, line_no = start.offset, start.line_no
             skip = 0
+            pending = b""
+            decoder: StreamDecoder | None = None
             if codec is None:
                 handle.seek(offset)
+            elif live is not None and (live.identity, live.offset, live.line_no) == (start.identity, offset, line_no):
+                # continue the previous pass's decoder where it stopped: no re-decompression
+                decoder, pending = live.decoder, live.pending
+                handle.seek(live.file_pos)
             else:
+                decoder = new_decoder(codec)
                 handle.seek(0)
                 skip = offset  # decompressed bytes already consumed
-            decoder = new_decoder(codec) if codec is not None else None
-            pending = b""
             read = handle.read
             # compressed JSON expands 5-50x: read less so each decompressed chunk stays near chunk_bytes
             read_size = self.chunk_bytes if codec is None else max(4096, self.chunk_bytes // COMPRESSED_READ_DIVISOR)
@@ -457,6 +481,8 @@ class EventLogCollector:
                     )
                 )
             self._save(path, start, handle.tell(), offset, line_no)
+            if decoder is not None and not log_file.complete:
+                self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, pending)
 
     def _events_in(
         self,

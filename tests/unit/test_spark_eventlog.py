@@ -258,3 +258,24 @@ def test_truncated_zstd_frame_of_complete_file(tmp_path: Path, rolling_dir: Path
     inprogress = tmp_path / f"{APP}.zstd.inprogress"  # the same bytes while the app runs: no error
     inprogress.write_bytes(data[:-5])
     assert EventLogCollector([inprogress]).poll(NOW).errors == ()
+
+
+def test_growing_zstd_file_continues_its_decoder(tmp_path: Path, spark_fixtures: Path) -> None:
+    lines = _lines(spark_fixtures)
+    log = tmp_path / f"{APP}.zstd.inprogress"
+    comp = zstandard.ZstdCompressor()
+    log.write_bytes(comp.compress(b"".join(lines[:8])))  # up to batch 0
+    store = MemoryCursorStore()
+    collector = EventLogCollector([log], store)
+    assert [s.batch_id for s in _query_samples(collector.poll(NOW))] == [None, 0]
+    with log.open("ab") as handle:  # Spark appends a frame per flush
+        handle.write(comp.compress(lines[8]))
+    second = collector.poll(NOW)
+    assert [s.batch_id for s in _query_samples(second)] == [1]
+    # only the new line was decompressed (not the first 8 lines again)
+    assert collector.decompressed_bytes_read == len(lines[8])
+    # a new collector (e.g. after a restart) with the stored cursor decompresses from the start
+    with log.open("ab") as handle:
+        handle.write(comp.compress(lines[9]))
+    fresh = EventLogCollector([log], store)
+    assert [s.kind for s in _query_samples(fresh.poll(NOW))] == [SampleKind.TERMINATED]
