@@ -21,7 +21,9 @@ seek. A compressed file that is still being written keeps its decoder in memory 
 poll only decompresses the new bytes; without it (a new process, or a cursor from the database) the file is
 decompressed again from its start and the bytes before the offset are discarded. A file whose device/inode
 changed, that shrank, or whose first bytes differ from what was read before was rotated or rewritten: it
-is read again from the start and a retryable :class:`monitor.model.CollectorError` says so.
+is read again from the start and a retryable :class:`monitor.model.CollectorError` says so. When Spark
+renames ``<app>[.codec].inprogress`` to ``<app>[.codec]`` at the end of the application, the file keeps its
+inode, and the collector carries the cursor over to the new name instead of reading the file again.
 
 A ``QueryTerminatedEvent`` carries no timestamp and no name in Spark; its sample takes the last time and the
 name seen for that run (``id`` + ``runId``) or, when the collector never saw that run, the poll's ``now``
@@ -268,6 +270,7 @@ class _Start:
     offset: int
     line_no: int
     unchanged: bool
+    adopted: bool = False  # the cursor was the one of this file's former ``.inprogress`` name
 
 
 class EventLogCollector:
@@ -350,9 +353,20 @@ class EventLogCollector:
         head = handle.read(HEAD_BYTES)
         identity = f"{stat.st_dev}:{stat.st_ino}"
         head_sha = hashlib.sha256(head).hexdigest()
-        state = self.cursors.get(str(path.absolute()))
+        target = str(path.absolute())
+        state = self.cursors.get(target)
+        if state is None and not path.name.endswith(IN_PROGRESS):
+            # Spark renames app.zstd.inprogress -> app.zstd when the app ends: same inode, same cursor
+            state = self.cursors.get(target + IN_PROGRESS)
+            if state is not None and state.get("identity") != identity:
+                state = None
+            if state is not None and target + IN_PROGRESS in self._live:
+                self._live[target] = self._live.pop(target + IN_PROGRESS)
+            adopted = state is not None
+        else:
+            adopted = False
         cursor = FileCursor.from_state(state) if state is not None else None
-        start = _Start(identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False)
+        start = _Start(identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False, adopted=adopted)
         if cursor is None:
             return start, None
         same = (
@@ -393,14 +407,16 @@ class EventLogCollector:
             yield PollResult(errors=(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True),))
             return
         target = str(path.absolute())
-        live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
         with handle:
             start, notice = self._start(path, handle, now)
+            live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
             if notice is not None:
                 yield PollResult(errors=(notice,))
             if start.unchanged:
-                if live is not None:
+                if live is not None and not log_file.complete:
                     self._live[target] = live
+                if start.adopted:
+                    self._save(path, start, start.size, start.offset, start.line_no)  # under its final name
                 return
             offset, line_no = start.offset, start.line_no
             skip = 0

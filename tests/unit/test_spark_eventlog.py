@@ -279,3 +279,24 @@ def test_growing_zstd_file_continues_its_decoder(tmp_path: Path, spark_fixtures:
         handle.write(comp.compress(lines[9]))
     fresh = EventLogCollector([log], store)
     assert [s.kind for s in _query_samples(fresh.poll(NOW))] == [SampleKind.TERMINATED]
+
+
+@pytest.mark.parametrize("codec", ["", ".zstd"])
+def test_inprogress_renamed_at_app_end_is_not_read_twice(tmp_path: Path, spark_fixtures: Path, codec: str) -> None:
+    lines = _lines(spark_fixtures)
+    comp = zstandard.ZstdCompressor()
+
+    def enc(data: bytes) -> bytes:
+        return comp.compress(data) if codec else data
+
+    running = tmp_path / f"{APP}{codec}.inprogress"
+    running.write_bytes(enc(b"".join(lines[:9])))  # started, batch 0, batch 1
+    collector = EventLogCollector([tmp_path])
+    assert len(_query_samples(collector.poll(NOW))) == 3
+    with running.open("ab") as handle:
+        handle.write(enc(lines[9]))  # the terminated event, then Spark renames the file (same inode)
+    running.rename(tmp_path / f"{APP}{codec}")
+    result = collector.poll(NOW)
+    assert result.errors == ()
+    assert [s.kind for s in _query_samples(result)] == [SampleKind.TERMINATED]
+    assert collector.poll(NOW).samples == ()
