@@ -57,6 +57,7 @@ __all__ = [
     "FileCursor",
     "MemoryCursorStore",
     "discover_event_logs",
+    "is_rolling_dir",
 ]
 
 COLLECTOR_NAME = "spark-eventlog"
@@ -197,7 +198,7 @@ def _rolling_files(directory: Path) -> list[EventLogFile]:
     return out
 
 
-def _is_rolling_dir(path: Path) -> bool:
+def is_rolling_dir(path: Path) -> bool:
     """Spark's ``isEventLogDir`` (name prefix), and it holds at least one ``events_<n>_`` file."""
     if not path.name.startswith(ROLLING_DIR_PREFIX):
         return False
@@ -225,14 +226,14 @@ def discover_event_logs(path: Path) -> list[EventLogFile]:
         return [_single_file(path)]
     if not path.is_dir():
         raise EventLogError(f"{path}: no such file or directory")
-    if _is_rolling_dir(path):
+    if is_rolling_dir(path):
         return _rolling_files(path)
     out: list[EventLogFile] = []
     for entry in sorted(path.iterdir(), key=lambda p: p.name):
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            if _is_rolling_dir(entry):
+            if is_rolling_dir(entry):
                 out.extend(_rolling_files(entry))
         elif entry.is_file() and not entry.name.startswith(APPSTATUS_PREFIX):
             out.append(_single_file(entry))
