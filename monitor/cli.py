@@ -25,6 +25,9 @@ def _register() -> None:
     from monitor.commands import scan as _scan
 
     _scan.register(app)
+    from monitor.commands import db as _db
+
+    _db.register(app)
 
 
 _register()

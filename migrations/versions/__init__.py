@@ -1,0 +1,1 @@
+"""Migration scripts; revision ids are short readable names (``0001_initial``, ``0002_...``)."""

@@ -1,0 +1,85 @@
+"""``tidegauge db upgrade|downgrade|current``: manage the database schema (Alembic migrations).
+
+``--db URL`` takes any SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user@host/db``);
+without it the per-user default SQLite file is used (see :func:`monitor.store.engine.default_db_path`).
+URLs are printed with the password hidden.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+import typer
+from sqlalchemy.exc import SQLAlchemyError
+
+from monitor.errors import InputError
+from monitor.store.engine import default_db_url, redact_url
+from monitor.store.migrate import current, downgrade, head, upgrade
+
+T = TypeVar("T")
+
+_DB_OPTION = typer.Option(
+    None,
+    "--db",
+    metavar="URL",
+    help="SQLAlchemy database URL (default: $XDG_DATA_HOME/tidegauge/tidegauge.db, "
+    "else ~/.local/share/tidegauge/tidegauge.db).",
+)
+
+
+def _url(db: str | None) -> str:
+    return db if db is not None else default_db_url(os.environ)
+
+
+def _guard(url: str, action: Callable[[], T]) -> T:
+    """Run ``action``; a database failure becomes a one-line InputError without the password."""
+    try:
+        return action()
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise InputError(f"database {redact_url(url)}: {reason}") from None
+
+
+def _show(revision: str | None) -> str:
+    return revision if revision is not None else "empty (no schema)"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``db`` command group to ``app``."""
+    db_app = typer.Typer(help="Manage the database schema (migrations).", no_args_is_help=True)
+
+    @db_app.command("upgrade")
+    def upgrade_cmd(
+        revision: str = typer.Argument("head", help="Target revision (default: head)."),
+        db: str | None = _DB_OPTION,
+    ) -> None:
+        """Create or migrate the database schema up to REVISION (default: the newest)."""
+        url = _url(db)
+        before, after = _guard(url, lambda: upgrade(url, revision))
+        verb = "already at" if before == after else f"upgraded from {_show(before)} to"
+        typer.echo(f"{redact_url(url)}: {verb} {_show(after)}")
+
+    @db_app.command("downgrade")
+    def downgrade_cmd(
+        revision: str = typer.Argument(..., help="Target revision, or 'base' to drop every table."),
+        db: str | None = _DB_OPTION,
+    ) -> None:
+        """Migrate the database schema down to REVISION (data in dropped tables is lost)."""
+        url = _url(db)
+        before, after = _guard(url, lambda: downgrade(url, revision))
+        verb = "already at" if before == after else f"downgraded from {_show(before)} to"
+        typer.echo(f"{redact_url(url)}: {verb} {_show(after)}")
+
+    @db_app.command("current")
+    def current_cmd(db: str | None = _DB_OPTION) -> None:
+        """Print the database's schema revision and whether it is the newest."""
+        url = _url(db)
+        have = _guard(url, lambda: current(url))
+        need = head()
+        fix = "tidegauge db upgrade" + ("" if db is None else f" --db {redact_url(url)}")
+        status = "head" if have == need else f"code needs {need}: run `{fix}`"
+        typer.echo(f"{redact_url(url)}: {_show(have)} ({status})")
+
+    app.add_typer(db_app, name="db")

@@ -1,0 +1,152 @@
+"""Database engines and sessions.
+
+The default database is a per-user SQLite file::
+
+    $XDG_DATA_HOME/tidegauge/tidegauge.db        (when XDG_DATA_HOME is set to an absolute path)
+    $HOME/.local/share/tidegauge/tidegauge.db    (otherwise)
+
+Any SQLAlchemy URL works, e.g. ``postgresql+psycopg://user:password@host/dbname`` for a shared
+PostgreSQL. Nothing here reads the environment: callers (the composition root, the CLI) pass
+``os.environ`` in.
+
+SQLite connections get, from a ``connect`` event: ``journal_mode=WAL`` (readers do not block the writer),
+``busy_timeout`` (wait for a lock rather than fail at once), ``foreign_keys=ON``, and SQLAlchemy-emitted
+``BEGIN`` (so DDL is transactional and SAVEPOINTs work; see SQLAlchemy's "Enabling Non-Legacy SQLite
+Transactional Modes").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session, sessionmaker
+
+from monitor.errors import ConfigError
+
+__all__ = [
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "default_db_path",
+    "default_db_url",
+    "make_engine",
+    "make_session_factory",
+    "parse_url",
+    "redact_url",
+]
+
+#: How long a SQLite connection waits for another writer's lock before failing, in milliseconds.
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def default_db_path(environ: Mapping[str, str]) -> Path:
+    """The per-user default SQLite file, from the XDG base-directory rules.
+
+    ``$XDG_DATA_HOME/tidegauge/tidegauge.db`` if ``XDG_DATA_HOME`` is an absolute path (the XDG spec says
+    to ignore relative values), else ``$HOME/.local/share/tidegauge/tidegauge.db``.
+
+    Raises:
+        ConfigError: neither an absolute ``XDG_DATA_HOME`` nor ``HOME`` is set (pass ``--db URL``).
+    """
+    xdg = environ.get("XDG_DATA_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        base = Path(xdg)
+    elif environ.get("HOME"):
+        base = Path(environ["HOME"]) / ".local" / "share"
+    else:
+        raise ConfigError(
+            "cannot place the default database: neither XDG_DATA_HOME nor HOME is set; pass --db URL"
+        )
+    return base / "tidegauge" / "tidegauge.db"
+
+
+def default_db_url(environ: Mapping[str, str]) -> str:
+    """``sqlite:///`` URL of :func:`default_db_path`."""
+    return f"sqlite:///{default_db_path(environ)}"
+
+
+def parse_url(url: str | URL) -> URL:
+    """Parse a SQLAlchemy URL.
+
+    Raises:
+        ConfigError: the text is not a database URL (the message does not repeat it: it may hold a
+            password).
+    """
+    if isinstance(url, URL):
+        return url
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise ConfigError(
+            "invalid database URL: expected e.g. sqlite:///path/to/file.db or "
+            "postgresql+psycopg://user@host/dbname"
+        ) from None
+
+
+def redact_url(url: str | URL) -> str:
+    """The URL as text with any password replaced by ``***`` (safe for logs and messages)."""
+    return parse_url(url).render_as_string(hide_password=True)
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy, not the sqlite3 module, emit BEGIN (see _on_sqlite_begin).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS:d}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _on_sqlite_begin(connection: Connection) -> None:
+    connection.exec_driver_sql("BEGIN")
+
+
+def make_engine(url: str | URL | None, *, environ: Mapping[str, str] | None = None, **kwargs: Any) -> Engine:
+    """Create an engine for ``url`` or, when ``url`` is ``None``, for :func:`default_db_url` of ``environ``.
+
+    For a SQLite file the parent directory is created if missing. Extra keyword arguments go to
+    :func:`sqlalchemy.create_engine`.
+
+    Raises:
+        ConfigError: ``url`` is invalid, or is ``None`` and ``environ`` gives no default location.
+        ValueError: ``url`` and ``environ`` are both ``None``.
+    """
+    if url is None:
+        if environ is None:
+            raise ValueError("make_engine needs a URL or the environment to derive the default database from")
+        url = default_db_url(environ)
+    parsed = parse_url(url)
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite:
+        path = _sqlite_file(parsed)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        kwargs.setdefault("pool_pre_ping", True)
+    engine = create_engine(parsed, **kwargs)
+    if is_sqlite:
+        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "begin", _on_sqlite_begin)
+    return engine
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """A session factory bound to ``engine`` (``expire_on_commit=False``: loaded rows stay readable).
+
+    Use ``with factory.begin() as session:`` for one transaction that commits on success and rolls back
+    on any exception.
+    """
+    return sessionmaker(bind=engine, expire_on_commit=False)

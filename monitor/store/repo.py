@@ -1,0 +1,523 @@
+"""Repository functions: the only way the rest of tidegauge reads and writes the store.
+
+They take a :class:`sqlalchemy.orm.Session` and do not commit: the caller owns the transaction
+(``with factory.begin() as session:``), so a poll's samples and its collector cursor can be committed
+together, and a failure commits nothing. :func:`save_poll` additionally validates its whole input before
+writing and runs inside a SAVEPOINT, so a bad poll leaves the session exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import zstandard
+from sqlalchemy import insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session, aliased
+
+from monitor.model import Engine, JobRef, PollResult, Sample, SampleKind, Scope, ensure_utc
+from monitor.store.keys import canonical_json, error_key, raw_document_key, sample_key, sha256_hex
+from monitor.store.tables import (
+    CollectorCursorRow,
+    CollectorErrorRow,
+    JobRow,
+    RawDocumentRow,
+    RunRow,
+    SampleRow,
+)
+
+__all__ = [
+    "RawDocument",
+    "SaveCounts",
+    "get_cursor",
+    "iter_raw_documents",
+    "list_jobs",
+    "load_samples",
+    "save_poll",
+    "set_cursor",
+]
+
+#: Codec of new raw documents. ``zlib`` is also readable (:func:`_decompress`).
+RAW_CODEC: Final = "zstd"
+_ZSTD_LEVEL: Final = 10
+#: Rows per ``IN (...)`` list / executemany chunk (below SQLite's oldest 999-variable limit).
+_CHUNK: Final = 500
+
+_MEASURES: Final = (
+    "batch_id",
+    "watermark",
+    "event_time_min",
+    "event_time_max",
+    "event_time_avg",
+    "num_input_rows",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "batch_duration_ms",
+    "dropped_by_watermark",
+    "state_rows_total",
+    "state_rows_updated",
+    "state_rows_removed",
+    "state_memory_bytes",
+    "lag_offsets",
+    "lag_seconds",
+    "idle_ms",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SaveCounts:
+    """How many rows :func:`save_poll` inserted (``*_inserted``) or overwrote (``samples_replaced``).
+
+    Rows already stored under the same identity are counted in ``*_skipped``.
+    """
+
+    samples_inserted: int = 0
+    samples_skipped: int = 0
+    samples_replaced: int = 0
+    raw_inserted: int = 0
+    raw_skipped: int = 0
+    errors_inserted: int = 0
+    errors_skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RawDocument:
+    """A stored raw engine document, as handed to :func:`save_poll` in ``PollResult.raw``.
+
+    Attributes:
+        job: the job it belongs to (``name``/``app_id`` as saved with the document).
+        observed_at: aware UTC.
+        kind: the collector's document kind, e.g. ``"progress"``.
+        collector: collector name.
+        document: the decoded JSON document.
+    """
+
+    job: JobRef
+    observed_at: datetime
+    kind: str
+    collector: str
+    document: dict[str, Any]
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def _existing_keys(session: Session, column: Any, keys: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for chunk in _chunks(keys):
+        found.update(session.scalars(select(column).where(column.in_(chunk))))
+    return found
+
+
+def _insert_new(session: Session, row_class: Any, rows: list[dict[str, Any]], conflict: str) -> None:
+    """INSERT rows, ignoring a concurrent writer's identical row on the ``conflict`` column (SQLite and
+    PostgreSQL; other dialects raise IntegrityError on such a race, which rolls the poll back)."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    table = row_class.__table__
+    stmt: Any
+    if dialect == "sqlite":
+        stmt = sqlite.insert(table).on_conflict_do_nothing(index_elements=[conflict])
+    elif dialect == "postgresql":
+        stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=[conflict])
+    else:
+        stmt = insert(table)
+    for chunk in _chunks(rows):
+        session.execute(stmt, list(chunk))
+
+
+def _compress(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(data)
+
+
+def _decompress(codec: str, payload: bytes) -> bytes:
+    if codec == "zstd":
+        return zstandard.ZstdDecompressor().decompress(payload)
+    if codec == "zlib":
+        return zlib.decompress(payload)
+    raise ValueError(f"raw document stored with unknown codec {codec!r}")
+
+
+class _Jobs:
+    """Upserts jobs and runs for one save, caching primary keys."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._jobs: dict[tuple[str, str], JobRow] = {}
+        self._runs: dict[tuple[int, str], RunRow] = {}
+
+    def job_pk(self, job: JobRef) -> int:
+        key = (job.engine.value, job.job_id)
+        row = self._jobs.get(key)
+        if row is None:
+            row = self._session.scalars(
+                select(JobRow).where(JobRow.engine == key[0], JobRow.job_id == key[1])
+            ).one_or_none()
+            if row is None:
+                row = JobRow(engine=key[0], job_id=key[1], name=job.name, app_id=job.app_id)
+                self._session.add(row)
+                self._session.flush()
+            self._jobs[key] = row
+        if job.name is not None and row.name != job.name:
+            row.name = job.name
+        if job.app_id is not None and row.app_id != job.app_id:
+            row.app_id = job.app_id
+        return row.id
+
+    def run_pk(self, job: JobRef, observed_at: datetime) -> int | None:
+        if job.run_id is None:
+            return None
+        job_pk = self.job_pk(job)
+        key = (job_pk, job.run_id)
+        row = self._runs.get(key)
+        if row is None:
+            row = self._session.scalars(
+                select(RunRow).where(RunRow.job_pk == job_pk, RunRow.run_id == job.run_id)
+            ).one_or_none()
+            if row is None:
+                row = RunRow(job_pk=job_pk, run_id=job.run_id, first_seen=observed_at, last_seen=observed_at)
+                self._session.add(row)
+                self._session.flush()
+            self._runs[key] = row
+        if observed_at < row.first_seen:
+            row.first_seen = observed_at
+        if observed_at > row.last_seen:
+            row.last_seen = observed_at
+        return row.id
+
+
+def _validated_raw(poll: PollResult) -> list[tuple[JobRef, datetime, str, bytes]]:
+    out: list[tuple[JobRef, datetime, str, bytes]] = []
+    for index, (job, observed_at, kind, document) in enumerate(poll.raw):
+        what = f"PollResult.raw[{index}]"
+        when = ensure_utc(observed_at, f"{what} observed_at")
+        assert when is not None
+        if not isinstance(document, dict):
+            raise ValueError(f"{what} document must be a JSON object (dict), got {type(document).__name__}")
+        out.append((job, when, kind, canonical_json(document, f"{what} document")))
+    return out
+
+
+def _poll_collector(poll: PollResult, collector: str | None) -> str:
+    if collector is not None:
+        return collector
+    names = {s.collector for s in poll.samples} | {e.collector for e in poll.errors}
+    if len(names) == 1:
+        return names.pop()
+    if poll.raw:
+        raise ValueError(
+            "save_poll: cannot tell which collector read the raw documents "
+            f"(samples/errors name {sorted(names) or 'none'}); pass collector="
+        )
+    return "unknown"
+
+
+def _sample_values(sample: Sample, job_pk: int, run_pk: int | None) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "job_pk": job_pk,
+        "run_pk": run_pk,
+        "job_name": sample.job.name,
+        "app_id": sample.job.app_id,
+        "observed_at": sample.observed_at,
+        "kind": sample.kind.value,
+        "collector": sample.collector,
+        "scope_source": sample.scope.source,
+        "scope_partition": sample.scope.partition,
+        "scope_subtask": sample.scope.subtask,
+        "scope_operator": sample.scope.operator,
+        "extra": dict(sample.extra),
+    }
+    for name in _MEASURES:
+        values[name] = getattr(sample, name)
+    return values
+
+
+# ------------------------------------------------------------------------------------------------ writes
+
+
+def save_poll(
+    session: Session, poll: PollResult, *, collector: str | None = None, replace: bool = False
+) -> SaveCounts:
+    """Store one :class:`~monitor.model.PollResult`: upsert its jobs and runs, insert its samples, raw
+    documents and errors.
+
+    Idempotent: a sample whose identity (engine, job id, run id, collector, kind, batch id, scope,
+    observed_at; see :func:`monitor.store.keys.sample_key`) is already stored is skipped, so re-reading the
+    same batch twice stores it once. With ``replace=True`` (replaying raw documents through a fixed
+    parser) an already stored sample's values are overwritten instead. Raw documents are identified by job,
+    collector, kind, time and content hash; errors by collector, target, message and time. Duplicates
+    inside ``poll`` are stored once (the first wins).
+
+    Runs' ``first_seen``/``last_seen`` widen to the saved times; jobs' ``name``/``app_id`` take the latest
+    non-null values. Does not commit.
+
+    Args:
+        collector: the name stored with the raw documents; by default the single collector named by the
+            poll's samples and errors.
+
+    Raises:
+        ValueError: bad input (naive raw-document time, ``extra`` or a document not storable as JSON,
+            raw documents whose collector cannot be told); nothing of the poll is written.
+        sqlalchemy.exc.SQLAlchemyError: the database failed; the poll's writes are rolled back to the
+            savepoint taken on entry (earlier work in ``session`` is kept).
+    """
+    raw_collector = _poll_collector(poll, collector)
+    raw = _validated_raw(poll)
+    for index, sample in enumerate(poll.samples):
+        canonical_json(sample.extra, f"PollResult.samples[{index}].extra")
+    with session.begin_nested():
+        return _save(session, poll, raw, raw_collector, replace)
+
+
+def _save(
+    session: Session,
+    poll: PollResult,
+    raw: list[tuple[JobRef, datetime, str, bytes]],
+    raw_collector: str,
+    replace: bool,
+) -> SaveCounts:
+    jobs = _Jobs(session)
+
+    sample_rows: dict[str, dict[str, Any]] = {}
+    for sample in poll.samples:
+        key = sample_key(sample)
+        if key in sample_rows:
+            continue
+        job_pk = jobs.job_pk(sample.job)
+        run_pk = jobs.run_pk(sample.job, sample.observed_at)
+        sample_rows[key] = {"dedup_key": key, **_sample_values(sample, job_pk, run_pk)}
+    existing = _existing_keys(session, SampleRow.dedup_key, list(sample_rows))
+    _insert_new(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], "dedup_key")
+    replaced = 0
+    if replace and existing:
+        ids: dict[str, int] = {}
+        for chunk in _chunks(sorted(existing)):
+            stmt = select(SampleRow.dedup_key, SampleRow.id).where(SampleRow.dedup_key.in_(chunk))
+            ids.update((key, pk) for key, pk in session.execute(stmt))
+        updates = [{**sample_rows[k], "id": ids[k]} for k in existing]
+        for chunk in _chunks(updates):
+            session.execute(update(SampleRow), list(chunk))
+        replaced = len(updates)
+
+    raw_rows: dict[str, dict[str, Any]] = {}
+    for job, observed_at, kind, data in raw:
+        digest = sha256_hex(data)
+        key = raw_document_key(job, observed_at, kind, raw_collector, digest)
+        if key in raw_rows:
+            continue
+        raw_rows[key] = {
+            "dedup_key": key,
+            "job_pk": jobs.job_pk(job),
+            "run_pk": jobs.run_pk(job, observed_at),
+            "job_name": job.name,
+            "app_id": job.app_id,
+            "observed_at": observed_at,
+            "kind": kind,
+            "collector": raw_collector,
+            "codec": RAW_CODEC,
+            "content_sha256": digest,
+            "payload": _compress(data),
+        }
+    raw_existing = _existing_keys(session, RawDocumentRow.dedup_key, list(raw_rows))
+    _insert_new(
+        session, RawDocumentRow, [v for k, v in raw_rows.items() if k not in raw_existing], "dedup_key"
+    )
+
+    error_rows: dict[str, dict[str, Any]] = {}
+    for error in poll.errors:
+        key = error_key(error)
+        error_rows.setdefault(
+            key,
+            {
+                "dedup_key": key,
+                "collector": error.collector,
+                "target": error.target,
+                "message": error.message,
+                "observed_at": error.observed_at,
+                "retryable": error.retryable,
+            },
+        )
+    errors_existing = _existing_keys(session, CollectorErrorRow.dedup_key, list(error_rows))
+    _insert_new(
+        session,
+        CollectorErrorRow,
+        [v for k, v in error_rows.items() if k not in errors_existing],
+        "dedup_key",
+    )
+    session.flush()
+    return SaveCounts(
+        samples_inserted=len(sample_rows) - len(existing),
+        samples_skipped=0 if replace else len(existing),
+        samples_replaced=replaced,
+        raw_inserted=len(raw_rows) - len(raw_existing),
+        raw_skipped=len(raw_existing),
+        errors_inserted=len(error_rows) - len(errors_existing),
+        errors_skipped=len(errors_existing),
+    )
+
+
+def set_cursor(session: Session, collector: str, target: str, state: dict[str, Any], now: datetime) -> None:
+    """Record where ``collector`` stopped reading ``target`` (opaque JSON ``state``) at ``now`` (aware UTC).
+
+    Save it in the same transaction as the poll it belongs to, so the cursor only advances with the data.
+
+    Raises:
+        ValueError: ``state`` is not storable as JSON, or ``now`` is naive.
+    """
+    canonical_json(state, f"cursor state of {collector} {target}")
+    when = ensure_utc(now, "now")
+    if when is None:
+        raise ValueError("set_cursor: now is required")
+    row = session.scalars(
+        select(CollectorCursorRow).where(
+            CollectorCursorRow.collector == collector, CollectorCursorRow.target == target
+        )
+    ).one_or_none()
+    if row is None:
+        session.add(
+            CollectorCursorRow(collector=collector, target=target, state=dict(state), updated_at=when)
+        )
+    else:
+        row.state = dict(state)
+        row.updated_at = when
+    session.flush()
+
+
+# ------------------------------------------------------------------------------------------------- reads
+
+
+def get_cursor(session: Session, collector: str, target: str) -> dict[str, Any] | None:
+    """The state last saved by :func:`set_cursor` for ``collector`` and ``target``, or ``None``."""
+    return session.scalars(
+        select(CollectorCursorRow.state).where(
+            CollectorCursorRow.collector == collector, CollectorCursorRow.target == target
+        )
+    ).one_or_none()
+
+
+def list_jobs(session: Session, engine: Engine | None = None) -> list[JobRef]:
+    """All stored jobs (``run_id=None``; latest ``name``/``app_id``), ordered by engine then job id."""
+    stmt = select(JobRow).order_by(JobRow.engine, JobRow.job_id)
+    if engine is not None:
+        stmt = stmt.where(JobRow.engine == engine.value)
+    return [
+        JobRef(engine=Engine(r.engine), job_id=r.job_id, name=r.name, app_id=r.app_id)
+        for r in session.scalars(stmt)
+    ]
+
+
+def _time_conditions(column: Any, since: datetime | None, until: datetime | None) -> list[Any]:
+    since = ensure_utc(since, "since")
+    until = ensure_utc(until, "until")
+    conditions: list[Any] = []
+    if since is not None:
+        conditions.append(column >= since)
+    if until is not None:
+        conditions.append(column < until)
+    return conditions
+
+
+def load_samples(
+    session: Session,
+    job_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    engine: Engine | None = None,
+) -> list[Sample]:
+    """Stored samples in ``[since, until)`` (aware UTC; ``None`` = unbounded), oldest first.
+
+    Filters by ``job_id`` and/or ``engine`` when given. Each returned :class:`~monitor.model.Sample`
+    equals the one saved (``None`` stays ``None``, times are aware UTC, ``extra`` is restored).
+
+    Raises:
+        ValueError: ``since`` or ``until`` is naive.
+    """
+    run = aliased(RunRow)
+    stmt = (
+        select(SampleRow, JobRow.engine, JobRow.job_id, run.run_id)
+        .join(JobRow, SampleRow.job_pk == JobRow.id)
+        .outerjoin(run, SampleRow.run_pk == run.id)
+        .order_by(SampleRow.observed_at, SampleRow.id)
+    )
+    if job_id is not None:
+        stmt = stmt.where(JobRow.job_id == job_id)
+    if engine is not None:
+        stmt = stmt.where(JobRow.engine == engine.value)
+    stmt = stmt.where(*_time_conditions(SampleRow.observed_at, since, until))
+    return [_to_sample(row, eng, jid, rid) for row, eng, jid, rid in session.execute(stmt)]
+
+
+def _to_sample(row: SampleRow, engine: str, job_id: str, run_id: str | None) -> Sample:
+    job = JobRef(Engine(engine), job_id, run_id=run_id, name=row.job_name, app_id=row.app_id)
+    scope = Scope(
+        source=row.scope_source,
+        partition=row.scope_partition,
+        subtask=row.scope_subtask,
+        operator=row.scope_operator,
+    )
+    measures = {name: getattr(row, name) for name in _MEASURES}
+    return Sample(
+        job=job,
+        observed_at=row.observed_at,
+        kind=SampleKind(row.kind),
+        collector=row.collector,
+        scope=scope,
+        extra=dict(row.extra),
+        **measures,
+    )
+
+
+def iter_raw_documents(
+    session: Session,
+    job_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    engine: Engine | None = None,
+    collector: str | None = None,
+    kind: str | None = None,
+) -> Iterator[RawDocument]:
+    """Stored raw documents in ``[since, until)``, oldest first, decoded (streamed in chunks).
+
+    Used to replay history through a fixed parser (then :func:`save_poll` with ``replace=True``).
+
+    Raises:
+        ValueError: ``since``/``until`` naive, or a stored payload has an unknown codec.
+    """
+    run = aliased(RunRow)
+    stmt = (
+        select(RawDocumentRow, JobRow.engine, JobRow.job_id, run.run_id)
+        .join(JobRow, RawDocumentRow.job_pk == JobRow.id)
+        .outerjoin(run, RawDocumentRow.run_pk == run.id)
+        .order_by(RawDocumentRow.observed_at, RawDocumentRow.id)
+        .execution_options(yield_per=_CHUNK)
+    )
+    if job_id is not None:
+        stmt = stmt.where(JobRow.job_id == job_id)
+    if engine is not None:
+        stmt = stmt.where(JobRow.engine == engine.value)
+    if collector is not None:
+        stmt = stmt.where(RawDocumentRow.collector == collector)
+    if kind is not None:
+        stmt = stmt.where(RawDocumentRow.kind == kind)
+    stmt = stmt.where(*_time_conditions(RawDocumentRow.observed_at, since, until))
+    for row, eng, jid, rid in session.execute(stmt):
+        job = JobRef(Engine(eng), jid, run_id=rid, name=row.job_name, app_id=row.app_id)
+        yield RawDocument(job, row.observed_at, row.kind, row.collector, _decode(row))
+
+
+def _decode(row: RawDocumentRow) -> dict[str, Any]:
+    document = json.loads(_decompress(row.codec, row.payload))
+    if not isinstance(document, dict):
+        raise ValueError(f"raw document {row.id} is not a JSON object")
+    return document
