@@ -28,6 +28,9 @@ def _register() -> None:
     from monitor.commands import db as _db
 
     _db.register(app)
+    from monitor.commands import serve as _serve
+
+    _serve.register(app)
 
 
 _register()

@@ -43,6 +43,7 @@ again where the callbacks run, so the counters there are not the client's).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import queue
@@ -251,19 +252,19 @@ class TidegaugeListener(StreamingQueryListener):
 
     # -- StreamingQueryListener callbacks (never raise, never block) --------------------------------------
 
-    def onQueryStarted(self, event: QueryStartedEvent) -> None:  # noqa: N802 (Spark's name)
+    def onQueryStarted(self, event: QueryStartedEvent) -> None:
         """Queue ``QueryStartedEvent`` (called synchronously by ``start()``: must return at once)."""
         self._offer(lambda: _started_json(event))
 
-    def onQueryProgress(self, event: QueryProgressEvent) -> None:  # noqa: N802
+    def onQueryProgress(self, event: QueryProgressEvent) -> None:
         """Queue ``QueryProgressEvent`` with Spark's own progress JSON."""
         self._offer(lambda: '{"Event":"' + _EVENT_PROGRESS + '","progress":' + event.progress.json + "}")
 
-    def onQueryIdle(self, event: QueryIdleEvent) -> None:  # noqa: N802
+    def onQueryIdle(self, event: QueryIdleEvent) -> None:
         """Queue ``QueryIdleEvent`` (Spark 3.5+)."""
         self._offer(lambda: _idle_json(event))
 
-    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:  # noqa: N802
+    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
         """Queue ``QueryTerminatedEvent`` (it has no timestamp; the ingest side uses its receive time)."""
         self._offer(lambda: _terminated_json(event))
 
@@ -388,10 +389,8 @@ class TidegaugeListener(StreamingQueryListener):
             if self._atexit is not None:
                 atexit.unregister(self._atexit)
                 self._atexit = None
-            try:
+            with contextlib.suppress(queue.Full):
                 self._queue.put(_STOP, timeout=max(0.0, flush_timeout_s))
-            except queue.Full:
-                pass
             remaining = self._flush_deadline - time.monotonic()
             self._thread.join(timeout=max(0.0, remaining) + 0.1)
             leftover = 0
