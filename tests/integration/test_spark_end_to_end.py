@@ -79,6 +79,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             samples = load_samples(session, job_id=report["query_id"])
         report.update(samples=samples, scan=json.loads(scan.stdout), scan_stderr=scan.stderr, timings=timings)
         print(f"\nend-to-end timings: {timings}; driver: {report['seconds']}; listener: {report['listener']}")
+        print(f"files -> batches: {report['files']}; spark progress: {report['progress']}")
+        print(f"scan findings: {[(f['rule'], f['batch_id']) for f in report['scan']['findings']]}")
         yield report
     finally:
         store.dispose()
