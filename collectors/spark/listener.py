@@ -36,8 +36,11 @@ versions could conflict with the user's. Environment proxy variables are ignored
 given: the monitor is expected to be directly reachable, and an ``HTTP_PROXY`` meant for other traffic
 must not capture loopback/in-cluster posts.
 
-Spark Connect: the listener can be pickled (only its settings travel; the queue and thread are created
-again where the callbacks run, so the counters there are not the client's).
+Redirects are not followed (urllib would re-send the token to the new location); a 3xx counts as failed.
+
+Spark Connect: Spark 4 runs Python listeners on the client, like classic PySpark. Spark 3.5 Connect
+pickled them to the server; for that the listener pickles its settings only (the queue and thread are
+created again where the callbacks run, so the counters there are not the client's).
 """
 
 from __future__ import annotations
@@ -99,6 +102,16 @@ def _endpoint(url: str) -> str:
     return urllib.parse.urlunsplit(parts)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: urllib would re-send the ``Authorization`` header to the new location (and turn
+    the POST into a GET). A redirect answer then fails like any other non-2xx answer."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        return None
+
+
 class TidegaugeListener(StreamingQueryListener):
     """A PySpark ``StreamingQueryListener`` that POSTs every query event to tidegauge (see module docs).
 
@@ -121,7 +134,8 @@ class TidegaugeListener(StreamingQueryListener):
         flush_at_exit_s: on interpreter exit, try this long to deliver what is queued (``None``: do not).
 
     Raises:
-        ValueError: ``url`` is not http(s), ``token`` is empty, or a size/timeout is not positive.
+        ValueError: ``url`` is not http(s), ``token`` is empty or holds spaces/control characters, or a
+            size/timeout is not positive.
 
     Counters (read any time, from any thread): :attr:`sent` (events the monitor accepted with 2xx),
     :attr:`failed` (events in POSTs that failed, or that could not be serialized), :attr:`dropped`
@@ -145,6 +159,8 @@ class TidegaugeListener(StreamingQueryListener):
     ) -> None:
         if not token:
             raise ValueError("TidegaugeListener token must not be empty")
+        if any(c.isspace() or not c.isprintable() for c in token):
+            raise ValueError("TidegaugeListener token must not contain spaces or control characters")
         if queue_size < 1 or batch_max < 1:
             raise ValueError("TidegaugeListener queue_size and batch_max must be at least 1")
         if timeout_s <= 0 or backoff_max_s < 0:
@@ -191,7 +207,10 @@ class TidegaugeListener(StreamingQueryListener):
         }
         if s["app_id"]:
             self._headers["X-Tidegauge-App-Id"] = str(s["app_id"])
-        handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler(s["proxies"] or {})]
+        handlers: list[urllib.request.BaseHandler] = [
+            urllib.request.ProxyHandler(s["proxies"] or {}),
+            _NoRedirect(),
+        ]
         if s["ssl_context"] is not None:
             handlers.append(urllib.request.HTTPSHandler(context=s["ssl_context"]))
         self._opener = urllib.request.build_opener(*handlers)

@@ -5,11 +5,13 @@ built with their ``fromJson`` constructors from recorded real event-log lines
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
 import pickle
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -229,6 +231,7 @@ def test_pickles_settings_only(lines: list[dict[str, Any]]) -> None:
     [
         ("ftp://h/x", TOKEN, "must be an http"),
         ("http://h:1/x", "", "token must not be empty"),
+        ("http://h:1/x", "abc\r\nX-Injected: 1", "must not contain spaces or control characters"),
     ],
 )
 def test_bad_settings_raise_at_construction(url: str, token: str, message: str) -> None:
@@ -240,3 +243,44 @@ def test_url_credentials_are_not_shown() -> None:
     with pytest.raises(ValueError) as info:
         TidegaugeListener("ftp://user:pw@h/x?k=v", TOKEN, flush_at_exit_s=None)
     assert "pw" not in str(info.value) and "k=v" not in str(info.value)
+
+
+def test_redirects_are_not_followed(lines: list[dict[str, Any]]) -> None:
+    # A 303 to another endpoint: urllib by default follows it with a GET that carries the bearer token.
+    # Refused here: the POST counts as failed and the redirect target never sees a request.
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(self.path)
+            if self.path == DEFAULT_PATH:
+                self.send_response(303)
+                self.send_header("Location", "/elsewhere")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        def do_GET(self) -> None:
+            seen.append(f"GET {self.path} {self.headers.get('Authorization')}")
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        listener = _listener(f"http://127.0.0.1:{server.server_address[1]}")
+        listener.onQueryProgress(_progress_events(lines)[0])
+        listener.close(flush_timeout_s=5)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert listener.stats()["failed"] == 1 and listener.sent == 0
+    assert seen == [DEFAULT_PATH]
