@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_READ_TIMEOUT_S",
     "HttpFailure",
+    "check_url",
     "get_text",
     "make_client",
     "safe_url",
@@ -71,6 +72,21 @@ def make_client(
     if headers:
         all_headers.update(headers)
     return httpx.Client(timeout=timeout, headers=all_headers, transport=transport, follow_redirects=False)
+
+
+def check_url(url: str, what: str = "url") -> str:
+    """Return ``url`` if it is an absolute ``http``/``https`` URL with a host.
+
+    Raises:
+        ValueError: otherwise; the message shows the URL without credentials when it can be parsed.
+    """
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        raise ValueError(f"{what}: not a valid URL") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"{what}: expected an absolute http(s) URL, got {safe_url(parsed)!r}")
+    return url
 
 
 def safe_url(url: str | httpx.URL) -> str:
@@ -121,7 +137,7 @@ def get_text(client: httpx.Client, url: str) -> str | HttpFailure:
         return HttpFailure(f"cannot connect to {shown}: {_reason(exc)}", retryable=True)
     except httpx.TimeoutException:
         return HttpFailure(f"timed out requesting {shown}", retryable=True)
-    except httpx.TransportError as exc:
+    except httpx.RequestError as exc:  # other transport errors, undecodable content-encoding, ...
         return HttpFailure(f"request failed for {shown}: {type(exc).__name__}: {_reason(exc)}", retryable=True)
     if not response.is_success:
         status = response.status_code

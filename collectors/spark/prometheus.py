@@ -62,7 +62,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.http import HttpFailure, get_text, safe_url
+from collectors.http import HttpFailure, check_url, get_text, safe_url
 from monitor.errors import InputError
 from monitor.model import CollectorError, Engine, JobRef, PollResult, Sample, SampleKind, ms_to_datetime
 
@@ -233,6 +233,9 @@ class SparkPrometheusCollector:
         app_id: Spark application id to put into ``JobRef.app_id``.
         query_ids: sanitized query name -> streaming query id (to join with event-log/listener samples).
         name: collector name (``Sample.collector``).
+
+    Raises:
+        ValueError: ``url`` is not an absolute http(s) URL.
     """
 
     def __init__(
@@ -245,7 +248,7 @@ class SparkPrometheusCollector:
         query_ids: Mapping[str, str] | None = None,
         name: str = COLLECTOR_NAME,
     ) -> None:
-        self.url = url
+        self.url = check_url(url, "Spark Prometheus scrape URL")
         self.name = name
         self._client = client
         self._namespace = namespace

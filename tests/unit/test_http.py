@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from collectors.http import HttpFailure, get_text, make_client, safe_url
+from collectors.http import HttpFailure, check_url, get_text, make_client, safe_url
 from tests.servers import black_hole, refused_port
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -81,3 +81,16 @@ def test_make_client_settings() -> None:
         assert c.headers["Authorization"] == "Bearer t"
         assert c.headers["User-Agent"].startswith("tidegauge/")
         assert c.follow_redirects is False
+
+
+@pytest.mark.parametrize("url", ["driver:4040/metrics", "ftp://h/m", "/metrics/prometheus", "http://"])
+def test_check_url_rejects(url: str) -> None:
+    with pytest.raises(ValueError, match="scrape"):
+        check_url(url, "scrape")
+
+
+def test_check_url_hides_credentials() -> None:
+    with pytest.raises(ValueError) as info:
+        check_url("ftp://u:secret@h/m?t=1", "scrape")
+    assert "secret" not in str(info.value)
+    assert check_url("https://h:8443/m") == "https://h:8443/m"
