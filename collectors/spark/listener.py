@@ -134,8 +134,8 @@ class TidegaugeListener(StreamingQueryListener):
         flush_at_exit_s: on interpreter exit, try this long to deliver what is queued (``None``: do not).
 
     Raises:
-        ValueError: ``url`` is not http(s), ``token`` is empty or holds spaces/control characters, or a
-            size/timeout is not positive.
+        ValueError: ``url`` is not http(s), ``token`` is empty or holds spaces/control characters,
+            ``app_id`` is not what the ingest endpoint accepts, or a size/timeout is not positive.
 
     Counters (read any time, from any thread): :attr:`sent` (events the monitor accepted with 2xx),
     :attr:`failed` (events in POSTs that failed, or that could not be serialized), :attr:`dropped`
@@ -161,8 +161,10 @@ class TidegaugeListener(StreamingQueryListener):
             raise ValueError("TidegaugeListener token must not be empty")
         if any(c.isspace() or not c.isprintable() for c in token):
             raise ValueError("TidegaugeListener token must not contain spaces or control characters")
-        if queue_size < 1 or batch_max < 1:
-            raise ValueError("TidegaugeListener queue_size and batch_max must be at least 1")
+        if app_id is not None and not (0 < len(app_id) <= 200 and all("!" <= c <= "~" for c in app_id)):
+            raise ValueError("TidegaugeListener app_id must be 1-200 printable ASCII characters without spaces")
+        if queue_size < 1 or batch_max < 1 or batch_max_bytes < 1:
+            raise ValueError("TidegaugeListener queue_size, batch_max and batch_max_bytes must be at least 1")
         if timeout_s <= 0 or backoff_max_s < 0:
             raise ValueError("TidegaugeListener timeout_s must be > 0 and backoff_max_s >= 0")
         self._settings: dict[str, Any] = {

@@ -232,11 +232,17 @@ def test_pickles_settings_only(lines: list[dict[str, Any]]) -> None:
         ("ftp://h/x", TOKEN, "must be an http"),
         ("http://h:1/x", "", "token must not be empty"),
         ("http://h:1/x", "abc\r\nX-Injected: 1", "must not contain spaces or control characters"),
+        ("http://h:1/x", "has space", "must not contain spaces or control characters"),
     ],
 )
 def test_bad_settings_raise_at_construction(url: str, token: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TidegaugeListener(url, token, flush_at_exit_s=None)
+
+
+def test_app_id_the_endpoint_would_refuse_is_refused_early() -> None:
+    with pytest.raises(ValueError, match="app_id must be"):
+        TidegaugeListener("http://h:1/x", TOKEN, app_id="app id", flush_at_exit_s=None)
 
 
 def test_url_credentials_are_not_shown() -> None:
