@@ -394,11 +394,24 @@ class TidegaugeListener(StreamingQueryListener):
 
     # -- shutdown -----------------------------------------------------------------------------------------
 
+    def _drain(self) -> int:
+        """Remove everything queued (stop markers included); return how many events were removed."""
+        events = 0
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return events
+            if item is not _STOP:
+                events += 1
+
     def close(self, flush_timeout_s: float = 5.0) -> None:
         """Stop accepting events, try for ``flush_timeout_s`` seconds to send what is queued, then stop.
 
-        Events still queued after that are counted as dropped. Idempotent; never raises. Call it after the
-        queries stopped (``query.stop()``/``awaitTermination()``), e.g. before ``spark.stop()``.
+        Events still queued after that are counted as dropped. Returns after about ``flush_timeout_s`` at
+        most, even if a POST is still hanging (the daemon sender thread then exits when that POST times out
+        and counts it). Idempotent; never raises. Call it after the queries stopped (``query.stop()`` /
+        ``awaitTermination()``), e.g. before ``spark.stop()``.
         """
         try:
             with self._lock:
@@ -414,14 +427,18 @@ class TidegaugeListener(StreamingQueryListener):
                 self._queue.put(_STOP, timeout=max(0.0, flush_timeout_s))
             remaining = self._flush_deadline - time.monotonic()
             self._thread.join(timeout=max(0.0, remaining) + 0.1)
+            # Give up on what is still queued. If the sender is still inside a POST (a hanging monitor),
+            # leave exactly a stop marker behind so it exits when that POST times out.
             leftover = 0
             while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
+                leftover += self._drain()
+                if not self._thread.is_alive():
                     break
-                if item is not _STOP:
-                    leftover += 1
+                try:
+                    self._queue.put_nowait(_STOP)
+                    break
+                except queue.Full:  # a callback raced past the closed check; drain again
+                    continue
             if not self._thread.is_alive() and self._held is not None:
                 self._held = None
                 leftover += 1

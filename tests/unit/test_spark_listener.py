@@ -12,6 +12,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,7 +103,7 @@ def test_delivers_every_kind_of_event_to_the_ingest_endpoint(
         listener.onQueryProgress(event)
     listener.onQueryIdle(idle)
     listener.onQueryTerminated(terminated)
-    listener.close(flush_timeout_s=10)
+    listener.close(flush_timeout_s=30)
     assert listener.stats() == {"sent": 5, "failed": 0, "dropped": 0, "queued": 0}
 
     samples = [s for r in stored for s in r.samples if s.scope.is_job()]
@@ -136,7 +137,9 @@ def test_monitor_down_connection_refused(lines: list[dict[str, Any]]) -> None:
     stats = listener.stats()
     assert stats["sent"] == 0 and stats["queued"] == 0
     assert stats["failed"] >= 1  # at least the first POST was attempted and refused
-    assert stats["dropped"] >= len(events) - 3 - 2  # the queue holds 3; one in flight, one just taken
+    # After a refusal the sender pauses (0.5 s, doubling), so the 3-slot queue overflows: some events are
+    # dropped (how many depends on how fast the callbacks ran, so only "some" is asserted).
+    assert stats["dropped"] >= 1
     assert stats["failed"] + stats["dropped"] == len(events)  # every event is accounted for
 
 
@@ -169,7 +172,7 @@ def test_wrong_token_counts_failures_and_logs_without_the_token(
     listener = TidegaugeListener(base_url, "not-the-right-token-xyz", flush_at_exit_s=None)
     with caplog.at_level(logging.WARNING, logger="tidegauge.listener"):
         listener.onQueryProgress(_progress_events(lines)[0])
-        listener.close(flush_timeout_s=5)
+        listener.close(flush_timeout_s=30)
     assert listener.stats()["failed"] == 1 and listener.sent == 0
     assert stored == []
     assert "HTTP 401" in caplog.text and "missing or invalid bearer token" in caplog.text
@@ -209,7 +212,7 @@ def test_batches_respect_the_byte_limit(ingest: tuple[str, list[PollResult]], li
     events = _progress_events(lines)
     for event in events:
         listener.onQueryProgress(event)
-    listener.close(flush_timeout_s=10)
+    listener.close(flush_timeout_s=30)
     assert listener.sent == len(events)
     assert len(stored) > 1
     batch_ids = [s.batch_id for r in stored for s in r.samples if s.scope.is_job()]
@@ -284,9 +287,31 @@ def test_redirects_are_not_followed(lines: list[dict[str, Any]]) -> None:
     try:
         listener = _listener(f"http://127.0.0.1:{server.server_address[1]}")
         listener.onQueryProgress(_progress_events(lines)[0])
-        listener.close(flush_timeout_s=5)
+        listener.close(flush_timeout_s=30)
     finally:
         server.shutdown()
         server.server_close()
     assert listener.stats()["failed"] == 1 and listener.sent == 0
     assert seen == [DEFAULT_PATH]
+
+
+def test_close_returns_and_the_sender_exits_while_a_post_hangs(lines: list[dict[str, Any]]) -> None:
+    # The sender is inside a POST to a monitor that never answers and the queue is full when close() is
+    # called: close() must still return after its flush timeout, and the sender must exit (not wait on the
+    # emptied queue forever) once that POST ends; every event is accounted for.
+    events = _progress_events(lines)[:3]
+    with black_hole() as port:
+        listener = _listener(f"http://127.0.0.1:{port}", queue_size=1, timeout_s=30.0, batch_max=1)
+        listener.onQueryProgress(events[0])
+        for _ in range(1000):  # wait (bounded) until the sender has taken event 0 into its POST
+            if listener.stats()["queued"] == 0:
+                break
+            time.sleep(0.01)
+        listener.onQueryProgress(events[1])  # fills the queue
+        listener.onQueryProgress(events[2])  # dropped: queue full
+        listener.close(flush_timeout_s=0.2)
+        assert listener._thread.is_alive()  # still inside the hanging POST (30 s timeout)
+    # The black hole is closed: the hanging connection is reset, the POST fails, the sender exits.
+    listener._thread.join(timeout=20)
+    assert not listener._thread.is_alive()
+    assert listener.stats() == {"sent": 0, "failed": 1, "dropped": 2, "queued": 0}
