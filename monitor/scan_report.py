@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from monitor.model import Finding, Sample, SampleKind, Severity
-from rules._common import fmt_duration, progress_batches
+from rules.batches import fmt_duration, progress_batches
 from rules.scan_rules import ScanRulesConfig, run_scan_rules
 
 __all__ = ["QueryReport", "ScanReport", "build_report", "iso", "render_json", "render_text"]

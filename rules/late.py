@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from monitor.model import Finding, Sample, Severity
-from rules._common import fmt_duration, fmt_time, progress_batches
+from rules.batches import fmt_duration, fmt_time, progress_batches
 
 __all__ = ["RULE", "LateConfig", "detect_late_rows"]
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.model import Finding, Sample, Severity
-from rules._common import fmt_time, progress_batches
+from rules.batches import fmt_time, progress_batches
 
 __all__ = ["RULE", "StateGrowthConfig", "detect_state_growth"]
 

@@ -17,10 +17,13 @@ within the first :data:`MARKER_WINDOW` bytes (the ``"Event"`` field Spark writes
 Tailing: each file has a :class:`FileCursor` kept in a :class:`CursorStore` (in memory for ``scan``,
 in the database for the daemon). A poll reads from the cursor's offset to the last newline; a partial last
 line stays for the next poll. Offsets count *decompressed* bytes: a plain file is read from there with a
-seek; a compressed file is decompressed again from its start and the bytes before the offset are
-discarded (zstd decodes several hundred MB/s, so this is cheap next to parsing). A file whose device/inode
+seek. A compressed file that is still being written keeps its decoder in memory between polls, so the next
+poll only decompresses the new bytes; without it (a new process, or a cursor from the database) the file is
+decompressed again from its start and the bytes before the offset are discarded. A file whose device/inode
 changed, that shrank, or whose first bytes differ from what was read before was rotated or rewritten: it
-is read again from the start and a retryable :class:`monitor.model.CollectorError` says so.
+is read again from the start and a retryable :class:`monitor.model.CollectorError` says so. When Spark
+renames ``<app>[.codec].inprogress`` to ``<app>[.codec]`` at the end of the application, the file keeps its
+inode, and the collector carries the cursor over to the new name instead of reading the file again.
 
 A ``QueryTerminatedEvent`` carries no timestamp and no name in Spark; its sample takes the last time and the
 name seen for that run (``id`` + ``runId``) or, when the collector never saw that run, the poll's ``now``
@@ -33,13 +36,13 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from collectors.spark.codecs import IN_PROGRESS, CodecError, codec_for_name, new_decoder
+from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
 from monitor.errors import EventLogError, ProgressFormatError
 from monitor.model import CollectorError, JobRef, PollResult, Sample
@@ -54,6 +57,7 @@ __all__ = [
     "FileCursor",
     "MemoryCursorStore",
     "discover_event_logs",
+    "is_rolling_dir",
 ]
 
 COLLECTOR_NAME = "spark-eventlog"
@@ -64,6 +68,7 @@ EVENTS_FILE_PREFIX = "events_"
 APPSTATUS_PREFIX = "appstatus_"
 HEAD_BYTES = 4096
 CHUNK_BYTES = 1 << 20
+COMPRESSED_READ_DIVISOR = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +198,7 @@ def _rolling_files(directory: Path) -> list[EventLogFile]:
     return out
 
 
-def _is_rolling_dir(path: Path) -> bool:
+def is_rolling_dir(path: Path) -> bool:
     """Spark's ``isEventLogDir`` (name prefix), and it holds at least one ``events_<n>_`` file."""
     if not path.name.startswith(ROLLING_DIR_PREFIX):
         return False
@@ -221,33 +226,18 @@ def discover_event_logs(path: Path) -> list[EventLogFile]:
         return [_single_file(path)]
     if not path.is_dir():
         raise EventLogError(f"{path}: no such file or directory")
-    if _is_rolling_dir(path):
+    if is_rolling_dir(path):
         return _rolling_files(path)
     out: list[EventLogFile] = []
     for entry in sorted(path.iterdir(), key=lambda p: p.name):
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            if _is_rolling_dir(entry):
+            if is_rolling_dir(entry):
                 out.extend(_rolling_files(entry))
         elif entry.is_file() and not entry.name.startswith(APPSTATUS_PREFIX):
             out.append(_single_file(entry))
     return out
-
-
-def _iter_decompressed(handle: BinaryIO, codec: str | None, chunk_bytes: int) -> Iterator[bytes]:
-    """Decompressed chunks of ``handle`` from its current position (raises CodecError on corruption)."""
-    decoder = new_decoder(codec) if codec is not None else None
-    while True:
-        chunk = handle.read(chunk_bytes)
-        if not chunk:
-            return
-        if decoder is None:
-            yield chunk
-        else:
-            out = decoder.decompress(chunk)
-            if out:
-                yield out
 
 
 @dataclass
@@ -255,7 +245,33 @@ class _FileRead:
     samples: list[Sample] = field(default_factory=list)
     errors: list[CollectorError] = field(default_factory=list)
     raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = field(default_factory=list)
-    bytes_read: int = 0
+
+
+@dataclass
+class _Live:
+    """The decoder of a growing compressed file, kept between polls: where the file was read to
+    (``file_pos``), the cursor it matches (``offset``, ``line_no``) and the decompressed partial last line."""
+
+    identity: str
+    decoder: StreamDecoder
+    file_pos: int
+    offset: int
+    line_no: int
+    pending: bytes
+
+
+@dataclass
+class _Start:
+    """Identity of an open file and where to resume (from its cursor)."""
+
+    identity: str
+    head_sha256: str
+    head_len: int
+    size: int
+    offset: int
+    line_no: int
+    unchanged: bool
+    adopted: bool = False  # the cursor was the one of this file's former ``.inprogress`` name
 
 
 class EventLogCollector:
@@ -265,7 +281,9 @@ class EventLogCollector:
         paths: event-log files and/or directories (see :func:`discover_event_logs`), re-listed every poll
             so that new files (a new rolling ``events_<n+1>_...``) are picked up.
         cursors: where cursors are kept; a fresh :class:`MemoryCursorStore` if omitted.
-        chunk_bytes: read size (bytes of file per read); memory use is bounded by this plus the longest line.
+        chunk_bytes: read size in bytes for plain files (compressed files are read ``chunk_bytes / 16`` at a
+            time); memory use is bounded by the decompressed chunk plus the longest line, whatever the file
+            size.
 
     Attributes:
         name: ``"spark-eventlog"`` (``Sample.collector``).
@@ -287,9 +305,10 @@ class EventLogCollector:
         self.decompressed_bytes_read = 0
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
+        self._live: dict[str, _Live] = {}
 
     def poll(self, now: datetime) -> PollResult:
-        """Read what is new in every file since the last poll.
+        """Read what is new in every file since the last poll, as one result (see :meth:`iter_poll`).
 
         Never raises for a bad file: a missing path, unknown codec, corrupt compressed data, invalid JSON
         or a truncated last line of a complete file is a :class:`CollectorError` naming the file (and the
@@ -298,113 +317,151 @@ class EventLogCollector:
         samples: list[Sample] = []
         errors: list[CollectorError] = []
         raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = []
+        for piece in self.iter_poll(now):
+            samples.extend(piece.samples)
+            errors.extend(piece.errors)
+            raw.extend(piece.raw)
+        return PollResult(tuple(samples), tuple(errors), tuple(raw))
+
+    def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+        """Read what is new, yielding one result per chunk read (memory bounded by the chunk size).
+
+        A file's cursor is advanced past a yielded piece when the consumer asks for the next one (or when
+        the file is done), so a consumer that stores each piece before continuing loses nothing if it stops
+        or fails midway: the next poll reads the unconsumed rest again. Errors are reported as in
+        :meth:`poll`.
+        """
         self.decompressed_bytes_read = 0
         for root in self.paths:
             try:
                 files = discover_event_logs(root)
-            except (EventLogError, OSError) as exc:
-                errors.append(self._error(root, str(exc) if isinstance(exc, EventLogError) else f"{root}: {exc}", now))
+            except EventLogError as exc:
+                yield PollResult(errors=(self._error(root, str(exc), now),))
+                continue
+            except OSError as exc:
+                yield PollResult(errors=(self._error(root, f"{root}: {exc.strerror or exc}", now, retryable=True),))
                 continue
             for log_file in files:
-                result = self._read_file(log_file, now)
-                samples.extend(result.samples)
-                errors.extend(result.errors)
-                raw.extend(result.raw)
-                self.decompressed_bytes_read += result.bytes_read
-        return PollResult(tuple(samples), tuple(errors), tuple(raw))
+                yield from self._iter_file(log_file, now)
 
     @staticmethod
     def _error(path: Path, message: str, now: datetime, *, retryable: bool = False) -> CollectorError:
         return CollectorError(COLLECTOR_NAME, str(path), message, now, retryable=retryable)
 
-    def _read_file(self, log_file: EventLogFile, now: datetime) -> _FileRead:
-        path = log_file.path
-        result = _FileRead()
+    def _start(self, path: Path, handle: BinaryIO, now: datetime) -> tuple[_Start, CollectorError | None]:
+        """Identify the open file and decide where to start from its stored cursor."""
+        stat = os.fstat(handle.fileno())
+        head = handle.read(HEAD_BYTES)
+        identity = f"{stat.st_dev}:{stat.st_ino}"
+        head_sha = hashlib.sha256(head).hexdigest()
         target = str(path.absolute())
+        state = self.cursors.get(target)
+        if state is None and not path.name.endswith(IN_PROGRESS):
+            # Spark renames app.zstd.inprogress -> app.zstd when the app ends: same inode, same cursor
+            state = self.cursors.get(target + IN_PROGRESS)
+            if state is not None and state.get("identity") != identity:
+                state = None
+            if state is not None and target + IN_PROGRESS in self._live:
+                self._live[target] = self._live.pop(target + IN_PROGRESS)
+            adopted = state is not None
+        else:
+            adopted = False
+        cursor = FileCursor.from_state(state) if state is not None else None
+        start = _Start(identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False, adopted=adopted)
+        if cursor is None:
+            return start, None
+        same = (
+            cursor.identity == identity
+            and stat.st_size >= cursor.size
+            and len(head) >= cursor.head_len
+            and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
+        )
+        if not same:
+            notice = self._error(
+                path,
+                f"{path}: file was rotated or rewritten since the last poll (was {cursor.size} bytes, now "
+                f"{stat.st_size}); reading it again from the start",
+                now,
+                retryable=True,
+            )
+            return start, notice
+        start.offset, start.line_no = cursor.offset, cursor.line_no
+        start.unchanged = stat.st_size == cursor.size
+        return start, None
+
+    def _save(self, path: Path, start: _Start, size: int, offset: int, line_no: int) -> None:
+        self.cursors.set(
+            str(path.absolute()),
+            FileCursor(start.identity, start.head_sha256, start.head_len, size, offset, line_no).to_state(),
+        )
+
+    def _iter_file(self, log_file: EventLogFile, now: datetime) -> Iterator[PollResult]:
+        path = log_file.path
         try:
             codec = codec_for_name(path.name)
         except CodecError as exc:
-            result.errors.append(self._error(path, f"{path}: {exc}", now))
-            return result
+            yield PollResult(errors=(self._error(path, f"{path}: {exc}", now),))
+            return
         try:
-            with path.open("rb") as handle:
-                stat = os.fstat(handle.fileno())
-                head = handle.read(HEAD_BYTES)
-                identity = f"{stat.st_dev}:{stat.st_ino}"
-                state = self.cursors.get(target)
-                cursor = FileCursor.from_state(state) if state is not None else None
-                if cursor is not None:
-                    same = (
-                        cursor.identity == identity
-                        and stat.st_size >= cursor.size
-                        and len(head) >= cursor.head_len
-                        and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
-                    )
-                    if not same:
-                        result.errors.append(
-                            self._error(
-                                path,
-                                f"{path}: file was rotated or rewritten since the last poll "
-                                f"(was {cursor.size} bytes, now {stat.st_size}); reading it again from the start",
-                                now,
-                                retryable=True,
-                            )
-                        )
-                        cursor = None
-                    elif stat.st_size == cursor.size:
-                        return result  # nothing new
-                offset = cursor.offset if cursor is not None else 0
-                line_no = cursor.line_no if cursor is not None else 0
-                if codec is None:
-                    handle.seek(offset)
-                    chunks: Iterable[bytes] = _iter_decompressed(handle, None, self.chunk_bytes)
-                    skip = 0
-                else:
-                    handle.seek(0)
-                    chunks = _iter_decompressed(handle, codec, self.chunk_bytes)
-                    skip = offset
-                new_offset, new_line_no = self._scan_lines(
-                    log_file, chunks, skip, offset, line_no, now, result
-                )
+            handle = path.open("rb")
         except OSError as exc:
-            result.errors.append(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True))
-            return result
-        head_len = len(head)
-        self.cursors.set(
-            target,
-            FileCursor(
-                identity=identity,
-                head_sha256=hashlib.sha256(head).hexdigest(),
-                head_len=head_len,
-                size=stat.st_size,
-                offset=new_offset,
-                line_no=new_line_no,
-            ).to_state(),
-        )
-        return result
-
-    def _scan_lines(
-        self,
-        log_file: EventLogFile,
-        chunks: Iterable[bytes],
-        skip: int,
-        offset: int,
-        line_no: int,
-        now: datetime,
-        result: _FileRead,
-    ) -> tuple[int, int]:
-        """Consume complete lines from ``chunks``; return the new (offset, line_no)."""
-        path = log_file.path
-        pending = b""
-        try:
-            for chunk in chunks:
+            yield PollResult(errors=(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True),))
+            return
+        target = str(path.absolute())
+        with handle:
+            start, notice = self._start(path, handle, now)
+            live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
+            if notice is not None:
+                yield PollResult(errors=(notice,))
+            if start.unchanged:
+                if live is not None and not log_file.complete:
+                    self._live[target] = live
+                if start.adopted:
+                    self._save(path, start, start.size, start.offset, start.line_no)  # under its final name
+                return
+            offset, line_no = start.offset, start.line_no
+            skip = 0
+            pending = b""
+            decoder: StreamDecoder | None = None
+            if codec is None:
+                handle.seek(offset)
+            elif live is not None and (live.identity, live.offset, live.line_no) == (start.identity, offset, line_no):
+                # continue the previous pass's decoder where it stopped: no re-decompression
+                decoder, pending = live.decoder, live.pending
+                handle.seek(live.file_pos)
+            else:
+                decoder = new_decoder(codec)
+                handle.seek(0)
+                skip = offset  # decompressed bytes already consumed
+            read = handle.read
+            # compressed JSON expands 5-50x: read less so each decompressed chunk stays near chunk_bytes
+            read_size = self.chunk_bytes if codec is None else max(4096, self.chunk_bytes // COMPRESSED_READ_DIVISOR)
+            while True:
+                piece = _FileRead()
+                try:
+                    block = read(read_size)
+                    if not block:
+                        break
+                    chunk = decoder.decompress(block) if decoder is not None else block
+                except (CodecError, OSError) as exc:
+                    what = str(exc) if isinstance(exc, CodecError) else f"cannot read: {exc}"
+                    yield PollResult(
+                        errors=(
+                            self._error(
+                                path, f"{path}: {what} (after line {line_no}, decompressed byte {offset})", now
+                            ),
+                        )
+                    )
+                    return
                 if skip:
                     if len(chunk) <= skip:
                         skip -= len(chunk)
                         continue
                     chunk = chunk[skip:]
                     skip = 0
-                result.bytes_read += len(chunk)
+                if not chunk:
+                    continue
+                self.decompressed_bytes_read += len(chunk)
                 data = pending + chunk if pending else chunk
                 last_nl = data.rfind(b"\n")
                 if last_nl < 0:
@@ -412,24 +469,37 @@ class EventLogCollector:
                     continue
                 complete_end = last_nl + 1
                 pending = data[complete_end:]
-                self._events_in(log_file, data, complete_end, line_no, now, result)
+                self._events_in(log_file, data, complete_end, line_no, now, piece)
                 line_no += data.count(b"\n", 0, complete_end)
                 offset += complete_end
-        except CodecError as exc:
-            result.errors.append(
-                self._error(path, f"{path}: {exc} (after line {line_no}, decompressed byte {offset})", now)
-            )
-            return offset, line_no
-        if pending and log_file.complete:
-            result.errors.append(
-                self._error(
-                    path,
-                    f"{path} line {line_no + 1}: truncated line ({len(pending)} bytes without a newline at the "
-                    "end of a complete event log)",
-                    now,
+                if piece.samples or piece.errors:
+                    yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
+                    self._save(path, start, handle.tell(), offset, line_no)
+            if decoder is not None and log_file.complete and not decoder.finished():
+                yield PollResult(
+                    errors=(
+                        self._error(
+                            path,
+                            f"{path}: truncated {codec} stream: the last frame/block is incomplete (after line "
+                            f"{line_no}) in a complete event log",
+                            now,
+                        ),
+                    )
                 )
-            )
-        return offset, line_no
+            elif pending and log_file.complete:
+                yield PollResult(
+                    errors=(
+                        self._error(
+                            path,
+                            f"{path} line {line_no + 1}: truncated line ({len(pending)} bytes without a newline "
+                            "at the end of a complete event log)",
+                            now,
+                        ),
+                    )
+                )
+            self._save(path, start, handle.tell(), offset, line_no)
+            if decoder is not None and not log_file.complete:
+                self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, pending)
 
     def _events_in(
         self,
