@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import json
 import logging
+import os
 import pickle
 import subprocess
 import sys
@@ -72,6 +73,14 @@ def test_module_imports_only_stdlib_and_pyspark() -> None:
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_module_works_as_a_single_shipped_file(tmp_path: Path) -> None:
+    # README: ship collectors/spark/listener.py alone (spark-submit --py-files) and import it as `listener`.
+    (tmp_path / "listener.py").write_bytes((REPO_ROOT / "collectors" / "spark" / "listener.py").read_bytes())
+    code = "from listener import TidegaugeListener as T; t = T('http://127.0.0.1:9', 'tok', flush_at_exit_s=None); t.close(0)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
 
 
 @pytest.fixture
