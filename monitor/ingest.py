@@ -15,7 +15,7 @@ Answers (always a JSON object; errors as ``{"error": "<one line>"}``):
 
 =====  ===========================================================================================
  202   accepted: ``{"accepted": <events>, "samples": <samples>}``
- 400   the body is not valid JSON
+ 400   the body is not valid JSON (or not UTF-8, or a malformed ``Content-Length``)
  401   no ``Authorization: Bearer <token>`` header, or the wrong token (compared in constant time with
        :func:`hmac.compare_digest`; the presented token is never echoed or logged)
  413   the body is larger than ``max_body_bytes`` (checked on ``Content-Length`` and while reading)
@@ -27,8 +27,8 @@ Answers (always a JSON object; errors as ``{"error": "<one line>"}``):
 
 The optional header ``X-Tidegauge-App-Id`` (the Spark application id) goes into ``JobRef.app_id``.
 
-Every received event document is kept in ``PollResult.raw`` (kind = the sample kind, as for event logs), so the store can
-replay it after a parser fix. ``NaN``/``Infinity`` in the JSON (Python's ``json`` writes them) are read as
+Every received event document is kept in ``PollResult.raw`` (kind = the sample kind, as the event-log
+collector does), so the store can replay it after a parser fix. ``NaN``/``Infinity`` in the JSON (Python's ``json`` writes them) are read as
 ``null`` (unknown), as Spark itself omits such values.
 
 Nothing here reads the clock or the environment: the token, the sink and the clock are parameters.
