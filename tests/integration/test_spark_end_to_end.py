@@ -31,7 +31,7 @@ import pytest
 from monitor.commands.serve import TOKEN_ENV, store_sink
 from monitor.ingest import EVENTS_PATH, create_ingest_app
 from monitor.model import Sample, SampleKind
-from monitor.store import Store, load_samples, open_store, upgrade
+from monitor.store import Store, iter_raw_documents, load_samples, open_store, upgrade
 from tests.conftest import REPO_ROOT
 from tests.servers import serve_in_thread
 
@@ -77,7 +77,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         assert scan.returncode == 0, scan.stderr
         with store.sessions() as session:
             samples = load_samples(session, job_id=report["query_id"])
-        report.update(samples=samples, scan=json.loads(scan.stdout), scan_stderr=scan.stderr, timings=timings)
+            raw = list(iter_raw_documents(session, job_id=report["query_id"]))
+        report.update(samples=samples, raw=raw, scan=json.loads(scan.stdout), scan_stderr=scan.stderr, timings=timings)
         print(f"\nend-to-end timings: {timings}; driver: {report['seconds']}; listener: {report['listener']}")
         print(f"files -> batches: {report['files']}; spark progress: {report['progress']}")
         print(f"scan findings: {[(f['rule'], f['batch_id']) for f in report['scan']['findings']]}")
@@ -118,6 +119,12 @@ def test_listener_delivered_everything(run: dict[str, Any]) -> None:
     assert stats["failed"] == 0 and stats["dropped"] == 0 and stats["queued"] == 0
     listener_events = _query_samples(run["samples"], "spark-listener")
     assert stats["sent"] == len(listener_events)  # one query-scope sample per event
+    # Every pushed envelope is kept raw for replay, as the event-log path keeps its lines.
+    raw_by_collector: dict[str, list[str]] = {}
+    for doc in run["raw"]:
+        raw_by_collector.setdefault(doc.collector, []).append(doc.document["Event"].rsplit("$", 1)[-1])
+    assert len(raw_by_collector["spark-listener"]) == stats["sent"]
+    assert sorted(raw_by_collector["spark-listener"]) == sorted(raw_by_collector["spark-eventlog"])
 
 
 def test_both_paths_stored_the_same_batches(run: dict[str, Any]) -> None:
