@@ -314,6 +314,10 @@ def run_whatif(
     if time_unit is not None and time_unit not in ("s", "ms", "us"):
         raise WhatifUsageError(f"--time-unit must be s, ms or us, got {time_unit!r}")
     events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
+    if events.batch is not None and config.trigger_ms is not None:
+        raise WhatifUsageError(
+            f"{events_path} has a 'batch' column, which fixes the batches: drop --trigger or the column"
+        )
     plan = plan_batches(events, config)
     doc: dict[str, Any] = {
         "events": str(events_path),

@@ -183,17 +183,16 @@ Row = tuple[int, Mapping[str, Any]]
 
 
 def _read_csv(p: Path) -> tuple[Iterator[Row], list[str]]:
-    fh = p.open(newline="", encoding="utf-8")
-    reader = csv.reader(fh)
-    try:
-        header = next(reader)
-    except StopIteration:
-        fh.close()
-        raise EventsFileError(f"{p}: empty file (expected a header line)") from None
-    header = [h.strip() for h in header]
+    with p.open(newline="", encoding="utf-8") as fh:
+        try:
+            header = [h.strip() for h in next(csv.reader(fh))]
+        except StopIteration:
+            raise EventsFileError(f"{p}: empty file (expected a header line)") from None
 
     def gen() -> Iterator[Row]:
-        with fh:
+        with p.open(newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            next(reader)
             for rec in reader:
                 if not rec:
                     continue
