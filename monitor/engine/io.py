@@ -80,6 +80,11 @@ class _TimeParser:
         text = str(value).strip()
         if text in _NULLS:
             return None, None
+        if len(text) >= 10 and text[4] == "-":  # ISO-8601 date first: skip the number attempt
+            try:
+                return parse_iso_to_us(text), None
+            except ValueError:
+                return None, "not ISO-8601 nor a number"
         c = text[0]
         if c.isdigit() or c in "+-.":
             try:

@@ -43,8 +43,9 @@ class OpResult:
     state_rows: int
     state_rows_removed: int
     state_rows_updated: int
-    dropped_by_watermark_metric: int | None
+    dropped_by_watermark_metric: int
     emitted_end_us: I64 = field(default_factory=lambda: _EMPTY)  # end of each *final* result emitted
+    passed_rows: I64 = field(default_factory=lambda: _EMPTY)  # dedup: row indices output, in order
 
 
 class Operator(Protocol):
@@ -162,21 +163,21 @@ class WindowAggregation:
         late_mask = we <= late_wm_ms * 1000
         widx = (ws - self._offset_us) // self._slide_us - self._base
         gid = ev.key_codes[r].astype(np.int64) * self._span + widx if self._by_key else widx
-        metric: int | None = None
+        metric = 0
         if late_mask.any():
             lr = r[late_mask]
             late = _late_rows(
                 ev, self._config, lr, ws[late_mask], we[late_mask], late_wm_ms * 1000 - we[late_mask]
             )
             late_distinct = np.unique(lr) if self._k > 1 else lr
-            if ev.partition is not None:
-                metric = _distinct_pairs(ev.partition[lr], gid[late_mask])
+            # numRowsDroppedByWatermark: the late filter (StateStoreSaveExec) sees one merged row per
+            # (window[, key]) group after partial aggregation -> shuffle -> PartialMerge, so Spark
+            # counts distinct late groups of the batch, whatever the input partitioning.
+            metric = len(np.unique(gid[late_mask]))
             gid = gid[~late_mask]
         else:
             late = LateRows()
             late_distinct = _EMPTY
-            if ev.partition is not None:
-                metric = 0
         updated = 0
         emitted_gid: I64 = _EMPTY
         emitted_cnt: I64 = _EMPTY
@@ -208,10 +209,10 @@ class WindowAggregation:
             evict = starts + self._size_us <= evict_wm_ms * 1000
             removed = int(evict.sum())
             if removed:
+                final_end = starts[evict] + self._size_us  # update mode: final once evicted
                 if self._append:
                     emitted_gid = self._gid[evict]
                     emitted_cnt = self._cnt[evict]
-                    final_end = starts[evict] + self._size_us
                 keep = ~evict
                 self._gid = self._gid[keep]
                 self._cnt = self._cnt[keep]
@@ -274,15 +275,13 @@ class SessionWindowAggregation:
         t = ev.event_time_us[rows]
         end = t + self._gap_us
         late_mask = end <= late_wm_ms * 1000
-        metric: int | None = None
         lr = rows[late_mask]
         late = _late_rows(
             ev, self._config, lr, t[late_mask], end[late_mask], late_wm_ms * 1000 - end[late_mask]
         )
-        if ev.partition is not None:
-            # partial aggregation groups rows by (key, session [t, t+gap)) per input partition
-            comb = ev.key_codes[lr].astype(np.int64)
-            metric = _distinct_pairs(ev.partition[lr] * (len(ev.key_names) + 1) + comb, t[late_mask])
+        # The late filter (SessionWindowStateStoreRestoreExec) reads the PartialMerge aggregate grouped by
+        # (key, session [t, t+gap)) after the shuffle: one row per distinct (key, t) of the batch.
+        metric = _distinct_pairs(ev.key_codes[lr].astype(np.int64), t[late_mask])
         ok = ~late_mask
         keys = ev.key_codes[rows[ok]]
         starts = t[ok]
@@ -400,13 +399,15 @@ class Deduplication:
         lr = rows[late_mask]
         late = _late_rows(ev, self._config, lr, None, None, late_wm_ms * 1000 - t[late_mask])
         ok = ~late_mask
-        keys = ev.key_codes[rows[ok]].tolist()
+        ok_rows = rows[ok]
+        keys = ev.key_codes[ok_rows].tolist()
         times = t[ok].tolist()
         valids = valid[ok].tolist()
         passed = 0
         dups = 0
         mode = self._mode
-        for k, tm, v in zip(keys, times, valids, strict=True):
+        out_mask = np.zeros(len(ok_rows), dtype=np.bool_)
+        for i, (k, tm, v) in enumerate(zip(keys, times, valids, strict=True)):
             if mode == "key":
                 sk: Any = k
                 if sk in self._seen:
@@ -429,6 +430,7 @@ class Deduplication:
                 self._expiry[k] = exp
                 heapq.heappush(self._heap, (exp, k))
             passed += 1
+            out_mask[i] = True
         removed = 0
         ev_us = evict_wm_ms * 1000
         if mode == "key_and_event_time":
@@ -452,6 +454,7 @@ class Deduplication:
             state_rows_removed=removed,
             state_rows_updated=passed,
             dropped_by_watermark_metric=len(lr),
+            passed_rows=ok_rows[out_mask],
         )
 
     def state_rows(self) -> int:

@@ -154,6 +154,7 @@ class Runtime:
             event_time=stats,
             event_time_by_source=by_source,
             source_watermarks_ms={n: w for n, w in zip(self._names, self._source_wm, strict=True)},
+            passed_rows=res.passed_rows,
         )
 
     def _stats(self, rows: I64) -> tuple[EventTimeStats | None, dict[str, EventTimeStats]]:

@@ -55,6 +55,8 @@ def test_dedup_within_watermark_real_run() -> None:
         ("no-data", 121, 2, 0, 0, 0),
     ]
     assert passed(r) == [2, 0, 1, 0, 2, 0]
+    # which rows passed (indices in stream order: a100=0 a101=1 b102=2 a105=3 c95=4 b125=5 a130=6 ...)
+    assert [b.passed_rows.tolist() for b in r.batches] == [[0, 2], [], [4], [], [6, 7], []]
     # duplicates: a@101 (batch 0); a@105 and b@125 match state entries a and b (batch 2)
     assert [b.duplicates_dropped for b in r.batches] == [1, 0, 2, 0, 0, 0]
 

@@ -141,38 +141,30 @@ def test_group_by_key_keeps_one_state_row_per_key_and_window() -> None:
     assert out == [("a", 100, 2), ("b", 100, 1)]
 
 
-def test_dropped_metric_counts_partial_aggregates_per_partition() -> None:
-    # Real run (metric_partial): batch 2 read two files in one task (Spark packed the small files into
-    # one input partition) with rows 80,81,82,83 (all in [80,85), late vs wm 90) and 120:
-    # numRowsDroppedByWatermark = 1 while 4 raw rows were late (the filter runs after partial
-    # aggregation: one (window) row per partition). Here: partition 0 for all -> metric 1.
-    events = stream([{"t": 100, "partition": 0}], [{"t": t, "partition": 0} for t in (80, 81, 82, 83, 120)])
+def test_dropped_metric_counts_distinct_late_groups_not_raw_rows() -> None:
+    # Real run (metric_partial): batch 2 read two files in one task with rows 80,81,82,83 (all in
+    # [80,85), late vs wm 90) and 120: numRowsDroppedByWatermark = 1 while 4 raw rows were late.
+    # The late filter runs in StateStoreSaveExec after partial aggregation -> shuffle -> PartialMerge,
+    # so it sees one row per (window[, key]) group of the batch.
+    events = stream([100], [80, 81, 82, 83, 120])
     r = replay(events, EngineConfig(delay_ms=10_000, window=Tumbling(5_000)))
     b = r.batches[2]
     assert (b.late_row_count, b.dropped_by_watermark_metric) == (4, 1)
     assert (b.state_rows, b.state_rows_updated) == (2, 1)  # real run: (2, 1, 0, 1)
-    # The same rows over two input partitions give two partial aggregates, so 2.
-    events2 = stream(
-        [{"t": 100, "partition": 0}],
-        [
-            {"t": 80, "partition": 0},
-            {"t": 81, "partition": 0},
-            {"t": 82, "partition": 1},
-            {"t": 83, "partition": 1},
-        ],
-    )
-    assert (
-        replay(events2, EngineConfig(delay_ms=10_000, window=Tumbling(5_000)))
-        .batches[2]
-        .dropped_by_watermark_metric
-        == 2
-    )
+    # Input partitioning does not matter (differential finding D1/S3: one late row for the same window
+    # in each of two inputs gave Spark 1): the partition column is ignored.
+    events2 = stream([{"t": 100, "partition": 0}], [{"t": 80, "partition": 0}, {"t": 82, "partition": 1}])
+    b2 = replay(events2, EngineConfig(delay_ms=10_000, window=Tumbling(5_000))).batches[2]
+    assert (b2.late_row_count, b2.dropped_by_watermark_metric) == (2, 1)
 
 
-def test_dropped_metric_is_none_without_partitioning() -> None:
-    r = replay(stream([100], [80]), EngineConfig(delay_ms=10_000, window=Tumbling(5_000)))
-    assert r.batches[2].dropped_by_watermark_metric is None
-    assert r.batches[2].late_row_count == 1
+def test_dropped_metric_for_sliding_windows_counts_distinct_late_windows() -> None:
+    # Shape of differential seed 22 (Spark said 5): sliding 6 s / 2 s, delay 0, wm 100 s after batch 0.
+    # Row 94.911 s is in windows starting 90, 92, 94 (ends 96, 98, 100: all <= 100, late); row 94 s in
+    # the same three; row 91 s in 86, 88, 90. Late (row, window) pairs: 9; rows: 3; windows: 5.
+    r = replay(stream([100], [94.911, 94, 91]), EngineConfig(delay_ms=0, window=Sliding(6_000, 2_000)))
+    b = r.batches[2]
+    assert (len(b.late_rows), b.late_row_count, b.dropped_by_watermark_metric) == (9, 3, 5)
 
 
 def test_session_windows_real_run() -> None:
