@@ -43,7 +43,9 @@ Mapping to a Spark run (``withWatermark("event_time", delay)`` → ``groupBy(win
 * ``dropped_by_watermark_metric`` = ``stateOperators[0].numRowsDroppedByWatermark``: for window
   aggregations Spark counts distinct late (window[, key]) groups of the batch (the filter runs after
   partial aggregation and the post-shuffle merge), so it can be smaller than ``late_row_count``, the
-  raw late rows; sessions: distinct late (key, event time); dedup: raw late rows.
+  raw late rows; sessions: distinct late (input partition, key, event time), ``None`` without a
+  ``partition`` column (the map-side partial aggregates reach the late filter unmerged); dedup: raw
+  late rows.
 * ``passed_rows`` (dedup) = indices of the rows the sink receives, in order.
 * ``emitted`` = the rows the sink receives in that batch (``foreachBatch``), windows as
   ``[start_ms, end_ms)`` with ``count``.

@@ -43,7 +43,7 @@ class OpResult:
     state_rows: int
     state_rows_removed: int
     state_rows_updated: int
-    dropped_by_watermark_metric: int
+    dropped_by_watermark_metric: int | None
     emitted_end_us: I64 = field(default_factory=lambda: _EMPTY)  # end of each *final* result emitted
     passed_rows: I64 = field(default_factory=lambda: _EMPTY)  # dedup: row indices output, in order
 
@@ -279,9 +279,14 @@ class SessionWindowAggregation:
         late = _late_rows(
             ev, self._config, lr, t[late_mask], end[late_mask], late_wm_ms * 1000 - end[late_mask]
         )
-        # The late filter (SessionWindowStateStoreRestoreExec) reads the PartialMerge aggregate grouped by
-        # (key, session [t, t+gap)) after the shuffle: one row per distinct (key, t) of the batch.
-        metric = _distinct_pairs(ev.key_codes[lr].astype(np.int64), t[late_mask])
+        # The late filter (SessionWindowStateStoreRestoreExec) reads the map-side partial aggregates,
+        # grouped by (key, session [t, t+gap)) within each input partition, unmerged: one row per
+        # distinct (partition, key, t). Differential seed 23: the same (key, t) late in two inputs
+        # counted twice. Unknown (None) without a partition column.
+        metric: int | None = None
+        if ev.partition is not None:
+            comb = ev.partition[lr] * (len(ev.key_names) + 1) + ev.key_codes[lr].astype(np.int64)
+            metric = _distinct_pairs(comb, t[late_mask])
         ok = ~late_mask
         keys = ev.key_codes[rows[ok]]
         starts = t[ok]

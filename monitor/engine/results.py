@@ -191,9 +191,10 @@ class BatchResult:
         state_rows_updated: state rows written in the batch (``numRowsUpdated``).
         dropped_by_watermark_metric: reproduction of ``numRowsDroppedByWatermark``. For window
             aggregations Spark filters late rows after partial aggregation, the shuffle and the
-            ``PartialMerge`` aggregate, so it counts distinct late (window[, key]) groups of the batch
-            (sessions: distinct late (key, event time)), which can be fewer than ``late_row_count``;
-            for dedup it counts raw late rows.
+            ``PartialMerge`` aggregate, so it counts distinct late (window[, key]) groups of the batch,
+            which can be fewer than ``late_row_count``. Session windows filter the map-side partial
+            aggregates before any merge: distinct late (input partition, key, event time), ``None``
+            when the events have no ``partition`` column. Dedup: raw late rows.
         event_time: the batch's reported ``eventTime`` stats (first input, in plan order, with rows),
             ``None`` for a batch without rows.
         event_time_by_source: the same stats for every input that had rows.
@@ -218,7 +219,7 @@ class BatchResult:
     state_rows: int
     state_rows_removed: int
     state_rows_updated: int
-    dropped_by_watermark_metric: int
+    dropped_by_watermark_metric: int | None
     event_time: EventTimeStats | None
     event_time_by_source: dict[str, EventTimeStats]
     source_watermarks_ms: dict[str, int | None]

@@ -231,3 +231,25 @@ def test_config_needs_exactly_one_stateful_operator() -> None:
         EngineConfig(delay_ms=0)
     with pytest.raises(EngineConfigError, match="slide"):
         EngineConfig(delay_ms=0, window=Sliding(5_000, 10_000))
+
+
+def test_session_dropped_metric_counts_per_input_partition() -> None:
+    # Differential seed 23 (real Spark): the same late (key, time) in two inputs (= two input
+    # partitions) counted twice: the session late filter reads the map-side partial aggregates
+    # unmerged. wm after batch 0 = 120 - 10 = 110; rows a@100 (p0), a@100 (p1), b@101 (p1) are late
+    # (100 + 5 <= 110): 3 late rows, distinct (partition, key, t) = 3; same rows in one partition: 2.
+    def ev(parts: list[int]) -> EventsTable:
+        return stream(
+            [{"t": 120, "key": "a", "partition": 0}],
+            [
+                {"t": 100, "key": "a", "partition": parts[0]},
+                {"t": 100, "key": "a", "partition": parts[1]},
+                {"t": 101, "key": "b", "partition": parts[2]},
+            ],
+        )
+
+    cfg = EngineConfig(delay_ms=10_000, window=Session(5_000))
+    assert replay(ev([0, 1, 1]), cfg).batches[2].dropped_by_watermark_metric == 3
+    assert replay(ev([0, 0, 0]), cfg).batches[2].dropped_by_watermark_metric == 2
+    no_partition = stream([{"t": 120, "key": "a"}], [{"t": 100, "key": "a"}])
+    assert replay(no_partition, cfg).batches[2].dropped_by_watermark_metric is None
