@@ -67,6 +67,12 @@ def test_whatif_json_shape_and_values(events_csv: Path, capsys: pytest.CaptureFi
     assert (s["dropped_rows"], s["rows_with_time"], s["peak_state_rows"]) == (2, 6, 3)
     assert s["dropped_by_source"] == {"a": 2}
     assert doc["bad_rows"] == [{"line": 6, "value": "garbage", "reason": "not ISO-8601 nor a number"}]
+    assert [
+        (e["batch_id"], e["line"], e["window_end_ms"], e["lateness_ms"]) for e in doc["late_row_details"]
+    ] == [
+        (2, 4, 85_000, 5_000),
+        (4, 7, 85_000, 6_000),
+    ]
 
 
 def test_whatif_text_lists_batches_summary_bad_and_late_rows(
@@ -77,7 +83,8 @@ def test_whatif_text_lists_batches_summary_bad_and_late_rows(
     assert "line 6: 'garbage'" in out
     assert "rows dropped as late: 2 (33.333%); by source: a=2" in out
     assert "state rows: peak 3" in out
-    assert "batch 2: row 3 (event time 1970-01-01T00:01:23Z source a) late by 5s" in out
+    # the 83 s row is on line 4 of the file (header = line 1)
+    assert "batch 2: line 4 (event time 1970-01-01T00:01:23Z source a) late by 5s" in out
 
 
 def test_whatif_sweep_and_target(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
