@@ -106,3 +106,53 @@ def test_missing_file_and_unknown_extension(tmp_path: Path) -> None:
         load_events(tmp_path / "nope.csv")
     with pytest.raises(EventsFileError, match="extension"):
         load_events(write(tmp_path / "e.txt", "event_time\n"))
+
+
+CLEAN_FILES = {
+    "iso": "event_time,batch,source,key,arrival_time\n"
+    "2026-01-01T00:00:00Z,0,s1,a,2026-01-01T00:00:01Z\n"
+    "2026-01-01T00:00:01.123456Z,0,s2,,2026-01-01T00:00:02.5Z\n"
+    ",1,s1,b,2026-01-01T00:00:03Z\n"
+    "2026-01-01T02:00:00+02:00,2,,a,2026-01-01T00:00:04Z\n",
+    "naive": "event_time,partition\n2026-01-01 00:00:01.5,3\n2026-01-01,4\nnull,5\n",
+    "numeric": "event_time,arrival_time,batch\n1767225600000,1767225600500,0\n1767225600001,1767225600999,1\n",
+    "mixed": "event_time\n2026-01-01T00:00:00Z\n1767225600\nnot a time\n",  # row-by-row only
+    "blank_lines": "event_time\n2026-01-01T00:00:00Z\n\n2026-01-01T00:00:01Z\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN_FILES))
+def test_vectorised_csv_path_equals_row_by_row_path(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyarrow")
+    import monitor.engine.io as io_mod
+
+    f = write(tmp_path / f"{name}.csv", CLEAN_FILES[name])
+    unit = "ms" if name == "numeric" else ("s" if name == "mixed" else None)
+    fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    monkeypatch.setattr(io_mod, "_fast_csv", lambda *a, **k: None)
+    slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    for attr in (
+        "event_time_us",
+        "valid",
+        "source_codes",
+        "key_codes",
+        "batch",
+        "arrival_ms",
+        "partition",
+        "line",
+    ):
+        a, b = getattr(fast, attr), getattr(slow, attr)
+        assert (a is None) == (b is None), attr
+        if a is not None:
+            assert (
+                a[fast.valid].tolist() == b[slow.valid].tolist()
+                if attr == "event_time_us"
+                else a.tolist() == b.tolist()
+            ), attr
+    assert (fast.source_names, fast.key_names, fast.bad_rows) == (
+        slow.source_names,
+        slow.key_names,
+        slow.bad_rows,
+    )
