@@ -253,3 +253,19 @@ def test_session_dropped_metric_counts_per_input_partition() -> None:
     assert replay(ev([0, 0, 0]), cfg).batches[2].dropped_by_watermark_metric == 2
     no_partition = stream([{"t": 120, "key": "a"}], [{"t": 100, "key": "a"}])
     assert replay(no_partition, cfg).batches[2].dropped_by_watermark_metric is None
+
+
+def test_wide_sliding_windows_are_expanded_in_chunks_with_the_same_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # window 60 s sliding 1 s: every row is in 60 windows. Processing 4 (row, window) pairs at a time
+    # (a tiny chunk) must give the same batches as one pass.
+    from monitor.engine.operators import WindowAggregation
+
+    events = stream([100, 101, 130, 99], [150, 95, 160], [200])
+    cfg = EngineConfig(delay_ms=5_000, window=Sliding(60_000, 1_000), group_by_key=False)
+    whole = replay(events, cfg)
+    monkeypatch.setattr(WindowAggregation, "MAX_PAIRS", 4)
+    chunked = replay(events, cfg)
+    assert [b.to_json() for b in chunked.batches] == [b.to_json() for b in whole.batches]
+    assert sum(len(b.late_rows) for b in whole.batches) > 0
