@@ -186,7 +186,8 @@ def _latency_text(s: Summary) -> list[str]:
 
 
 def _summary_text(s: Summary) -> list[str]:
-    by = ", ".join(f"{k or '(default)'}={v}" for k, v in sorted(s.dropped_by_source.items()))
+    named = {k: v for k, v in s.dropped_by_source.items() if k}
+    by = ", ".join(f"{k}={v}" for k, v in sorted(named.items()))
     lines = [
         "Summary",
         f"  rows: {s.input_rows} read, {s.rows_with_time} with an event time, "
