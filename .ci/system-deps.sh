@@ -7,6 +7,7 @@ if ! command -v postgres >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/postg
   need+=(postgresql)
 fi
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
 if [ ${#need[@]} -gt 0 ]; then
   echo "system-deps: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

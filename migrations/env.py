@@ -19,6 +19,7 @@ from alembic.autogenerate.api import AutogenContext
 from sqlalchemy.engine import Connection
 
 # Import every table module, so autogenerate sees all tables on Base.metadata.
+import monitor.store.alert_tables
 import monitor.store.tables  # noqa: F401
 from monitor.store.base import Base
 from monitor.store.engine import make_engine

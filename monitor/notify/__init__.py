@@ -1,0 +1,8 @@
+"""Notifiers (webhook, Slack, Alertmanager) and the dispatcher that owns delivery policy."""
+
+from monitor.notify.alertmanager import AlertmanagerNotifier
+from monitor.notify.base import Notifier, is_retryable_status
+from monitor.notify.slack import SlackNotifier
+from monitor.notify.webhook import WebhookNotifier
+
+__all__ = ["AlertmanagerNotifier", "Notifier", "SlackNotifier", "WebhookNotifier", "is_retryable_status"]

@@ -1,0 +1,273 @@
+"""The dispatcher: delivers the outbox and owns every delivery policy.
+
+One :func:`dispatch_due` call (the composition root calls it on each tick with the tick's ``now``):
+
+1. In one transaction: queue repeats of still-firing alerts (``repeat_interval``, skipping silenced
+   ones), read the pending outbox, keep per (receiver, alert) only the oldest row (so a ``resolved``
+   never overtakes its ``firing``), suppress rows whose alert a silence mutes, give up on batches older
+   than ``max_age``, and seal the due rows into batches: one per receiver and job (grouping), with an
+   idempotency key that is kept for every retry of that batch.
+2. Send each batch through its notifier, outside any transaction.
+3. Record each outcome in its own transaction: 2xx -> ``delivered``; a retryable
+   :class:`~monitor.errors.DeliveryError` (429, 5xx, timeout, connection error) -> ``attempts + 1`` and
+   ``next_attempt_at = now + full-jitter backoff``; any other failure -> ``gave_up`` with the error.
+
+A row is marked delivered only after a 2xx, so a crash between send and record re-sends the same batch
+with the same ``Idempotency-Key`` (at-least-once; exactly-once for receivers that honour the key). The
+dispatcher assumes it is the only one running against the database.
+
+Backoff follows "exponential backoff with full jitter" (AWS Architecture Blog, 2015): after the n-th
+failed attempt the delay is ``uniform(0, min(max_backoff, initial_backoff * 2**(n-1)))``. The random
+source is injected, and so is the clock (``now``): tests step a fake clock and never sleep.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import httpx
+from sqlalchemy.orm import Session, sessionmaker
+
+from monitor.alerts.notification import NotificationBatch, batch_key
+from monitor.alerts.routing import Route
+from monitor.alerts.silences import Silence, is_silenced
+from monitor.errors import DeliveryError
+from monitor.model import ensure_utc
+from monitor.notify.base import Notifier
+from monitor.store.alert_repo import (
+    OUTBOX_DELIVERED,
+    OUTBOX_GAVE_UP,
+    OUTBOX_SUPPRESSED,
+    OutboxItem,
+    enqueue_repeats,
+    finish_outbox,
+    list_silences,
+    open_outbox,
+    retry_outbox,
+    seal_outbox,
+)
+
+__all__ = ["DispatchReport", "RetryPolicy", "dispatch_due"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry timing.
+
+    Attributes:
+        initial_backoff: upper bound of the first retry delay.
+        max_backoff: cap of the delay's upper bound.
+        max_age: a batch whose oldest row was queued longer ago than this is given up (recorded as
+            ``gave_up`` with ``last_error`` saying so) instead of being sent.
+
+    Raises:
+        ValueError: non-positive durations or ``max_backoff < initial_backoff``.
+    """
+
+    initial_backoff: timedelta = timedelta(seconds=10)
+    max_backoff: timedelta = timedelta(minutes=5)
+    max_age: timedelta = timedelta(hours=24)
+
+    def __post_init__(self) -> None:
+        zero = timedelta(0)
+        if min(self.initial_backoff, self.max_backoff, self.max_age) <= zero:
+            raise ValueError("RetryPolicy durations must be positive")
+        if self.max_backoff < self.initial_backoff:
+            raise ValueError("RetryPolicy.max_backoff must be >= initial_backoff")
+
+    def backoff(self, attempts: int, rng: random.Random) -> timedelta:
+        """Delay before the next attempt after ``attempts`` failed ones (>= 1): full jitter."""
+        ceiling_s = min(
+            self.max_backoff.total_seconds(),
+            self.initial_backoff.total_seconds() * 2.0 ** min(max(attempts - 1, 0), 62),
+        )
+        return timedelta(seconds=rng.uniform(0.0, ceiling_s))
+
+
+@dataclass
+class DispatchReport:
+    """What one :func:`dispatch_due` call did (counts of outbox rows; ``batches_sent`` counts sends)."""
+
+    queued_repeats: int = 0
+    batches_sent: int = 0
+    delivered: int = 0
+    retried: int = 0
+    gave_up: int = 0
+    suppressed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Batch:
+    receiver: str
+    group_key: str
+    key: str
+    items: tuple[OutboxItem, ...]
+
+    @property
+    def oldest(self) -> datetime:
+        return min(i.created_at for i in self.items)
+
+    @property
+    def attempts(self) -> int:
+        return max(i.attempts for i in self.items)
+
+
+def _head_of_line(items: Sequence[OutboxItem]) -> list[OutboxItem]:
+    """The oldest open row per (receiver, fingerprint): later rows wait until it is finished."""
+    seen: set[tuple[str, str]] = set()
+    heads: list[OutboxItem] = []
+    for item in items:  # ordered by id
+        pair = (item.receiver, item.fingerprint)
+        if pair not in seen:
+            seen.add(pair)
+            heads.append(item)
+    return heads
+
+
+def _plan(
+    session: Session,
+    notifiers: Mapping[str, Notifier],
+    routes: Sequence[Route],
+    policy: RetryPolicy,
+    now: datetime,
+    report: DispatchReport,
+) -> list[_Batch]:
+    silences: list[Silence] = list_silences(session, active_at=now)
+    report.queued_repeats = enqueue_repeats(session, routes, silences, now) if routes else 0
+    heads = _head_of_line(open_outbox(session))
+
+    unknown = [i for i in heads if i.receiver not in notifiers]
+    if unknown:
+        names = sorted({i.receiver for i in unknown})
+        finish_outbox(session, unknown, OUTBOX_GAVE_UP, now, error=f"no notifier configured for {names}")
+        report.gave_up += len(unknown)
+    heads = [i for i in heads if i.receiver in notifiers]
+
+    # Silences apply to rows not yet sent; a sealed batch may already have reached the receiver.
+    muted = [i for i in heads if i.batch_key is None and is_silenced(i.notification.labels, silences, now)]
+    if muted:
+        finish_outbox(session, muted, OUTBOX_SUPPRESSED, now, error="silenced")
+        report.suppressed += len(muted)
+    muted_ids = {i.id for i in muted}
+
+    sealed: dict[str, list[OutboxItem]] = {}
+    fresh: dict[tuple[str, str], list[OutboxItem]] = {}
+    for item in heads:
+        if item.id in muted_ids or item.next_attempt_at > now:
+            continue
+        if item.batch_key is not None:
+            sealed.setdefault(item.batch_key, []).append(item)
+        else:
+            fresh.setdefault((item.receiver, item.group_key), []).append(item)
+
+    batches = [_Batch(v[0].receiver, v[0].group_key, k, tuple(v)) for k, v in sealed.items()]
+    for (receiver, group), group_items in fresh.items():
+        key = batch_key(receiver, [i.idempotency_key for i in group_items])
+        seal_outbox(session, [i.id for i in group_items], key)
+        batches.append(_Batch(receiver, group, key, tuple(group_items)))
+
+    due: list[_Batch] = []
+    for batch in sorted(batches, key=lambda b: min(i.id for i in b.items)):
+        if now - batch.oldest > policy.max_age:
+            error = f"gave up: older than max_age {policy.max_age} after {batch.attempts} failed attempts"
+            finish_outbox(session, batch.items, OUTBOX_GAVE_UP, now, error=error)
+            report.gave_up += len(batch.items)
+        else:
+            due.append(batch)
+    return due
+
+
+def _send(
+    notifier: Notifier, batch: _Batch, client: httpx.Client, now: datetime
+) -> DeliveryError | None:
+    payload = NotificationBatch(
+        receiver=batch.receiver,
+        group_key=batch.group_key,
+        idempotency_key=batch.key,
+        alerts=tuple(i.notification for i in batch.items),
+        sent_at=now,
+    )
+    try:
+        notifier.send(payload, client)
+    except DeliveryError as exc:
+        return exc
+    except Exception as exc:  # a notifier bug must not stop the other receivers' deliveries
+        # Only the type is recorded: the message of an unexpected error might quote a secret.
+        return DeliveryError(f"receiver {batch.receiver!r}: unexpected {type(exc).__name__}", retryable=True)
+    return None
+
+
+def dispatch_due(
+    session_factory: sessionmaker[Session],
+    notifiers: Iterable[Notifier],
+    client: httpx.Client,
+    now: datetime,
+    *,
+    routes: Sequence[Route] = (),
+    policy: RetryPolicy | None = None,
+    rng: random.Random | None = None,
+    on_sent: Callable[[str, int], None] | None = None,
+) -> DispatchReport:
+    """Deliver every due outbox batch once (see the module docstring for the policy).
+
+    Args:
+        session_factory: opens the transactions (``factory.begin()``).
+        notifiers: the configured receivers (by ``name``).
+        client: HTTP client the notifiers use.
+        now: the tick's time, aware UTC.
+        routes: receivers' routes, used to queue ``repeat_interval`` repeats (none: no repeats).
+        policy: retry timing (default :class:`RetryPolicy`).
+        rng: random source of the backoff jitter (default: a fresh :class:`random.Random`).
+        on_sent: optional hook called with (receiver, number of alerts) after each 2xx (metrics).
+
+    Returns:
+        Counts of what happened.
+
+    Raises:
+        ValueError: ``now`` is naive, or two notifiers share a name.
+    """
+    now_utc = ensure_utc(now, "now")
+    assert now_utc is not None
+    by_name: dict[str, Notifier] = {}
+    for notifier in notifiers:
+        if notifier.name in by_name:
+            raise ValueError(f"two notifiers are named {notifier.name!r}")
+        by_name[notifier.name] = notifier
+    policy = policy or RetryPolicy()
+    rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+    report = DispatchReport()
+
+    with session_factory.begin() as session:
+        batches = _plan(session, by_name, routes, policy, now_utc, report)
+
+    for batch in batches:
+        error = _send(by_name[batch.receiver], batch, client, now_utc)
+        report.batches_sent += 1
+        with session_factory.begin() as session:
+            if error is None:
+                finish_outbox(session, batch.items, OUTBOX_DELIVERED, now_utc, attempts=batch.attempts + 1)
+                report.delivered += len(batch.items)
+            elif error.retryable:
+                attempts = batch.attempts + 1
+                next_at = now_utc + policy.backoff(attempts, rng)
+                retry_outbox(session, [i.id for i in batch.items], attempts, next_at, str(error))
+                report.retried += len(batch.items)
+            else:
+                finish_outbox(
+                    session, batch.items, OUTBOX_GAVE_UP, now_utc, error=str(error), attempts=batch.attempts + 1
+                )
+                report.gave_up += len(batch.items)
+        if error is None:
+            if on_sent is not None:
+                on_sent(batch.receiver, len(batch.items))
+        else:
+            report.errors.append(str(error))
+            log.warning("notification batch %s not delivered: %s", batch.key, error)
+    return report

@@ -1,0 +1,411 @@
+"""Repository functions for alerts, the outbox, silences and the notification log.
+
+Like :mod:`monitor.store.repo`, every function takes a :class:`~sqlalchemy.orm.Session` and does not
+commit: the caller owns the transaction (``with factory.begin() as session:``). In particular
+:func:`apply_transitions` writes the alert rows and their outbox rows in the caller's one transaction,
+so a crash either keeps both or neither: a transition is never stored without its notifications.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, group_key
+from monitor.alerts.notification import AlertNotification, NotificationStatus, notification_key
+from monitor.alerts.routing import Route, routes_for
+from monitor.alerts.silences import Matcher, Silence, is_silenced
+from monitor.model import AlertState, Severity
+from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow, SilenceRow
+
+__all__ = [
+    "OUTBOX_DELIVERED",
+    "OUTBOX_GAVE_UP",
+    "OUTBOX_PENDING",
+    "OUTBOX_SUPPRESSED",
+    "OutboxItem",
+    "add_silence",
+    "apply_transitions",
+    "enqueue_repeats",
+    "expire_silence",
+    "finish_outbox",
+    "list_silences",
+    "load_alerts",
+    "open_outbox",
+    "retry_outbox",
+    "seal_outbox",
+]
+
+OUTBOX_PENDING: Final = "pending"
+OUTBOX_DELIVERED: Final = "delivered"
+OUTBOX_GAVE_UP: Final = "gave_up"
+OUTBOX_SUPPRESSED: Final = "suppressed"
+_FINISHED_AT: Final = {
+    OUTBOX_DELIVERED: "delivered_at",
+    OUTBOX_GAVE_UP: "gave_up_at",
+    OUTBOX_SUPPRESSED: "suppressed_at",
+}
+_NOTIFY: Final = {EventKind.FIRING: NotificationStatus.FIRING, EventKind.RESOLVED: NotificationStatus.RESOLVED}
+_CHUNK: Final = 500
+
+
+# --- alerts -----------------------------------------------------------------------------------------
+
+
+def _alert_values(alert: Alert) -> dict[str, Any]:
+    return {
+        "fingerprint": alert.fingerprint,
+        "rule": alert.rule,
+        "group_key": group_key(alert.labels),
+        "labels": dict(alert.labels),
+        "severity": alert.severity.label(),
+        "state": alert.state.value,
+        "active_at": alert.active_at,
+        "fired_at": alert.fired_at,
+        "resolved_at": alert.resolved_at,
+        "last_evaluated_at": alert.last_evaluated_at,
+        "keep_firing_since": alert.keep_firing_since,
+        "message": alert.message,
+        "annotations": dict(alert.annotations),
+    }
+
+
+def _to_alert(row: AlertRow) -> Alert:
+    return Alert(
+        fingerprint=row.fingerprint,
+        rule=row.rule,
+        labels={str(k): str(v) for k, v in row.labels.items()},
+        severity=Severity.parse(row.severity),
+        state=AlertState(row.state),
+        active_at=row.active_at,
+        fired_at=row.fired_at,
+        resolved_at=row.resolved_at,
+        last_evaluated_at=row.last_evaluated_at,
+        message=row.message,
+        annotations={str(k): str(v) for k, v in row.annotations.items()},
+        keep_firing_since=row.keep_firing_since,
+    )
+
+
+def load_alerts(
+    session: Session,
+    *,
+    states: Iterable[AlertState] | None = None,
+    rules: Iterable[str] | None = None,
+) -> dict[str, Alert]:
+    """Stored alerts by fingerprint, optionally only those in ``states`` and/or of ``rules``."""
+    query = select(AlertRow)
+    if states is not None:
+        query = query.where(AlertRow.state.in_([s.value for s in states]))
+    if rules is not None:
+        query = query.where(AlertRow.rule.in_(list(rules)))
+    return {row.fingerprint: _to_alert(row) for row in session.scalars(query)}
+
+
+def _upsert_alert(session: Session, alert: Alert) -> None:
+    values = _alert_values(alert)
+    row = session.get(AlertRow, alert.fingerprint)
+    if row is None:
+        session.add(AlertRow(**values))
+        return
+    for name, value in values.items():
+        setattr(row, name, value)
+
+
+# --- outbox -----------------------------------------------------------------------------------------
+
+
+def _existing_keys(session: Session, receiver: str, keys: set[str]) -> set[str]:
+    if not keys:
+        return set()
+    query = select(OutboxRow.idempotency_key).where(
+        OutboxRow.receiver == receiver, OutboxRow.idempotency_key.in_(sorted(keys))
+    )
+    return set(session.scalars(query))
+
+
+def _outbox_row(
+    receiver: str, notification: AlertNotification, key: str, now: datetime
+) -> OutboxRow:
+    return OutboxRow(
+        receiver=receiver,
+        fingerprint=notification.fingerprint,
+        group_key=notification.group_key,
+        status=notification.status.value,
+        idempotency_key=key,
+        payload=notification.to_json(),
+        created_at=now,
+        state=OUTBOX_PENDING,
+        attempts=0,
+        next_attempt_at=now,
+    )
+
+
+def apply_transitions(
+    session: Session,
+    alerts: Iterable[Alert],
+    events: Iterable[AlertEvent],
+    routes: Sequence[Route],
+    now: datetime,
+) -> int:
+    """Store ``alerts`` (insert or update by fingerprint) and queue one outbox row per notification.
+
+    Every ``FIRING`` and ``RESOLVED`` event becomes one outbox row per receiver whose route accepts the
+    alert (:func:`monitor.alerts.routing.routes_for`; resolved only where ``send_resolved``), with a
+    deterministic idempotency key (:func:`~monitor.alerts.notification.notification_key`): applying the
+    same transitions twice queues nothing new. ``PENDING``/``CLEARED`` events queue nothing. Nothing is
+    committed: call inside the transaction that must hold both (``with factory.begin() as s:``).
+
+    Args:
+        alerts: the alerts :func:`monitor.alerts.lifecycle.step_all` changed (all events' alerts must be
+            among them).
+        events: that step's events.
+        routes: receivers' routes.
+        now: the tick's time (``created_at``/first ``next_attempt_at`` of the rows), aware UTC.
+
+    Returns:
+        The number of outbox rows queued.
+
+    Raises:
+        ValueError: an event names an alert not in ``alerts``.
+    """
+    by_fp = {a.fingerprint: a for a in alerts}
+    for alert in by_fp.values():
+        _upsert_alert(session, alert)
+    wanted: dict[str, list[tuple[str, AlertNotification]]] = {}
+    for event in events:
+        status = _NOTIFY.get(event.kind)
+        if status is None:
+            continue
+        subject = by_fp.get(event.fingerprint)
+        if subject is None:
+            raise ValueError(f"event {event.kind.value} for alert {event.fingerprint} that is not being stored")
+        notification = AlertNotification.of(subject, status)
+        for route in routes_for(routes, subject.all_labels(), subject.severity):
+            if status is NotificationStatus.RESOLVED and not route.send_resolved:
+                continue
+            key = notification_key(route.receiver, subject.fingerprint, status, event.at)
+            wanted.setdefault(route.receiver, []).append((key, notification))
+    queued = 0
+    for receiver, items in wanted.items():
+        existing = _existing_keys(session, receiver, {key for key, _ in items})
+        for key, notification in items:
+            if key in existing:
+                continue
+            existing.add(key)
+            session.add(_outbox_row(receiver, notification, key, now))
+            queued += 1
+    session.flush()
+    return queued
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """An open outbox row, detached from the session (what the dispatcher decides on)."""
+
+    id: int
+    receiver: str
+    fingerprint: str
+    group_key: str
+    idempotency_key: str
+    notification: AlertNotification
+    created_at: datetime
+    attempts: int
+    next_attempt_at: datetime
+    batch_key: str | None
+
+
+def _item(row: OutboxRow) -> OutboxItem:
+    return OutboxItem(
+        id=row.id,
+        receiver=row.receiver,
+        fingerprint=row.fingerprint,
+        group_key=row.group_key,
+        idempotency_key=row.idempotency_key,
+        notification=AlertNotification.from_json(row.payload),
+        created_at=row.created_at,
+        attempts=row.attempts,
+        next_attempt_at=row.next_attempt_at,
+        batch_key=row.batch_key,
+    )
+
+
+def open_outbox(session: Session) -> list[OutboxItem]:
+    """Every pending outbox row, oldest first (by id)."""
+    query = select(OutboxRow).where(OutboxRow.state == OUTBOX_PENDING).order_by(OutboxRow.id)
+    return [_item(row) for row in session.scalars(query)]
+
+
+def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield ids[start : start + _CHUNK]
+
+
+def seal_outbox(session: Session, ids: Sequence[int], batch_key: str) -> None:
+    """Record that rows ``ids`` form the batch ``batch_key`` (kept for every retry)."""
+    for chunk in _chunks(ids):
+        session.execute(update(OutboxRow).where(OutboxRow.id.in_(chunk)).values(batch_key=batch_key))
+
+
+def retry_outbox(
+    session: Session, ids: Sequence[int], attempts: int, next_attempt_at: datetime, error: str
+) -> None:
+    """After a retryable failure: set ``attempts``, ``next_attempt_at`` and ``last_error``."""
+    for chunk in _chunks(ids):
+        session.execute(
+            update(OutboxRow)
+            .where(OutboxRow.id.in_(chunk))
+            .values(attempts=attempts, next_attempt_at=next_attempt_at, last_error=error)
+        )
+
+
+def finish_outbox(
+    session: Session,
+    items: Sequence[OutboxItem],
+    outcome: str,
+    now: datetime,
+    *,
+    error: str | None = None,
+    attempts: int | None = None,
+) -> None:
+    """Close rows with ``outcome`` (delivered / gave_up / suppressed) at ``now`` and log each one.
+
+    Raises:
+        ValueError: unknown outcome.
+    """
+    column = _FINISHED_AT.get(outcome)
+    if column is None:
+        raise ValueError(f"unknown outbox outcome {outcome!r}")
+    values: dict[str, Any] = {"state": outcome, column: now}
+    if error is not None:
+        values["last_error"] = error
+    if attempts is not None:
+        values["attempts"] = attempts
+    for chunk in _chunks([i.id for i in items]):
+        session.execute(update(OutboxRow).where(OutboxRow.id.in_(chunk)).values(**values))
+    session.add_all(
+        NotificationLogRow(
+            receiver=i.receiver,
+            fingerprint=i.fingerprint,
+            status=i.notification.status.value,
+            outcome=outcome,
+            at=now,
+            idempotency_key=i.batch_key or i.idempotency_key,
+            outbox_id=i.id,
+        )
+        for i in items
+    )
+    session.flush()
+
+
+def enqueue_repeats(
+    session: Session, routes: Sequence[Route], silences: Sequence[Silence], now: datetime
+) -> int:
+    """Queue a new firing notification for every firing, unsilenced alert and accepting route whose
+    receiver has no open row for it and was last told (delivered or given up) at least
+    ``route.repeat_interval`` ago in the current episode (Alertmanager ``repeat_interval``).
+
+    An alert whose episode has no delivered/given-up firing notification for a receiver (it was silenced
+    when it fired, or the route is new) is queued at once, so a silence that ends is followed by a
+    notification. Returns the number of rows queued.
+    """
+    firing = load_alerts(session, states=[AlertState.FIRING])
+    if not firing or not routes:
+        return 0
+    open_pairs = {
+        (receiver, fp)
+        for receiver, fp in session.execute(
+            select(OutboxRow.receiver, OutboxRow.fingerprint).where(OutboxRow.state == OUTBOX_PENDING)
+        )
+    }
+    last_told: dict[tuple[str, str], datetime] = {
+        (receiver, fp): at
+        for receiver, fp, at in session.execute(
+            select(NotificationLogRow.receiver, NotificationLogRow.fingerprint, func.max(NotificationLogRow.at))
+            .where(
+                NotificationLogRow.status == NotificationStatus.FIRING.value,
+                NotificationLogRow.outcome.in_([OUTBOX_DELIVERED, OUTBOX_GAVE_UP]),
+            )
+            .group_by(NotificationLogRow.receiver, NotificationLogRow.fingerprint)
+        )
+    }
+    queued = 0
+    for fp, alert in sorted(firing.items()):
+        labels = alert.all_labels()
+        if is_silenced(labels, silences, now):
+            continue
+        notification = AlertNotification.of(alert, NotificationStatus.FIRING)
+        for route in routes_for(routes, labels, alert.severity):
+            if (route.receiver, fp) in open_pairs:
+                continue
+            last = last_told.get((route.receiver, fp))
+            if last is not None and alert.fired_at is not None and last < alert.fired_at:
+                last = None  # told about an earlier episode only
+            if last is not None and now - last < route.repeat_interval:
+                continue
+            key = notification_key(route.receiver, fp, NotificationStatus.FIRING, now)
+            if _existing_keys(session, route.receiver, {key}):
+                continue
+            session.add(_outbox_row(route.receiver, notification, key, now))
+            queued += 1
+    session.flush()
+    return queued
+
+
+# --- silences ---------------------------------------------------------------------------------------
+
+
+def _to_silence(row: SilenceRow) -> Silence:
+    return Silence(
+        id=row.id,
+        matchers=tuple(Matcher.from_json(m) for m in row.matchers),
+        starts_at=row.starts_at,
+        ends_at=row.ends_at,
+        created_by=row.created_by,
+        comment=row.comment,
+        created_at=row.created_at,
+    )
+
+
+def add_silence(session: Session, silence: Silence, now: datetime) -> None:
+    """Store ``silence`` (its ``created_at`` defaults to ``now``)."""
+    session.add(
+        SilenceRow(
+            id=silence.id,
+            matchers=[m.to_json() for m in silence.matchers],
+            starts_at=silence.starts_at,
+            ends_at=silence.ends_at,
+            created_by=silence.created_by,
+            comment=silence.comment,
+            created_at=silence.created_at or now,
+        )
+    )
+    session.flush()
+
+
+def list_silences(session: Session, *, active_at: datetime | None = None) -> list[Silence]:
+    """Silences ordered by start; with ``active_at``, only those active then (not expired, started)."""
+    query = select(SilenceRow).order_by(SilenceRow.starts_at, SilenceRow.id)
+    if active_at is not None:
+        query = query.where(SilenceRow.starts_at <= active_at, SilenceRow.ends_at > active_at)
+    return [_to_silence(row) for row in session.scalars(query)]
+
+
+def expire_silence(session: Session, silence_id: str, now: datetime) -> bool:
+    """End the silence at ``now`` (a not-yet-started one ends at its start, i.e. never applies).
+
+    Returns:
+        False if no such silence or it had already ended.
+    """
+    row = session.get(SilenceRow, silence_id)
+    if row is None or row.ends_at <= now:
+        return False
+    # A silence that has not started yet gets an empty window [starts_at, starts_at): it never applies.
+    row.ends_at = max(now, row.starts_at)
+    session.flush()
+    return True

@@ -1,0 +1,48 @@
+"""Helpers shared by the alerting tests: a migrated database and one evaluation tick."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from monitor.alerts.lifecycle import AlertEvent, RuleTiming, step_all
+from monitor.alerts.routing import Route
+from monitor.model import Finding
+from monitor.store.alert_repo import apply_transitions, load_alerts
+from monitor.store.engine import make_engine, make_session_factory
+from monitor.store.migrate import upgrade
+
+NO_DELAY = RuleTiming()
+
+
+@contextmanager
+def migrated_sessions(url: str) -> Iterator[sessionmaker[Session]]:
+    """Upgrade the database at ``url`` to head and yield a session factory on it."""
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        yield make_session_factory(engine)
+    finally:
+        engine.dispose()
+
+
+def sqlite_url(directory: Path) -> str:
+    return f"sqlite:///{directory / 'tg.db'}"
+
+
+def tick(
+    sessions: sessionmaker[Session],
+    findings: Sequence[Finding],
+    now: datetime,
+    routes: Sequence[Route],
+    timing: RuleTiming = NO_DELAY,
+) -> list[AlertEvent]:
+    """One evaluation tick as the daemon will run it: load, step, store alerts + outbox in one transaction."""
+    with sessions.begin() as session:
+        changed, events = step_all(load_alerts(session), findings, lambda _rule: timing, now)
+        apply_transitions(session, changed.values(), events, routes, now)
+    return events
