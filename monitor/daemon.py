@@ -1,0 +1,352 @@
+"""The daemon's composition root: the one place that reads the environment and the wall clock.
+
+:func:`build` turns a :class:`monitor.config.Config` into running parts, in start order:
+
+1. the store (:func:`monitor.store.open_store`, which refuses an outdated schema), disposed last;
+2. the HTTP client of the notifiers;
+3. the runtime's warm-up: ``/metrics`` shows the stored jobs and alert counts at once after a restart;
+4. the HTTP server (:mod:`monitor.web`): ``/metrics``, ``/healthz``, and the Spark listener ingest
+   endpoint when ``server.ingest_token`` is configured;
+5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (its ``poll_interval``), rule
+   evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``) and retention clean-up
+   (hourly). Every job runs at most one instance at a time and coalesces missed runs; each run reads the
+   clock once and passes that ``now`` down (:mod:`monitor.runtime`).
+
+:func:`run` serves until SIGTERM or SIGINT, then stops the parts in reverse order: the scheduler first,
+waiting for running jobs (a delivery in flight finishes and is recorded, or its row stays in the outbox
+and is sent again, with the same idempotency key, after a restart), then the HTTP server, then the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+from typing import Any
+
+import httpx
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from prometheus_client import CollectorRegistry
+
+from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
+from collectors.spark.eventlog import EventLogCollector
+from monitor.alerts.routing import Route
+from monitor.alerts.silences import Matcher, MatchOp
+from monitor.config import Config, resolve_secret
+from monitor.errors import ConfigError
+from monitor.exporter import TidegaugeCollector
+from monitor.latest import LatestSamples
+from monitor.notify.alertmanager import AlertmanagerNotifier
+from monitor.notify.base import Notifier
+from monitor.notify.dispatcher import RetryPolicy
+from monitor.notify.slack import SlackNotifier
+from monitor.notify.webhook import WebhookNotifier
+from monitor.runtime import Runtime, StoreCursors, Target
+from monitor.service import CallbackService, Service, ServiceGroup
+from monitor.store import Store, open_store, redact_url
+from monitor.web import HttpService, create_app
+
+__all__ = ["CLEANUP_INTERVAL", "Daemon", "SchedulerService", "build", "run", "wall_clock"]
+
+log = logging.getLogger("tidegauge.daemon")
+
+#: How often retention clean-up runs.
+CLEANUP_INTERVAL = timedelta(hours=1)
+#: How long a stop may take in total (the scheduler waits for running jobs within it).
+STOP_TIMEOUT_S = 30.0
+
+
+def wall_clock() -> datetime:
+    """The current time, aware UTC (the daemon's only clock read)."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class ScheduledJob:
+    """A periodic job: ``tick(now)`` every ``interval``, first run ``first_delay`` after start."""
+
+    name: str
+    interval: timedelta
+    tick: Callable[[datetime], object]
+    first_delay: timedelta = timedelta(0)
+
+
+class SchedulerService:
+    """An APScheduler ``BackgroundScheduler`` running :class:`ScheduledJob` s (a :class:`Service`).
+
+    Each run reads ``clock`` once and passes that ``now`` to its job; an exception is logged and the job
+    runs again at its next time. ``max_instances=1`` (a slow poll is not started twice) and
+    ``coalesce=True`` (missed runs collapse into one).
+
+    Args:
+        jobs: the jobs.
+        clock: aware-UTC clock.
+    """
+
+    def __init__(self, jobs: list[ScheduledJob], clock: Callable[[], datetime]) -> None:
+        self._jobs = jobs
+        self._clock = clock
+        self._scheduler: BackgroundScheduler | None = None
+
+    @property
+    def name(self) -> str:
+        """Name for logs."""
+        return "scheduler"
+
+    @property
+    def running(self) -> bool:
+        """Whether the scheduler is running."""
+        return self._scheduler is not None and bool(self._scheduler.running)
+
+    def _wrap(self, job: ScheduledJob) -> Callable[[], None]:
+        def run_once() -> None:
+            now = self._clock()
+            try:
+                job.tick(now)
+            except Exception:
+                log.exception("%s failed at %s", job.name, now.isoformat())
+
+        return run_once
+
+    def start(self) -> None:
+        """Add the jobs and start the scheduler thread."""
+        if self._scheduler is not None:
+            return
+        scheduler = BackgroundScheduler(
+            timezone=UTC, job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+        )
+        start = self._clock()
+        for job in self._jobs:
+            scheduler.add_job(
+                self._wrap(job),
+                IntervalTrigger(seconds=job.interval.total_seconds(), timezone=UTC),
+                id=job.name,
+                name=job.name,
+                next_run_time=start + job.first_delay,
+            )
+        scheduler.start()
+        self._scheduler = scheduler
+
+    def stop(self, timeout_s: float) -> None:
+        """Stop scheduling and wait up to ``timeout_s`` for running jobs to finish; idempotent."""
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is None:
+            return
+        waiter = threading.Thread(target=scheduler.shutdown, kwargs={"wait": True}, name="scheduler-stop")
+        waiter.start()
+        waiter.join(timeout_s)
+        if waiter.is_alive():
+            log.warning("scheduler jobs still running after %.1fs; exiting without them", timeout_s)
+
+
+class Daemon:
+    """The built daemon: its runtime and its services (see :func:`build`)."""
+
+    def __init__(self, runtime: Runtime, services: list[Service], http: HttpService, scheduler: SchedulerService):
+        self.runtime = runtime
+        self.http = http
+        self.scheduler = scheduler
+        self._group = ServiceGroup(services, name="tidegauge")
+
+    def start(self) -> None:
+        """Start every service in order."""
+        self._group.start()
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Stop every service in reverse order (idempotent)."""
+        self._group.stop(timeout_s)
+
+
+def _secret(value: Any, environ: Mapping[str, str], where: str) -> str:
+    if isinstance(value, str):
+        return value
+    return resolve_secret(value, environ, where).get_secret_value()
+
+
+def build_notifiers(config: Config, environ: Mapping[str, str]) -> list[Notifier]:
+    """One notifier per ``receivers[]`` entry, secrets resolved from ``environ`` or files.
+
+    Raises:
+        ConfigError: a secret is missing (named by field path, never by value).
+    """
+    out: list[Notifier] = []
+    for i, r in enumerate(config.receivers):
+        url = _secret(r.url, environ, f"receivers[{i}].url")
+        timeout_s = r.timeout / 1000.0
+        if r.type == "webhook":
+            assert r.secret is not None  # the config model requires it
+            secret = resolve_secret(r.secret, environ, f"receivers[{i}].secret").get_secret_value()
+            out.append(WebhookNotifier(r.name, url, secret, config.dashboard_url, timeout_s))
+        elif r.type == "slack":
+            out.append(SlackNotifier(r.name, url, config.dashboard_url, timeout_s))
+        else:
+            out.append(AlertmanagerNotifier(r.name, url, config.dashboard_url, timeout_seconds=timeout_s))
+    return out
+
+
+def build_routes(config: Config) -> list[Route]:
+    """``routes[]`` as :class:`monitor.alerts.Route` s (label equality matchers); without any route
+    every receiver gets every alert (with the default repeat interval)."""
+    if not config.routes:
+        return [Route(r.name) for r in config.receivers]
+    for i, route in enumerate(config.routes):
+        if route.repeat_interval <= 0:
+            raise ConfigError(f"routes[{i}].repeat_interval: must be longer than 0s")
+    return [
+        Route(
+            receiver=route.receiver,
+            matchers=tuple(Matcher(k, MatchOp.EQ, v) for k, v in sorted(route.match.items())),
+            repeat_interval=timedelta(milliseconds=route.repeat_interval),
+            send_resolved=route.send_resolved,
+        )
+        for route in config.routes
+    ]
+
+
+def build_targets(config: Config, store: Store) -> list[Target]:
+    """One :class:`Target` per configured target.
+
+    Raises:
+        ConfigError: a target kind this build has no collector for.
+    """
+    targets: list[Target] = []
+    for t in config.targets.spark_event_logs:
+        cursors = StoreCursors(store.sessions, EVENTLOG_COLLECTOR)
+        targets.append(
+            Target(t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors)
+        )
+    for kind in ("spark_prometheus", "flink_rest", "kafka"):
+        if getattr(config.targets, kind):
+            raise ConfigError(f"targets.{kind}: not supported by `tidegauge run` yet (spark_event_logs is)")
+    names = [t.name for t in targets]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"targets: names must be unique; repeated: {', '.join(dupes)}")
+    return targets
+
+
+def _poller(runtime: Runtime, target: Target) -> Callable[[datetime], object]:
+    def tick(now: datetime) -> object:
+        return runtime.poll(target, now)
+
+    return tick
+
+
+def build(
+    config: Config,
+    *,
+    db_url: str | None,
+    environ: Mapping[str, str],
+    clock: Callable[[], datetime] = wall_clock,
+) -> Daemon:
+    """Wire the daemon's parts (nothing runs until :meth:`Daemon.start`).
+
+    Args:
+        config: the validated configuration.
+        db_url: database URL (``None``: ``config.database``, else the per-user default of ``environ``).
+        environ: the environment (secrets, default database location).
+        clock: aware-UTC clock.
+
+    Raises:
+        SchemaOutdatedError: the database schema is not current (run ``tidegauge db upgrade``).
+        ConfigError: a secret is missing, an unsupported target kind, an invalid URL.
+    """
+    url = db_url if db_url is not None else config.database
+    notifiers = build_notifiers(config, environ)
+    routes = build_routes(config)
+    if config.server.ingest_token is not None:
+        raise ConfigError("server.ingest_token: the ingest endpoint is not part of `tidegauge run` yet")
+    store = open_store(url, environ=environ)
+    log.info("database %s", redact_url(store.engine.url))
+    try:
+        targets = build_targets(config, store)
+    except BaseException:
+        store.dispose()
+        raise
+    client = httpx.Client(follow_redirects=False)
+    delivery = config.delivery
+    runtime = Runtime(
+        sessions=store.sessions,
+        targets=targets,
+        latest=LatestSamples(),
+        rules_config=config.rules,
+        notifiers=notifiers,
+        routes=routes,
+        http_client=client,
+        retention=timedelta(milliseconds=config.retention),
+        retry_policy=RetryPolicy(
+            initial_backoff=timedelta(milliseconds=delivery.initial_backoff),
+            max_backoff=timedelta(milliseconds=delivery.max_backoff),
+            max_age=timedelta(milliseconds=delivery.max_age),
+        ),
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(
+        TidegaugeCollector(runtime.latest, clock, alerts=runtime.alert_counts, collectors=runtime.collector_stats)
+    )
+    jobs = [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t)) for t in targets]
+    jobs.append(ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate))
+    jobs.append(ScheduledJob("dispatch", timedelta(milliseconds=delivery.interval), runtime.dispatch))
+    jobs.append(ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1)))
+    scheduler = SchedulerService(jobs, clock)
+
+    def health() -> tuple[bool, dict[str, Any]]:
+        ok, body = runtime.health()
+        body["scheduler"] = "running" if scheduler.running else "stopped"
+        return ok, body
+
+    http = HttpService(create_app(registry, health), config.server.host, config.server.port)
+
+    def warm_up() -> None:
+        loaded = runtime.seed_latest()
+        runtime.load_alert_counts()
+        log.info("loaded %d recent samples from the store", loaded)
+
+    services: list[Service] = [
+        CallbackService("store", stop=store.dispose),
+        CallbackService("http client", stop=client.close),
+        CallbackService("warm-up", start=warm_up),
+        http,
+        scheduler,
+    ]
+    return Daemon(runtime, services, http, scheduler)
+
+
+def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIMEOUT_S) -> int:
+    """Build and start the daemon with ``os.environ`` and the wall clock; serve until SIGTERM/SIGINT.
+
+    Returns:
+        0 after a clean stop.
+
+    Raises:
+        SchemaOutdatedError, ConfigError: as :func:`build`.
+    """
+    stop = threading.Event()
+    received: list[str] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        received.append(signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        daemon = build(config, db_url=db_url, environ=os.environ)
+        daemon.start()
+        log.info("tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port)
+        try:
+            while not stop.wait(1.0):
+                pass
+            log.info("%s received: stopping", received[0] if received else "stop")
+        finally:
+            daemon.stop(stop_timeout_s)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    log.info("stopped")
+    return 0
