@@ -149,6 +149,8 @@ def evaluate(
         ConfigError: a rule parameter is malformed.
     """
     del now  # both rules judge batches against their own trigger times
+    for rule in RULES:
+        _params(rules_config, rule)  # malformed configuration fails even before any job has data
     out: list[Finding] = []
     for key in sorted(samples_by_job, key=lambda k: (k[0].value, k[1])):
         batches = progress_batches(samples_by_job[key])
