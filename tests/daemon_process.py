@@ -115,7 +115,7 @@ class DaemonProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"daemon did not exit within {timeout_s}s of SIGTERM:\n{self.log_path.read_text()}")
+            raise AssertionError(f"daemon did not exit within {timeout_s}s of SIGTERM:\n{self.log()}") from None
 
     def kill9(self) -> None:
         """SIGKILL (no clean-up at all) and reap."""
