@@ -98,18 +98,36 @@ class StreamDecoder(Protocol):
         """
         ...
 
+    def finished(self) -> bool:
+        """True when no frame or block is half-read (the input so far ends on a frame/block boundary)."""
+        ...
+
 
 class _ZstdDecoder:
-    """Standard zstd frames, read across frame boundaries; a truncated last frame yields what it has."""
+    """Standard zstd frames one after the other; a truncated last frame yields what it has so far."""
 
     def __init__(self) -> None:
-        self._obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._in_frame = False
 
     def decompress(self, data: bytes) -> bytes:
+        out: list[bytes] = []
         try:
-            return self._obj.decompress(data)
+            while data:
+                out.append(self._obj.decompress(data))
+                self._in_frame = True
+                if not self._obj.eof:
+                    break
+                data = self._obj.unused_data
+                self._obj = self._dctx.decompressobj()
+                self._in_frame = False
         except zstandard.ZstdError as exc:
             raise CodecError(f"corrupt zstd frame: {exc}") from None
+        return b"".join(out)
+
+    def finished(self) -> bool:
+        return not self._in_frame
 
 
 class _BufferedDecoder:
@@ -131,6 +149,9 @@ class _BufferedDecoder:
             del self._buf[: self._pos]
             self._pos = 0
         return b"".join(out)
+
+    def finished(self) -> bool:
+        return len(self._buf) == self._pos
 
     def _next_block(self) -> bytes | None:
         """Decode the block at ``self._pos`` and advance, or return None if it is incomplete."""

@@ -17,10 +17,13 @@ within the first :data:`MARKER_WINDOW` bytes (the ``"Event"`` field Spark writes
 Tailing: each file has a :class:`FileCursor` kept in a :class:`CursorStore` (in memory for ``scan``,
 in the database for the daemon). A poll reads from the cursor's offset to the last newline; a partial last
 line stays for the next poll. Offsets count *decompressed* bytes: a plain file is read from there with a
-seek; a compressed file is decompressed again from its start and the bytes before the offset are
-discarded (zstd decodes several hundred MB/s, so this is cheap next to parsing). A file whose device/inode
+seek. A compressed file that is still being written keeps its decoder in memory between polls, so the next
+poll only decompresses the new bytes; without it (a new process, or a cursor from the database) the file is
+decompressed again from its start and the bytes before the offset are discarded. A file whose device/inode
 changed, that shrank, or whose first bytes differ from what was read before was rotated or rewritten: it
-is read again from the start and a retryable :class:`monitor.model.CollectorError` says so.
+is read again from the start and a retryable :class:`monitor.model.CollectorError` says so. When Spark
+renames ``<app>[.codec].inprogress`` to ``<app>[.codec]`` at the end of the application, the file keeps its
+inode, and the collector carries the cursor over to the new name instead of reading the file again.
 
 A ``QueryTerminatedEvent`` carries no timestamp and no name in Spark; its sample takes the last time and the
 name seen for that run (``id`` + ``runId``) or, when the collector never saw that run, the poll's ``now``
@@ -39,7 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from collectors.spark.codecs import IN_PROGRESS, CodecError, codec_for_name, new_decoder
+from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
 from monitor.errors import EventLogError, ProgressFormatError
 from monitor.model import CollectorError, JobRef, PollResult, Sample
@@ -54,6 +57,7 @@ __all__ = [
     "FileCursor",
     "MemoryCursorStore",
     "discover_event_logs",
+    "is_rolling_dir",
 ]
 
 COLLECTOR_NAME = "spark-eventlog"
@@ -194,7 +198,7 @@ def _rolling_files(directory: Path) -> list[EventLogFile]:
     return out
 
 
-def _is_rolling_dir(path: Path) -> bool:
+def is_rolling_dir(path: Path) -> bool:
     """Spark's ``isEventLogDir`` (name prefix), and it holds at least one ``events_<n>_`` file."""
     if not path.name.startswith(ROLLING_DIR_PREFIX):
         return False
@@ -222,14 +226,14 @@ def discover_event_logs(path: Path) -> list[EventLogFile]:
         return [_single_file(path)]
     if not path.is_dir():
         raise EventLogError(f"{path}: no such file or directory")
-    if _is_rolling_dir(path):
+    if is_rolling_dir(path):
         return _rolling_files(path)
     out: list[EventLogFile] = []
     for entry in sorted(path.iterdir(), key=lambda p: p.name):
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            if _is_rolling_dir(entry):
+            if is_rolling_dir(entry):
                 out.extend(_rolling_files(entry))
         elif entry.is_file() and not entry.name.startswith(APPSTATUS_PREFIX):
             out.append(_single_file(entry))
@@ -244,6 +248,19 @@ class _FileRead:
 
 
 @dataclass
+class _Live:
+    """The decoder of a growing compressed file, kept between polls: where the file was read to
+    (``file_pos``), the cursor it matches (``offset``, ``line_no``) and the decompressed partial last line."""
+
+    identity: str
+    decoder: StreamDecoder
+    file_pos: int
+    offset: int
+    line_no: int
+    pending: bytes
+
+
+@dataclass
 class _Start:
     """Identity of an open file and where to resume (from its cursor)."""
 
@@ -254,6 +271,7 @@ class _Start:
     offset: int
     line_no: int
     unchanged: bool
+    adopted: bool = False  # the cursor was the one of this file's former ``.inprogress`` name
 
 
 class EventLogCollector:
@@ -287,6 +305,7 @@ class EventLogCollector:
         self.decompressed_bytes_read = 0
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
+        self._live: dict[str, _Live] = {}
 
     def poll(self, now: datetime) -> PollResult:
         """Read what is new in every file since the last poll, as one result (see :meth:`iter_poll`).
@@ -335,9 +354,20 @@ class EventLogCollector:
         head = handle.read(HEAD_BYTES)
         identity = f"{stat.st_dev}:{stat.st_ino}"
         head_sha = hashlib.sha256(head).hexdigest()
-        state = self.cursors.get(str(path.absolute()))
+        target = str(path.absolute())
+        state = self.cursors.get(target)
+        if state is None and not path.name.endswith(IN_PROGRESS):
+            # Spark renames app.zstd.inprogress -> app.zstd when the app ends: same inode, same cursor
+            state = self.cursors.get(target + IN_PROGRESS)
+            if state is not None and state.get("identity") != identity:
+                state = None
+            if state is not None and target + IN_PROGRESS in self._live:
+                self._live[target] = self._live.pop(target + IN_PROGRESS)
+            adopted = state is not None
+        else:
+            adopted = False
         cursor = FileCursor.from_state(state) if state is not None else None
-        start = _Start(identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False)
+        start = _Start(identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False, adopted=adopted)
         if cursor is None:
             return start, None
         same = (
@@ -377,21 +407,32 @@ class EventLogCollector:
         except OSError as exc:
             yield PollResult(errors=(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True),))
             return
+        target = str(path.absolute())
         with handle:
             start, notice = self._start(path, handle, now)
+            live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
             if notice is not None:
                 yield PollResult(errors=(notice,))
             if start.unchanged:
+                if live is not None and not log_file.complete:
+                    self._live[target] = live
+                if start.adopted:
+                    self._save(path, start, start.size, start.offset, start.line_no)  # under its final name
                 return
             offset, line_no = start.offset, start.line_no
             skip = 0
+            pending = b""
+            decoder: StreamDecoder | None = None
             if codec is None:
                 handle.seek(offset)
+            elif live is not None and (live.identity, live.offset, live.line_no) == (start.identity, offset, line_no):
+                # continue the previous pass's decoder where it stopped: no re-decompression
+                decoder, pending = live.decoder, live.pending
+                handle.seek(live.file_pos)
             else:
+                decoder = new_decoder(codec)
                 handle.seek(0)
                 skip = offset  # decompressed bytes already consumed
-            decoder = new_decoder(codec) if codec is not None else None
-            pending = b""
             read = handle.read
             # compressed JSON expands 5-50x: read less so each decompressed chunk stays near chunk_bytes
             read_size = self.chunk_bytes if codec is None else max(4096, self.chunk_bytes // COMPRESSED_READ_DIVISOR)
@@ -434,7 +475,18 @@ class EventLogCollector:
                 if piece.samples or piece.errors:
                     yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
                     self._save(path, start, handle.tell(), offset, line_no)
-            if pending and log_file.complete:
+            if decoder is not None and log_file.complete and not decoder.finished():
+                yield PollResult(
+                    errors=(
+                        self._error(
+                            path,
+                            f"{path}: truncated {codec} stream: the last frame/block is incomplete (after line "
+                            f"{line_no}) in a complete event log",
+                            now,
+                        ),
+                    )
+                )
+            elif pending and log_file.complete:
                 yield PollResult(
                     errors=(
                         self._error(
@@ -446,6 +498,8 @@ class EventLogCollector:
                     )
                 )
             self._save(path, start, handle.tell(), offset, line_no)
+            if decoder is not None and not log_file.complete:
+                self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, pending)
 
     def _events_in(
         self,

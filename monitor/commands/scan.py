@@ -22,8 +22,8 @@ from typing import Any
 import typer
 
 from collectors.spark.codecs import CodecError, codec_for_name
+from collectors.spark.eventlog import APPSTATUS_PREFIX, EventLogCollector, MemoryCursorStore, is_rolling_dir
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
-from collectors.spark.eventlog import EventLogCollector, MemoryCursorStore
 from collectors.spark.progress_files import COLLECTOR_NAME as PROGRESS_COLLECTOR
 from collectors.spark.progress_files import looks_like_event_log, read_progress_file
 from monitor.errors import InputError
@@ -51,46 +51,70 @@ def parse_duration(text: str) -> timedelta:
 
 @dataclass
 class ScanInputs:
-    """Paths sorted by how to read them, and the errors of those that cannot be read at all."""
+    """Paths sorted by how to read them, the errors of those that cannot be read at all, and the files
+    found inside directories (``implicit``: skipped with a warning rather than an error when unreadable)."""
 
     event_logs: list[Path] = field(default_factory=list)
     progress_files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    implicit: set[Path] = field(default_factory=set)
+
+
+def _classify_file(path: Path, inputs: ScanInputs, implicit: bool) -> None:
+    problems = inputs.warnings if implicit else inputs.errors
+    skipped = " (skipped)" if implicit else ""
+    try:
+        codec = codec_for_name(path.name)
+    except CodecError as exc:
+        problems.append(f"{path}: unknown format: {exc}{skipped}")
+        return
+    if codec is not None:
+        inputs.event_logs.append(path)
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        problems.append(f"{path}: cannot read: {exc.strerror or exc}{skipped}")
+        return
+    if looks_like_event_log(head):
+        inputs.event_logs.append(path)
+    elif head.lstrip()[:1] in (b"{", b"["):
+        inputs.progress_files.append(path)
+        if implicit:
+            inputs.implicit.add(path)
+    else:
+        problems.append(f"{path}: unknown format (neither a Spark event log nor streaming progress JSON){skipped}")
 
 
 def classify_inputs(paths: list[Path]) -> ScanInputs:
-    """Directories and files named by a Spark codec or starting with ``{"Event":`` are event logs; other
-    files starting with ``{`` or ``[`` are progress JSON; anything else is an unknown format (an error)."""
+    """Sort ``paths`` into event logs and progress files.
+
+    Files named by a Spark codec or starting with ``{"Event":`` are event logs; other files starting with
+    ``{`` or ``[`` are progress JSON; anything else is an unknown format (an error). A rolling directory
+    ``eventlog_v2_<app>`` is one event log; another directory is expanded one level: its rolling
+    directories and its files, classified the same way (files inside that are neither are skipped with a
+    warning; hidden files and ``appstatus_*`` markers are ignored).
+    """
     inputs = ScanInputs()
     for path in paths:
         if path.is_dir():
-            inputs.event_logs.append(path)
-            continue
-        if not path.is_file():
-            inputs.errors.append(f"{path}: no such file or directory")
-            continue
-        try:
-            codec = codec_for_name(path.name)
-        except CodecError as exc:
-            inputs.errors.append(f"{path}: unknown format: {exc}")
-            continue
-        if codec is not None:
-            inputs.event_logs.append(path)
-            continue
-        try:
-            with path.open("rb") as handle:
-                head = handle.read(4096)
-        except OSError as exc:
-            inputs.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
-            continue
-        if looks_like_event_log(head):
-            inputs.event_logs.append(path)
-        elif head.lstrip()[:1] in (b"{", b"["):
-            inputs.progress_files.append(path)
+            if is_rolling_dir(path):
+                inputs.event_logs.append(path)
+                continue
+            for entry in sorted(path.iterdir(), key=lambda p: p.name):
+                if entry.name.startswith((".", APPSTATUS_PREFIX)):
+                    continue
+                if entry.is_dir():
+                    if is_rolling_dir(entry):
+                        inputs.event_logs.append(entry)
+                elif entry.is_file():
+                    _classify_file(entry, inputs, implicit=True)
+        elif path.is_file():
+            _classify_file(path, inputs, implicit=False)
         else:
-            inputs.errors.append(
-                f"{path}: unknown format (neither a Spark event log nor streaming progress JSON)"
-            )
+            inputs.errors.append(f"{path}: no such file or directory")
     return inputs
 
 
@@ -146,7 +170,7 @@ def _run_scan(
     now = datetime.now(UTC)
     inputs = classify_inputs(paths)
     bad = list(inputs.errors)
-    warnings: list[str] = []
+    warnings = list(inputs.warnings)
     polls: list[tuple[str, PollResult]] = []
     cursors = MemoryCursorStore()
     if inputs.event_logs:
@@ -158,7 +182,9 @@ def _run_scan(
         try:
             samples, raw = read_progress_file(path)
         except InputError as exc:
-            bad.append(str(exc))
+            (warnings if path in inputs.implicit else bad).append(
+                f"{exc} (skipped)" if path in inputs.implicit else str(exc)
+            )
             continue
         except OSError as exc:
             bad.append(f"{path}: cannot read: {exc.strerror or exc}")
@@ -202,11 +228,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Scan Spark event logs and progress files: per-query batch timelines and findings.
 
-        Reads event logs (single files, .inprogress files, rolling eventlog_v2_* directories, any of
-        Spark's codecs) and progress JSON (one object, an array, or JSON lines). Prints per query the
-        batches (id, time, input rows, watermark and its advance, event-time max, rows dropped by the
-        watermark, state rows) and the findings: watermark stall, future-timestamp jump, late rows dropped,
-        state growth. --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
+        Reads event logs (single files, .inprogress files, rolling eventlog_v2_* directories; zstd, lz4, snappy, lzf or plain) and progress JSON (one object, an array, or JSON lines). Prints per query the batches (id, time, input rows, watermark and its advance, event-time max, rows dropped by the watermark, state rows) and the findings: watermark stall, future-timestamp jump, late rows dropped, state growth.
+
+        --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
+
         Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input.
         """
         if fmt not in ("text", "json"):

@@ -156,3 +156,17 @@ def test_scan_db_stores_samples_and_cursors(
     query_progress = [s for s in samples if s.scope.is_job() and s.kind.value == "progress"]
     assert [s.batch_id for s in query_progress] == list(range(12))
     assert cursor is not None and cursor["offset"] == 34496 and cursor["line_no"] == 34  # whole file read
+
+
+def test_directory_is_expanded_and_unrelated_files_skipped(
+    capsys: pytest.CaptureFixture[str], spark_fixtures: Path
+) -> None:
+    # real-4.3.0 holds the plain event log (query wm_gt be3a...), 4 progress files (query wm_gt e05f... of
+    # another run, and 3 of wm_metrics 92f2...), and Prometheus/REST/listener files that are neither: those
+    # are skipped with a warning, and the exit code stays 0
+    code, out, err = run(["scan", str(spark_fixtures), "--format", "json"], capsys)
+    assert code == 0
+    names = sorted(q["name"] or "" for q in json.loads(out)["queries"])
+    assert names.count("wm_gt") == 2 and "wm_metrics" in names  # the event log's wm_gt and the gt progress
+    assert "prometheus_executors_endpoint.txt: unknown format" in err and "(skipped)" in err
+    assert "tidegauge: error" not in err

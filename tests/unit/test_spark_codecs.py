@@ -86,3 +86,14 @@ def test_corrupt_lz4_magic() -> None:
     data[0:8] = b"XXXXXXXX"
     with pytest.raises(CodecError, match="LZ4Block"):
         new_decoder("lz4").decompress(bytes(data))
+
+
+@pytest.mark.parametrize("codec", sorted(FILES))
+def test_finished_tells_a_cut_stream(codec: str) -> None:
+    data = (FIXTURES / FILES[codec]).read_bytes()
+    whole = new_decoder(codec)
+    whole.decompress(data)
+    assert whole.finished()  # the real file ends on a frame/block boundary
+    cut = new_decoder(codec)
+    cut.decompress(data[:-5])
+    assert not cut.finished()

@@ -247,3 +247,56 @@ def test_iter_poll_advances_cursor_only_past_consumed_pieces(spark_fixtures: Pat
     assert again.samples[: len(first.samples)] == first.samples
     assert len([s for s in again.samples if s.scope.is_job()]) == 26  # all 26 streaming events
     assert collector.poll(NOW).samples == ()
+
+
+def test_truncated_zstd_frame_of_complete_file(tmp_path: Path, rolling_dir: Path) -> None:
+    data = (rolling_dir / f"events_1_{APP}.zstd").read_bytes()
+    cut = tmp_path / f"{APP}.zstd"  # complete (no .inprogress) yet cut short
+    cut.write_bytes(data[:-5])
+    errors = EventLogCollector([cut]).poll(NOW).errors
+    assert len(errors) == 1 and "truncated zstd stream" in errors[0].message and str(cut) in errors[0].message
+    inprogress = tmp_path / f"{APP}.zstd.inprogress"  # the same bytes while the app runs: no error
+    inprogress.write_bytes(data[:-5])
+    assert EventLogCollector([inprogress]).poll(NOW).errors == ()
+
+
+def test_growing_zstd_file_continues_its_decoder(tmp_path: Path, spark_fixtures: Path) -> None:
+    lines = _lines(spark_fixtures)
+    log = tmp_path / f"{APP}.zstd.inprogress"
+    comp = zstandard.ZstdCompressor()
+    log.write_bytes(comp.compress(b"".join(lines[:8])))  # up to batch 0
+    store = MemoryCursorStore()
+    collector = EventLogCollector([log], store)
+    assert [s.batch_id for s in _query_samples(collector.poll(NOW))] == [None, 0]
+    with log.open("ab") as handle:  # Spark appends a frame per flush
+        handle.write(comp.compress(lines[8]))
+    second = collector.poll(NOW)
+    assert [s.batch_id for s in _query_samples(second)] == [1]
+    # only the new line was decompressed (not the first 8 lines again)
+    assert collector.decompressed_bytes_read == len(lines[8])
+    # a new collector (e.g. after a restart) with the stored cursor decompresses from the start
+    with log.open("ab") as handle:
+        handle.write(comp.compress(lines[9]))
+    fresh = EventLogCollector([log], store)
+    assert [s.kind for s in _query_samples(fresh.poll(NOW))] == [SampleKind.TERMINATED]
+
+
+@pytest.mark.parametrize("codec", ["", ".zstd"])
+def test_inprogress_renamed_at_app_end_is_not_read_twice(tmp_path: Path, spark_fixtures: Path, codec: str) -> None:
+    lines = _lines(spark_fixtures)
+    comp = zstandard.ZstdCompressor()
+
+    def enc(data: bytes) -> bytes:
+        return comp.compress(data) if codec else data
+
+    running = tmp_path / f"{APP}{codec}.inprogress"
+    running.write_bytes(enc(b"".join(lines[:9])))  # started, batch 0, batch 1
+    collector = EventLogCollector([tmp_path])
+    assert len(_query_samples(collector.poll(NOW))) == 3
+    with running.open("ab") as handle:
+        handle.write(enc(lines[9]))  # the terminated event, then Spark renames the file (same inode)
+    running.rename(tmp_path / f"{APP}{codec}")
+    result = collector.poll(NOW)
+    assert result.errors == ()
+    assert [s.kind for s in _query_samples(result)] == [SampleKind.TERMINATED]
+    assert collector.poll(NOW).samples == ()
