@@ -34,14 +34,19 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
+from collectors.http import make_client
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
+from collectors.spark.prometheus import SparkPrometheusCollector
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp
 from monitor.config import Config, resolve_secret
 from monitor.errors import ConfigError
 from monitor.exporter import TidegaugeCollector
+from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
+from monitor.ingest import create_ingest_app
 from monitor.latest import LatestSamples
+from monitor.model import PollResult
 from monitor.notify.alertmanager import AlertmanagerNotifier
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import RetryPolicy
@@ -209,11 +214,14 @@ def build_routes(config: Config) -> list[Route]:
     ]
 
 
-def build_targets(config: Config, store: Store) -> list[Target]:
-    """One :class:`Target` per configured target.
+def build_targets(
+    config: Config, store: Store, environ: Mapping[str, str], clients: list[httpx.Client]
+) -> list[Target]:
+    """One :class:`Target` per configured target; HTTP clients made for them are appended to ``clients``
+    (the caller closes them).
 
     Raises:
-        ConfigError: a target kind this build has no collector for.
+        ConfigError: a target kind this build has no collector for, duplicate names, a missing secret.
     """
     targets: list[Target] = []
     for t in config.targets.spark_event_logs:
@@ -221,7 +229,17 @@ def build_targets(config: Config, store: Store) -> list[Target]:
         targets.append(
             Target(t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors)
         )
-    for kind in ("spark_prometheus", "flink_rest", "kafka"):
+    for i, h in enumerate(config.targets.spark_prometheus):
+        headers = {}
+        if h.bearer_token is not None:
+            token = resolve_secret(h.bearer_token, environ, f"targets.spark_prometheus[{i}].bearer_token")
+            headers["Authorization"] = f"Bearer {token.get_secret_value()}"
+        client = make_client(connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers)
+        clients.append(client)
+        targets.append(
+            Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
+        )
+    for kind in ("flink_rest", "kafka"):
         if getattr(config.targets, kind):
             raise ConfigError(f"targets.{kind}: not supported by `tidegauge run` yet (spark_event_logs is)")
     names = [t.name for t in targets]
@@ -260,13 +278,17 @@ def build(
     url = db_url if db_url is not None else config.database
     notifiers = build_notifiers(config, environ)
     routes = build_routes(config)
+    token = None
     if config.server.ingest_token is not None:
-        raise ConfigError("server.ingest_token: the ingest endpoint is not part of `tidegauge run` yet")
+        token = resolve_secret(config.server.ingest_token, environ, "server.ingest_token").get_secret_value()
     store = open_store(url, environ=environ)
     log.info("database %s", redact_url(store.engine.url))
+    clients: list[httpx.Client] = []
     try:
-        targets = build_targets(config, store)
+        targets = build_targets(config, store, environ, clients)
     except BaseException:
+        for c in clients:
+            c.close()
         store.dispose()
         raise
     client = httpx.Client(follow_redirects=False)
@@ -301,7 +323,19 @@ def build(
         body["scheduler"] = "running" if scheduler.running else "stopped"
         return ok, body
 
-    http = HttpService(create_app(registry, health), config.server.host, config.server.port)
+    ingest = None
+    if token is not None:
+
+        def sink(result: PollResult) -> None:
+            runtime.ingest(result, INGEST_COLLECTOR)
+
+        ingest = create_ingest_app(token=token, sink=sink, clock=clock, max_body_bytes=config.server.max_body_bytes)
+    http = HttpService(create_app(registry, health, ingest), config.server.host, config.server.port)
+
+    def close_clients() -> None:
+        client.close()
+        for c in clients:
+            c.close()
 
     def warm_up() -> None:
         loaded = runtime.seed_latest()
@@ -310,7 +344,7 @@ def build(
 
     services: list[Service] = [
         CallbackService("store", stop=store.dispose),
-        CallbackService("http client", stop=client.close),
+        CallbackService("http clients", stop=close_clients),
         CallbackService("warm-up", start=warm_up),
         http,
         scheduler,

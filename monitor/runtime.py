@@ -244,6 +244,17 @@ class Runtime:
             log.warning("target %s: %s: %s", target.name, error.target, error.message)
         return result
 
+    def ingest(self, result: PollResult, collector: str) -> None:
+        """Store what the listener ingest endpoint accepted (one transaction, raw documents under
+        ``collector``) and show it on ``/metrics``.
+
+        Raises:
+            Exception: the store failed (the endpoint answers 503 and the client retries).
+        """
+        with self._sessions.begin() as session:
+            save_poll(session, result, collector=collector)
+        self.latest.update(result.samples)
+
     @staticmethod
     def _bound(target: Target, session: Session, now: datetime) -> AbstractContextManager[None]:
         return target.cursors.bind(session, now) if target.cursors is not None else nullcontext()

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -43,7 +44,10 @@ def create_app(registry: CollectorRegistry, health: HealthProbe, ingest: ASGIApp
     """
 
     def metrics(request: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        # content negotiation as prometheus_client's own handlers do (OpenMetrics when asked for;
+        # otherwise the text format 0.0.4 every Prometheus version reads)
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encoder(registry), headers={"Content-Type": content_type})
 
     def healthz(request: Request) -> JSONResponse:
         healthy, body = health()
@@ -74,6 +78,7 @@ class HttpService:
         )
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
         self._start_timeout_s = start_timeout_s
         self.port = port
 
@@ -90,20 +95,28 @@ class HttpService:
         """
         if self._thread is not None:
             return
-        self._thread = threading.Thread(target=self._server.run, name="tidegauge-http", daemon=True)
+        self._failure = None
+        self._thread = threading.Thread(target=self._serve, name="tidegauge-http", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + self._start_timeout_s
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self._server.should_exit = True
                 self._thread = None
+                reason = f": {self._failure!r}" if self._failure is not None else ""
                 raise RuntimeError(
-                    f"HTTP server did not start on {self._config.host}:{self.port} (port in use?)"
+                    f"HTTP server did not start on {self._config.host}:{self.port} (port in use?){reason}"
                 )
             time.sleep(0.02)
         sockets = [s for server in self._server.servers for s in server.sockets]
         if sockets:
             self.port = int(sockets[0].getsockname()[1])
+
+    def _serve(self) -> None:
+        try:
+            self._server.run()
+        except BaseException as exc:  # uvicorn exits with SystemExit when it cannot bind
+            self._failure = exc
 
     def stop(self, timeout_s: float) -> None:
         """Ask uvicorn to exit (it finishes open requests) and wait up to ``timeout_s``; idempotent."""

@@ -211,7 +211,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("scan")
     def scan(
-        paths: list[Path] = typer.Argument(  # noqa: B008
+        paths: list[Path] = typer.Argument(
             None, help="Event-log files or directories, and progress JSON files.", show_default=False
         ),
         fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
