@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.alerts.lifecycle import AlertEvent, RuleTiming, step_all
@@ -17,6 +20,22 @@ from monitor.store.engine import make_engine, make_session_factory
 from monitor.store.migrate import upgrade
 
 NO_DELAY = RuleTiming()
+ALERTMANAGER_BINARIES = ("prometheus-alertmanager", "alertmanager")
+
+
+def alertmanager_binary(environ: Mapping[str, str] = os.environ) -> str:
+    """Path of Alertmanager (Debian names it ``prometheus-alertmanager``); missing: fail in CI, else skip."""
+    for name in ALERTMANAGER_BINARIES:
+        path = shutil.which(name)
+        if path:
+            return path
+    message = (
+        f"none of {ALERTMANAGER_BINARIES} on PATH (Debian package prometheus-alertmanager; "
+        "see .ci/system-deps.sh)"
+    )
+    if environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 @contextmanager

@@ -4,9 +4,10 @@ One :func:`dispatch_due` call (the composition root calls it on each tick with t
 
 1. In one transaction: queue repeats of still-firing alerts (``repeat_interval``, skipping silenced
    ones), read the pending outbox, keep per (receiver, alert) only the oldest row (so a ``resolved``
-   never overtakes its ``firing``), suppress rows whose alert a silence mutes, give up on batches older
-   than ``max_age``, and seal the due rows into batches: one per receiver and job (grouping), with an
-   idempotency key that is kept for every retry of that batch.
+   never overtakes its ``firing``), suppress rows whose alert a silence mutes and resolved rows whose
+   firing was never delivered to that receiver, give up on batches older than ``max_age``, and seal the
+   due rows into batches: one per receiver and job (grouping), with an idempotency key that is kept for
+   every retry of that batch.
 2. Send each batch through its notifier, outside any transaction.
 3. Record each outcome in its own transaction: 2xx -> ``delivered``; a retryable
    :class:`~monitor.errors.DeliveryError` (429, 5xx, timeout, connection error) -> ``attempts + 1`` and
@@ -32,7 +33,7 @@ from datetime import datetime, timedelta
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from monitor.alerts.notification import NotificationBatch, batch_key
+from monitor.alerts.notification import NotificationBatch, NotificationStatus, batch_key
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence, is_silenced
 from monitor.errors import DeliveryError
@@ -45,6 +46,7 @@ from monitor.store.alert_repo import (
     OutboxItem,
     enqueue_repeats,
     finish_outbox,
+    last_firing_told,
     list_silences,
     open_outbox,
     retry_outbox,
@@ -131,6 +133,11 @@ def _head_of_line(items: Sequence[OutboxItem]) -> list[OutboxItem]:
     return heads
 
 
+def _told_in_episode(told_at: datetime | None, item: OutboxItem) -> bool:
+    fired_at = item.notification.fired_at
+    return told_at is not None and (fired_at is None or told_at >= fired_at)
+
+
 def _plan(
     session: Session,
     notifiers: Mapping[str, Notifier],
@@ -156,6 +163,20 @@ def _plan(
         finish_outbox(session, muted, OUTBOX_SUPPRESSED, now, error="silenced")
         report.suppressed += len(muted)
     muted_ids = {i.id for i in muted}
+
+    # A resolved message only follows a firing message the receiver got in the same episode (as in
+    # Alertmanager): an alert silenced while it fired, or whose firing was given up, resolves quietly.
+    resolved = [
+        i for i in heads
+        if i.batch_key is None and i.id not in muted_ids and i.notification.status is NotificationStatus.RESOLVED
+    ]  # fmt: skip
+    if resolved:
+        told = last_firing_told(session, (OUTBOX_DELIVERED,))
+        orphans = [i for i in resolved if not _told_in_episode(told.get((i.receiver, i.fingerprint)), i)]
+        if orphans:
+            finish_outbox(session, orphans, OUTBOX_SUPPRESSED, now, error="firing was not delivered")
+            report.suppressed += len(orphans)
+            muted_ids.update(i.id for i in orphans)
 
     sealed: dict[str, list[OutboxItem]] = {}
     fresh: dict[tuple[str, str], list[OutboxItem]] = {}

@@ -34,6 +34,7 @@ __all__ = [
     "enqueue_repeats",
     "expire_silence",
     "finish_outbox",
+    "last_firing_told",
     "list_silences",
     "load_alerts",
     "open_outbox",
@@ -107,14 +108,20 @@ def load_alerts(
     return {row.fingerprint: _to_alert(row) for row in session.scalars(query)}
 
 
-def _upsert_alert(session: Session, alert: Alert) -> None:
-    values = _alert_values(alert)
-    row = session.get(AlertRow, alert.fingerprint)
-    if row is None:
-        session.add(AlertRow(**values))
-        return
-    for name, value in values.items():
-        setattr(row, name, value)
+def _upsert_alerts(session: Session, alerts: Sequence[Alert]) -> None:
+    fps = [a.fingerprint for a in alerts]
+    rows: dict[str, AlertRow] = {}
+    for start in range(0, len(fps), _CHUNK):
+        chunk = fps[start : start + _CHUNK]
+        rows.update((r.fingerprint, r) for r in session.scalars(select(AlertRow).where(AlertRow.fingerprint.in_(chunk))))
+    for alert in alerts:
+        values = _alert_values(alert)
+        row = rows.get(alert.fingerprint)
+        if row is None:
+            session.add(AlertRow(**values))
+            continue
+        for name, value in values.items():
+            setattr(row, name, value)
 
 
 # --- outbox -----------------------------------------------------------------------------------------
@@ -175,8 +182,7 @@ def apply_transitions(
         ValueError: an event names an alert not in ``alerts``.
     """
     by_fp = {a.fingerprint: a for a in alerts}
-    for alert in by_fp.values():
-        _upsert_alert(session, alert)
+    _upsert_alerts(session, list(by_fp.values()))
     wanted: dict[str, list[tuple[str, AlertNotification]]] = {}
     for event in events:
         status = _NOTIFY.get(event.kind)
@@ -303,6 +309,20 @@ def finish_outbox(
     session.flush()
 
 
+def last_firing_told(session: Session, outcomes: Sequence[str]) -> dict[tuple[str, str], datetime]:
+    """(receiver, fingerprint) -> time of the latest firing notification that ended with one of
+    ``outcomes`` (from the notification log)."""
+    query = (
+        select(NotificationLogRow.receiver, NotificationLogRow.fingerprint, func.max(NotificationLogRow.at))
+        .where(
+            NotificationLogRow.status == NotificationStatus.FIRING.value,
+            NotificationLogRow.outcome.in_(list(outcomes)),
+        )
+        .group_by(NotificationLogRow.receiver, NotificationLogRow.fingerprint)
+    )
+    return {(receiver, fp): at for receiver, fp, at in session.execute(query)}
+
+
 def enqueue_repeats(
     session: Session, routes: Sequence[Route], silences: Sequence[Silence], now: datetime
 ) -> int:
@@ -323,17 +343,7 @@ def enqueue_repeats(
             select(OutboxRow.receiver, OutboxRow.fingerprint).where(OutboxRow.state == OUTBOX_PENDING)
         )
     }
-    last_told: dict[tuple[str, str], datetime] = {
-        (receiver, fp): at
-        for receiver, fp, at in session.execute(
-            select(NotificationLogRow.receiver, NotificationLogRow.fingerprint, func.max(NotificationLogRow.at))
-            .where(
-                NotificationLogRow.status == NotificationStatus.FIRING.value,
-                NotificationLogRow.outcome.in_([OUTBOX_DELIVERED, OUTBOX_GAVE_UP]),
-            )
-            .group_by(NotificationLogRow.receiver, NotificationLogRow.fingerprint)
-        )
-    }
+    last_told = last_firing_told(session, (OUTBOX_DELIVERED, OUTBOX_GAVE_UP))
     queued = 0
     for fp, alert in sorted(firing.items()):
         labels = alert.all_labels()

@@ -11,8 +11,6 @@ Without the binary the test is skipped locally and fails in CI (``CI=true``).
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -28,28 +26,16 @@ from monitor.alerts.routing import Route
 from monitor.model import Engine, Finding, JobRef, Severity
 from monitor.notify.alertmanager import AlertmanagerNotifier
 from monitor.notify.dispatcher import dispatch_due
-from tests.alerting import migrated_sessions, sqlite_url, tick
+from tests.alerting import alertmanager_binary, migrated_sessions, sqlite_url, tick
 from tests.http_receiver import Receiver, running_receiver
 
 pytestmark = pytest.mark.integration
 
 T = TypeVar("T")
-BINARIES = ("prometheus-alertmanager", "alertmanager")
 JOB = JobRef(Engine.SPARK, "q-clicks", "run-1", "clicks")
 STALL = Finding("watermark_stall", Severity.CRITICAL, JOB, "watermark flat for 14 min", datetime(2026, 1, 1, tzinfo=UTC))
 LATE = Finding("late_rows_dropped", Severity.WARNING, JOB, "1200 rows dropped as late", datetime(2026, 1, 1, tzinfo=UTC))
 DASHBOARD = "http://tidegauge.invalid/job"
-
-
-def _binary() -> str:
-    for name in BINARIES:
-        path = shutil.which(name)
-        if path:
-            return path
-    message = f"none of {BINARIES} on PATH (Debian package prometheus-alertmanager; see .ci/system-deps.sh)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def _free_port() -> int:
@@ -77,7 +63,7 @@ def hook() -> Iterator[Receiver]:
 
 @pytest.fixture
 def alertmanager(tmp_path: Path, hook: Receiver) -> Iterator[str]:
-    binary = _binary()
+    binary = alertmanager_binary()
     port = _free_port()
     config = tmp_path / "alertmanager.yml"
     config.write_text(

@@ -1,0 +1,168 @@
+"""``tidegauge silence add|list|expire``: manage silences stored in the database.
+
+A silence mutes notifications (not alert evaluation) of alerts whose labels match all its matchers,
+from its start until its end; see :mod:`monitor.alerts.silences` for the matcher syntax. Labels available
+to matchers: ``alertname`` (the rule), ``severity``, ``engine``, ``job_id``, the scope labels (``source``,
+``partition``, ``subtask``, ``operator``) and rule labels.
+
+This module is part of the composition root: it reads the wall clock and the environment (for the
+default database), and passes ``now`` down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+import typer
+from sqlalchemy.exc import SQLAlchemyError
+
+from monitor.alerts.notification import format_time, parse_time
+from monitor.alerts.silences import Silence, parse_matcher
+from monitor.errors import InputError
+from monitor.store.alert_repo import add_silence, expire_silence, list_silences
+from monitor.store.engine import redact_url
+from monitor.store.migrate import Store, open_store
+
+__all__ = ["parse_duration", "register"]
+
+T = TypeVar("T")
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+_MATCHERS_ARG = typer.Argument(..., help="Matchers: name=value, name!=value, name=~regex, name!~regex.")
+_DB_OPTION = typer.Option(
+    None, "--db", metavar="URL", help="SQLAlchemy database URL (default: the per-user SQLite file)."
+)
+
+
+def parse_duration(text: str) -> timedelta:
+    """Prometheus-style duration (``90m``, ``2h``, ``1h30m``, ``1d``, ``1w``) -> positive timedelta.
+
+    Raises:
+        InputError: not a duration, or zero.
+    """
+    compact = text.strip()
+    parts = _DURATION.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        raise InputError(f"invalid duration {text!r}: use e.g. 30m, 2h, 1h30m, 1d")
+    total = timedelta(seconds=sum(int(n) * _UNIT_SECONDS[u] for n, u in parts))
+    if total <= timedelta(0):
+        raise InputError(f"invalid duration {text!r}: must be positive")
+    return total
+
+
+def _time_option(text: str | None, name: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        raise InputError(f"{name}: expected an ISO 8601 time with offset, e.g. 2026-11-29T18:00:00Z") from None
+
+
+def _with_store(db: str | None, action: Callable[[Store], T]) -> T:
+    """Open the store (schema must be current), run ``action``, dispose; database errors -> InputError."""
+    try:
+        store = open_store(db, environ=os.environ)
+    except SQLAlchemyError as exc:
+        raise InputError(f"database {redact_url(db) if db else '(default)'}: {type(exc).__name__}") from None
+    try:
+        return action(store)
+    except SQLAlchemyError as exc:
+        raise InputError(f"database {redact_url(store.engine.url)}: {type(exc).__name__}") from None
+    finally:
+        store.dispose()
+
+
+def _row(s: Silence, now: datetime) -> str:
+    state = "active" if s.active(now) else ("pending" if now < s.starts_at else "expired")
+    matchers = ",".join(str(m) for m in s.matchers)
+    return "\t".join([s.id, state, format_time(s.starts_at), format_time(s.ends_at), matchers, s.created_by, s.comment])
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``silence`` command group to ``app``."""
+    silence_app = typer.Typer(help="Mute notifications of matching alerts for a while.", no_args_is_help=True)
+
+    @silence_app.command("add")
+    def add_cmd(
+        matchers: list[str] = _MATCHERS_ARG,
+        duration: str | None = typer.Option(None, "--duration", "-d", help="How long, e.g. 2h (default 1h)."),
+        until: str | None = typer.Option(None, "--until", help="End time (ISO 8601 with offset)."),
+        starts: str | None = typer.Option(None, "--starts", help="Start time (default: now)."),
+        comment: str = typer.Option("", "--comment", "-c", help="Why."),
+        author: str | None = typer.Option(None, "--author", help="Who (default: $USER)."),
+        db: str | None = _DB_OPTION,
+    ) -> None:
+        """Create a silence and print its id."""
+        now = datetime.now(UTC)
+        if duration is not None and until is not None:
+            raise InputError("give --duration or --until, not both")
+        starts_at = _time_option(starts, "--starts") or now
+        ends_at = _time_option(until, "--until") or starts_at + parse_duration(duration or "1h")
+        if ends_at <= starts_at:
+            raise InputError("--until must be after the start")
+        silence = Silence(
+            id=str(uuid.uuid4()),
+            matchers=tuple(parse_matcher(m) for m in matchers),
+            starts_at=starts_at,
+            ends_at=ends_at,
+            created_by=author if author is not None else os.environ.get("USER", ""),
+            comment=comment,
+            created_at=now,
+        )
+
+        def store_it(store: Store) -> None:
+            with store.sessions.begin() as session:
+                add_silence(session, silence, now)
+
+        _with_store(db, store_it)
+        typer.echo(silence.id)
+
+    @silence_app.command("list")
+    def list_cmd(
+        all_: bool = typer.Option(False, "--all", help="Include expired and not yet started silences."),
+        as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+        db: str | None = _DB_OPTION,
+    ) -> None:
+        """List active silences (tab-separated: id, state, starts, ends, matchers, author, comment)."""
+        now = datetime.now(UTC)
+
+        def read(store: Store) -> list[Silence]:
+            with store.sessions() as session:
+                return list_silences(session, active_at=None if all_ else now)
+
+        for s in _with_store(db, read):
+            if as_json:
+                doc = {
+                    "id": s.id, "starts_at": format_time(s.starts_at), "ends_at": format_time(s.ends_at),
+                    "matchers": [m.to_json() for m in s.matchers], "created_by": s.created_by,
+                    "comment": s.comment, "active": s.active(now),
+                }  # fmt: skip
+                typer.echo(json.dumps(doc, sort_keys=True))
+            else:
+                typer.echo(_row(s, now))
+
+    @silence_app.command("expire")
+    def expire_cmd(
+        silence_id: str = typer.Argument(..., metavar="ID", help="Silence id (from `silence add` or `list`)."),
+        db: str | None = _DB_OPTION,
+    ) -> None:
+        """End a silence now."""
+        now = datetime.now(UTC)
+
+        def expire(store: Store) -> bool:
+            with store.sessions.begin() as session:
+                return expire_silence(session, silence_id, now)
+
+        if not _with_store(db, expire):
+            raise InputError(f"no active or pending silence with id {silence_id!r}")
+        typer.echo(f"expired {silence_id}")
+
+    app.add_typer(silence_app, name="silence")

@@ -1,0 +1,96 @@
+"""``tidegauge silence add|list|expire`` against a real SQLite database."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from monitor.alerts.silences import is_silenced
+from monitor.cli import main
+from monitor.commands.silence import parse_duration
+from monitor.errors import InputError
+from monitor.store.alert_repo import list_silences
+from monitor.store.migrate import upgrade
+from tests.alerting import migrated_sessions, sqlite_url
+
+LABELS = {"alertname": "watermark_stall", "severity": "critical", "engine": "spark", "job_id": "q-clicks"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_add_list_expire(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = sqlite_url(tmp_path)
+    upgrade(url)
+    before = datetime.now(UTC)
+    code, out, _ = run(capsys, "silence", "add", "job_id=q-clicks", "alertname=~watermark.*", "-d", "2h",
+                       "-c", "deploying the fix", "--author", "ana", "--db", url)  # fmt: skip
+    assert code == 0
+    silence_id = out.strip()
+
+    code, out, _ = run(capsys, "silence", "list", "--json", "--db", url)
+    (doc,) = [json.loads(line) for line in out.splitlines()]
+    assert doc["id"] == silence_id and doc["active"] is True
+    assert doc["matchers"] == [
+        {"name": "job_id", "op": "=", "value": "q-clicks"},
+        {"name": "alertname", "op": "=~", "value": "watermark.*"},
+    ]
+    assert (doc["created_by"], doc["comment"]) == ("ana", "deploying the fix")
+
+    with migrated_sessions(url) as sessions, sessions() as session:
+        stored = list_silences(session, active_at=datetime.now(UTC))
+    assert stored[0].ends_at - stored[0].starts_at == timedelta(hours=2)
+    assert before <= stored[0].starts_at <= datetime.now(UTC)
+    assert is_silenced(LABELS, stored, datetime.now(UTC))
+    assert not is_silenced({**LABELS, "job_id": "other"}, stored, datetime.now(UTC))
+
+    assert run(capsys, "silence", "expire", silence_id, "--db", url)[:2] == (0, f"expired {silence_id}\n")
+    assert run(capsys, "silence", "list", "--db", url)[1] == ""  # nothing active
+    code, out, _ = run(capsys, "silence", "list", "--all", "--db", url)
+    assert out.split("\t")[:2] == [silence_id, "expired"]
+    code, _, err = run(capsys, "silence", "expire", silence_id, "--db", url)
+    assert code == 2 and "no active or pending silence" in err
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["silence", "add", "nolabel"], "invalid matcher 'nolabel'"),
+        (["silence", "add", "a=~("], "invalid regex"),
+        (["silence", "add", "a=b", "-d", "soon"], "invalid duration 'soon'"),
+        (["silence", "add", "a=b", "-d", "1h", "--until", "2026-12-01T00:00:00Z"], "not both"),
+        (["silence", "add", "a=b", "--until", "2026-12-01T00:00:00"], "--until: expected an ISO 8601 time"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    url = sqlite_url(tmp_path)
+    upgrade(url)
+    code, _, err = run(capsys, *argv, "--db", url)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_unmigrated_database_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "silence", "list", "--db", sqlite_url(tmp_path))
+    assert code == 2 and "tidegauge db upgrade" in err
+
+
+def test_parse_duration() -> None:
+    assert parse_duration("1h30m") == timedelta(minutes=90)
+    assert parse_duration("1d") == timedelta(hours=24)
+    assert parse_duration("1w") == timedelta(days=7)
+    assert parse_duration("1500ms") == timedelta(seconds=1.5)
+    for bad in ("", "1.5h", "h", "1h 30m", "0s"):
+        with pytest.raises(InputError):
+            parse_duration(bad)
