@@ -25,7 +25,7 @@ from tests.daemon_process import metric_values
 from tests.live_eventlog import RECORDED_QUERY_ID, recorded_events
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-TOKEN = "a-token-of-at-least-16-chars"  # noqa: S105 - test value
+TOKEN = "a-token-of-at-least-16-chars"
 # 2099-01-01T00:10:00Z (the recorded batch 11's watermark) in Unix seconds: 4070908800 + 600
 WATERMARK_S = 4070909400.0
 
@@ -64,7 +64,7 @@ def served(store: Store) -> Iterator[tuple[str, Runtime, dict[str, Any]]]:
 
 
 def test_metrics_healthz_and_ingest(served: tuple[str, Runtime, dict[str, Any]], store: Store, spark_fixtures: Path) -> None:
-    base, runtime, state = served
+    base, _, state = served
     metrics = httpx.get(f"{base}/metrics")
     assert metrics.status_code == 200
     assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
