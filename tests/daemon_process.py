@@ -106,16 +106,16 @@ class DaemonProcess:
         response.raise_for_status()
         return response.text
 
-    def terminate(self, timeout_s: float = 15.0) -> int:
-        """SIGTERM; return the exit code (fails if it does not exit within ``timeout_s``)."""
+    def terminate(self, timeout_s: float = 15.0, sig: signal.Signals = signal.SIGTERM) -> int:
+        """Send ``sig`` (SIGTERM); return the exit code (fails if it does not exit within ``timeout_s``)."""
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
+        self.proc.send_signal(sig)
         try:
             return self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"daemon did not exit within {timeout_s}s of SIGTERM:\n{self.log()}") from None
+            raise AssertionError(f"daemon did not exit within {timeout_s}s of {sig.name}:\n{self.log()}") from None
 
     def kill9(self) -> None:
         """SIGKILL (no clean-up at all) and reap."""

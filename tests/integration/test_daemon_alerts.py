@@ -12,6 +12,7 @@ real ``prometheus-alertmanager`` binary, started by the fixture of tests/integra
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -206,3 +207,22 @@ def test_kill_9_between_transition_and_delivery_loses_and_duplicates_nothing(
         ("ops", "firing", "delivered"),
         ("ops", "resolved", "delivered"),
     ]
+
+
+def test_sigint_lets_an_in_flight_delivery_finish(tmp_path: Path, spark_fixtures: Path, webhook_rx: Receiver) -> None:
+    db_url = f"sqlite:///{tmp_path / 'tg.db'}"
+    upgrade(db_url)
+    webhook_rx.delay_seconds = 3.0  # processes at once, answers after 3 s
+    daemon = DaemonProcess(_config(tmp_path, [_webhook(webhook_rx.url)]), db_url, tmp_path, SECRETS)
+    live = LiveEventLog(tmp_path / "events" / "local-1795951957158.inprogress", spark_fixtures, datetime.now(UTC) - timedelta(minutes=10))
+    try:
+        daemon.start()
+        live.batches(4, 4, 4, 4)
+        wait_for("the webhook to receive the firing notification", lambda: len(webhook_rx.requests) == 1)
+        # stop while the request is in flight: the daemon waits for the answer and records the delivery
+        assert daemon.terminate(timeout_s=20.0, sig=signal.SIGINT) == 0
+    finally:
+        daemon.close()
+    assert "SIGINT received: stopping" in daemon.log()
+    assert _outbox(db_url) == [("ops", "firing", "delivered")]
+    assert len(webhook_rx.requests) == 1
