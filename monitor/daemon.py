@@ -3,11 +3,16 @@
 :func:`build` turns a :class:`monitor.config.Config` into running parts, in start order:
 
 1. the store (:func:`monitor.store.open_store`, which refuses an outdated schema), disposed last;
-2. the HTTP client of the notifiers;
-3. the runtime's warm-up: ``/metrics`` shows the stored jobs and alert counts at once after a restart;
+2. the HTTP clients (the notifiers' one, one per HTTP target);
+3. the runtime's warm-up: ``/metrics`` shows the stored jobs and alert counts at once after a restart, and
+   the config file's silences are stored (once, by a content-derived id);
 4. the HTTP server (:mod:`monitor.web`): ``/metrics``, ``/healthz``, and the Spark listener ingest
-   endpoint when ``server.ingest_token`` is configured;
-5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (its ``poll_interval``), rule
+   endpoint (:mod:`monitor.ingest`) when ``server.ingest_token`` is configured;
+5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (``spark_event_logs``:
+   :class:`collectors.spark.eventlog.EventLogCollector` with cursors in the database;
+   ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; Flink REST and Kafka
+   targets are refused with a :class:`~monitor.errors.ConfigError` until their collectors exist) at its
+   ``poll_interval``, rule
    evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``) and retention clean-up
    (hourly). Every job runs at most one instance at a time and coalesces missed runs; each run reads the
    clock once and passes that ``now`` down (:mod:`monitor.runtime`).
@@ -19,6 +24,8 @@ and is sent again, with the same idempotency key, after a restart), then the HTT
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import signal
@@ -38,10 +45,11 @@ from collectors.http import make_client
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
 from collectors.spark.prometheus import SparkPrometheusCollector
+from monitor.alerts.notification import parse_time
 from monitor.alerts.routing import Route
-from monitor.alerts.silences import Matcher, MatchOp
+from monitor.alerts.silences import Matcher, MatchOp, Silence
 from monitor.config import Config, resolve_secret
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, InputError
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.ingest import create_ingest_app
@@ -214,6 +222,39 @@ def build_routes(config: Config) -> list[Route]:
     ]
 
 
+def build_silences(config: Config) -> list[Silence]:
+    """The config file's ``silences[]`` (label-equality matchers, ``ends_at`` ISO 8601 with offset).
+
+    Each gets a stable id from its content (``config-<hash>``), so a restart does not add it twice; it
+    starts when first stored.
+
+    Raises:
+        ConfigError: a bad time, label name or an empty matcher set, named by field path.
+    """
+    out: list[Silence] = []
+    for i, sc in enumerate(config.silences):
+        where = f"silences[{i}]"
+        try:
+            ends_at = parse_time(sc.ends_at)
+        except ValueError:
+            raise ConfigError(f"{where}.ends_at: expected ISO 8601 with offset, e.g. 2026-12-01T18:00:00Z") from None
+        identity = json.dumps([sorted(sc.matchers.items()), ends_at.isoformat(), sc.comment])
+        try:
+            out.append(
+                Silence(
+                    id="config-" + hashlib.sha256(identity.encode()).hexdigest()[:16],
+                    matchers=tuple(Matcher(k, MatchOp.EQ, v) for k, v in sorted(sc.matchers.items())),
+                    starts_at=ends_at,
+                    ends_at=ends_at,
+                    created_by="config",
+                    comment=sc.comment,
+                )
+            )
+        except InputError as exc:
+            raise ConfigError(f"{where}.matchers: {exc}") from None
+    return out
+
+
 def build_targets(
     config: Config, store: Store, environ: Mapping[str, str], clients: list[httpx.Client]
 ) -> list[Target]:
@@ -278,6 +319,7 @@ def build(
     url = db_url if db_url is not None else config.database
     notifiers = build_notifiers(config, environ)
     routes = build_routes(config)
+    silences = build_silences(config)
     token = None
     if config.server.ingest_token is not None:
         token = resolve_secret(config.server.ingest_token, environ, "server.ingest_token").get_secret_value()
@@ -340,6 +382,8 @@ def build(
     def warm_up() -> None:
         loaded = runtime.seed_latest()
         runtime.load_alert_counts()
+        if silences:
+            log.info("%d silence(s) from the config file added", runtime.sync_silences(silences, clock()))
         log.info("loaded %d recent samples from the store", loaded)
 
     services: list[Service] = [

@@ -21,6 +21,7 @@ environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import threading
@@ -37,6 +38,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.alerts.lifecycle import AlertEvent, step_all
 from monitor.alerts.routing import Route
+from monitor.alerts.silences import Silence
 from monitor.config import RulesConfig
 from monitor.evaluation import evaluate, rule_timing
 from monitor.exporter import AlertCount, CollectorStat
@@ -45,7 +47,7 @@ from monitor.model import PollResult, Sample, ensure_utc
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.store import PurgeCounts, get_cursor, load_recent_samples, purge_before, save_poll, set_cursor
-from monitor.store.alert_repo import apply_transitions, load_alerts
+from monitor.store.alert_repo import add_silence, apply_transitions, list_silences, load_alerts
 
 __all__ = ["DEFAULT_LOOKBACK", "PollSource", "Runtime", "StoreCursors", "Target", "TargetHealth"]
 
@@ -322,6 +324,22 @@ class Runtime:
                 (when - self._retention).isoformat(),
             )
         return counts
+
+    def sync_silences(self, silences: Sequence[Silence], now: datetime) -> int:
+        """Store the config file's silences that are not stored yet (by id), starting at ``now`` (or at
+        their end, if that is earlier). Returns how many were added."""
+        when = _utc(now)
+        with self._sessions.begin() as session:
+            stored = {s.id for s in list_silences(session)}
+            added = 0
+            for silence in silences:
+                if silence.id in stored:
+                    continue
+                start = min(when, silence.ends_at)
+                add_silence(session, dataclasses.replace(silence, starts_at=start, created_at=when), when)
+                stored.add(silence.id)
+                added += 1
+        return added
 
     # ------------------------------------------------------------------------------------------- views
 
