@@ -62,7 +62,7 @@ __all__ = [
 
 def _duration(value: Any) -> Any:
     if isinstance(value, str):
-        return parse_duration_ms(value, "duration")
+        return parse_duration_ms(value, what="duration")
     if isinstance(value, bool):
         raise ValueError("expected a duration like 30s, 10m, 1h")
     if isinstance(value, int | float):
