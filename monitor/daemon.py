@@ -50,6 +50,7 @@ from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
 from monitor.config import Config, resolve_secret
 from monitor.errors import ConfigError, InputError
+from monitor.evaluation import check_rules
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.ingest import create_ingest_app
@@ -320,6 +321,7 @@ def build(
     notifiers = build_notifiers(config, environ)
     routes = build_routes(config)
     silences = build_silences(config)
+    check_rules(config.rules)
     token = None
     if config.server.ingest_token is not None:
         token = resolve_secret(config.server.ingest_token, environ, "server.ingest_token").get_secret_value()

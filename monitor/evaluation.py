@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from monitor.alerts.lifecycle import RuleTiming
 from monitor.config import RulesConfig
-from monitor.durations import parse_duration_ms
+from monitor.durations import DurationError, parse_duration_ms
 from monitor.errors import ConfigError
 from monitor.model import Engine, Finding, JobRef, Sample, Severity
 from rules.batches import progress_batches
@@ -42,13 +42,14 @@ from rules.future import FutureConfig, detect_future_timestamps
 from rules.stall import RULE as STALL_RULE
 from rules.stall import StallConfig, detect_watermark_stalls
 
-__all__ = ["RULES", "JobKey", "evaluate", "rule_timing"]
+__all__ = ["RULES", "JobKey", "check_rules", "evaluate", "rule_timing"]
 
 #: Key of a job's history: engine and job id (runs of one job share its history and its alerts).
 JobKey = tuple[Engine, str]
 
 #: The rules the daemon evaluates.
 RULES = (STALL_RULE, FUTURE_RULE)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _STALL_DEFAULTS = StallConfig()
 _FUTURE_DEFAULTS = FutureConfig()
 _LIFECYCLE_KEYS = frozenset({"for", "keep_firing_for", "severity", "enabled"})
@@ -81,7 +82,10 @@ def _duration(params: Mapping[str, Any], key: str, rule: str, default: timedelta
         return default
     if not isinstance(value, str):
         raise ConfigError(f"rules.{rule}.{key}: expected a duration like 30s, 10m, 1h")
-    return timedelta(milliseconds=parse_duration_ms(value, f"rules.{rule}.{key}"))
+    try:
+        return timedelta(milliseconds=parse_duration_ms(value, what=f"rules.{rule}.{key}"))
+    except DurationError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _int(params: Mapping[str, Any], key: str, rule: str, default: int) -> int:
@@ -131,6 +135,23 @@ def _current_future(findings: list[Finding], newest: Sample, skew: timedelta) ->
     return findings[-1:] if ahead else []
 
 
+def check_rules(rules_config: RulesConfig) -> None:
+    """Validate the ``rules:`` parameters of the rules evaluated here.
+
+    Raises:
+        ConfigError: an unknown parameter, a malformed duration, count or severity (names the field).
+    """
+    rule_timing(rules_config)
+    stall = _params(rules_config, STALL_RULE)
+    _int(stall, "min_data_batches", STALL_RULE, 0)
+    _int(stall, "min_rows", STALL_RULE, 0)
+    _duration(_params(rules_config, FUTURE_RULE), "skew", FUTURE_RULE, timedelta(0))
+    for rule in RULES:
+        params = _params(rules_config, rule)
+        if "severity" in params:
+            _severity(params, rule, Finding(rule, Severity.INFO, JobRef(Engine.SPARK, "-"), "", _EPOCH))
+
+
 def evaluate(
     rules_config: RulesConfig, samples_by_job: Mapping[JobKey, Sequence[Sample]], now: datetime
 ) -> list[Finding]:
@@ -149,8 +170,7 @@ def evaluate(
         ConfigError: a rule parameter is malformed.
     """
     del now  # both rules judge batches against their own trigger times
-    for rule in RULES:
-        _params(rules_config, rule)  # malformed configuration fails even before any job has data
+    check_rules(rules_config)  # a malformed configuration fails even before any job has data
     out: list[Finding] = []
     for key in sorted(samples_by_job, key=lambda k: (k[0].value, k[1])):
         batches = progress_batches(samples_by_job[key])

@@ -40,7 +40,7 @@ from monitor.alerts.lifecycle import AlertEvent, step_all
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence
 from monitor.config import RulesConfig
-from monitor.evaluation import evaluate, rule_timing
+from monitor.evaluation import check_rules, evaluate, rule_timing
 from monitor.exporter import AlertCount, CollectorStat
 from monitor.latest import LatestSamples
 from monitor.model import PollResult, Sample, ensure_utc
@@ -185,6 +185,7 @@ class Runtime:
         self._sessions = sessions
         self.targets = list(targets)
         self.latest = latest
+        check_rules(rules_config)
         self._rules_config = rules_config
         self._timing = rule_timing(rules_config)
         self._notifiers = list(notifiers)

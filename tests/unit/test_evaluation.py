@@ -106,5 +106,7 @@ def test_rule_timing_and_bad_parameters() -> None:
     assert timing("future_timestamp").for_duration == timedelta(0)
     with pytest.raises(ConfigError, match=r"rules\.watermark_stall\.for"):
         rule_timing(parse_config({"rules": {"watermark_stall": {"for": 10}}}).rules)
+    with pytest.raises(ConfigError, match=r"rules\.future_timestamp\.skew"):
+        evaluate(parse_config({"rules": {"future_timestamp": {"skew": "1 parsec"}}}).rules, {}, NOW)
     with pytest.raises(ConfigError, match=r"rules\.future_timestamp: unknown parameter\(s\) skw"):
         evaluate(parse_config({"rules": {"future_timestamp": {"skw": "1h"}}}).rules, {(Engine.SPARK, "x"): []}, NOW)
