@@ -40,13 +40,22 @@ from monitor.alerts.lifecycle import AlertEvent, step_all
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence
 from monitor.config import RulesConfig
-from monitor.evaluation import check_rules, evaluate, rule_timing
+from monitor.evaluation import JobKey, check_rules, evaluate, rule_timing
 from monitor.exporter import AlertCount, CollectorStat
 from monitor.latest import LatestSamples
 from monitor.model import PollResult, Sample, ensure_utc
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
-from monitor.store import PurgeCounts, get_cursor, load_recent_samples, purge_before, save_poll, set_cursor
+from monitor.store import (
+    PurgeCounts,
+    get_cursor,
+    load_recent_samples,
+    load_samples_after,
+    max_sample_id,
+    purge_before,
+    save_poll,
+    set_cursor,
+)
 from monitor.store.alert_repo import add_silence, apply_transitions, list_silences, load_alerts
 
 __all__ = ["DEFAULT_LOOKBACK", "PollSource", "Runtime", "StoreCursors", "Target", "TargetHealth"]
@@ -199,6 +208,8 @@ class Runtime:
         self._lock = threading.Lock()
         self._health = {t.name: TargetHealth(t.source.name, t.name) for t in self.targets}
         self._counts = _Counts()
+        self._history: dict[JobKey, list[Sample]] | None = None
+        self._history_id = 0
         self.last_evaluation_at: datetime | None = None
         self.last_dispatch_at: datetime | None = None
 
@@ -264,9 +275,11 @@ class Runtime:
 
     def seed_latest(self) -> int:
         """Fill ``latest`` from the store (each job's recent history), so ``/metrics`` shows the jobs
-        right after a restart. Returns the number of samples loaded."""
-        with self._sessions() as session:
-            by_job = load_recent_samples(session, self._lookback)
+        right after a restart. Returns the number of samples loaded.
+
+        Call before the scheduler starts: it also primes :meth:`recent_history` for the first evaluation.
+        """
+        by_job = self.recent_history()
         samples: list[Sample] = [s for history in by_job.values() for s in history]
         self.latest.update(samples)
         return len(samples)
@@ -280,9 +293,7 @@ class Runtime:
             The transitions (pending/firing/resolved/cleared events).
         """
         when = _utc(now)
-        with self._sessions() as session:
-            by_job = load_recent_samples(session, self._lookback)
-        findings = evaluate(self._rules_config, by_job, when)
+        findings = evaluate(self._rules_config, self.recent_history(), when)
         with self._sessions.begin() as session:
             alerts = load_alerts(session)
             changed, events = step_all(alerts, findings, self._timing, when)
@@ -298,6 +309,33 @@ class Runtime:
         for event in events:
             log.info("alert %s %s at %s", event.fingerprint, event.kind.value, event.at.isoformat())
         return events
+
+    def recent_history(self) -> dict[JobKey, list[Sample]]:
+        """Each job's samples from its newest one back ``lookback``, oldest first.
+
+        The first call loads the window from the store; later calls only load the rows stored since
+        (by row id, so late-arriving older samples are included) and drop what fell out of the window, so
+        a tick costs what arrived since the last one, not the whole hour. Called from the evaluation
+        tick only (one at a time; and once by :meth:`seed_latest` before the scheduler starts). Rows rewritten in place by a replay (``save_poll(replace=True)``) are
+        seen after a restart.
+        """
+        with self._sessions() as session:
+            if self._history is None:
+                top = max_sample_id(session)  # read first: rows stored meanwhile are picked up next time
+                self._history = load_recent_samples(session, self._lookback, upto_id=top)
+            else:
+                new, top = load_samples_after(session, self._history_id)
+                for key, samples in new.items():
+                    history = self._history.setdefault(key, [])
+                    history.extend(samples)
+                    history.sort(key=lambda s: s.observed_at)  # nearly sorted: cheap
+            self._history_id = top
+        for history in self._history.values():
+            newest = history[-1].observed_at
+            first = next(i for i, s in enumerate(history) if newest - s.observed_at <= self._lookback)
+            if first:
+                del history[:first]
+        return {k: list(v) for k, v in self._history.items()}
 
     def dispatch(self, now: datetime) -> DispatchReport:
         """Deliver the due outbox batches at ``now`` (nothing to do without receivers)."""

@@ -40,6 +40,8 @@ __all__ = [
     "list_jobs",
     "load_recent_samples",
     "load_samples",
+    "load_samples_after",
+    "max_sample_id",
     "purge_before",
     "save_poll",
     "set_cursor",
@@ -494,13 +496,24 @@ def load_samples(
     return [_to_sample(row, eng, jid, rid) for row, eng, jid, rid in session.execute(stmt)]
 
 
+def max_sample_id(session: Session) -> int:
+    """The highest sample row id stored (0 for none): a watermark for :func:`load_samples_after`."""
+    return int(session.scalar(select(func.max(SampleRow.id))) or 0)
+
+
 def load_recent_samples(
-    session: Session, lookback: timedelta, engine: Engine | None = None
+    session: Session, lookback: timedelta, engine: Engine | None = None, *, upto_id: int | None = None
 ) -> dict[tuple[Engine, str], list[Sample]]:
     """Each job's samples from its newest sample back ``lookback`` (inclusive), oldest first.
 
     The window is anchored at each job's own newest ``observed_at``, not at a clock, so a job whose data
     stopped arriving (or a recorded event log) still has its last stretch of history evaluated.
+
+    Args:
+        lookback: the window length.
+        engine: only jobs of this engine.
+        upto_id: only rows with id ``<= upto_id`` (from :func:`max_sample_id`, read first), so that a caller
+            can continue with :func:`load_samples_after` without missing or repeating a row.
 
     Returns:
         ``{(engine, job_id): [samples...]}`` for every job with at least one sample.
@@ -510,11 +523,10 @@ def load_recent_samples(
     """
     if lookback < timedelta(0):
         raise ValueError("load_recent_samples: lookback must not be negative")
-    newest = (
-        select(SampleRow.job_pk.label("job_pk"), func.max(SampleRow.observed_at).label("newest"))
-        .group_by(SampleRow.job_pk)
-        .subquery()
-    )
+    newest_q = select(SampleRow.job_pk.label("job_pk"), func.max(SampleRow.observed_at).label("newest"))
+    if upto_id is not None:
+        newest_q = newest_q.where(SampleRow.id <= upto_id)
+    newest = newest_q.group_by(SampleRow.job_pk).subquery()
     run = aliased(RunRow)
     stmt = (
         select(SampleRow, JobRow.engine, JobRow.job_id, run.run_id, newest.c.newest)
@@ -525,6 +537,8 @@ def load_recent_samples(
     )
     if engine is not None:
         stmt = stmt.where(JobRow.engine == engine.value)
+    if upto_id is not None:
+        stmt = stmt.where(SampleRow.id <= upto_id)
     out: dict[tuple[Engine, str], list[Sample]] = {}
     for row, eng, jid, rid, job_newest in session.execute(stmt):
         # Compared in Python: date arithmetic in SQL differs between SQLite and PostgreSQL.
@@ -532,6 +546,30 @@ def load_recent_samples(
             continue
         out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid))
     return out
+
+
+def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engine, str], list[Sample]], int]:
+    """Samples stored after row id ``after_id`` (whatever their ``observed_at``), by job, oldest first.
+
+    Returns:
+        ``(samples by (engine, job id), highest row id seen)`` (``after_id`` when there is nothing new).
+    """
+    run = aliased(RunRow)
+    stmt = (
+        select(SampleRow, JobRow.engine, JobRow.job_id, run.run_id)
+        .join(JobRow, SampleRow.job_pk == JobRow.id)
+        .outerjoin(run, SampleRow.run_pk == run.id)
+        .where(SampleRow.id > after_id)
+        .order_by(SampleRow.id)
+    )
+    out: dict[tuple[Engine, str], list[Sample]] = {}
+    top = after_id
+    for row, eng, jid, rid in session.execute(stmt):
+        top = max(top, row.id)
+        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid))
+    for samples in out.values():
+        samples.sort(key=lambda s: s.observed_at)
+    return out, top
 
 
 def _to_sample(row: SampleRow, engine: str, job_id: str, run_id: str | None) -> Sample:

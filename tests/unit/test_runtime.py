@@ -19,10 +19,10 @@ from monitor.alerts.routing import Route
 from monitor.config import parse_config
 from monitor.daemon import ScheduledJob, SchedulerService
 from monitor.latest import LatestSamples
-from monitor.model import AlertState, Engine, JobRef, PollResult
+from monitor.model import AlertState, Engine, JobRef, PollResult, Sample
 from monitor.notify.webhook import WebhookNotifier
 from monitor.runtime import Runtime, StoreCursors, Target
-from monitor.store import Store, open_store, upgrade
+from monitor.store import Store, open_store, save_poll, upgrade
 from monitor.store.alert_repo import load_alerts
 from monitor.store.alert_tables import OutboxRow
 from monitor.store.tables import CollectorCursorRow
@@ -217,3 +217,41 @@ def test_scheduler_reads_the_clock_once_per_run_and_passes_it_down() -> None:
     assert len(calls) == 1 + len(runs)
     time.sleep(0)  # nothing runs after stop: the lists stay as they are
     assert seen == runs
+
+
+def test_recent_history_loads_only_new_rows_and_keeps_the_window(store: Store) -> None:
+
+
+    job = JobRef(Engine.SPARK, "q", "r1")
+
+    def sample(minutes: int, batch: int) -> Sample:
+        return Sample(job, T0 + timedelta(minutes=minutes), collector="test", batch_id=batch)
+
+    def save(*samples: Sample) -> None:
+        with store.sessions.begin() as s:
+            save_poll(s, PollResult(samples=samples))
+
+    runtime = Runtime(
+        sessions=store.sessions,
+        targets=[],
+        latest=LatestSamples(),
+        rules_config=parse_config({}).rules,
+        lookback=timedelta(minutes=30),
+    )
+    save(sample(0, 0), sample(10, 1))
+    assert [s.batch_id for s in runtime.recent_history()[(Engine.SPARK, "q")]] == [0, 1]
+    # a late row observed at 5 min and a new one at 20 min: merged in time order
+    save(sample(5, 9), sample(20, 2))
+    assert [s.batch_id for s in runtime.recent_history()[(Engine.SPARK, "q")]] == [0, 9, 1, 2]
+    # newest at 40 min: the window (30 min, inclusive) starts at 10 min -> batches 0 and 9 fall out
+    save(sample(40, 3))
+    assert [s.batch_id for s in runtime.recent_history()[(Engine.SPARK, "q")]] == [1, 2, 3]
+    # a fresh runtime (a restart) reads the same window from the store
+    again = Runtime(
+        sessions=store.sessions,
+        targets=[],
+        latest=LatestSamples(),
+        rules_config=parse_config({}).rules,
+        lookback=timedelta(minutes=30),
+    )
+    assert again.recent_history() == runtime.recent_history()

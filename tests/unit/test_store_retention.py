@@ -13,8 +13,10 @@ from monitor.store import (
     get_cursor,
     load_recent_samples,
     load_samples,
+    load_samples_after,
     make_engine,
     make_session_factory,
+    max_sample_id,
     purge_before,
     save_poll,
     set_cursor,
@@ -93,3 +95,28 @@ def test_recent_samples_are_anchored_at_each_jobs_newest_sample(sessions) -> Non
     assert [x.batch_id for x in exact[(Engine.SPARK, "job-a")]] == [2, 3]
     with sessions() as s, pytest.raises(ValueError, match="lookback"):
         load_recent_samples(s, timedelta(minutes=-1))
+
+
+def test_samples_after_an_id_continue_a_recent_window(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions.begin() as s:
+        save_poll(s, PollResult(samples=(_sample(A, 0, 0), _sample(A, 10, 1))))
+    with sessions() as s:
+        top = max_sample_id(s)
+        window = load_recent_samples(s, timedelta(hours=1), upto_id=top)
+    assert [x.batch_id for x in window[(Engine.SPARK, "job-a")]] == [0, 1]
+    # stored later: a new batch, and a late sample observed before the others (a slow collector)
+    with sessions.begin() as s:
+        save_poll(s, PollResult(samples=(_sample(A, 20, 2), _sample(B, -5, 0))))
+    with sessions() as s:
+        new, newer_top = load_samples_after(s, top)
+        nothing, same_top = load_samples_after(s, newer_top)
+    assert {k: [x.batch_id for x in v] for k, v in new.items()} == {
+        (Engine.SPARK, "job-a"): [2],
+        (Engine.SPARK, "job-b"): [0],
+    }
+    assert newer_top == top + 2
+    assert (nothing, same_top) == ({}, newer_top)
+    with sessions() as s:
+        assert max_sample_id(s) == newer_top
+        # a window read up to the old id does not include what was stored after it
+        assert sorted(load_recent_samples(s, timedelta(hours=1), upto_id=top)) == [(Engine.SPARK, "job-a")]
