@@ -162,7 +162,10 @@ class SchedulerService:
 class Daemon:
     """The built daemon: its runtime and its services (see :func:`build`)."""
 
-    def __init__(self, runtime: Runtime, services: list[Service], http: HttpService, scheduler: SchedulerService):
+    def __init__(
+        self, store: Store, runtime: Runtime, services: list[Service], http: HttpService, scheduler: SchedulerService
+    ) -> None:
+        self.store = store
         self.runtime = runtime
         self.http = http
         self.scheduler = scheduler
@@ -395,7 +398,7 @@ def build(
         http,
         scheduler,
     ]
-    return Daemon(runtime, services, http, scheduler)
+    return Daemon(store, runtime, services, http, scheduler)
 
 
 def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIMEOUT_S) -> int:

@@ -13,7 +13,7 @@ from monitor.alerts.lifecycle import RuleTiming, step_all
 from monitor.alerts.silences import MatchOp
 from monitor.config import parse_config
 from monitor.daemon import build, build_notifiers, build_routes, build_silences
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, SchemaOutdatedError
 from monitor.latest import LatestSamples
 from monitor.model import Engine, Finding, JobRef, Severity
 from monitor.notify.slack import SlackNotifier
@@ -102,3 +102,19 @@ def test_config_silences_are_stored_once_and_mute_delivery(tmp_path: Path) -> No
         assert (report.suppressed, report.delivered) == (1, 0)
         assert rx.requests == []
     store.dispose()
+
+
+def test_database_is_db_option_else_config_else_default(tmp_path: Path) -> None:
+    from_config, from_option = f"sqlite:///{tmp_path / 'config.db'}", f"sqlite:///{tmp_path / 'option.db'}"
+    upgrade(from_config)
+    upgrade(from_option)
+    config = parse_config({"database": from_config})
+    for db_url, expected in ((None, "config.db"), (from_option, "option.db")):
+        daemon = build(config, db_url=db_url, environ={}, clock=lambda: NOW)
+        try:
+            assert Path(str(daemon.store.engine.url.database)).name == expected
+        finally:
+            daemon.store.dispose()
+    # neither: the per-user default of the environment passed in (empty there: refused, naming the fix)
+    with pytest.raises(SchemaOutdatedError, match=r"xdg.*tidegauge\.db.*tidegauge db upgrade"):
+        build(parse_config({}), db_url=None, environ={"XDG_DATA_HOME": str(tmp_path / "xdg")}, clock=lambda: NOW)

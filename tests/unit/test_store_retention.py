@@ -1,5 +1,5 @@
 """Store functions the daemon needs: retention clean-up (purge_before) and per-job recent history
-(load_recent_samples), on a migrated SQLite database."""
+(load_recent_samples, load_samples_after), on a migrated SQLite database and a real PostgreSQL one."""
 
 from __future__ import annotations
 
@@ -33,9 +33,14 @@ def _sample(job: JobRef, minutes: int, batch: int) -> Sample:
     return Sample(job=job, observed_at=T0 + timedelta(minutes=minutes), collector="test", batch_id=batch)
 
 
-@pytest.fixture
-def sessions(tmp_path: Path):  # type: ignore[no-untyped-def]
-    url = f"sqlite:///{tmp_path / 'tg.db'}"
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres]),
+    ]
+)
+def sessions(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'tg.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
     upgrade(url)
     engine = make_engine(url)
     yield make_session_factory(engine)
