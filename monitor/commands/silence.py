@@ -19,14 +19,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
 from monitor.alerts.notification import format_time, parse_time
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.store.alert_repo import add_silence, expire_silence, list_silences
-from monitor.store.engine import redact_url
+from monitor.store.engine import database_errors
 from monitor.store.migrate import Store, open_store
 
 __all__ = ["register"]
@@ -61,15 +60,11 @@ def _time_option(text: str | None, name: str) -> datetime | None:
 
 
 def _with_store(db: str | None, action: Callable[[Store], T]) -> T:
-    """Open the store (schema must be current), run ``action``, dispose; database errors -> InputError."""
+    """Open the store (schema must be current), run ``action``, dispose; database errors -> StoreError."""
+    store = open_store(db, environ=os.environ)
     try:
-        store = open_store(db, environ=os.environ)
-    except SQLAlchemyError as exc:
-        raise InputError(f"database {redact_url(db) if db else '(default)'}: {type(exc).__name__}") from None
-    try:
-        return action(store)
-    except SQLAlchemyError as exc:
-        raise InputError(f"database {redact_url(store.engine.url)}: {type(exc).__name__}") from None
+        with database_errors(store.engine.url):
+            return action(store)
     finally:
         store.dispose()
 
