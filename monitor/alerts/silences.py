@@ -134,6 +134,14 @@ class Silence:
         """``starts_at <= now < ends_at``."""
         return self.starts_at <= now < self.ends_at
 
+    def state(self, now: datetime) -> str:
+        """``"active"``, ``"pending"`` (starts later) or ``"expired"`` (ended, or expired before it
+        started: an empty window ``ends_at == starts_at`` never applies), as Alertmanager's silence states.
+        """
+        if self.ends_at <= now or self.ends_at <= self.starts_at:
+            return "expired"
+        return "pending" if now < self.starts_at else "active"
+
     def mutes(self, labels: Mapping[str, str], now: datetime) -> bool:
         """Active at ``now`` and every matcher matches ``labels``."""
         return self.active(now) and matches_all(self.matchers, labels)

@@ -70,7 +70,7 @@ def _with_store(db: str | None, action: Callable[[Store], T]) -> T:
 
 
 def _row(s: Silence, now: datetime) -> str:
-    state = "active" if s.active(now) else ("pending" if now < s.starts_at else "expired")
+    state = s.state(now)
     matchers = ",".join(str(m) for m in s.matchers)
     return "\t".join([s.id, state, format_time(s.starts_at), format_time(s.ends_at), matchers, s.created_by, s.comment])
 
@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
                 doc = {
                     "id": s.id, "starts_at": format_time(s.starts_at), "ends_at": format_time(s.ends_at),
                     "matchers": [m.to_json() for m in s.matchers], "created_by": s.created_by,
-                    "comment": s.comment, "active": s.active(now),
+                    "comment": s.comment, "active": s.active(now), "state": s.state(now),
                 }  # fmt: skip
                 typer.echo(json.dumps(doc, sort_keys=True))
             else:

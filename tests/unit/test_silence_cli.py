@@ -62,6 +62,23 @@ def test_add_list_expire(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert code == 2 and "no active or pending silence" in err
 
 
+def test_expiring_a_pending_silence_shows_it_expired(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = sqlite_url(tmp_path)
+    upgrade(url)
+    starts = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    code, out, _ = run(capsys, "silence", "add", "job_id=q-clicks", "--starts", starts, "-d", "1h", "--db", url)
+    silence_id = out.strip()
+    assert run(capsys, "silence", "list", "--all", "--db", url)[1].split("\t")[:2] == [silence_id, "pending"]
+
+    assert run(capsys, "silence", "expire", silence_id, "--db", url)[:2] == (0, f"expired {silence_id}\n")
+    out = run(capsys, "silence", "list", "--all", "--db", url)[1]
+    assert out.split("\t")[:2] == [silence_id, "expired"]
+    doc = json.loads(run(capsys, "silence", "list", "--all", "--json", "--db", url)[1])
+    assert (doc["state"], doc["active"]) == ("expired", False)
+    code, _, err = run(capsys, "silence", "expire", silence_id, "--db", url)  # already expired
+    assert code == 2 and "no active or pending silence" in err
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [
