@@ -21,7 +21,7 @@ from typing import TypeVar
 import typer
 
 from monitor.alerts.notification import format_time, parse_time
-from monitor.alerts.silences import Silence, parse_matcher
+from monitor.alerts.silences import KNOWN_LABELS, Silence, parse_matcher, unknown_label_names
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.store.alert_repo import add_silence, expire_silence, list_silences
@@ -106,6 +106,12 @@ def register(app: typer.Typer) -> None:
             comment=comment,
             created_at=now,
         )
+        for name in unknown_label_names(silence.matchers):
+            typer.echo(
+                f"tidegauge: warning: matcher label {name!r} is never set by tidegauge (known: "
+                f"{', '.join(sorted(KNOWN_LABELS))}); it matches only as the empty string",
+                err=True,
+            )
 
         def store_it(store: Store) -> None:
             with store.sessions.begin() as session:
