@@ -104,20 +104,22 @@ def _reason(exc: BaseException, url: URL) -> str:
 
 
 @contextmanager
-def database_errors(url: str | URL) -> Iterator[None]:
+def database_errors(url: str | URL, *, drivers: bool = False) -> Iterator[None]:
     """Turn database failures inside the block into one-line :class:`StoreError`.
 
     Translated: any :class:`sqlalchemy.exc.SQLAlchemyError` (``OperationalError``: unreachable server or
-    refused login; ``NoSuchModuleError``: unknown dialect; ``ArgumentError``) and :class:`ModuleNotFoundError`
-    (the dialect's DBAPI driver, e.g. ``MySQLdb``, is not installed). The message is
+    refused login; ``NoSuchModuleError``: unknown dialect; ``ArgumentError``) and, with ``drivers``,
+    :class:`ModuleNotFoundError` (the dialect's DBAPI driver, e.g. ``MySQLdb``, is not installed: only
+    meaningful around :func:`sqlalchemy.create_engine`). The message is
     ``database <URL with password hidden>: <first line of the cause>``.
 
     Raises:
         StoreError: as described; other exceptions pass through.
     """
+    caught: tuple[type[BaseException], ...] = (SQLAlchemyError, ModuleNotFoundError) if drivers else (SQLAlchemyError,)
     try:
         yield
-    except (SQLAlchemyError, ModuleNotFoundError) as exc:
+    except caught as exc:
         parsed = parse_url(url)
         raise StoreError(f"database {redact_url(parsed)}: {_reason(exc, parsed)}") from None
 
@@ -176,7 +178,7 @@ def make_engine(
             )
     else:
         kwargs.setdefault("pool_pre_ping", True)
-    with database_errors(parsed):
+    with database_errors(parsed, drivers=True):
         engine = create_engine(parsed, **kwargs)
     if is_sqlite:
         event.listen(engine, "connect", _on_sqlite_connect)
