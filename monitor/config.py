@@ -359,6 +359,8 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
                 msg = msg.removeprefix(prefix)
             if err["type"] == "extra_forbidden":
                 msg = "unknown field"
+            elif err["type"] == "model_type" and err.get("ctx", {}).get("class_name") == "SecretRef":
+                msg = "a secret is never written in the config: write {env: NAME} or {file: PATH}"
             elif err["type"] == "literal_error" and "ctx" in err:
                 msg = f"must be one of {err['ctx'].get('expected')}"
             where = _loc(err["loc"])

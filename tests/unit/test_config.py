@@ -182,6 +182,14 @@ def test_messages_have_no_pydantic_prefix_or_top_level_marker() -> None:
     assert str(info.value) == "tg.yaml: receivers: names must be unique; repeated: am"
 
 
+def test_a_literal_secret_gets_the_ref_syntax() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"server": {"ingest_token": "tok-literal"}}, "tg.yaml")
+    assert str(info.value) == (
+        "tg.yaml: server.ingest_token: a secret is never written in the config: write {env: NAME} or {file: PATH}"
+    )
+
+
 def test_every_line_of_a_multi_error_message_is_prefixed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, "receivers: [{name: s, type: slack, url: 12345}]\nserver: {port: 99999}\n")
     with pytest.raises(SystemExit):
