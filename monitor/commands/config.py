@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from monitor.config import Config, SecretRef, load_config, resolve_secret
+from monitor.config import Config, SecretRef, database_url, load_config, resolve_secret
 
 
 def _secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
         Secret values are never printed.
         """
         cfg = load_config(config)
+        database_url(cfg, os.environ, str(config))
         for where, ref in _secret_refs(cfg):
             resolve_secret(ref, os.environ, f"{config}: {where}")
         t = cfg.targets
