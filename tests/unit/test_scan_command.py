@@ -170,3 +170,17 @@ def test_directory_is_expanded_and_unrelated_files_skipped(
     assert names.count("wm_gt") == 2 and "wm_metrics" in names  # the event log's wm_gt and the gt progress
     assert "prometheus_executors_endpoint.txt: unknown format" in err and "(skipped)" in err
     assert "tidegauge: error" not in err
+
+
+def test_cut_event_log_line_exits_2_good_lines_and_files_still_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    good = spark_fixtures / "eventlog_trimmed.jsonl"
+    lines = good.read_bytes().splitlines(keepends=True)
+    cut = tmp_path / "app-cut"  # line 13 (progress batch 2) cut to its first 60 bytes: no marker left
+    cut.write_bytes(b"".join(lines[:12]) + lines[12][:60] + b"\n" + b"".join(lines[13:]))
+    code, out, err = run(["scan", str(cut), "--format", "json"], capsys)
+    assert code == 2
+    assert err.startswith(f"tidegauge: error: {cut}: line 13: not a Spark event")
+    (query,) = json.loads(out)["queries"]
+    assert [b["batch_id"] for b in query["batches"]] == [0, 1, *range(3, 12)]  # batch 2 lost, others kept
