@@ -164,7 +164,7 @@ def _run_scan(
         polls.append((EVENTLOG_COLLECTOR, poll))
     for path in inputs.progress_files:
         try:
-            samples, raw = read_progress_file(path)
+            read = read_progress_file(path)
         except InputError as exc:
             (warnings if path in inputs.implicit else bad).append(
                 f"{exc} (skipped)" if path in inputs.implicit else str(exc)
@@ -173,7 +173,8 @@ def _run_scan(
         except OSError as exc:
             bad.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
-        polls.append((PROGRESS_COLLECTOR, PollResult(tuple(samples), (), tuple(raw))))
+        bad.extend(read.errors)
+        polls.append((PROGRESS_COLLECTOR, PollResult(tuple(read.samples), (), tuple(read.raw))))
     samples = [s for _, poll in polls for s in poll.samples]
     report = build_report(ScanRulesConfig(future_skew=skew), samples, bad)
     for line in bad:

@@ -184,3 +184,18 @@ def test_cut_event_log_line_exits_2_good_lines_and_files_still_reported(
     assert err.startswith(f"tidegauge: error: {cut}: line 13: not a Spark event")
     (query,) = json.loads(out)["queries"]
     assert [b["batch_id"] for b in query["batches"]] == [0, 1, *range(3, 12)]  # batch 2 lost, others kept
+
+
+def test_bad_line_of_progress_json_lines_keeps_the_other_batches(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    # the 12 progress objects of the recorded event log (batches 0-11) as JSON lines; line 6 (batch 5) cut
+    events = [json.loads(line) for line in (spark_fixtures / "eventlog_trimmed.jsonl").read_text().splitlines()]
+    docs = [json.dumps(e["progress"]) for e in events if e["Event"].endswith("QueryProgressEvent")]
+    path = tmp_path / "progress.jsonl"
+    path.write_text("\n".join([*docs[:5], docs[5][:50], *docs[6:]]) + "\n")
+    code, out, err = run(["scan", str(path), "--format", "json"], capsys)
+    assert code == 2
+    assert err.startswith(f"tidegauge: error: {path}: line 6: invalid JSON")
+    (query,) = json.loads(out)["queries"]
+    assert [b["batch_id"] for b in query["batches"]] == [0, 1, 2, 3, 4, *range(6, 12)]
