@@ -23,8 +23,9 @@ first field is ``"Event"``, so it starts with ``{"Event":`` and ends with ``}`` 
 ``@JsonTypeInfo(use = CLASS, include = PROPERTY, property = "Event")``, which Jackson writes as the first
 property; the compact generator writes no spaces. All 265 lines of the recorded Spark 3.1 and 4.3.0 logs
 (plain, zstd, lz4, snappy, lzf) have that shape. JSON escapes newlines inside strings, so every raw ``\n``
-ends a line: a chunk is checked with two ``bytes.count`` calls (lines starting ``{"Event":`` and lines
-ending ``}``) and only a chunk whose counts do not match is looked at line by line. A line without that
+ends a line: a chunk of ``n`` lines is good when it starts with ``{"Event":``, its last line ends with ``}``
+and ``}\n{"Event":`` occurs ``n - 1`` times (one ``bytes.count``); only a chunk that fails this is looked
+at line by line. A line without that
 shape (cut, garbage, binary) is a :class:`monitor.model.CollectorError` naming the file and line; the
 other lines are read as usual. A ``\r`` before the ``\n`` and blank lines are tolerated.
 
@@ -81,8 +82,7 @@ MARKER = b"StreamingQueryListener$Query"
 MARKER_WINDOW = 200
 LINE_START = b'{"Event":'
 LINE_END = b"}"
-_STARTS = b"\n" + LINE_START
-_ENDS = LINE_END + b"\n"
+_JOINT = LINE_END + b"\n" + LINE_START  # between two good lines
 MAX_LINE_ERRORS = 10  # corrupt lines reported per file and poll; the rest are counted in one more error
 ROLLING_DIR_PREFIX = "eventlog_v2_"
 EVENTS_FILE_PREFIX = "events_"
@@ -492,9 +492,10 @@ class EventLogCollector:
                     continue
                 complete_end = last_nl + 1
                 pending = data[complete_end:]
-                self._events_in(log_file, data, complete_end, line_no, now, piece)
+                lines = data.count(b"\n", 0, complete_end)
+                self._events_in(log_file, data, complete_end, lines, line_no, now, piece)
                 corrupt = piece.corrupt_lines
-                line_no += data.count(b"\n", 0, complete_end)
+                line_no += lines
                 offset += complete_end
                 if piece.samples or piece.errors:
                     yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
@@ -541,17 +542,17 @@ class EventLogCollector:
         log_file: EventLogFile,
         data: bytes,
         end: int,
+        lines: int,
         base_line_no: int,
         now: datetime,
         result: _FileRead,
     ) -> None:
-        """Parse the streaming events among the complete lines ``data[:end]`` (``data`` starts at a line
-        start); a chunk with a line not shaped like an event goes line by line (:meth:`_lines_in`)."""
-        lines = data.count(b"\n", 0, end)
+        """Parse the streaming events among the ``lines`` complete lines ``data[:end]`` (``data`` starts at
+        a line start); a chunk with a line not shaped like an event goes line by line (:meth:`_lines_in`)."""
         if (
             not data.startswith(LINE_START)
-            or data.count(_STARTS, 0, end) != lines - 1
-            or data.count(_ENDS, 0, end) != lines
+            or data[end - 2 : end - 1] != LINE_END
+            or data.count(_JOINT, 0, end) != lines - 1
         ):
             self._lines_in(log_file, data, end, base_line_no, now, result)
             return
