@@ -40,11 +40,12 @@ def fmt_time(value: datetime) -> str:
 
 
 def fmt_duration(delta: timedelta) -> str:
-    """A rough human duration in the largest fitting unit: ``72 years``, ``3 days``, ``14 min``, ``9 s``."""
+    """A rough human duration in the largest fitting unit: ``72 years``, ``1 day``, ``14 min``, ``9 s``."""
     seconds = abs(delta.total_seconds())
-    for unit, size in (("years", 365.25 * 86400), ("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+    for unit, size in (("year", 365.25 * 86400), ("day", 86400.0), ("h", 3600.0), ("min", 60.0)):
         if seconds >= size:
             amount = seconds / size
             text = f"{amount:.0f}" if amount >= 10 or amount == int(amount) else f"{amount:.1f}"
-            return f"{text} {unit}"
+            plural = "s" if unit in ("year", "day") and text != "1" else ""
+            return f"{text} {unit}{plural}"
     return f"{seconds:.0f} s"

@@ -471,7 +471,7 @@ class EventLogCollector:
                     yield PollResult(
                         errors=(
                             self._error(
-                                path, f"{path}: {what} (after line {line_no}, decompressed byte {offset})", now
+                                path, f"{path}: {what} ({_after(line_no)}, decompressed byte {offset})", now
                             ),
                         )
                     )
@@ -516,8 +516,8 @@ class EventLogCollector:
                     errors=(
                         self._error(
                             path,
-                            f"{path}: truncated {codec} stream: the last frame/block is incomplete (after line "
-                            f"{line_no}) in a complete event log",
+                            f"{path}: truncated {codec} stream: the last frame/block is incomplete ({_after(line_no)}) "
+                            "in a complete event log",
                             now,
                         ),
                     )
@@ -651,6 +651,11 @@ class EventLogCollector:
         self._last_seen[key] = first.observed_at
         result.samples.extend(samples)
         result.raw.append((first.job, first.observed_at, first.kind.value, event))
+
+
+def _after(line_no: int) -> str:
+    """Where in the decompressed stream, for messages: ``after line 12`` / ``before the first line``."""
+    return f"after line {line_no}" if line_no else "before the first complete line"
 
 
 def _run_key(event: dict[str, Any]) -> tuple[str, str | None] | None:

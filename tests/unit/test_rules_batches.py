@@ -34,6 +34,10 @@ def test_fmt_time(value: datetime, expected: str) -> None:
         (timedelta(minutes=8), "8 min"),
         (timedelta(seconds=9), "9 s"),
         (timedelta(minutes=-5), "5 min"),  # magnitude only; callers add the sign
+        (timedelta(days=1), "1 day"),  # singular (a user saw "allowed skew 1 days")
+        (timedelta(days=2), "2 days"),
+        (timedelta(days=1.5), "1.5 days"),
+        (timedelta(days=365.25), "1 year"),
     ],
 )
 def test_fmt_duration(delta: timedelta, expected: str) -> None:

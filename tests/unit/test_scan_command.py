@@ -199,3 +199,35 @@ def test_bad_line_of_progress_json_lines_keeps_the_other_batches(
     assert err.startswith(f"tidegauge: error: {path}: line 6: invalid JSON")
     (query,) = json.loads(out)["queries"]
     assert [b["batch_id"] for b in query["batches"]] == [0, 1, 2, 3, 4, *range(6, 12)]
+
+
+def test_error_messages_name_file_line_and_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    # real progress (batch 0 of wm_metrics) with batchId made a string, and an event-log line without a timestamp
+    doc = json.loads((spark_fixtures / "progress_pt_initial_idle_b0.json").read_text())
+    badbid = tmp_path / "progress_badbid.json"
+    badbid.write_text(json.dumps({**doc, "batchId": "x"}))
+    lines = (spark_fixtures / "eventlog_trimmed.jsonl").read_text().splitlines(keepends=True)
+    event = json.loads(lines[16])  # line 17: a QueryProgressEvent
+    del event["progress"]["timestamp"]
+    log = tmp_path / "app-shape"
+    log.write_text("".join(lines[:16]) + json.dumps(event, separators=(",", ":")) + "\n" + "".join(lines[17:]))
+    code, _, err = run(["scan", str(badbid), str(log)], capsys)
+    assert code == 2
+    assert f"tidegauge: error: {badbid}: field batchId: expected a number, got 'x'" in err
+    assert f"tidegauge: error: {log}: line 17: field progress.timestamp: missing (expected an ISO-8601" in err
+    assert "got None" not in err
+
+
+def test_corrupt_first_frame_says_before_the_first_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    src = spark_fixtures / "eventlog_v2_fixture" / f"eventlog_v2_{DEMO_APP}" / f"events_1_{DEMO_APP}.zstd"
+    data = bytearray(src.read_bytes())
+    for i in range(20, 60):  # inside the first (and only) frame's data
+        data[i] ^= 0xFF
+    corrupt = tmp_path / f"{DEMO_APP}.zstd"
+    corrupt.write_bytes(bytes(data))
+    code, _, err = run(["scan", str(corrupt)], capsys)
+    assert code == 2 and "before the first complete line" in err and "after line 0" not in err
