@@ -95,7 +95,7 @@ def _parse_document(where: str, doc: Any, last_time: datetime | None) -> list[Sa
 
 
 def read_progress_file(path: Path, *, fallback_time: datetime | None = None) -> ProgressFileRead:
-    """Read every progress document in ``path`` (UTF-8).
+    """Read every progress document in ``path`` (UTF-8, with or without a byte-order mark).
 
     A file of several documents (JSON lines, or a JSON array) keeps its good documents: each bad one (not
     JSON, not a progress object or listener event, a malformed field) is one entry of
@@ -107,7 +107,7 @@ def read_progress_file(path: Path, *, fallback_time: datetime | None = None) -> 
             the line, element or field).
         OSError: the file cannot be read.
     """
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = path.read_text(encoding="utf-8-sig", errors="replace")
     documents, errors = _documents(path, text)
     single = len(documents) == 1 and not errors
     samples: list[Sample] = []

@@ -10,6 +10,7 @@ file; the other inputs are still scanned and reported).
 from __future__ import annotations
 
 import sys
+from codecs import BOM_UTF8 as UTF8_BOM
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ def _classify_file(path: Path, inputs: ScanInputs, implicit: bool) -> None:
     except OSError as exc:
         problems.append(f"{path}: cannot read: {exc.strerror or exc}{skipped}")
         return
+    head = head.removeprefix(UTF8_BOM)  # Windows editors save JSON with a byte-order mark
     if looks_like_event_log(head):
         inputs.event_logs.append(path)
     elif head.lstrip()[:1] in (b"{", b"["):
@@ -76,7 +78,7 @@ def classify_inputs(paths: list[Path]) -> ScanInputs:
     """Sort ``paths`` into event logs and progress files.
 
     Files named by a Spark codec or starting with ``{"Event":`` are event logs; other files starting with
-    ``{`` or ``[`` are progress JSON; anything else is an unknown format (an error). A rolling directory
+    ``{`` or ``[`` (after an optional UTF-8 byte-order mark and white space) are progress JSON; anything else is an unknown format (an error). A rolling directory
     ``eventlog_v2_<app>`` is one event log; another directory is expanded one level: its rolling
     directories and its files, classified the same way (files inside that are neither are skipped with a
     warning; hidden files and ``appstatus_*`` markers are ignored).

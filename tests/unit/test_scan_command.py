@@ -231,3 +231,15 @@ def test_corrupt_first_frame_says_before_the_first_line(
     corrupt.write_bytes(bytes(data))
     code, _, err = run(["scan", str(corrupt)], capsys)
     assert code == 2 and "before the first complete line" in err and "after line 0" not in err
+
+
+def test_progress_json_with_bom_and_crlf_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    text = (spark_fixtures / "progress_pt_idle_after_14s_b12.json").read_text()  # batchId 12, query wm_metrics
+    path = tmp_path / "progress_bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())  # as Windows Notepad saves it
+    code, out, err = run(["scan", str(path), "--format", "json"], capsys)
+    assert code == 0, err
+    (query,) = json.loads(out)["queries"]
+    assert query["name"] == "wm_metrics" and [b["batch_id"] for b in query["batches"]] == [12]
