@@ -310,6 +310,9 @@ class EventLogCollector:
     Attributes:
         name: ``"spark-eventlog"`` (``Sample.collector``).
         decompressed_bytes_read: decompressed event-log bytes looked at by the last poll (for benchmarks).
+        waiting_files: the files of the last poll that are still being written and hold no complete line
+            yet (e.g. a ``.zstd.inprogress`` whose first frame Spark has not flushed): not an error, but a
+            reader may want to say why nothing was found.
     """
 
     name: str = COLLECTOR_NAME
@@ -325,6 +328,7 @@ class EventLogCollector:
         self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
         self.chunk_bytes = chunk_bytes
         self.decompressed_bytes_read = 0
+        self.waiting_files: list[Path] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
         self._live: dict[str, _Live] = {}
@@ -354,6 +358,7 @@ class EventLogCollector:
         :meth:`poll`.
         """
         self.decompressed_bytes_read = 0
+        self.waiting_files = []
         for root in self.paths:
             try:
                 files = discover_event_logs(root)
@@ -436,6 +441,8 @@ class EventLogCollector:
             if notice is not None:
                 yield PollResult(errors=(notice,))
             if start.unchanged:
+                if not log_file.complete and start.line_no == 0:
+                    self.waiting_files.append(path)
                 if live is not None and not log_file.complete:
                     self._live[target] = live
                 if start.adopted:
@@ -534,6 +541,8 @@ class EventLogCollector:
                     )
                 )
             self._save(path, start, handle.tell(), offset, line_no)
+            if not log_file.complete and line_no == 0:
+                self.waiting_files.append(path)
             if decoder is not None and not log_file.complete:
                 self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, pending)
 

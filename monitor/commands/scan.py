@@ -159,10 +159,16 @@ def _run_scan(
     warnings = list(inputs.warnings)
     polls: list[tuple[str, PollResult]] = []
     cursors = MemoryCursorStore()
+    notes: list[str] = []
     if inputs.event_logs:
-        poll = EventLogCollector(inputs.event_logs, cursors).poll(now)
+        collector = EventLogCollector(inputs.event_logs, cursors)
+        poll = collector.poll(now)
         for error in poll.errors:
             (warnings if error.retryable else bad).append(_error_line(error))
+        notes.extend(
+            f"{path}: still being written by Spark (in progress); it holds no complete event yet"
+            for path in collector.waiting_files
+        )
         polls.append((EVENTLOG_COLLECTOR, poll))
     for path in inputs.progress_files:
         try:
@@ -183,6 +189,8 @@ def _run_scan(
         print(f"tidegauge: error: {line}", file=sys.stderr)
     for line in warnings:
         print(f"tidegauge: warning: {line}", file=sys.stderr)
+    for line in notes:
+        print(f"tidegauge: note: {line}", file=sys.stderr)
     if db is not None:
         print(store_polls(db, polls, cursors.states, now), file=sys.stderr)
     typer.echo(render_json(report) if fmt == "json" else render_text(report))

@@ -243,3 +243,18 @@ def test_progress_json_with_bom_and_crlf_is_read(
     assert code == 0, err
     (query,) = json.loads(out)["queries"]
     assert query["name"] == "wm_metrics" and [b["batch_id"] for b in query["batches"]] == [12]
+
+
+def test_inprogress_zstd_without_a_complete_frame_gets_a_note(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    src = spark_fixtures / "eventlog_v2_fixture" / f"eventlog_v2_{DEMO_APP}" / f"events_1_{DEMO_APP}.zstd"
+    data = src.read_bytes()  # one zstd frame: its first half decompresses to no complete line
+    growing = tmp_path / f"{DEMO_APP}.zstd.inprogress"
+    growing.write_bytes(data[: len(data) // 2])
+    code, out, err = run(["scan", str(growing)], capsys)
+    assert code == 0  # an in-progress file may end anywhere
+    assert f"tidegauge: note: {growing}: still being written" in err and "no complete event yet" in err
+    assert "No streaming queries found." in out
+    code, _, err = run(["scan", str(src)], capsys)  # a file with events: no note
+    assert code == 0 and "note:" not in err
