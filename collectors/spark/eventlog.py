@@ -14,6 +14,10 @@ Idle,Terminated}Event``); every other line is skipped without being parsed: the 
 decompressed chunk for the bytes ``StreamingQueryListener$Query`` and only parses lines where they occur
 within the first :data:`MARKER_WINDOW` bytes (the ``"Event"`` field Spark writes first).
 
+The application id of a file's samples is the ``App ID`` of its ``SparkListenerApplicationStart`` line
+(searched for in the first :data:`APP_START_WITHIN_LINES` lines, and kept in the file's cursor); without one
+(a rolling directory's later files, a trimmed log) it comes from the file or directory name.
+
 Corrupt lines are still found without parsing: every line Spark writes is one compact JSON object whose
 first field is ``"Event"``, so it starts with ``{"Event":`` and ends with ``}`` (:data:`LINE_START`,
 :data:`LINE_END`). Evidence: ``EventLoggingListener.logEvent`` writes
@@ -83,6 +87,8 @@ MARKER_WINDOW = 200
 LINE_START = b'{"Event":'
 LINE_END = b"}"
 _JOINT = LINE_END + b"\n" + LINE_START  # between two good lines
+APP_START = b'{"Event":"SparkListenerApplicationStart",'
+APP_START_WITHIN_LINES = 1000  # look for it only in chunks that begin before this line
 MAX_LINE_ERRORS = 10  # corrupt lines reported per file and poll; the rest are counted in one more error
 ROLLING_DIR_PREFIX = "eventlog_v2_"
 EVENTS_FILE_PREFIX = "events_"
@@ -103,6 +109,7 @@ class FileCursor:
         size: file size in bytes (as stored) when it was read.
         offset: bytes of the *decompressed* stream consumed: the end of the last complete line read.
         line_no: complete lines consumed (the next line is ``line_no + 1``, 1-based).
+        app_id: the application id read from the file's ``SparkListenerApplicationStart`` line, once read.
     """
 
     identity: str
@@ -111,10 +118,11 @@ class FileCursor:
     size: int
     offset: int
     line_no: int
+    app_id: str | None = None
 
     def to_state(self) -> dict[str, Any]:
-        """JSON-serializable state for a :class:`CursorStore`."""
-        return {
+        """JSON-serializable state for a :class:`CursorStore` (``app_id`` only when known)."""
+        state: dict[str, Any] = {
             "v": 1,
             "identity": self.identity,
             "head_sha256": self.head_sha256,
@@ -123,6 +131,9 @@ class FileCursor:
             "offset": self.offset,
             "line_no": self.line_no,
         }
+        if self.app_id is not None:
+            state["app_id"] = self.app_id
+        return state
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> FileCursor | None:
@@ -137,6 +148,7 @@ class FileCursor:
                 size=int(state["size"]),
                 offset=int(state["offset"]),
                 line_no=int(state["line_no"]),
+                app_id=str(state["app_id"]) if state.get("app_id") is not None else None,
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -175,7 +187,8 @@ class EventLogFile:
 
     Attributes:
         path: the file.
-        app_id: Spark application id (and attempt) from the file or directory name.
+        app_id: Spark application id (and attempt) from the file or directory name; the collector replaces
+            it with the one of the file's ``SparkListenerApplicationStart`` line when it finds one.
         complete: the file will not grow any more (a single file without ``.inprogress``; a rolling file
             that is not the last one, or whose ``appstatus`` file lost ``.inprogress``). A complete file
             must end with a newline; an incomplete one may end in a partial line.
@@ -294,6 +307,7 @@ class _Start:
     line_no: int
     unchanged: bool
     adopted: bool = False  # the cursor was the one of this file's former ``.inprogress`` name
+    app_id: str | None = None  # from the file's SparkListenerApplicationStart line, once read
 
 
 class EventLogCollector:
@@ -412,14 +426,16 @@ class EventLogCollector:
                 retryable=True,
             )
             return start, notice
-        start.offset, start.line_no = cursor.offset, cursor.line_no
+        start.offset, start.line_no, start.app_id = cursor.offset, cursor.line_no, cursor.app_id
         start.unchanged = stat.st_size == cursor.size
         return start, None
 
     def _save(self, path: Path, start: _Start, size: int, offset: int, line_no: int) -> None:
         self.cursors.set(
             str(path.absolute()),
-            FileCursor(start.identity, start.head_sha256, start.head_len, size, offset, line_no).to_state(),
+            FileCursor(
+                start.identity, start.head_sha256, start.head_len, size, offset, line_no, start.app_id
+            ).to_state(),
         )
 
     def _iter_file(self, log_file: EventLogFile, now: datetime) -> Iterator[PollResult]:
@@ -466,6 +482,8 @@ class EventLogCollector:
             # compressed JSON expands 5-50x: read less so each decompressed chunk stays near chunk_bytes
             read_size = self.chunk_bytes if codec is None else max(4096, self.chunk_bytes // COMPRESSED_READ_DIVISOR)
             corrupt = 0
+            if start.app_id is not None:
+                log_file = dataclasses.replace(log_file, app_id=start.app_id)
             while True:
                 piece = _FileRead(corrupt_lines=corrupt)
                 try:
@@ -500,6 +518,10 @@ class EventLogCollector:
                 complete_end = last_nl + 1
                 pending = data[complete_end:]
                 lines = data.count(b"\n", 0, complete_end)
+                if start.app_id is None and line_no < APP_START_WITHIN_LINES:
+                    start.app_id = _app_start_id(data, complete_end)
+                    if start.app_id is not None:
+                        log_file = dataclasses.replace(log_file, app_id=start.app_id)
                 self._events_in(log_file, data, complete_end, lines, line_no, now, piece)
                 corrupt = piece.corrupt_lines
                 line_no += lines
@@ -660,6 +682,29 @@ class EventLogCollector:
         self._last_seen[key] = first.observed_at
         result.samples.extend(samples)
         result.raw.append((first.job, first.observed_at, first.kind.value, event))
+
+
+def _app_start_id(data: bytes, end: int) -> str | None:
+    """``App ID`` (``_`` + ``App Attempt ID`` when present, as in Spark's log file names) of the
+    ``SparkListenerApplicationStart`` line among the complete lines ``data[:end]``, or ``None``.
+
+    Spark writes that event once, near the top of the first event-log file (after ``SparkListenerLogStart``
+    and the executor/environment events); it is the only line parsed besides the streaming ones. A line that
+    is not valid JSON or has no string ``App ID`` gives ``None`` (the file name is used then).
+    """
+    hit = data.find(APP_START, 0, end)
+    if hit < 0 or (hit and data[hit - 1 : hit] != b"\n"):
+        return None
+    stop = data.find(b"\n", hit, end)
+    try:
+        event = json.loads(data[hit:stop])
+    except ValueError:
+        return None
+    app_id = event.get("App ID") if isinstance(event, dict) else None
+    if not isinstance(app_id, str) or not app_id:
+        return None
+    attempt = event.get("App Attempt ID")
+    return f"{app_id}_{attempt}" if isinstance(attempt, str) and attempt else app_id
 
 
 def _after(line_no: int) -> str:

@@ -258,3 +258,13 @@ def test_inprogress_zstd_without_a_complete_frame_gets_a_note(
     assert "No streaming queries found." in out
     code, _, err = run(["scan", str(src)], capsys)  # a file with events: no note
     assert code == 0 and "note:" not in err
+
+
+def test_text_shows_app_id_of_the_log_not_its_file_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    renamed = tmp_path / "edge3_app-copy"
+    shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", renamed)
+    code, out, _ = run(["scan", str(renamed)], capsys)
+    assert code == 0
+    assert f"(7 runs, app {DEMO_APP})" in out and "edge3_app-copy" not in out

@@ -201,7 +201,7 @@ def test_corrupt_zstd_is_an_error_naming_the_file_others_still_read(
     assert len(result.errors) == 1
     error = result.errors[0]
     assert str(bad) in error.message and "zstd" in error.message and not error.retryable
-    assert len([s for s in _query_samples(result) if s.job.app_id == "local-2"]) == 26
+    assert len([s for s in _query_samples(result) if s.job.app_id == APP]) == 26  # App ID of its line 4
 
 
 def test_truncated_last_line_of_complete_file_names_line(tmp_path: Path, spark_fixtures: Path) -> None:
@@ -357,3 +357,26 @@ def test_crlf_and_blank_lines_are_not_corrupt(tmp_path: Path, spark_fixtures: Pa
     result = EventLogCollector([log]).poll(NOW)
     assert result.errors == ()
     assert _progress_count(result) == 12
+
+
+def test_app_id_comes_from_the_application_start_event(tmp_path: Path, spark_fixtures: Path) -> None:
+    renamed = tmp_path / "my-copy.log"  # the file name says nothing about the app
+    shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", renamed)
+    samples = EventLogCollector([renamed]).poll(NOW).samples
+    # line 4: {"Event":"SparkListenerApplicationStart",...,"App ID":"local-1795951957158",...} (no attempt id)
+    assert {s.job.app_id for s in samples} == {APP}
+
+
+def test_app_id_falls_back_to_file_name_and_survives_a_new_collector(tmp_path: Path, spark_fixtures: Path) -> None:
+    lines = _lines(spark_fixtures)
+    no_start = tmp_path / "app-77.log"
+    no_start.write_bytes(b"".join(line for line in lines if b"SparkListenerApplicationStart" not in line))
+    assert {s.job.app_id for s in EventLogCollector([no_start]).poll(NOW).samples} == {"app-77"}
+    growing = tmp_path / "app-78.inprogress"
+    growing.write_bytes(b"".join(lines[:5]))  # up to the first QueryStartedEvent (line 5)
+    store = MemoryCursorStore()
+    assert {s.job.app_id for s in EventLogCollector([growing], store).poll(NOW).samples} == {APP}
+    with growing.open("ab") as handle:
+        handle.write(b"".join(lines[5:]))
+    later = EventLogCollector([growing], store).poll(NOW)  # a new process: the start line was read before
+    assert later.samples and {s.job.app_id for s in later.samples} == {APP}
