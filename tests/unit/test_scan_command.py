@@ -268,3 +268,19 @@ def test_text_shows_app_id_of_the_log_not_its_file_name(
     code, out, _ = run(["scan", str(renamed)], capsys)
     assert code == 0
     assert f"(7 runs, app {DEMO_APP})" in out and "edge3_app-copy" not in out
+
+
+def test_placeholder_watermark_shows_as_unset_but_stays_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    # the demo log's batch 0 (first batch of the query) reports watermark 1970-01-01T00:00:00.000Z (Spark's
+    # "none computed yet"); batch 1 reports 2024-01-01T11:57:00.000Z, its first real watermark
+    code, out, _ = run(["scan", "--demo"], capsys)
+    assert code == 0
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("      ")}
+    assert rows["0"][4:6] == ["-", "-"]  # watermark unset, no advance
+    assert rows["1"][4:6] == ["2024-01-01T11:57:00.000Z", "-"]  # first real watermark: no "+54 years"
+    assert rows["3"][5:7] == ["+8", "min"]  # 11:57 -> 12:05
+    assert "1970" not in out
+    code, out, _ = run(["scan", "--demo", "--format", "json"], capsys)
+    b0, b1 = json.loads(out)["queries"][0]["batches"][:2]
+    assert b0["watermark"] == "1970-01-01T00:00:00.000Z" and b0["watermark_is_placeholder"] is True
+    assert b1["watermark_is_placeholder"] is False and b1["watermark_advance_ms"] is None
