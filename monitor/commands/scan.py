@@ -2,9 +2,11 @@
 
 Composition root of a one-shot scan: it reads the wall clock once (the poll's ``now``), builds the
 collectors, optionally stores what was read (``--db``), runs the detectors and sets the exit code:
-0 no finding reached ``--fail-on`` (or no ``--fail-on``), 1 one did, 2 bad input (a missing path, an
-unknown format, a corrupt compressed frame, a truncated or invalid line: one line on stderr naming the
-file; the other inputs are still scanned and reported).
+0 no finding reached ``--fail-on`` (or no ``--fail-on``), 1 one did, 2 bad input (a missing path or a path
+of unknown format named on the command line, a corrupt compressed frame, a corrupt, truncated or invalid
+line: one line on stderr naming the file and line; the other lines and inputs are still scanned and
+reported). Files of unknown format found inside a directory are skipped with a warning (exit code
+unaffected); an in-progress event log without a complete event yet gets a note (exit code unaffected).
 """
 
 from __future__ import annotations
@@ -146,6 +148,26 @@ def _demo_path() -> Iterator[Path]:
         yield candidates[0]
 
 
+FAIL_ON_LEVELS = (Severity.INFO, Severity.WARNING, Severity.CRITICAL)
+
+
+def _parse_fail_on(text: str) -> Severity:
+    """``--fail-on``: a severity a finding can have (``ok`` is none: every finding would reach it).
+
+    Raises:
+        InputError: any other value (the message lists the allowed ones).
+    """
+    allowed = ", ".join(level.label() for level in FAIL_ON_LEVELS)
+    try:
+        level = Severity.parse(text)
+    except ValueError:
+        level = None
+    if level not in FAIL_ON_LEVELS:
+        raise InputError(f"--fail-on: unknown severity {text!r}; allowed: {allowed}")
+    assert level is not None
+    return level
+
+
 def _error_line(error: CollectorError) -> str:
     return error.message if error.target in error.message else f"{error.target}: {error.message}"
 
@@ -214,7 +236,7 @@ def register(app: typer.Typer) -> None:
             "1h", "--future-skew", help="How far ahead of a batch's time an event time may be (1h, 30m, 90s)."
         ),
         fail_on: str | None = typer.Option(
-            None, "--fail-on", help="Exit with code 1 if a finding is at least this severe: warning or critical."
+            None, "--fail-on", help="Exit with code 1 if a finding is at least this severe: info, warning or critical."
         ),
         db: str | None = typer.Option(
             None, "--db", metavar="URL", help="Also store what was read in this database (run `tidegauge db upgrade` first)."
@@ -227,15 +249,12 @@ def register(app: typer.Typer) -> None:
 
         --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
 
-        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input.
+        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input (a named path missing or of unknown format, a corrupt frame or line in any file read). Files of unknown format inside a directory are skipped with a warning and do not change the exit code.
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
         skew = parse_timedelta(future_skew, what="--future-skew")
-        try:
-            threshold = Severity.parse(fail_on) if fail_on is not None else None
-        except ValueError as exc:
-            raise InputError(f"--fail-on: {exc}") from None
+        threshold = _parse_fail_on(fail_on) if fail_on is not None else None
         given = list(paths or [])
         if demo:
             with _demo_path() as demo_path:

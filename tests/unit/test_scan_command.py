@@ -284,3 +284,22 @@ def test_placeholder_watermark_shows_as_unset_but_stays_in_json(capsys: pytest.C
     b0, b1 = json.loads(out)["queries"][0]["batches"][:2]
     assert b0["watermark"] == "1970-01-01T00:00:00.000Z" and b0["watermark_is_placeholder"] is True
     assert b1["watermark_is_placeholder"] is False and b1["watermark_advance_ms"] is None
+
+
+def test_fail_on_takes_only_severities_a_finding_can_have(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["scan", "--demo", "--fail-on", "ok"], capsys)
+    assert code == 2 and "--fail-on: unknown severity 'ok'; allowed: info, warning, critical" in err
+    assert run(["scan", "--demo", "--fail-on", "info"], capsys)[0] == 1  # the demo has warnings and a critical
+
+
+def test_unknown_format_skipped_inside_a_directory_but_an_error_when_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", tmp_path / DEMO_APP)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    code, out, err = run(["scan", str(tmp_path)], capsys)
+    assert code == 0 and "Query wm_gt" in out
+    assert f"tidegauge: warning: {notes}: unknown format" in err and "(skipped)" in err
+    code, _, err = run(["scan", str(notes)], capsys)
+    assert code == 2 and f"tidegauge: error: {notes}: unknown format" in err
