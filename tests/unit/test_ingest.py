@@ -194,9 +194,9 @@ def test_wrong_content_type(client: httpx.Client) -> None:
     ("mutate", "message"),
     [
         (lambda e: [e, {**e, "progress": {**e["progress"], "timestamp": "yesterday"}}],
-         "events[1].progress.timestamp: not an ISO-8601 timestamp: 'yesterday'"),
+         "events[1]: field progress.timestamp: not an ISO-8601 timestamp: 'yesterday'"),
         (lambda e: [e, {**e, "progress": {k: v for k, v in e["progress"].items() if k != "id"}}],
-         "events[1].progress.id: missing or not a string (the streaming query id)"),
+         "events[1]: field progress.id: missing (the streaming query id)"),
         (lambda e: {**e, "Event": "SparkListenerJobStart"},
          "event.Event: expected a streaming query listener event"),
         (lambda e: [e, 3], "events[1]: expected a JSON object, got a number"),

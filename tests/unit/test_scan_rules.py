@@ -21,6 +21,9 @@ from rules.state_growth import StateGrowthConfig, detect_state_growth
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 JOB = JobRef(Engine.SPARK, "q1", run_id="r1", name="clicks")
 Row = tuple[int, int | None, float | None, float | None, int | None, int | None, int | None]
+# Spark's "no watermark computed yet" value 1970-01-01T00:00Z, in minutes from T0 (2024-01-01T12:00Z):
+# 1704110400 s since the epoch / 60 = 28401840 min
+PH = -28_401_840.0
 
 
 def _at(minute: float | None) -> datetime | None:
@@ -76,6 +79,10 @@ STALL_TABLE: list[tuple[int, list[Row], list[tuple[int, int]]]] = [
     (7, [(0, 1, -10, 0, 0, None, None), (1, 1, -10, 0, 0, None, None), (2, 1, -10, 0, 0, None, None),
          (3, 1, -10, 0, 0, None, None), (4, 1, -5, 0, 0, None, None), (5, 1, -5, 0, 0, None, None),
          (6, 1, -5, 0, 0, None, None), (7, 1, -5, 0, 0, None, None)], [(0, 3), (4, 7)]),
+    # 8. Spark's 1970 placeholder over data batches: no watermark computed yet, not a watermark that
+    #    stayed flat (a naive rule reports "the watermark stayed at 1970-01-01")
+    (8, [(0, 5, PH, None, 0, None, None), (1, 5, PH, None, 0, None, None), (2, 5, PH, None, 0, None, None),
+         (3, 5, PH, None, 0, None, None)], []),
 ]
 
 
@@ -166,6 +173,12 @@ GROWTH_TABLE: list[tuple[int, list[Row], list[int]]] = [
     # 5. removal counts unknown (None): cannot tell eviction from none -> nothing
     (5, [(0, 5, -10, 0, 0, 10, None), (1, 5, -9, 1, 0, 20, None), (2, 5, -8, 2, 0, 30, None),
          (3, 5, -7, 3, 0, 40, None)], []),
+    # 6. as case 1 but batch 0 shows Spark's 1970 placeholder: placeholder -> -9 is the first watermark, not
+    #    an advance, so only 2 steps (-9 -> -8 -> -7) -> nothing (a naive rule counts 3 and fires)
+    (6, [(0, 5, PH, 0, 0, 10, 0), (1, 5, -9, 1, 0, 20, 0), (2, 5, -8, 2, 0, 30, 0), (3, 5, -7, 3, 0, 40, 0)], []),
+    # 7. case 6 plus one more real step: 3 real advances -> finding at batch 4, "from" the first real watermark
+    (7, [(0, 5, PH, 0, 0, 10, 0), (1, 5, -9, 1, 0, 20, 0), (2, 5, -8, 2, 0, 30, 0), (3, 5, -7, 3, 0, 40, 0),
+         (4, 5, -6, 4, 0, 50, 0)], [4]),
 ]
 
 
@@ -184,3 +197,12 @@ def test_rules_ignore_source_scope_and_lifecycle_samples() -> None:
         for s in base
     ] + [Sample(job=JOB, observed_at=T0, kind=SampleKind.STARTED)]
     assert [f.rule for f in run_scan_rules(ScanRulesConfig(), base + noise)] == ["watermark_stall"]
+
+
+def test_state_growth_message_starts_from_the_first_real_watermark() -> None:
+    rows: list[Row] = [(0, 5, PH, 0, 0, 10, 0), (1, 5, -9, 1, 0, 20, 0), (2, 5, -8, 2, 0, 30, 0),
+                       (3, 5, -7, 3, 0, 40, 0), (4, 5, -6, 4, 0, 50, 0)]
+    (found,) = detect_state_growth(StateGrowthConfig(), batches(rows))
+    # -9 min from 12:00 = 11:51; -6 min = 11:54
+    assert "advanced 3 times, from 2024-01-01T11:51Z to 2024-01-01T11:54Z" in found.message
+    assert "1970" not in found.message
