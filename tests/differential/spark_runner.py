@@ -293,7 +293,8 @@ def format_batches(batches: list[SparkBatch], render_row: Callable[[EmittedRow],
         wm = "-" if b.watermark_ms is None else _ms_iso(b.watermark_ms)
         lines.append(
             f"batch {b.batch_id} step={b.data_step} wm={wm} in={b.num_input_rows} "
-            f"state={b.state_rows_total} removed={b.state_rows_removed} dropped={b.rows_dropped_by_watermark} "
+            f"state={b.state_rows_total} removed={b.state_rows_removed} "
+            f"dropped={b.rows_dropped_by_watermark} "
             f"emitted=[{', '.join(show(r) for r in b.emitted)}]"
         )
     return "\n".join(lines)
