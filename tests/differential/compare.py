@@ -8,7 +8,7 @@ where a late row wrongly counted, or wrongly dropped, changes a window's count).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,7 +21,9 @@ COMPARED_FIELDS = (
     "data_step",
     "watermark_ms",
     "emitted",
+    "output_rows",
     "state_rows_total",
+    "state_rows_removed",
     "rows_dropped_by_watermark",
 )
 
@@ -33,7 +35,9 @@ class BatchView:
     ``data_step``: the scenario step the batch read (None for a no-data batch);
     ``watermark_ms``: watermark in effect during the batch (epoch ms);
     ``emitted``: rows the sink received, sorted (``(start_us, end_us, key, count)`` for windows,
-    ``(key, event_time_us)`` for dedup); ``state_rows_total``: state rows after the batch;
+    ``(key, event_time_us)`` for dedup; None when a side does not report rows);
+    ``output_rows``: how many rows the sink received; ``state_rows_total`` / ``state_rows_removed``:
+    state rows after the batch / removed in it (``numRowsTotal`` / ``numRowsRemoved``);
     ``rows_dropped_by_watermark``: Spark's ``numRowsDroppedByWatermark`` (for the engine: its
     reproduction of that metric for the recorded partitioning); ``late_rows``: raw late rows
     (engine only), informational.
@@ -42,8 +46,10 @@ class BatchView:
     batch_id: int
     data_step: int | None
     watermark_ms: int | None
-    emitted: tuple[EmittedRow, ...]
+    emitted: tuple[EmittedRow, ...] | None
+    output_rows: int | None
     state_rows_total: int | None
+    state_rows_removed: int | None
     rows_dropped_by_watermark: int | None
     late_rows: int | None = None
 
@@ -59,7 +65,9 @@ def _from_spark(batch: SparkBatch) -> BatchView:
         data_step=batch.data_step,
         watermark_ms=batch.watermark_ms,
         emitted=batch.emitted,
+        output_rows=len(batch.emitted),
         state_rows_total=batch.state_rows_total,
+        state_rows_removed=batch.state_rows_removed,
         rows_dropped_by_watermark=batch.rows_dropped_by_watermark,
     )
 
@@ -130,7 +138,9 @@ def format_row(row: EmittedRow) -> str:
 
 def render(spark: list[BatchView], engine: list[BatchView], differences: list[Difference]) -> str:
     """A side-by-side table of both runs followed by the list of differences."""
-    lines = ["batch | side   | step | watermark               | state | dropped | late | emitted"]
+    lines = [
+        "batch | side   | step | watermark               | state | removed | dropped | late | out | emitted"
+    ]
     spark_by_id = {view.batch_id: view for view in spark}
     engine_by_id = {view.batch_id: view for view in engine}
     bad = {(d.batch_id, d.field) for d in differences}
@@ -139,14 +149,12 @@ def render(spark: list[BatchView], engine: list[BatchView], differences: list[Di
             if view is None:
                 lines.append(f"{batch_id:5} | {side:6} | (no such batch)")
                 continue
-            flags = "".join(
-                "*" if (batch_id, name) in bad else " " for name in (f.name for f in fields(BatchView))
-            )
+            differs = any(b == batch_id for b, _ in bad)
             lines.append(
                 f"{batch_id:5} | {side:6} | {_opt(view.data_step):4} | {format_ms(view.watermark_ms):23} | "
-                f"{_opt(view.state_rows_total):5} | {_opt(view.rows_dropped_by_watermark):7} | "
-                f"{_opt(view.late_rows):4} | {', '.join(format_row(r) for r in view.emitted)}"
-                + ("" if flags.strip() == "" else "   <-- differs")
+                f"{_opt(view.state_rows_total):5} | {_opt(view.state_rows_removed):7} | "
+                f"{_opt(view.rows_dropped_by_watermark):7} | {_opt(view.late_rows):4} | "
+                f"{_opt(view.output_rows):3} | {_rows(view.emitted)}" + ("   <-- differs" if differs else "")
             )
     lines.append("")
     lines.append(f"{len(differences)} difference(s):")
@@ -165,6 +173,10 @@ def render(spark: list[BatchView], engine: list[BatchView], differences: list[Di
         else:
             lines.append(f"  batch {d.batch_id} {d.field}: Spark {d.spark!r} engine {d.engine!r}")
     return "\n".join(lines)
+
+
+def _rows(emitted: tuple[EmittedRow, ...] | None) -> str:
+    return "(not reported)" if emitted is None else ", ".join(format_row(r) for r in emitted)
 
 
 def _opt(value: int | None) -> str:

@@ -14,8 +14,6 @@ documented rules, not copied from a run:
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 from tests.differential.scenarios import DedupSpec, EventRow, InputSpec, Scenario, WindowSpec
@@ -36,17 +34,6 @@ def at(seconds: str) -> str:
 
 def rows(*items: tuple[str, str | None]) -> tuple[EventRow, ...]:
     return tuple(EventRow(None if t is None else at(t), key) for key, t in items)
-
-
-@pytest.fixture(scope="module")
-def spark():  # type: ignore[no-untyped-def]
-    with warnings.catch_warnings():
-        # pyspark.testing.utils warns (FutureWarning) that pandas >= 3 is not fully supported; we do
-        # not use pandas.
-        warnings.simplefilter("ignore", FutureWarning)
-        from tests.differential.spark_runner import get_spark_session
-
-        return get_spark_session()
 
 
 def run(spark, scenario):  # type: ignore[no-untyped-def]
