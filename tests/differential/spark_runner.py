@@ -93,6 +93,7 @@ def get_spark_session() -> SparkSession:
                 SparkSession.builder.master("local[2]")
                 .appName("tidegauge-differential")
                 .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
                 .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
                 .config("spark.sql.session.timeZone", "UTC")
                 .config("spark.driver.memory", "768m")

@@ -152,3 +152,28 @@ def test_min_policy_with_silent_input_holds_watermark_at_zero(spark) -> None:  #
     assert batches[0].emitted == ((T0_US, T0_US + 5 * S, "a", 2), (T0_US + 5 * S, T0_US + 10 * S, "b", 1))
     assert batches[1].emitted == ((T0_US, T0_US + 5 * S, "a", 3), (T0_US + 100 * S, T0_US + 105 * S, "a", 1))
     assert [b.state_rows_total for b in batches] == [2, 3]
+
+
+def test_window_drop_metric_counts_late_groups_after_the_shuffle_not_per_input(spark) -> None:  # type: ignore[no-untyped-def]
+    scenario = Scenario(
+        seed=-4,
+        inputs=(
+            InputSpec("in0", 0, (rows(("a", "15")), rows(("a", "01")))),
+            InputSpec("in1", 0, ((), rows(("a", "02")))),
+        ),
+        operation=WindowSpec("tumbling", 10_000, None, by_key=False),
+        output_mode="append",
+        policy="max",
+    )
+    batches = run(spark, scenario)
+    # batch 0 (wm 0): [10,20) = 1. in0 wm 15 s, in1 has no row yet (0); max policy -> 15 s.
+    # batch 1 (no-data, wm 15 s): [10,20) ends at 20 > 15, nothing closes.
+    # batch 2 (wm 15 s): in0's 01 and in1's 02 are both late for [0,10). They are in two different
+    #   input partitions (one per union child), so each partial aggregate holds one [0,10) row; the
+    #   metric is 1, not 2, because Spark's streaming aggregation merges the partial rows after the
+    #   shuffle (HashAggregate PartialMerge) before StateStoreRestoreExec filters late rows: it counts
+    #   distinct late groups of the batch. in1's watermark (2 s) does not move the max: no no-data batch.
+    assert [(b.batch_id, b.data_step) for b in batches] == [(0, 0), (1, None), (2, 1)]
+    assert [b.watermark_ms for b in batches] == [0, T0_MS + 15_000, T0_MS + 15_000]
+    assert [b.rows_dropped_by_watermark for b in batches] == [0, 0, 1]
+    assert [b.state_rows_total for b in batches] == [1, 1, 1]
