@@ -239,3 +239,38 @@ def _pick_time(rng: random.Random, frontier_us: int, delay_ms: int, seen: list[i
     if kind == "late":
         return _round_time(rng, frontier_us - delay_ms * 1_000 - rng.randrange(1_000_000, 20_000_000))
     return _round_time(rng, frontier_us + rng.randrange(-3_000_000, 4_000_000))
+
+
+def features(scenario: Scenario) -> set[str]:
+    """The issue-3 features a scenario exercises (used to check that the CI seeds cover them all):
+    ``multiple_inputs``, ``silent_input``, ``out_of_order``, ``late`` (a row at or below its input's
+    max-so-far minus the delay), ``future`` (year >= 2099), ``null``, ``equal_at_delay_0``,
+    ``sub_ms``, ``policy:<p>``, ``mode:<m>``, ``op:<kind>``."""
+    found = {f"policy:{scenario.policy}", f"mode:{scenario.output_mode}", f"op:{scenario.operation.kind}"}
+    if len(scenario.inputs) > 1:
+        found.add("multiple_inputs")
+    for spec in scenario.inputs:
+        if not any(spec.steps):
+            found.add("silent_input")
+        seen: set[int] = set()
+        max_us: int | None = None
+        for step_rows in spec.steps:
+            step_max = max_us
+            for row in step_rows:
+                us = row.event_time_us
+                if us is None:
+                    found.add("null")
+                    continue
+                if us % 1_000:
+                    found.add("sub_ms")
+                if us >= FUTURE_US:
+                    found.add("future")
+                if max_us is not None and us < max_us:
+                    found.add("out_of_order")
+                if step_max is not None and us // 1_000 <= step_max // 1_000 - spec.delay_ms:
+                    found.add("late")
+                if spec.delay_ms == 0 and us in seen:
+                    found.add("equal_at_delay_0")
+                seen.add(us)
+                max_us = us if max_us is None else max(max_us, us)
+    return found
