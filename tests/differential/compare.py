@@ -26,10 +26,18 @@ COMPARED_FIELDS = (
     "state_rows_removed",
     "rows_dropped_by_watermark",
     "late_rows",
+    "event_time_min_ms",
+    "event_time_max_ms",
+    "event_time_avg_ms",
 )
 
-#: Fields where None is an answer, not "not observed" (data_step None = a no-data batch).
-_NONE_IS_A_VALUE = frozenset({"data_step"})
+#: Spark's ``eventTime.avg`` is a running double mean merged across partitions and truncated to ms;
+#: an exact mean may differ from it by 1 ms.
+_AVG_TOLERANCE_MS = 1
+
+#: Fields where None is an answer, not "not observed" (data_step None = a no-data batch; no
+#: eventTime stats = the batch had no rows).
+_NONE_IS_A_VALUE = frozenset({"data_step", "event_time_min_ms", "event_time_max_ms", "event_time_avg_ms"})
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,8 @@ class BatchView:
     ``rows_dropped_by_watermark``: Spark's ``numRowsDroppedByWatermark`` (for the engine: its
     reproduction of that metric); ``late_rows``: raw late rows (the engine's explicit late output;
     on the Spark side only for dedup, where ``numRowsDroppedByWatermark`` counts raw rows: a
-    window aggregate counts late groups, so there raw late rows show only through the counts).
+    window aggregate counts late groups, so there raw late rows show only through the counts);
+    ``event_time_*_ms``: the progress ``eventTime.min/max/avg`` (None: the batch had no rows).
     """
 
     batch_id: int
@@ -57,6 +66,9 @@ class BatchView:
     state_rows_removed: int | None
     rows_dropped_by_watermark: int | None
     late_rows: int | None = None
+    event_time_min_ms: int | None = None
+    event_time_max_ms: int | None = None
+    event_time_avg_ms: int | None = None
 
 
 def spark_views(run: SparkRun, *, dedup: bool) -> list[BatchView]:
@@ -76,6 +88,9 @@ def _from_spark(batch: SparkBatch, dedup: bool) -> BatchView:
         state_rows_removed=batch.state_rows_removed,
         rows_dropped_by_watermark=batch.rows_dropped_by_watermark,
         late_rows=batch.rows_dropped_by_watermark if dedup else None,
+        event_time_min_ms=batch.event_time_min_ms,
+        event_time_max_ms=batch.event_time_max_ms,
+        event_time_avg_ms=batch.event_time_avg_ms,
     )
 
 
@@ -91,7 +106,7 @@ class Difference:
 
 def compare(spark: list[BatchView], engine: list[BatchView]) -> list[Difference]:
     """Every field that differs, batch by batch; a batch present on one side only is one Difference
-    with field ``"batch"``. Fields that are None on either side are skipped, except ``data_step``."""
+    with field ``"batch"``. Fields that are None on either side are skipped, except ``data_step`` and the eventTime stats."""
     differences: list[Difference] = []
     spark_by_id = {view.batch_id: view for view in spark}
     engine_by_id = {view.batch_id: view for view in engine}
@@ -105,6 +120,13 @@ def compare(spark: list[BatchView], engine: list[BatchView]) -> list[Difference]
         for name in COMPARED_FIELDS:
             left, right = getattr(ours, name), getattr(theirs, name)
             if (left is None or right is None) and name not in _NONE_IS_A_VALUE:
+                continue
+            if (
+                name == "event_time_avg_ms"
+                and left is not None
+                and right is not None
+                and abs(left - right) <= _AVG_TOLERANCE_MS
+            ):
                 continue
             if left != right:
                 differences.append(Difference(batch_id, name, left, right))
@@ -173,9 +195,9 @@ def render(spark: list[BatchView], engine: list[BatchView], differences: list[Di
                 f"  batch {d.batch_id} emitted: only Spark [{', '.join(map(format_row, only_spark))}] "
                 f"only engine [{', '.join(map(format_row, only_engine))}]"
             )
-        elif d.field == "watermark_ms":
+        elif d.field == "watermark_ms" or d.field.startswith("event_time_"):
             lines.append(
-                f"  batch {d.batch_id} watermark: Spark {format_ms(d.spark)} engine {format_ms(d.engine)}"
+                f"  batch {d.batch_id} {d.field}: Spark {format_ms(d.spark)} engine {format_ms(d.engine)}"
             )
         else:
             lines.append(f"  batch {d.batch_id} {d.field}: Spark {d.spark!r} engine {d.engine!r}")

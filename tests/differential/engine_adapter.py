@@ -116,6 +116,9 @@ def engine_views(scenario: Scenario) -> list[BatchView]:
                 state_rows_removed=batch.state_rows_removed,
                 rows_dropped_by_watermark=batch.dropped_by_watermark_metric,
                 late_rows=batch.late_row_count,
+                event_time_min_ms=None if batch.event_time is None else batch.event_time.min_ms,
+                event_time_max_ms=None if batch.event_time is None else batch.event_time.max_ms,
+                event_time_avg_ms=None if batch.event_time is None else batch.event_time.avg_ms,
             )
         )
     return views

@@ -17,8 +17,9 @@ How the query is built (one query per scenario, one SparkSession per process):
   (``spark.sql.streaming.noDataMicroBatches.enabled`` is left at its default, true).
 
 Each batch is recorded from the ``foreachBatch`` call (batch id, rows) and from ``query.recentProgress``
-(watermark in effect = ``eventTime.watermark``, ``numInputRows``, the stateful operator's
-``numRowsTotal`` / ``numRowsUpdated`` / ``numRowsRemoved`` / ``numRowsDroppedByWatermark``).
+(watermark in effect = ``eventTime.watermark``, ``eventTime.min/max/avg`` (absent in a batch without
+rows), ``numInputRows``, the stateful operator's ``numRowsTotal`` / ``numRowsUpdated`` /
+``numRowsRemoved`` / ``numRowsDroppedByWatermark``).
 
 Emitted rows are normalised to plain tuples of integers/strings:
 window aggregation -> ``(start_us, end_us, key or None, count)``; dedup -> ``(key, event_time_us or None)``.
@@ -66,6 +67,9 @@ class SparkBatch:
     state_rows_updated: int | None
     state_rows_removed: int | None
     rows_dropped_by_watermark: int | None
+    event_time_min_ms: int | None = None
+    event_time_max_ms: int | None = None
+    event_time_avg_ms: int | None = None
 
 
 @dataclass
@@ -246,7 +250,8 @@ def _assemble(
         item = by_batch.get(batch_id)
         if item is None:
             raise RuntimeError(f"no progress recorded for batch {batch_id}")
-        watermark = (item.eventTime or {}).get("watermark")
+        event_time = item.eventTime or {}
+        watermark = event_time.get("watermark")
         operators = list(item.stateOperators or [])
         if len(operators) > 1:
             raise RuntimeError(f"batch {batch_id}: expected one stateful operator, got {len(operators)}")
@@ -263,9 +268,16 @@ def _assemble(
                 state_rows_updated=None if op is None else int(op.numRowsUpdated),
                 state_rows_removed=None if op is None else int(op.numRowsRemoved),
                 rows_dropped_by_watermark=None if op is None else int(op.numRowsDroppedByWatermark),
+                event_time_min_ms=_opt_ms(event_time.get("min")),
+                event_time_max_ms=_opt_ms(event_time.get("max")),
+                event_time_avg_ms=_opt_ms(event_time.get("avg")),
             )
         )
     return batches
+
+
+def _opt_ms(text: str | None) -> int | None:
+    return None if text is None else watermark_iso_to_ms(text)
 
 
 def _sort_key(row: EmittedRow) -> tuple[Any, ...]:

@@ -62,3 +62,10 @@ def test_render_names_the_rows_only_one_side_has() -> None:
     text = render(spark, engine, compare(spark, engine))
     assert "only Spark [[00:00:00.000000,00:00:10.000000) key=None n=3]" in text
     assert "only engine [[00:00:00.000000,00:00:10.000000) key=None n=4]" in text
+
+
+def test_event_time_avg_tolerates_one_ms_but_not_a_missing_stat() -> None:
+    # Spark truncates a running double mean; the engine's exact mean may be 1 ms off (compare.py).
+    assert compare([view(0, event_time_avg_ms=T0_MS)], [view(0, event_time_avg_ms=T0_MS + 1)]) == []
+    assert len(compare([view(0, event_time_avg_ms=T0_MS)], [view(0, event_time_avg_ms=T0_MS + 2)])) == 1
+    assert len(compare([view(0, event_time_max_ms=T0_MS)], [view(0, event_time_max_ms=None)])) == 1
