@@ -106,7 +106,8 @@ class Difference:
 
 def compare(spark: list[BatchView], engine: list[BatchView]) -> list[Difference]:
     """Every field that differs, batch by batch; a batch present on one side only is one Difference
-    with field ``"batch"``. Fields that are None on either side are skipped, except ``data_step`` and the eventTime stats."""
+    with field ``"batch"``. Fields that are None on either side are skipped, except ``data_step``
+    and the eventTime stats."""
     differences: list[Difference] = []
     spark_by_id = {view.batch_id: view for view in spark}
     engine_by_id = {view.batch_id: view for view in engine}
