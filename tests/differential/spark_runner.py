@@ -203,6 +203,11 @@ def run_scenario(spark: SparkSession, scenario: Scenario, work_dir: Path | None 
             # Exactly one action per batch: a second one would double the state metrics.
             collected[batch_id] = [tuple(row) for row in batch_df.collect()]
 
+        # Runtime SQL confs are set per query, in case another test module created the session
+        # (getOrCreate then returns it with that module's settings).
+        spark.conf.set("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
         spark.conf.set("spark.sql.streaming.multipleWatermarkPolicy", scenario.policy)
         query = (
             frame.writeStream.outputMode(scenario.output_mode)
