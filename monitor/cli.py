@@ -23,8 +23,10 @@ app = typer.Typer(
 
 def _register() -> None:
     from monitor.commands import scan as _scan
+    from monitor.commands import whatif as _whatif
 
     _scan.register(app)
+    _whatif.register(app)
 
 
 _register()
