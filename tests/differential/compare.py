@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.differential.scenarios import DedupSpec, Scenario, WindowSpec
 from tests.differential.spark_runner import SparkBatch, SparkRun
 
 EmittedRow = tuple[Any, ...]
@@ -26,6 +27,7 @@ COMPARED_FIELDS = (
     "state_rows_removed",
     "rows_dropped_by_watermark",
     "late_rows",
+    "late_groups",
     "event_time_min_ms",
     "event_time_max_ms",
     "event_time_avg_ms",
@@ -54,7 +56,11 @@ class BatchView:
     reproduction of that metric); ``late_rows``: raw late rows (the engine's explicit late output;
     on the Spark side only for dedup, where ``numRowsDroppedByWatermark`` counts raw rows: a
     window aggregate counts late groups, so there raw late rows show only through the counts);
-    ``event_time_*_ms``: the progress ``eventTime.min/max/avg`` (None: the batch had no rows).
+    ``late_groups``: distinct (window, key) groups among the raw late rows (tumbling/sliding
+    windows: Spark's ``numRowsDroppedByWatermark`` counts exactly these, see FINDINGS.md S3; for the
+    engine it is derived from its explicit late-row output, so the engine's raw late rows themselves
+    are checked, not only its metric reproduction); ``event_time_*_ms``: the progress
+    ``eventTime.min/max/avg`` (None: the batch had no rows).
     """
 
     batch_id: int
@@ -66,18 +72,23 @@ class BatchView:
     state_rows_removed: int | None
     rows_dropped_by_watermark: int | None
     late_rows: int | None = None
+    late_groups: int | None = None
     event_time_min_ms: int | None = None
     event_time_max_ms: int | None = None
     event_time_avg_ms: int | None = None
 
 
-def spark_views(run: SparkRun, *, dedup: bool) -> list[BatchView]:
-    """Spark's batches as :class:`BatchView` records (``dedup``: the query is a deduplication, whose
-    ``numRowsDroppedByWatermark`` is the number of raw late rows)."""
-    return [_from_spark(batch, dedup) for batch in run.batches]
+def spark_views(run: SparkRun, scenario: Scenario) -> list[BatchView]:
+    """Spark's batches as :class:`BatchView` records. For a deduplication ``numRowsDroppedByWatermark``
+    is also the number of raw late rows; for a tumbling or sliding window count it is the number of
+    distinct late groups (FINDINGS.md S3)."""
+    operation = scenario.operation
+    dedup = isinstance(operation, DedupSpec)
+    fixed_windows = isinstance(operation, WindowSpec) and operation.kind != "session"
+    return [_from_spark(batch, dedup, fixed_windows) for batch in run.batches]
 
 
-def _from_spark(batch: SparkBatch, dedup: bool) -> BatchView:
+def _from_spark(batch: SparkBatch, dedup: bool, fixed_windows: bool) -> BatchView:
     return BatchView(
         batch_id=batch.batch_id,
         data_step=batch.data_step,
@@ -88,6 +99,7 @@ def _from_spark(batch: SparkBatch, dedup: bool) -> BatchView:
         state_rows_removed=batch.state_rows_removed,
         rows_dropped_by_watermark=batch.rows_dropped_by_watermark,
         late_rows=batch.rows_dropped_by_watermark if dedup else None,
+        late_groups=batch.rows_dropped_by_watermark if fixed_windows else None,
         event_time_min_ms=batch.event_time_min_ms,
         event_time_max_ms=batch.event_time_max_ms,
         event_time_avg_ms=batch.event_time_avg_ms,
@@ -169,7 +181,8 @@ def format_row(row: EmittedRow) -> str:
 def render(spark: list[BatchView], engine: list[BatchView], differences: list[Difference]) -> str:
     """A side-by-side table of both runs followed by the list of differences."""
     lines = [
-        "batch | side   | step | watermark               | state | removed | dropped | late | out | emitted"
+        "batch | side   | step | watermark               | state | removed | dropped | late | grp  | out | "
+        "emitted"
     ]
     spark_by_id = {view.batch_id: view for view in spark}
     engine_by_id = {view.batch_id: view for view in engine}
@@ -184,6 +197,7 @@ def render(spark: list[BatchView], engine: list[BatchView], differences: list[Di
                 f"{batch_id:5} | {side:6} | {_opt(view.data_step):4} | {format_ms(view.watermark_ms):23} | "
                 f"{_opt(view.state_rows_total):5} | {_opt(view.state_rows_removed):7} | "
                 f"{_opt(view.rows_dropped_by_watermark):7} | {_opt(view.late_rows):4} | "
+                f"{_opt(view.late_groups):4} | "
                 f"{_opt(view.output_rows):3} | {_rows(view.emitted)}" + ("   <-- differs" if differs else "")
             )
     lines.append("")

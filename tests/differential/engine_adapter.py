@@ -21,12 +21,12 @@ from monitor.engine import (
     Dedup,
     EngineConfig,
     EventsTable,
+    LateRows,
     Session,
     Sliding,
     Tumbling,
     replay,
 )
-
 from tests.differential.compare import BatchView
 from tests.differential.scenarios import DedupSpec, Scenario, WindowSpec
 
@@ -88,6 +88,9 @@ def engine_views(scenario: Scenario) -> list[BatchView]:
     """Runs the engine on the scenario and returns one :class:`BatchView` per batch it ran."""
     result = replay(engine_events(scenario), engine_config(scenario))
     is_window = isinstance(scenario.operation, WindowSpec)
+    operation = scenario.operation
+    fixed_windows = isinstance(operation, WindowSpec) and operation.kind != "session"
+    by_key = isinstance(operation, WindowSpec) and operation.by_key
     views: list[BatchView] = []
     step = 0
     for batch in result.batches:
@@ -116,9 +119,16 @@ def engine_views(scenario: Scenario) -> list[BatchView]:
                 state_rows_removed=batch.state_rows_removed,
                 rows_dropped_by_watermark=batch.dropped_by_watermark_metric,
                 late_rows=batch.late_row_count,
+                late_groups=_late_groups(batch.late_rows, by_key) if fixed_windows else None,
                 event_time_min_ms=None if batch.event_time is None else batch.event_time.min_ms,
                 event_time_max_ms=None if batch.event_time is None else batch.event_time.max_ms,
                 event_time_avg_ms=None if batch.event_time is None else batch.event_time.avg_ms,
             )
         )
     return views
+
+
+def _late_groups(late: LateRows, by_key: bool) -> int:
+    """Distinct groups among the engine's late (row, window) entries: (window start, window end),
+    plus the key when the query groups by it."""
+    return len({(row.window_start_ms, row.window_end_ms, row.key if by_key else None) for row in late})

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tests.differential.compare import compare, render, spark_views
-    from tests.differential.scenarios import DedupSpec, generate
+    from tests.differential.scenarios import generate
     from tests.differential.spark_runner import format_batches, get_spark_session, run_scenario
 
     started = time.perf_counter()
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         from tests.differential.engine_adapter import engine_views
 
-        ours = spark_views(run, dedup=isinstance(scenario.operation, DedupSpec))
+        ours = spark_views(run, scenario)
         try:
             theirs = engine_views(scenario)
         except Exception as error:

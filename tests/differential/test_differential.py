@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.differential.compare import compare, render, spark_views
-from tests.differential.scenarios import DedupSpec, generate
+from tests.differential.scenarios import generate
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,7 +33,7 @@ def test_engine_agrees_with_spark(spark: SparkSession, seed: int) -> None:
     from tests.differential.spark_runner import run_scenario
 
     scenario = generate(seed)
-    ours = spark_views(run_scenario(spark, scenario), dedup=isinstance(scenario.operation, DedupSpec))
+    ours = spark_views(run_scenario(spark, scenario), scenario)
     theirs = engine_views(scenario)
     differences = compare(ours, theirs)
     assert not differences, f"\n{scenario.describe()}\n\n{render(ours, theirs, differences)}"
