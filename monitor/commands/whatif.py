@@ -186,7 +186,8 @@ def _latency_text(s: Summary) -> list[str]:
 
 
 def _summary_text(s: Summary) -> list[str]:
-    by = ", ".join(f"{k or '(default)'}={v}" for k, v in sorted(s.dropped_by_source.items()))
+    named = {k: v for k, v in s.dropped_by_source.items() if k}
+    by = ", ".join(f"{k}={v}" for k, v in sorted(named.items()))
     lines = [
         "Summary",
         f"  rows: {s.input_rows} read, {s.rows_with_time} with an event time, "
@@ -234,25 +235,45 @@ def _batches_text(r: Replay, show: int) -> list[str]:
     return lines
 
 
-def _late_text(r: Replay, limit: int) -> list[str]:
-    if limit <= 0 or r.summary.dropped_rows == 0:
-        return []
-    lines = [f"Late rows (first {limit}):"]
-    n = 0
+def _late_entries(r: Replay, events: EventsTable, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` late (row, window) entries (all when ``limit < 0``), JSON-ready."""
+    out: list[dict[str, Any]] = []
+    if limit == 0:
+        return out
     for b in r.batches:
         for lr in b.late_rows:
-            where = (
-                f"window ending {_iso(lr.window_end_ms)}" if lr.window_end_ms is not None else "event time"
+            out.append(
+                {
+                    "batch_id": b.batch_id,
+                    "line": events.line_of(lr.row_index),
+                    "event_time_us": lr.event_time_us,
+                    "window_start_ms": lr.window_start_ms,
+                    "window_end_ms": lr.window_end_ms,
+                    "watermark_ms": b.late_watermark_ms,
+                    "lateness_ms": lr.lateness_ms,
+                    "source": lr.source,
+                    "key": lr.key,
+                }
             )
-            src = f" source {lr.source}" if lr.source else ""
-            et = _iso(lr.event_time_us // 1000)
-            lines.append(
-                f"  batch {b.batch_id}: row {lr.row_index + 1} (event time {et}{src}) "
-                f"late by {_dur(lr.lateness_ms)} ({where} <= watermark {_iso(b.late_watermark_ms)})"
-            )
-            n += 1
-            if n >= limit:
-                return lines
+            if 0 < limit <= len(out):
+                return out
+    return out
+
+
+def _late_text(entries: list[dict[str, Any]], total: int) -> list[str]:
+    if not entries:
+        return []
+    lines = [f"Late rows ({len(entries)} of {total} shown; --show-late N, -1 for all):"]
+    for e in entries:
+        where = (
+            f"window ending {_iso(e['window_end_ms'])}" if e["window_end_ms"] is not None else "event time"
+        )
+        src = f" source {e['source']}" if e["source"] else ""
+        et = _iso(e["event_time_us"] // 1000)
+        lines.append(
+            f"  batch {e['batch_id']}: line {e['line']} (event time {et}{src}) late by "
+            f"{_dur(e['lateness_ms'])} ({where} <= watermark {_iso(e['watermark_ms'])})"
+        )
     return lines
 
 
@@ -314,6 +335,10 @@ def run_whatif(
     if time_unit is not None and time_unit not in ("s", "ms", "us"):
         raise WhatifUsageError(f"--time-unit must be s, ms or us, got {time_unit!r}")
     events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
+    if events.batch is not None and config.trigger_ms is not None:
+        raise WhatifUsageError(
+            f"{events_path} has a 'batch' column, which fixes the batches: drop --trigger or the column"
+        )
     plan = plan_batches(events, config)
     doc: dict[str, Any] = {
         "events": str(events_path),
@@ -343,7 +368,10 @@ def run_whatif(
         result = replay(events, config, plan=plan)
         doc.update(result.to_json())
         text += ["", *_batches_text(result, show_batches), "", *_summary_text(result.summary)]
-        text += _late_text(result, show_late)
+        late = _late_entries(result, events, show_late)
+        doc["late_row_details"] = late
+        total_late = sum(len(b.late_rows) for b in result.batches)
+        text += _late_text(late, total_late)
         if config.max_future_skew_ms is not None:
             base = replay(events, dataclasses.replace(config, max_future_skew_ms=None), plan=plan).summary
             s = result.summary
@@ -413,7 +441,7 @@ def register(app: typer.Typer) -> None:
         show_batches: int = typer.Option(
             50, "--show-batches", help="Batches to list in text output (0: all)."
         ),
-        show_late: int = typer.Option(10, "--show-late", help="Late rows to list in text output."),
+        show_late: int = typer.Option(10, "--show-late", help="Late rows to list (text and JSON); -1: all."),
     ) -> None:
         """Replay EVENTS through Spark's watermark rules: late rows, emitted windows, state, latency."""
         if engine != "spark":

@@ -40,9 +40,13 @@ Mapping to a Spark run (``withWatermark("event_time", delay)`` → ``groupBy(win
 * ``input_rows`` = ``numInputRows``; ``event_time`` = ``eventTime.min/max/avg`` (``None``: absent).
 * ``state_rows`` / ``state_rows_removed`` / ``state_rows_updated`` =
   ``stateOperators[0].numRowsTotal / numRowsRemoved / numRowsUpdated``.
-* ``dropped_by_watermark_metric`` = ``stateOperators[0].numRowsDroppedByWatermark`` (for
-  aggregations only when the events carry a ``partition`` column: Spark counts partially aggregated
-  rows per input partition, so the metric can be smaller than ``late_row_count``, the raw late rows).
+* ``dropped_by_watermark_metric`` = ``stateOperators[0].numRowsDroppedByWatermark``: for window
+  aggregations Spark counts distinct late (window[, key]) groups of the batch (the filter runs after
+  partial aggregation and the post-shuffle merge), so it can be smaller than ``late_row_count``, the
+  raw late rows; sessions: distinct late (input partition, key, event time), ``None`` without a
+  ``partition`` column (the map-side partial aggregates reach the late filter unmerged); dedup: raw
+  late rows.
+* ``passed_rows`` (dedup) = indices of the rows the sink receives, in order.
 * ``emitted`` = the rows the sink receives in that batch (``foreachBatch``), windows as
   ``[start_ms, end_ms)`` with ``count``.
 

@@ -85,8 +85,8 @@ class EventsTable:
         source_codes / source_names: int32 codes into ``source_names`` (one input, ``("",)``, when the
             file has no ``source`` column).
         key_codes / key_names: int32 codes into ``key_names`` (``("",)`` when there is no ``key``).
-        partition: optional int64 input partition of each row (e.g. Kafka partition); enables the
-            ``numRowsDroppedByWatermark`` reproduction for aggregations.
+        partition: optional int64 input partition of each row (e.g. Kafka partition); needed to
+            reproduce ``numRowsDroppedByWatermark`` of session windows only.
         line: int64 line number of each row in its file (for messages), or row number.
         bad_rows: rows whose event time was unparseable (they are in the table with ``valid=False``).
         path: the file the table was read from, if any.

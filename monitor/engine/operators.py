@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from monitor.engine.config import Dedup, EngineConfig, Session, Sliding, Tumbling
+from monitor.engine.config import Dedup, EngineConfig, EngineConfigError, Session, Sliding, Tumbling
 from monitor.engine.events import EventsTable
 from monitor.engine.results import LateRows, Windows
 
@@ -45,6 +45,7 @@ class OpResult:
     state_rows_updated: int
     dropped_by_watermark_metric: int | None
     emitted_end_us: I64 = field(default_factory=lambda: _EMPTY)  # end of each *final* result emitted
+    passed_rows: I64 = field(default_factory=lambda: _EMPTY)  # dedup: row indices output, in order
 
 
 class Operator(Protocol):
@@ -115,6 +116,8 @@ class WindowAggregation:
     ends. State rows are (key, window) groups, as ``numRowsTotal`` counts them.
     """
 
+    MAX_PAIRS = 1 << 24
+
     def __init__(self, events: EventsTable, config: EngineConfig, spec: Tumbling | Sliding) -> None:
         self._events = events
         self._config = config
@@ -133,6 +136,11 @@ class WindowAggregation:
             lo, hi = 0, 1
         self._base = lo  # window index (start in slides) of group id 0
         self._span = hi - lo + 1
+        if self._by_key and self._span * len(events.key_names) >= 1 << 62:
+            raise EngineConfigError(
+                f"{len(events.key_names)} keys x {self._span} windows do not fit the vectorised state; "
+                "use a larger slide or fewer keys"
+            )
         self._gid: I64 = _EMPTY.copy()  # sorted group ids in state
         self._cnt: I64 = _EMPTY.copy()
 
@@ -144,59 +152,76 @@ class WindowAggregation:
             return widx * self._slide_us + self._offset_us, key
         return (gid + self._base) * self._slide_us + self._offset_us, None
 
+    def _expand(self, rows: I64) -> tuple[I64, I64]:
+        """(window start us, row index) pairs: every window each row falls in (TimeWindowing)."""
+        t = self._events.event_time_us[rows]
+        last_start = t - np.mod(t - self._offset_us, self._slide_us)
+        if self._k == 1:
+            return last_start, rows
+        ws = np.concatenate([last_start - i * self._slide_us for i in range(self._k)])
+        r = np.tile(rows, self._k)
+        if self._filter:
+            tt = np.tile(t, self._k)
+            keep = (tt >= ws) & (tt < ws + self._size_us)
+            ws, r = ws[keep], r[keep]
+        return ws, r
+
+    def _merge(self, gid: I64) -> I64:
+        """Add the rows' group ids to the state counts; return the distinct ids touched."""
+        u, c = np.unique(gid, return_counts=True)
+        c = c.astype(np.int64)
+        pos: I64 = np.asarray(np.searchsorted(self._gid, u), dtype=np.int64)
+        present: npt.NDArray[np.bool_]
+        if len(self._gid):
+            pos_c = np.minimum(pos, len(self._gid) - 1)
+            present = (pos < len(self._gid)) & (self._gid[pos_c] == u)
+        else:
+            present = np.zeros(len(u), dtype=np.bool_)
+        if present.any():
+            self._cnt[pos[present]] += c[present]
+        if not present.all():
+            newm = ~present
+            self._gid = np.insert(self._gid, pos[newm], u[newm])
+            self._cnt = np.insert(self._cnt, pos[newm], c[newm])
+        return u
+
     def process(self, rows: I64, late_wm_ms: int, evict_wm_ms: int) -> OpResult:
         ev = self._events
         rows = rows[ev.valid[rows]]  # window(): Filter(IsNotNull(event_time)), not counted as late
-        t = ev.event_time_us[rows]
-        last_start = t - np.mod(t - self._offset_us, self._slide_us)
-        if self._k == 1:
-            ws, r, tt = last_start, rows, t
-        else:
-            ws = np.concatenate([last_start - i * self._slide_us for i in range(self._k)])
-            r = np.tile(rows, self._k)
-            tt = np.tile(t, self._k)
-            if self._filter:
-                keep = (tt >= ws) & (tt < ws + self._size_us)
-                ws, r = ws[keep], r[keep]
-        we = ws + self._size_us
-        late_mask = we <= late_wm_ms * 1000
-        widx = (ws - self._offset_us) // self._slide_us - self._base
-        gid = ev.key_codes[r].astype(np.int64) * self._span + widx if self._by_key else widx
-        metric: int | None = None
-        if late_mask.any():
-            lr = r[late_mask]
-            late = _late_rows(
-                ev, self._config, lr, ws[late_mask], we[late_mask], late_wm_ms * 1000 - we[late_mask]
-            )
+        late_us = late_wm_ms * 1000
+        # Bound memory for wide sliding windows: expand at most MAX_PAIRS (row, window) pairs at a time.
+        step = max(1, self.MAX_PAIRS // self._k)
+        late_parts: list[tuple[I64, I64, I64]] = []  # (row, window start, group id)
+        touched: list[I64] = []
+        for i in range(0, len(rows), step):
+            ws, r = self._expand(rows[i : i + step])
+            widx = (ws - self._offset_us) // self._slide_us - self._base
+            gid = ev.key_codes[r].astype(np.int64) * self._span + widx if self._by_key else widx
+            late_mask = ws + self._size_us <= late_us
+            if late_mask.any():
+                late_parts.append((r[late_mask], ws[late_mask], gid[late_mask]))
+                gid = gid[~late_mask]
+            if len(gid):
+                touched.append(self._merge(gid))
+        metric = 0
+        late = LateRows()
+        late_distinct = _EMPTY
+        if late_parts:
+            lr = np.concatenate([x[0] for x in late_parts])
+            lws = np.concatenate([x[1] for x in late_parts])
+            lwe = lws + self._size_us
+            late = _late_rows(ev, self._config, lr, lws, lwe, late_us - lwe)
             late_distinct = np.unique(lr) if self._k > 1 else lr
-            if ev.partition is not None:
-                metric = _distinct_pairs(ev.partition[lr], gid[late_mask])
-            gid = gid[~late_mask]
-        else:
-            late = LateRows()
-            late_distinct = _EMPTY
-            if ev.partition is not None:
-                metric = 0
+            # numRowsDroppedByWatermark: the late filter (StateStoreSaveExec) sees one merged row per
+            # (window[, key]) group after partial aggregation -> shuffle -> PartialMerge, so Spark
+            # counts distinct late groups of the batch, whatever the input partitioning.
+            metric = len(np.unique(np.concatenate([x[2] for x in late_parts])))
         updated = 0
         emitted_gid: I64 = _EMPTY
         emitted_cnt: I64 = _EMPTY
-        if len(gid):
-            u, c = np.unique(gid, return_counts=True)
-            c = c.astype(np.int64)
+        if touched:
+            u = touched[0] if len(touched) == 1 else np.unique(np.concatenate(touched))
             updated = len(u)
-            pos: I64 = np.asarray(np.searchsorted(self._gid, u), dtype=np.int64)
-            present: npt.NDArray[np.bool_]
-            if len(self._gid):
-                pos_c = np.minimum(pos, len(self._gid) - 1)
-                present = (pos < len(self._gid)) & (self._gid[pos_c] == u)
-            else:
-                present = np.zeros(len(u), dtype=np.bool_)
-            if present.any():
-                self._cnt[pos[present]] += c[present]
-            if not present.all():
-                newm = ~present
-                self._gid = np.insert(self._gid, pos[newm], u[newm])
-                self._cnt = np.insert(self._cnt, pos[newm], c[newm])
             if not self._append:
                 emitted_gid = u
                 emitted_cnt = self._cnt[np.searchsorted(self._gid, u)]
@@ -208,10 +233,10 @@ class WindowAggregation:
             evict = starts + self._size_us <= evict_wm_ms * 1000
             removed = int(evict.sum())
             if removed:
+                final_end = starts[evict] + self._size_us  # update mode: final once evicted
                 if self._append:
                     emitted_gid = self._gid[evict]
                     emitted_cnt = self._cnt[evict]
-                    final_end = starts[evict] + self._size_us
                 keep = ~evict
                 self._gid = self._gid[keep]
                 self._cnt = self._cnt[keep]
@@ -274,15 +299,18 @@ class SessionWindowAggregation:
         t = ev.event_time_us[rows]
         end = t + self._gap_us
         late_mask = end <= late_wm_ms * 1000
-        metric: int | None = None
         lr = rows[late_mask]
         late = _late_rows(
             ev, self._config, lr, t[late_mask], end[late_mask], late_wm_ms * 1000 - end[late_mask]
         )
+        # The late filter (SessionWindowStateStoreRestoreExec) reads the map-side partial aggregates,
+        # grouped by (key, session [t, t+gap)) within each input partition, unmerged: one row per
+        # distinct (partition, key, t). Differential seed 23: the same (key, t) late in two inputs
+        # counted twice. Unknown (None) without a partition column.
+        metric: int | None = None
         if ev.partition is not None:
-            # partial aggregation groups rows by (key, session [t, t+gap)) per input partition
-            comb = ev.key_codes[lr].astype(np.int64)
-            metric = _distinct_pairs(ev.partition[lr] * (len(ev.key_names) + 1) + comb, t[late_mask])
+            comb = ev.partition[lr] * (len(ev.key_names) + 1) + ev.key_codes[lr].astype(np.int64)
+            metric = _distinct_pairs(comb, t[late_mask])
         ok = ~late_mask
         keys = ev.key_codes[rows[ok]]
         starts = t[ok]
@@ -400,13 +428,15 @@ class Deduplication:
         lr = rows[late_mask]
         late = _late_rows(ev, self._config, lr, None, None, late_wm_ms * 1000 - t[late_mask])
         ok = ~late_mask
-        keys = ev.key_codes[rows[ok]].tolist()
+        ok_rows = rows[ok]
+        keys = ev.key_codes[ok_rows].tolist()
         times = t[ok].tolist()
         valids = valid[ok].tolist()
         passed = 0
         dups = 0
         mode = self._mode
-        for k, tm, v in zip(keys, times, valids, strict=True):
+        out_mask = np.zeros(len(ok_rows), dtype=np.bool_)
+        for i, (k, tm, v) in enumerate(zip(keys, times, valids, strict=True)):
             if mode == "key":
                 sk: Any = k
                 if sk in self._seen:
@@ -429,6 +459,7 @@ class Deduplication:
                 self._expiry[k] = exp
                 heapq.heappush(self._heap, (exp, k))
             passed += 1
+            out_mask[i] = True
         removed = 0
         ev_us = evict_wm_ms * 1000
         if mode == "key_and_event_time":
@@ -452,6 +483,7 @@ class Deduplication:
             state_rows_removed=removed,
             state_rows_updated=passed,
             dropped_by_watermark_metric=len(lr),
+            passed_rows=ok_rows[out_mask],
         )
 
     def state_rows(self) -> int:

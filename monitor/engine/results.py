@@ -189,13 +189,17 @@ class BatchResult:
         state_rows: rows in state after the batch (``numRowsTotal``).
         state_rows_removed: state rows removed in the batch (``numRowsRemoved``).
         state_rows_updated: state rows written in the batch (``numRowsUpdated``).
-        dropped_by_watermark_metric: reproduction of ``numRowsDroppedByWatermark`` (counted after
-            partial aggregation, per input partition), ``None`` for aggregations when the events have
-            no ``partition`` column.
+        dropped_by_watermark_metric: reproduction of ``numRowsDroppedByWatermark``. For window
+            aggregations Spark filters late rows after partial aggregation, the shuffle and the
+            ``PartialMerge`` aggregate, so it counts distinct late (window[, key]) groups of the batch,
+            which can be fewer than ``late_row_count``. Session windows filter the map-side partial
+            aggregates before any merge: distinct late (input partition, key, event time), ``None``
+            when the events have no ``partition`` column. Dedup: raw late rows.
         event_time: the batch's reported ``eventTime`` stats (first input, in plan order, with rows),
             ``None`` for a batch without rows.
         event_time_by_source: the same stats for every input that had rows.
         source_watermarks_ms: each input's operator watermark after the batch (``None``: no row yet).
+        passed_rows: dedup only: indices (into the events) of the rows output, in output order.
     """
 
     batch_id: int
@@ -219,6 +223,7 @@ class BatchResult:
     event_time: EventTimeStats | None
     event_time_by_source: dict[str, EventTimeStats]
     source_watermarks_ms: dict[str, int | None]
+    passed_rows: I64 = field(default_factory=lambda: _EMPTY)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the shape ``tidegauge whatif --format json`` prints per batch)."""
@@ -299,7 +304,8 @@ class Summary:
         duplicates_dropped: dedup only.
         windows_emitted: emitted window results (append: final windows; update: updates).
         latency: processing-time latency of final results (emitting batch's processing time minus
-            window end), when processing times are known; else ``None``.
+            window end), when processing times are known; else ``None``. In update mode a window's
+            result is final in the batch that evicts it (its last update was already sent).
         event_time_latency: how far the stream's max event time had moved past a window's end when it
             was emitted (the event-time cost of the delay; always available for windows).
         latency_batches: batches between the batch whose input first passed a window's end in event

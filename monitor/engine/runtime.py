@@ -121,6 +121,7 @@ class Runtime:
             future = int((ev.valid[rows] & ~ok).sum())
             rows = rows[ok]
         batch_wm = self._wm
+        assert self._last_batch_wm is None or batch_wm >= self._last_batch_wm, "the watermark went back"
         late_wm = batch_wm
         if self._late_prev:
             late_wm = 0 if self._last_batch_wm is None else self._last_batch_wm
@@ -153,6 +154,7 @@ class Runtime:
             event_time=stats,
             event_time_by_source=by_source,
             source_watermarks_ms={n: w for n, w in zip(self._names, self._source_wm, strict=True)},
+            passed_rows=res.passed_rows,
         )
 
     def _stats(self, rows: I64) -> tuple[EventTimeStats | None, dict[str, EventTimeStats]]:
@@ -200,7 +202,6 @@ class Runtime:
         chosen = min(values) if self.config.policy == "min" else max(values)
         if chosen > self._wm:
             self._wm = chosen
-        assert self._wm >= (self._last_batch_wm or 0), "the watermark went back"
 
     def _bump(self, code: int, max_ms: int) -> None:
         cand = max_ms - int(self._delays[code])
