@@ -87,8 +87,13 @@ def engine_events(scenario: Scenario) -> EventsTable:
 def engine_views(scenario: Scenario) -> list[BatchView]:
     """Runs the engine on the scenario and returns one :class:`BatchView` per batch it ran."""
     result = replay(engine_events(scenario), engine_config(scenario))
-    is_window = isinstance(scenario.operation, WindowSpec)
+    flat_rows = [
+        (row.key, row.event_time_us)
+        for step in range(scenario.step_count)
+        for _, row in scenario.step_rows(step)
+    ]
     operation = scenario.operation
+    is_window = isinstance(operation, WindowSpec)
     fixed_windows = isinstance(operation, WindowSpec) and operation.kind != "session"
     by_key = isinstance(operation, WindowSpec) and operation.by_key
     views: list[BatchView] = []
@@ -99,15 +104,18 @@ def engine_views(scenario: Scenario) -> list[BatchView]:
             data_step = step
             step += 1
         emitted: tuple[tuple[Any, ...], ...] | None = None
-        if is_window:
+        if not is_window:
+            # Dedup: the rows passed, as Spark's sink sees them: (key, event_time_us or None).
+            emitted = _sorted([flat_rows[int(i)] for i in batch.passed_rows])
+        else:
             windows = batch.emitted
-            rows = []
+            rows: list[tuple[Any, ...]] = []
             for i in range(len(windows)):
                 row_key = None if windows.key_codes is None else windows.key_names[int(windows.key_codes[i])]
                 rows.append(
                     (int(windows.start_us[i]), int(windows.end_us[i]), row_key, int(windows.count[i]))
                 )
-            emitted = tuple(sorted(rows, key=lambda r: tuple((v is not None, v) for v in r)))
+            emitted = _sorted(rows)
         views.append(
             BatchView(
                 batch_id=batch.batch_id,
@@ -132,3 +140,8 @@ def _late_groups(late: LateRows, by_key: bool) -> int:
     """Distinct groups among the engine's late (row, window) entries: (window start, window end),
     plus the key when the query groups by it."""
     return len({(row.window_start_ms, row.window_end_ms, row.key if by_key else None) for row in late})
+
+
+def _sorted(rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], ...]:
+    """Rows in the order ``spark_runner`` sorts Spark's (None before any value in each column)."""
+    return tuple(sorted(rows, key=lambda r: tuple((v is not None, v) for v in r)))
