@@ -177,3 +177,28 @@ def test_window_drop_metric_counts_late_groups_after_the_shuffle_not_per_input(s
     assert [b.watermark_ms for b in batches] == [0, T0_MS + 15_000, T0_MS + 15_000]
     assert [b.rows_dropped_by_watermark for b in batches] == [0, 0, 1]
     assert [b.state_rows_total for b in batches] == [1, 1, 1]
+
+
+def test_session_drop_metric_counts_partial_rows_per_input_partition(spark) -> None:  # type: ignore[no-untyped-def]
+    scenario = Scenario(
+        seed=-5,
+        inputs=(
+            InputSpec("in0", 0, (rows(("a", "20")), rows(("a", "05"), ("a", "05"), ("a", "07")))),
+            InputSpec("in1", 0, ((), rows(("a", "05")))),
+        ),
+        operation=WindowSpec("session", 2_000, None, by_key=True),
+        output_mode="append",
+        policy="max",
+    )
+    batches = run(spark, scenario)
+    # batch 0 (wm 0): session a [20,22). in0 wm 20 s, in1 none (0); max -> 20 s.
+    # batch 1 (no-data, wm 20 s): [20,22) ends at 22 > 20: stays.
+    # batch 2 (wm 20 s): every row is late (each row's own session [t, t+2 s) ends <= 20 s).
+    #   Session aggregation has no shuffle-side merge before SessionWindowStateStoreRestoreExec's
+    #   late filter: it sees the map-side partial rows, one per (key, session start) per input
+    #   partition: in0 {(a,05), (a,07)} + in1 {(a,05)} = 3 (raw rows: 4; distinct groups: 2).
+    assert [(b.batch_id, b.data_step) for b in batches] == [(0, 0), (1, None), (2, 1)]
+    assert [b.watermark_ms for b in batches] == [0, T0_MS + 20_000, T0_MS + 20_000]
+    assert [b.rows_dropped_by_watermark for b in batches] == [0, 0, 3]
+    assert [b.state_rows_total for b in batches] == [1, 1, 1]
+    assert [b.emitted for b in batches] == [(), (), ()]
