@@ -1,8 +1,7 @@
 """Runs any number of differential scenarios: ``python -m tests.differential.run --count 200``.
 
-Prints one line per seed (operation, batches, seconds, OK / DIFF / KNOWN <finding>) and, for every
-new disagreement, the scenario and a side-by-side diff. Exit status 1 if any scenario had a
-difference that is not a known open finding (``known.py``), or failed.
+Prints one line per seed (operation, batches, seconds, OK / DIFF) and, for every disagreement, the
+scenario and a side-by-side diff. Exit status 1 if any scenario disagreed or failed.
 ``--spark-only`` runs Spark alone and prints its batches (to inspect Spark's behaviour).
 """
 
@@ -24,7 +23,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tests.differential.compare import compare, render, spark_views
-    from tests.differential.known import split_known
     from tests.differential.scenarios import generate
     from tests.differential.spark_runner import format_batches, get_spark_session, run_scenario
 
@@ -36,7 +34,6 @@ def main(argv: list[str] | None = None) -> int:
         spark = get_spark_session()
     print(f"SparkSession ready in {time.perf_counter() - started:.1f}s", flush=True)
     failed: list[int] = []
-    known_seeds: list[int] = []
     spark_seconds = 0.0
     for seed in range(args.seed_start, args.seed_start + args.count):
         scenario = generate(seed)
@@ -65,23 +62,18 @@ def main(argv: list[str] | None = None) -> int:
             print(scenario.describe())
             continue
         differences = compare(ours, theirs)
-        unexplained, findings = split_known(differences, ours, theirs, scenario)
         status = "OK" if not differences else f"DIFF ({len(differences)})"
-        if differences and not unexplained:
-            status = f"KNOWN {','.join(sorted(findings))}"
-            known_seeds.append(seed)
         print(f"{label}: {len(run.batches)} batches, {run.seconds:.2f}s, {status}", flush=True)
-        if unexplained or args.verbose:
+        if differences or args.verbose:
             print(scenario.describe())
             print(render(ours, theirs, differences))
             print()
-        if unexplained:
+        if differences:
             failed.append(seed)
     total = time.perf_counter() - started
     print(
         f"{args.count} scenarios in {total:.1f}s (Spark queries {spark_seconds:.1f}s); "
-        f"{len(failed)} with new differences or errors: {failed}; "
-        f"{len(known_seeds)} with known open findings only: {known_seeds}"
+        f"{len(failed)} with differences or errors: {failed}"
     )
     return 1 if failed else 0
 

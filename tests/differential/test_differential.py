@@ -5,8 +5,7 @@ Each seed is a random scenario (``scenarios.generate``) run through a real local
 ids including no-data batches, the step each data batch read, the watermark in effect, the emitted
 windows with their counts (dedup: the number of rows passed), state rows total/removed, and
 ``numRowsDroppedByWatermark`` against the engine's reproduction of it. The expected values come from
-Spark itself, an implementation independent of the engine. A difference matching an open finding of
-FINDINGS.md exactly (``known.py``) makes the seed xfail instead of fail; anything else fails.
+Spark itself, an implementation independent of the engine.
 ``python -m tests.differential.run`` runs any number of seeds.
 """
 
@@ -17,7 +16,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.differential.compare import compare, render, spark_views
-from tests.differential.known import split_known
 from tests.differential.scenarios import generate
 
 if TYPE_CHECKING:
@@ -38,8 +36,4 @@ def test_engine_agrees_with_spark(spark: SparkSession, seed: int) -> None:
     ours = spark_views(run_scenario(spark, scenario), scenario)
     theirs = engine_views(scenario)
     differences = compare(ours, theirs)
-    unexplained, findings = split_known(differences, ours, theirs, scenario)
-    assert not unexplained, f"\n{scenario.describe()}\n\n{render(ours, theirs, differences)}"
-    if findings:
-        # Only differences matching an open FINDINGS.md entry's exact signature get here.
-        pytest.xfail(f"known open engine finding(s) {sorted(findings)} (tests/differential/FINDINGS.md)")
+    assert not differences, f"\n{scenario.describe()}\n\n{render(ours, theirs, differences)}"
