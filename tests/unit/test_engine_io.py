@@ -154,3 +154,27 @@ def test_vectorised_csv_path_equals_row_by_row_path(
         slow.key_names,
         slow.bad_rows,
     )
+
+
+def test_from_records_accepts_iso_datetimes_and_micros_and_rejects_naive() -> None:
+    from datetime import UTC, datetime
+
+    from monitor.engine import EventsTable
+    from monitor.errors import InputError
+
+    ev = EventsTable.from_records(
+        [
+            {"event_time": "1970-01-01T00:01:40Z"},
+            {"event_time": datetime(1970, 1, 1, 0, 1, 41, tzinfo=UTC)},
+            {"event_time": 102 * SEC_US},
+            {"event_time": None},
+            {"event_time": "soon"},
+        ]
+    )
+    assert ev.event_time_us[:3].tolist() == [100 * SEC_US, 101 * SEC_US, 102 * SEC_US]
+    assert ev.valid.tolist() == [True, True, True, False, False]
+    assert [(b.line, b.value) for b in ev.bad_rows] == [(5, "soon")]
+    with pytest.raises(InputError, match="timezone-aware"):
+        EventsTable.from_records([{"event_time": datetime(2026, 1, 1)}])
+    with pytest.raises(InputError, match="keys"):
+        EventsTable.from_records([{"event_time": 1}, {"event_time": 2, "batch": 0}])
