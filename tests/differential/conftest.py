@@ -1,4 +1,4 @@
-"""Fixtures of the differential tests: one local SparkSession for the whole test session."""
+"""Fixtures of the differential tests: one local SparkSession shared by all of them."""
 
 from __future__ import annotations
 
@@ -13,9 +13,19 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """The process-wide local[2] SparkSession of ``spark_runner`` (stopped at the end of the run)."""
-    from tests.differential.spark_runner import get_spark_session, stop_spark_session
+def _spark_lifecycle() -> Iterator[None]:
+    """Stops the shared session at the end of the test run."""
+    yield
+    from tests.differential.spark_runner import stop_spark_session
+
+    stop_spark_session()
+
+
+@pytest.fixture
+def spark(_spark_lifecycle: None) -> SparkSession:
+    """The process-wide local[2] SparkSession of ``spark_runner`` (created on first use, re-created if
+    another test stopped it: ``getOrCreate`` elsewhere in the process returns this same session)."""
+    from tests.differential.spark_runner import get_spark_session
 
     with warnings.catch_warnings():
         # Importing pyspark.sql runs pyspark.testing.utils.require_minimum_pandas_version(), which
@@ -23,6 +33,4 @@ def spark() -> Iterator[SparkSession]:
         warnings.filterwarnings(
             "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
         )
-        session = get_spark_session()
-    yield session
-    stop_spark_session()
+        return get_spark_session()

@@ -90,9 +90,12 @@ def get_spark_session() -> SparkSession:
     """The process-wide local SparkSession (created on first call; small JVM, UI off, UTC)."""
     global _SESSION
     with _SESSION_LOCK:
-        if _SESSION is None:
-            from pyspark.sql import SparkSession
+        from pyspark.sql import SparkSession
 
+        if _SESSION is not None and SparkSession.getActiveSession() is None:
+            # Another test stopped the shared session (getOrCreate handed it ours): start a new one.
+            _SESSION = None
+        if _SESSION is None:
             _SESSION = (
                 SparkSession.builder.master("local[2]")
                 .appName("tidegauge-differential")
