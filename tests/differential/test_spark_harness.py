@@ -202,3 +202,36 @@ def test_session_drop_metric_counts_partial_rows_per_input_partition(spark) -> N
     assert [b.rows_dropped_by_watermark for b in batches] == [0, 0, 3]
     assert [b.state_rows_total for b in batches] == [1, 1, 1]
     assert [b.emitted for b in batches] == [(), (), ()]
+
+
+@pytest.mark.parametrize(("first_delay_ms", "k1_passes_again"), [(0, True), (10_000, False)])
+def test_dedup_within_watermark_expiry_uses_the_first_union_inputs_delay(
+    spark,  # type: ignore[no-untyped-def]
+    first_delay_ms: int,
+    k1_passes_again: bool,
+) -> None:
+    fast = InputSpec("fast", 0, (rows(("k2", "10")), rows(("k1", "15"))))
+    slow = InputSpec("slow", 10_000, (rows(("k1", "10")), ()))
+    scenario = Scenario(
+        seed=-6,
+        inputs=(fast, slow) if first_delay_ms == 0 else (slow, fast),
+        operation=DedupSpec("within_watermark"),
+        output_mode="append",
+        policy="max",
+    )
+    batches = run(spark, scenario)
+    # batch 0 (wm 0): k1@10 (slow) and k2@10 (fast) pass. Watermarks: fast 10 s - 0, slow 10 s - 10 s;
+    #   max policy -> 10 s. Each state entry expires at event_time + delay, and the delay is the one on
+    #   the union's output column, i.e. the FIRST union input's, for rows of every input.
+    # batch 1 (no-data, wm 10 s): first = fast (0 s): both entries expire at 10 s <= 10 s, removed;
+    #   first = slow (10 s): both expire at 20 s, kept.
+    # batch 2 (wm 10 s): k1@15 is not late (15 > 10); it passes only if k1's entry was removed.
+    # batch 3 (no-data, wm 15 s): first = fast: k1@15 expires at 15 s -> removed; else nothing (20 s).
+    assert [(b.batch_id, b.data_step) for b in batches] == [(0, 0), (1, None), (2, 1), (3, None)]
+    assert batches[0].emitted == (("k1", T0_US + 10 * S), ("k2", T0_US + 10 * S))
+    if k1_passes_again:
+        assert [b.state_rows_total for b in batches] == [2, 0, 1, 0]
+        assert batches[2].emitted == (("k1", T0_US + 15 * S),)
+    else:
+        assert [b.state_rows_total for b in batches] == [2, 2, 2, 2]
+        assert batches[2].emitted == ()
