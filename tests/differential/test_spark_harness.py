@@ -14,9 +14,16 @@ documented rules, not copied from a run:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from tests.differential.scenarios import DedupSpec, EventRow, InputSpec, Scenario, WindowSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from tests.differential.spark_runner import SparkBatch
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -36,13 +43,13 @@ def rows(*items: tuple[str, str | None]) -> tuple[EventRow, ...]:
     return tuple(EventRow(None if t is None else at(t), key) for key, t in items)
 
 
-def run(spark, scenario):  # type: ignore[no-untyped-def]
+def run(spark: SparkSession, scenario: Scenario) -> list[SparkBatch]:
     from tests.differential.spark_runner import run_scenario
 
     return run_scenario(spark, scenario).batches
 
 
-def test_tumbling_append_no_data_batches_and_partial_aggregate_drop_count(spark) -> None:  # type: ignore[no-untyped-def]
+def test_tumbling_append_no_data_batches_and_partial_aggregate_drop_count(spark: SparkSession) -> None:
     scenario = Scenario(
         seed=-1,
         inputs=(
@@ -95,7 +102,7 @@ def test_tumbling_append_no_data_batches_and_partial_aggregate_drop_count(spark)
     assert [b.num_input_rows for b in batches] == [4, 0, 2, 0, 3, 0]
 
 
-def test_dedup_with_event_time_two_inputs_max_policy_delay_zero_equal_and_sub_ms(spark) -> None:  # type: ignore[no-untyped-def]
+def test_dedup_with_event_time_two_inputs_max_policy_delay_zero_equal_and_sub_ms(spark: SparkSession) -> None:
     scenario = Scenario(
         seed=-2,
         inputs=(
@@ -130,7 +137,7 @@ def test_dedup_with_event_time_two_inputs_max_policy_delay_zero_equal_and_sub_ms
     assert [b.rows_dropped_by_watermark for b in batches] == [0, 0, 2]
 
 
-def test_min_policy_with_silent_input_holds_watermark_at_zero(spark) -> None:  # type: ignore[no-untyped-def]
+def test_min_policy_with_silent_input_holds_watermark_at_zero(spark: SparkSession) -> None:
     scenario = Scenario(
         seed=-3,
         inputs=(
@@ -154,7 +161,7 @@ def test_min_policy_with_silent_input_holds_watermark_at_zero(spark) -> None:  #
     assert [b.state_rows_total for b in batches] == [2, 3]
 
 
-def test_window_drop_metric_counts_late_groups_after_the_shuffle_not_per_input(spark) -> None:  # type: ignore[no-untyped-def]
+def test_window_drop_metric_counts_late_groups_after_the_shuffle_not_per_input(spark: SparkSession) -> None:
     scenario = Scenario(
         seed=-4,
         inputs=(
@@ -179,7 +186,7 @@ def test_window_drop_metric_counts_late_groups_after_the_shuffle_not_per_input(s
     assert [b.state_rows_total for b in batches] == [1, 1, 1]
 
 
-def test_session_drop_metric_counts_partial_rows_per_input_partition(spark) -> None:  # type: ignore[no-untyped-def]
+def test_session_drop_metric_counts_partial_rows_per_input_partition(spark: SparkSession) -> None:
     scenario = Scenario(
         seed=-5,
         inputs=(
@@ -206,7 +213,7 @@ def test_session_drop_metric_counts_partial_rows_per_input_partition(spark) -> N
 
 @pytest.mark.parametrize(("first_delay_ms", "k1_passes_again"), [(0, True), (10_000, False)])
 def test_dedup_within_watermark_expiry_uses_the_first_union_inputs_delay(
-    spark,  # type: ignore[no-untyped-def]
+    spark: SparkSession,
     first_delay_ms: int,
     k1_passes_again: bool,
 ) -> None:
