@@ -1,0 +1,326 @@
+"""Runs a :class:`~tests.differential.scenarios.Scenario` through real PySpark and records each batch.
+
+How the query is built (one query per scenario, one SparkSession per process):
+
+- **One JSON file source** reading a directory; every row carries an ``input`` column. Each scenario
+  input is ``source.filter(input = name).withWatermark("event_time", delay)``; the inputs are then
+  ``unionByName``-ed. Spark's ``WatermarkTracker`` keeps one watermark per ``EventTimeWatermarkExec``
+  node, whatever source feeds it, so this is the multiple-watermark setup of a union of separate
+  streams, with one difference that matters here: a step's rows for all inputs arrive in one file,
+  written atomically (hidden name, then rename), so they are always in the same micro-batch. With one
+  file source per input the query thread could start a batch between two inputs' files.
+- The operation (window count or dedup), ``outputMode``, and ``foreachBatch`` that runs exactly ONE
+  action (``collect()``) on the batch: a second action would run the stateful operator twice and
+  double every state metric (see shared fixture ``progress_gt_b2_foreachBatch_orderBy_doublecount``).
+- Driving: per step, write the step's file, then ``processAllAvailable()``, which returns only after
+  Spark has run the data batch and every no-data batch it decided to run on its own
+  (``spark.sql.streaming.noDataMicroBatches.enabled`` is left at its default, true).
+
+Each batch is recorded from the ``foreachBatch`` call (batch id, rows) and from ``query.recentProgress``
+(watermark in effect = ``eventTime.watermark``, ``eventTime.min/max/avg`` (absent in a batch without
+rows), ``numInputRows``, the stateful operator's ``numRowsTotal`` / ``numRowsUpdated`` /
+``numRowsRemoved`` / ``numRowsDroppedByWatermark``).
+
+Emitted rows are normalised to plain tuples of integers/strings:
+window aggregation -> ``(start_us, end_us, key or None, count)``; dedup -> ``(key, event_time_us or None)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tests.differential.scenarios import DedupSpec, Scenario, WindowSpec, iso_to_us
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Fixed so that numRowsDroppedByWatermark (counted per shuffle partition after partial aggregation)
+#: is reproducible; recorded in every SparkRun.
+SHUFFLE_PARTITIONS = 2
+
+EmittedRow = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class SparkBatch:
+    """One micro-batch as Spark ran it. ``data_step`` is the scenario step whose file it read, or None
+    for a no-data batch Spark ran on its own. ``watermark_ms`` is the watermark in effect during the
+    batch (``eventTime.watermark`` of its progress; epoch ms). ``emitted`` is sorted."""
+
+    batch_id: int
+    data_step: int | None
+    watermark_ms: int | None
+    num_input_rows: int
+    emitted: tuple[EmittedRow, ...]
+    state_operator: str | None
+    state_rows_total: int | None
+    state_rows_updated: int | None
+    state_rows_removed: int | None
+    rows_dropped_by_watermark: int | None
+    event_time_min_ms: int | None = None
+    event_time_max_ms: int | None = None
+    event_time_avg_ms: int | None = None
+
+
+@dataclass
+class SparkRun:
+    """All batches of one scenario run, in batch-id order, plus the run's timing and settings."""
+
+    scenario_seed: int
+    batches: list[SparkBatch] = field(default_factory=list)
+    shuffle_partitions: int = SHUFFLE_PARTITIONS
+    seconds: float = 0.0
+
+
+_SESSION_LOCK = threading.Lock()
+_SESSION: SparkSession | None = None
+
+
+def get_spark_session() -> SparkSession:
+    """The process-wide local SparkSession (created on first call; small JVM, UI off, UTC)."""
+    global _SESSION
+    with _SESSION_LOCK:
+        from pyspark.sql import SparkSession
+
+        if _SESSION is not None and SparkSession.getActiveSession() is None:
+            # Another test stopped the shared session (getOrCreate handed it ours): start a new one.
+            _SESSION = None
+        if _SESSION is None:
+            _SESSION = (
+                SparkSession.builder.master("local[2]")
+                .appName("tidegauge-differential")
+                .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
+                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+                .config("spark.sql.session.timeZone", "UTC")
+                .config("spark.driver.memory", "768m")
+                .config("spark.sql.streaming.noDataProgressEventInterval", "3600000")
+                .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
+                .config("spark.sql.adaptive.enabled", "false")
+                .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+                .getOrCreate()
+            )
+            _SESSION.sparkContext.setLogLevel("ERROR")
+        return _SESSION
+
+
+def stop_spark_session() -> None:
+    """Stops the process-wide session if one was created."""
+    global _SESSION
+    with _SESSION_LOCK:
+        if _SESSION is not None:
+            _SESSION.stop()
+            _SESSION = None
+
+
+def watermark_iso_to_ms(text: str) -> int:
+    """Spark progress ``eventTime.watermark`` (``2026-01-01T00:00:05.123Z``) -> epoch milliseconds."""
+    return iso_to_us(text) // 1_000
+
+
+def build_query_frame(spark: SparkSession, scenario: Scenario, input_dir: Path) -> DataFrame:
+    """The streaming DataFrame for ``scenario``: watermarked inputs, union, operation, normalised
+    output columns. Raises ValueError for an operation it does not know."""
+    from pyspark.sql import functions as F
+
+    source = spark.readStream.schema("input STRING, key STRING, event_time TIMESTAMP").json(str(input_dir))
+    union: DataFrame | None = None
+    for spec in scenario.inputs:
+        one = (
+            source.filter(F.col("input") == spec.name)
+            .withWatermark("event_time", f"{spec.delay_ms} milliseconds")
+            .select("key", "event_time")
+        )
+        union = one if union is None else union.unionByName(one)
+    assert union is not None
+    operation = scenario.operation
+    if isinstance(operation, WindowSpec):
+        if operation.kind == "tumbling":
+            window = F.window("event_time", f"{operation.size_ms} milliseconds")
+        elif operation.kind == "sliding":
+            window = F.window(
+                "event_time", f"{operation.size_ms} milliseconds", f"{operation.slide_ms} milliseconds"
+            )
+        elif operation.kind == "session":
+            window = F.session_window("event_time", f"{operation.size_ms} milliseconds")
+        else:
+            raise ValueError(f"unknown window kind {operation.kind!r}")
+        grouping = [window.alias("window")] + ([F.col("key")] if operation.by_key else [])
+        counted = union.groupBy(*grouping).count()
+        key_col = F.col("key") if operation.by_key else F.lit(None).cast("string")
+        return counted.select(
+            F.unix_micros(F.col("window.start")).alias("start_us"),
+            F.unix_micros(F.col("window.end")).alias("end_us"),
+            key_col.alias("key"),
+            F.col("count"),
+        )
+    if isinstance(operation, DedupSpec):
+        if operation.kind == "with_event_time":
+            deduped = union.dropDuplicates(["key", "event_time"])
+        elif operation.kind == "without_event_time":
+            deduped = union.dropDuplicates(["key"])
+        elif operation.kind == "within_watermark":
+            deduped = union.dropDuplicatesWithinWatermark(["key"])
+        else:
+            raise ValueError(f"unknown dedup kind {operation.kind!r}")
+        return deduped.select(F.col("key"), F.unix_micros(F.col("event_time")).alias("event_time_us"))
+    raise ValueError(f"unknown operation {operation!r}")
+
+
+def _write_step_file(input_dir: Path, scenario: Scenario, step: int) -> None:
+    """Writes one step's rows as one JSON-lines file, atomically (hidden temp name, then rename;
+    the file source ignores names starting with a dot)."""
+    temp = input_dir / f".step{step:03d}.tmp"
+    with temp.open("w", encoding="utf-8") as handle:
+        for name, row in scenario.step_rows(step):
+            handle.write(json.dumps({"input": name, "key": row.key, "event_time": row.event_time}) + "\n")
+    os.replace(temp, input_dir / f"step{step:03d}.json")
+
+
+def run_scenario(spark: SparkSession, scenario: Scenario, work_dir: Path | None = None) -> SparkRun:
+    """Runs ``scenario`` as a streaming query and returns every batch Spark ran, data and no-data.
+
+    ``work_dir``: parent for the input and checkpoint directories (a fresh temp dir, removed
+    afterwards). Raises RuntimeError if Spark runs more than one data batch for a step or if a batch's
+    progress is missing; Spark's own exceptions (StreamingQueryException) propagate.
+    """
+    started = time.perf_counter()
+    base = Path(tempfile.mkdtemp(prefix=f"diff-{scenario.seed}-", dir=work_dir))
+    try:
+        input_dir = base / "input"
+        input_dir.mkdir()
+        frame = build_query_frame(spark, scenario, input_dir)
+        collected: dict[int, list[EmittedRow]] = {}
+
+        def sink(batch_df: DataFrame, batch_id: int) -> None:
+            # Exactly one action per batch: a second one would double the state metrics.
+            collected[batch_id] = [tuple(row) for row in batch_df.collect()]
+
+        # Runtime SQL confs are set per query, in case another test module created the session
+        # (getOrCreate then returns it with that module's settings).
+        spark.conf.set("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+        spark.conf.set("spark.sql.streaming.multipleWatermarkPolicy", scenario.policy)
+        query = (
+            frame.writeStream.outputMode(scenario.output_mode)
+            .foreachBatch(sink)
+            .option("checkpointLocation", str(base / "checkpoint"))
+            .queryName(f"diff_{scenario.seed}")
+            .start()
+        )
+        step_of_batch: dict[int, int | None] = {}
+        try:
+            for step in range(scenario.step_count):
+                before = set(collected)
+                _write_step_file(input_dir, scenario, step)
+                query.processAllAvailable()
+                new_ids = sorted(set(collected) - before)
+                for batch_id in new_ids:
+                    step_of_batch[batch_id] = None
+                if new_ids:
+                    # The file lands in the first batch that runs after it was written.
+                    step_of_batch[new_ids[0]] = step
+            progress = list(query.recentProgress)
+        finally:
+            query.stop()
+        run = SparkRun(scenario_seed=scenario.seed)
+        run.batches = _assemble(collected, step_of_batch, progress)
+        _check_one_batch_per_step(run, scenario)
+        run.seconds = time.perf_counter() - started
+        return run
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _assemble(
+    collected: dict[int, list[EmittedRow]],
+    step_of_batch: dict[int, int | None],
+    progress: list[Any],
+) -> list[SparkBatch]:
+    by_batch: dict[int, Any] = {}
+    for item in progress:
+        # Idle progress events repeat a batch id without running it; they lack durationMs.addBatch.
+        if "addBatch" in (item.durationMs or {}):
+            by_batch[item.batchId] = item
+    batches = []
+    for batch_id in sorted(collected):
+        item = by_batch.get(batch_id)
+        if item is None:
+            raise RuntimeError(f"no progress recorded for batch {batch_id}")
+        event_time = item.eventTime or {}
+        watermark = event_time.get("watermark")
+        operators = list(item.stateOperators or [])
+        if len(operators) > 1:
+            raise RuntimeError(f"batch {batch_id}: expected one stateful operator, got {len(operators)}")
+        op = operators[0] if operators else None
+        batches.append(
+            SparkBatch(
+                batch_id=batch_id,
+                data_step=step_of_batch.get(batch_id),
+                watermark_ms=None if watermark is None else watermark_iso_to_ms(watermark),
+                num_input_rows=int(item.numInputRows),
+                emitted=tuple(sorted(collected[batch_id], key=_sort_key)),
+                state_operator=None if op is None else op.operatorName,
+                state_rows_total=None if op is None else int(op.numRowsTotal),
+                state_rows_updated=None if op is None else int(op.numRowsUpdated),
+                state_rows_removed=None if op is None else int(op.numRowsRemoved),
+                rows_dropped_by_watermark=None if op is None else int(op.numRowsDroppedByWatermark),
+                event_time_min_ms=_opt_ms(event_time.get("min")),
+                event_time_max_ms=_opt_ms(event_time.get("max")),
+                event_time_avg_ms=_opt_ms(event_time.get("avg")),
+            )
+        )
+    return batches
+
+
+def _opt_ms(text: str | None) -> int | None:
+    return None if text is None else watermark_iso_to_ms(text)
+
+
+def _sort_key(row: EmittedRow) -> tuple[Any, ...]:
+    """Sorts rows with None before any value in each column."""
+    return tuple((value is not None, value) for value in row)
+
+
+def _check_one_batch_per_step(run: SparkRun, scenario: Scenario) -> None:
+    steps = [b.data_step for b in run.batches if b.data_step is not None]
+    if steps != list(range(scenario.step_count)):
+        raise RuntimeError(f"seed {scenario.seed}: data batches map to steps {steps}")
+    for batch in run.batches:
+        expected_rows = len(scenario.step_rows(batch.data_step)) if batch.data_step is not None else 0
+        if batch.num_input_rows != expected_rows:
+            raise RuntimeError(
+                f"seed {scenario.seed}: batch {batch.batch_id} read {batch.num_input_rows} rows, "
+                f"expected {expected_rows}"
+            )
+
+
+def format_batches(batches: list[SparkBatch], render_row: Callable[[EmittedRow], str] | None = None) -> str:
+    """One line per batch (for logs and failure messages)."""
+    show = render_row or repr
+    lines = []
+    for b in batches:
+        wm = "-" if b.watermark_ms is None else _ms_iso(b.watermark_ms)
+        lines.append(
+            f"batch {b.batch_id} step={b.data_step} wm={wm} in={b.num_input_rows} "
+            f"state={b.state_rows_total} removed={b.state_rows_removed} "
+            f"dropped={b.rows_dropped_by_watermark} "
+            f"emitted=[{', '.join(show(r) for r in b.emitted)}]"
+        )
+    return "\n".join(lines)
+
+
+def _ms_iso(ms: int) -> str:
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
