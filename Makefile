@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench system-deps clean
+.PHONY: demo test lint typecheck bench differential system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,12 @@ typecheck: $(STAMP)
 ## Benchmarks (not part of the test suite); figures go into the issue notes.
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.run_all
+
+## Differential tests: N seeded scenarios (seeds S..S+N-1) through real PySpark and the reference engine.
+N ?= 200
+S ?= 0
+differential: $(STAMP) system-deps
+	$(BIN)/python -m tests.differential.run --count $(N) --seed-start $(S)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
