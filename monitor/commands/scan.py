@@ -1,14 +1,252 @@
-"""``tidegauge scan``: placeholder until the event-log collector lands (issue 2)."""
+"""``tidegauge scan``: read Spark event logs and progress JSON files, print batch timelines and findings.
+
+Composition root of a one-shot scan: it reads the wall clock once (the poll's ``now``), builds the
+collectors, optionally stores what was read (``--db``), runs the detectors and sets the exit code:
+0 no finding reached ``--fail-on`` (or no ``--fail-on``), 1 one did, 2 bad input (a missing path, an
+unknown format, a corrupt compressed frame, a truncated or invalid line: one line on stderr naming the
+file; the other inputs are still scanned and reported).
+"""
 
 from __future__ import annotations
 
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib.resources import as_file, files
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from collectors.spark.codecs import CodecError, codec_for_name
+from collectors.spark.eventlog import APPSTATUS_PREFIX, EventLogCollector, MemoryCursorStore, is_rolling_dir
+from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
+from collectors.spark.progress_files import COLLECTOR_NAME as PROGRESS_COLLECTOR
+from collectors.spark.progress_files import looks_like_event_log, read_progress_file
+from monitor.errors import InputError
+from monitor.model import CollectorError, PollResult, Severity
+from monitor.scan_report import build_report, render_json, render_text
+from rules.scan_rules import ScanRulesConfig
+
+__all__ = ["ScanInputs", "classify_inputs", "parse_duration", "register", "store_polls"]
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``"1h"``, ``"30m"``, ``"90s"``, ``"2d"``, ``"500ms"`` (a bare number is seconds) -> timedelta.
+
+    Raises:
+        InputError: not a duration.
+    """
+    match = _DURATION.match(text)
+    if match is None:
+        raise InputError(f"--future-skew: not a duration: {text!r} (examples: 1h, 30m, 90s, 2d)")
+    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"])
+
+
+@dataclass
+class ScanInputs:
+    """Paths sorted by how to read them, the errors of those that cannot be read at all, and the files
+    found inside directories (``implicit``: skipped with a warning rather than an error when unreadable)."""
+
+    event_logs: list[Path] = field(default_factory=list)
+    progress_files: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    implicit: set[Path] = field(default_factory=set)
+
+
+def _classify_file(path: Path, inputs: ScanInputs, implicit: bool) -> None:
+    problems = inputs.warnings if implicit else inputs.errors
+    skipped = " (skipped)" if implicit else ""
+    try:
+        codec = codec_for_name(path.name)
+    except CodecError as exc:
+        problems.append(f"{path}: unknown format: {exc}{skipped}")
+        return
+    if codec is not None:
+        inputs.event_logs.append(path)
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        problems.append(f"{path}: cannot read: {exc.strerror or exc}{skipped}")
+        return
+    if looks_like_event_log(head):
+        inputs.event_logs.append(path)
+    elif head.lstrip()[:1] in (b"{", b"["):
+        inputs.progress_files.append(path)
+        if implicit:
+            inputs.implicit.add(path)
+    else:
+        problems.append(f"{path}: unknown format (neither a Spark event log nor streaming progress JSON){skipped}")
+
+
+def classify_inputs(paths: list[Path]) -> ScanInputs:
+    """Sort ``paths`` into event logs and progress files.
+
+    Files named by a Spark codec or starting with ``{"Event":`` are event logs; other files starting with
+    ``{`` or ``[`` are progress JSON; anything else is an unknown format (an error). A rolling directory
+    ``eventlog_v2_<app>`` is one event log; another directory is expanded one level: its rolling
+    directories and its files, classified the same way (files inside that are neither are skipped with a
+    warning; hidden files and ``appstatus_*`` markers are ignored).
+    """
+    inputs = ScanInputs()
+    for path in paths:
+        if path.is_dir():
+            if is_rolling_dir(path):
+                inputs.event_logs.append(path)
+                continue
+            for entry in sorted(path.iterdir(), key=lambda p: p.name):
+                if entry.name.startswith((".", APPSTATUS_PREFIX)):
+                    continue
+                if entry.is_dir():
+                    if is_rolling_dir(entry):
+                        inputs.event_logs.append(entry)
+                elif entry.is_file():
+                    _classify_file(entry, inputs, implicit=True)
+        elif path.is_file():
+            _classify_file(path, inputs, implicit=False)
+        else:
+            inputs.errors.append(f"{path}: no such file or directory")
+    return inputs
+
+
+def store_polls(db_url: str, polls: list[tuple[str, PollResult]], cursors: dict[str, dict[str, Any]], now: datetime) -> str:
+    """Save ``polls`` (collector name, result) and the event-log ``cursors`` in one transaction.
+
+    Storage is idempotent (re-scanning the same file stores each batch once). The cursors let the daemon
+    continue tailing where the scan stopped. Returns a one-line summary.
+
+    Raises:
+        InputError: the database cannot be opened or written (message without the password).
+        SchemaOutdatedError: the schema is not current (run ``tidegauge db upgrade``).
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from monitor.store import open_store, redact_url, save_poll, set_cursor
+
+    try:
+        store = open_store(db_url)
+        try:
+            with store.sessions.begin() as session:
+                saved = 0
+                for collector, poll in polls:
+                    counts = save_poll(session, poll, collector=collector)
+                    saved += counts.samples_inserted
+                for target, state in cursors.items():
+                    set_cursor(session, EVENTLOG_COLLECTOR, target, state, now)
+        finally:
+            store.dispose()
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise InputError(f"database {redact_url(db_url)}: {reason}") from None
+    return f"stored {saved} new samples in {redact_url(db_url)}"
+
+
+@contextmanager
+def _demo_path() -> Iterator[Path]:
+    """The bundled rolling event-log directory (package data ``monitor/demo/eventlog_v2_*``)."""
+    with as_file(files("monitor").joinpath("demo")) as demo:
+        candidates = sorted(p for p in Path(demo).iterdir() if p.name.startswith("eventlog_v2_"))
+        if not candidates:
+            raise InputError(f"{demo}: the bundled demo event log is missing")
+        yield candidates[0]
+
+
+def _error_line(error: CollectorError) -> str:
+    return error.message if error.target in error.message else f"{error.target}: {error.message}"
+
+
+def _run_scan(
+    paths: list[Path], fmt: str, skew: timedelta, fail_on: Severity | None, db: str | None
+) -> int:
+    now = datetime.now(UTC)
+    inputs = classify_inputs(paths)
+    bad = list(inputs.errors)
+    warnings = list(inputs.warnings)
+    polls: list[tuple[str, PollResult]] = []
+    cursors = MemoryCursorStore()
+    if inputs.event_logs:
+        poll = EventLogCollector(inputs.event_logs, cursors).poll(now)
+        for error in poll.errors:
+            (warnings if error.retryable else bad).append(_error_line(error))
+        polls.append((EVENTLOG_COLLECTOR, poll))
+    for path in inputs.progress_files:
+        try:
+            samples, raw = read_progress_file(path)
+        except InputError as exc:
+            (warnings if path in inputs.implicit else bad).append(
+                f"{exc} (skipped)" if path in inputs.implicit else str(exc)
+            )
+            continue
+        except OSError as exc:
+            bad.append(f"{path}: cannot read: {exc.strerror or exc}")
+            continue
+        polls.append((PROGRESS_COLLECTOR, PollResult(tuple(samples), (), tuple(raw))))
+    samples = [s for _, poll in polls for s in poll.samples]
+    report = build_report(ScanRulesConfig(future_skew=skew), samples, bad)
+    for line in bad:
+        print(f"tidegauge: error: {line}", file=sys.stderr)
+    for line in warnings:
+        print(f"tidegauge: warning: {line}", file=sys.stderr)
+    if db is not None:
+        print(store_polls(db, polls, cursors.states, now), file=sys.stderr)
+    typer.echo(render_json(report) if fmt == "json" else render_text(report))
+    if bad:
+        return 2
+    if fail_on is not None and report.findings and report.worst() >= fail_on:
+        return 1
+    return 0
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``scan`` command to ``app``."""
 
     @app.command("scan")
-    def scan(demo: bool = typer.Option(False, "--demo", help="Scan the bundled recorded event log.")) -> None:
-        """Scan Spark event logs and progress files (not implemented yet)."""
-        raise typer.Exit(code=2)
+    def scan(
+        paths: list[Path] = typer.Argument(  # noqa: B008
+            None, help="Event-log files or directories, and progress JSON files.", show_default=False
+        ),
+        fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
+        future_skew: str = typer.Option(
+            "1h", "--future-skew", help="How far ahead of a batch's time an event time may be (1h, 30m, 90s)."
+        ),
+        fail_on: str | None = typer.Option(
+            None, "--fail-on", help="Exit with code 1 if a finding is at least this severe: warning or critical."
+        ),
+        db: str | None = typer.Option(
+            None, "--db", metavar="URL", help="Also store what was read in this database (run `tidegauge db upgrade` first)."
+        ),
+        demo: bool = typer.Option(False, "--demo", help="Scan the bundled recorded Spark 4.3.0 event log."),
+    ) -> None:
+        """Scan Spark event logs and progress files: per-query batch timelines and findings.
+
+        Reads event logs (single files, .inprogress files, rolling eventlog_v2_* directories; zstd, lz4, snappy, lzf or plain) and progress JSON (one object, an array, or JSON lines). Prints per query the batches (id, time, input rows, watermark and its advance, event-time max, rows dropped by the watermark, state rows) and the findings: watermark stall, future-timestamp jump, late rows dropped, state growth.
+
+        --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
+
+        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input.
+        """
+        if fmt not in ("text", "json"):
+            raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
+        skew = parse_duration(future_skew)
+        try:
+            threshold = Severity.parse(fail_on) if fail_on is not None else None
+        except ValueError as exc:
+            raise InputError(f"--fail-on: {exc}") from None
+        given = list(paths or [])
+        if demo:
+            with _demo_path() as demo_path:
+                code = _run_scan([demo_path, *given], fmt, skew, threshold, db)
+        else:
+            if not given:
+                raise InputError("scan: give at least one PATH (or --demo)")
+            code = _run_scan(given, fmt, skew, threshold, db)
+        raise typer.Exit(code=code)

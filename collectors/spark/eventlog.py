@@ -1,0 +1,577 @@
+"""Spark event logs -> samples: read and tail single files, ``.inprogress`` files and rolling directories.
+
+Layout (Spark's ``EventLogFileWriters.scala``):
+
+- single file: ``<app>[_<attempt>][.<codec>][.inprogress]`` (``SingleEventLogFileWriter``); the
+  ``.inprogress`` suffix is removed when the application ends.
+- rolling directory (``spark.eventLog.rolling.enabled``): ``eventlog_v2_<app>/`` holding
+  ``events_<n>_<app>[.<codec>]`` (``n`` = 1, 2, ...; a compacted one ends in ``.compact``) and a zero-byte
+  ``appstatus_<app>[.inprogress]`` (``RollingEventLogFilesWriter``). Only the last events file can still
+  grow; the application is complete once ``appstatus`` has lost ``.inprogress``.
+
+Only the structured-streaming listener events are kept (``StreamingQueryListener$Query{Started,Progress,
+Idle,Terminated}Event``); every other line is skipped without being parsed: the collector searches each
+decompressed chunk for the bytes ``StreamingQueryListener$Query`` and only parses lines where they occur
+within the first :data:`MARKER_WINDOW` bytes (the ``"Event"`` field Spark writes first).
+
+Tailing: each file has a :class:`FileCursor` kept in a :class:`CursorStore` (in memory for ``scan``,
+in the database for the daemon). A poll reads from the cursor's offset to the last newline; a partial last
+line stays for the next poll. Offsets count *decompressed* bytes: a plain file is read from there with a
+seek. A compressed file that is still being written keeps its decoder in memory between polls, so the next
+poll only decompresses the new bytes; without it (a new process, or a cursor from the database) the file is
+decompressed again from its start and the bytes before the offset are discarded. A file whose device/inode
+changed, that shrank, or whose first bytes differ from what was read before was rotated or rewritten: it
+is read again from the start and a retryable :class:`monitor.model.CollectorError` says so. When Spark
+renames ``<app>[.codec].inprogress`` to ``<app>[.codec]`` at the end of the application, the file keeps its
+inode, and the collector carries the cursor over to the new name instead of reading the file again.
+
+A ``QueryTerminatedEvent`` carries no timestamp and no name in Spark; its sample takes the last time and the
+name seen for that run (``id`` + ``runId``) or, when the collector never saw that run, the poll's ``now``
+(and no name).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
+from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
+from monitor.errors import EventLogError, ProgressFormatError
+from monitor.model import CollectorError, JobRef, PollResult, Sample
+
+__all__ = [
+    "COLLECTOR_NAME",
+    "MARKER",
+    "MARKER_WINDOW",
+    "CursorStore",
+    "EventLogCollector",
+    "EventLogFile",
+    "FileCursor",
+    "MemoryCursorStore",
+    "discover_event_logs",
+    "is_rolling_dir",
+]
+
+COLLECTOR_NAME = "spark-eventlog"
+MARKER = b"StreamingQueryListener$Query"
+MARKER_WINDOW = 200
+ROLLING_DIR_PREFIX = "eventlog_v2_"
+EVENTS_FILE_PREFIX = "events_"
+APPSTATUS_PREFIX = "appstatus_"
+HEAD_BYTES = 4096
+CHUNK_BYTES = 1 << 20
+COMPRESSED_READ_DIVISOR = 16
+
+
+@dataclass(frozen=True, slots=True)
+class FileCursor:
+    """Where reading one event-log file stopped.
+
+    Attributes:
+        identity: ``"<st_dev>:<st_ino>"`` of the file when it was read.
+        head_sha256: SHA-256 hex of the file's first ``head_len`` bytes (as stored, i.e. compressed).
+        head_len: how many leading bytes ``head_sha256`` covers (``min(size, 4096)``).
+        size: file size in bytes (as stored) when it was read.
+        offset: bytes of the *decompressed* stream consumed: the end of the last complete line read.
+        line_no: complete lines consumed (the next line is ``line_no + 1``, 1-based).
+    """
+
+    identity: str
+    head_sha256: str
+    head_len: int
+    size: int
+    offset: int
+    line_no: int
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON-serializable state for a :class:`CursorStore`."""
+        return {
+            "v": 1,
+            "identity": self.identity,
+            "head_sha256": self.head_sha256,
+            "head_len": self.head_len,
+            "size": self.size,
+            "offset": self.offset,
+            "line_no": self.line_no,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> FileCursor | None:
+        """Inverse of :meth:`to_state`; ``None`` for a state of another version or shape (read again)."""
+        try:
+            if state.get("v") != 1:
+                return None
+            return cls(
+                identity=str(state["identity"]),
+                head_sha256=str(state["head_sha256"]),
+                head_len=int(state["head_len"]),
+                size=int(state["size"]),
+                offset=int(state["offset"]),
+                line_no=int(state["line_no"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+class CursorStore(Protocol):
+    """Keeps one opaque JSON state per target (an event-log file path) for one collector."""
+
+    def get(self, target: str) -> dict[str, Any] | None:
+        """The state saved for ``target``, or ``None``."""
+        ...
+
+    def set(self, target: str, state: dict[str, Any]) -> None:
+        """Save ``state`` for ``target`` (replacing any previous one)."""
+        ...
+
+
+@dataclass
+class MemoryCursorStore:
+    """A :class:`CursorStore` in a dict (for ``scan`` without ``--db`` and for tests)."""
+
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def get(self, target: str) -> dict[str, Any] | None:
+        """The state saved for ``target``, or ``None``."""
+        return self.states.get(target)
+
+    def set(self, target: str, state: dict[str, Any]) -> None:
+        """Save ``state`` for ``target``."""
+        self.states[target] = dict(state)
+
+
+@dataclass(frozen=True, slots=True)
+class EventLogFile:
+    """One event-log file to read.
+
+    Attributes:
+        path: the file.
+        app_id: Spark application id (and attempt) from the file or directory name.
+        complete: the file will not grow any more (a single file without ``.inprogress``; a rolling file
+            that is not the last one, or whose ``appstatus`` file lost ``.inprogress``). A complete file
+            must end with a newline; an incomplete one may end in a partial line.
+    """
+
+    path: Path
+    app_id: str | None
+    complete: bool
+
+
+def _events_index(name: str) -> int | None:
+    if not name.startswith(EVENTS_FILE_PREFIX):
+        return None
+    head = name[len(EVENTS_FILE_PREFIX) :].split("_", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _rolling_files(directory: Path) -> list[EventLogFile]:
+    """``eventlog_v2_<app>/``: events files by index, from the last ``.compact`` one on."""
+    app_id = directory.name[len(ROLLING_DIR_PREFIX) :] or None
+    indexed: list[tuple[int, Path]] = []
+    in_progress = False
+    for entry in directory.iterdir():
+        name = entry.name
+        if name.startswith(".") or not entry.is_file():
+            continue
+        if name.startswith(APPSTATUS_PREFIX):
+            in_progress = in_progress or name.endswith(IN_PROGRESS)
+            continue
+        index = _events_index(name)
+        if index is not None:
+            indexed.append((index, entry))
+    indexed.sort(key=lambda item: (item[0], item[1].name))
+    compact = [i for i, (_, p) in enumerate(indexed) if p.name.endswith(".compact")]
+    if compact:
+        indexed = indexed[compact[-1] :]
+    out: list[EventLogFile] = []
+    for i, (_, path) in enumerate(indexed):
+        last = i == len(indexed) - 1
+        out.append(EventLogFile(path, app_id, complete=not (last and in_progress)))
+    return out
+
+
+def is_rolling_dir(path: Path) -> bool:
+    """Spark's ``isEventLogDir`` (name prefix), and it holds at least one ``events_<n>_`` file."""
+    if not path.name.startswith(ROLLING_DIR_PREFIX):
+        return False
+    return any(_events_index(entry.name) is not None for entry in path.iterdir())
+
+
+def _single_file(path: Path) -> EventLogFile:
+    name = path.name
+    complete = not name.endswith(IN_PROGRESS)
+    app_id = name.split(".", 1)[0] or None
+    return EventLogFile(path, app_id, complete)
+
+
+def discover_event_logs(path: Path) -> list[EventLogFile]:
+    """The event-log files under ``path``, in reading order.
+
+    ``path`` may be one file, a rolling directory ``eventlog_v2_<app>`` (holding ``events_<n>_`` files), or a directory of event logs
+    (``spark.eventLog.dir``): its single files and rolling directories, in name order. Hidden files (Hadoop's
+    ``.crc`` files) and ``appstatus_*`` markers are skipped; other subdirectories are not entered.
+
+    Raises:
+        EventLogError: ``path`` does not exist.
+    """
+    if path.is_file():
+        return [_single_file(path)]
+    if not path.is_dir():
+        raise EventLogError(f"{path}: no such file or directory")
+    if is_rolling_dir(path):
+        return _rolling_files(path)
+    out: list[EventLogFile] = []
+    for entry in sorted(path.iterdir(), key=lambda p: p.name):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            if is_rolling_dir(entry):
+                out.extend(_rolling_files(entry))
+        elif entry.is_file() and not entry.name.startswith(APPSTATUS_PREFIX):
+            out.append(_single_file(entry))
+    return out
+
+
+@dataclass
+class _FileRead:
+    samples: list[Sample] = field(default_factory=list)
+    errors: list[CollectorError] = field(default_factory=list)
+    raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
+class _Live:
+    """The decoder of a growing compressed file, kept between polls: where the file was read to
+    (``file_pos``), the cursor it matches (``offset``, ``line_no``) and the decompressed partial last line."""
+
+    identity: str
+    decoder: StreamDecoder
+    file_pos: int
+    offset: int
+    line_no: int
+    pending: bytes
+
+
+@dataclass
+class _Start:
+    """Identity of an open file and where to resume (from its cursor)."""
+
+    identity: str
+    head_sha256: str
+    head_len: int
+    size: int
+    offset: int
+    line_no: int
+    unchanged: bool
+    adopted: bool = False  # the cursor was the one of this file's former ``.inprogress`` name
+
+
+class EventLogCollector:
+    """Tails Spark event logs (see the module docstring) and returns streaming-query samples.
+
+    Args:
+        paths: event-log files and/or directories (see :func:`discover_event_logs`), re-listed every poll
+            so that new files (a new rolling ``events_<n+1>_...``) are picked up.
+        cursors: where cursors are kept; a fresh :class:`MemoryCursorStore` if omitted.
+        chunk_bytes: read size in bytes for plain files (compressed files are read ``chunk_bytes / 16`` at a
+            time); memory use is bounded by the decompressed chunk plus the longest line, whatever the file
+            size.
+
+    Attributes:
+        name: ``"spark-eventlog"`` (``Sample.collector``).
+        decompressed_bytes_read: decompressed event-log bytes looked at by the last poll (for benchmarks).
+    """
+
+    name: str = COLLECTOR_NAME
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        cursors: CursorStore | None = None,
+        *,
+        chunk_bytes: int = CHUNK_BYTES,
+    ) -> None:
+        self.paths = [Path(p) for p in paths]
+        self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
+        self.chunk_bytes = chunk_bytes
+        self.decompressed_bytes_read = 0
+        self._last_seen: dict[tuple[str, str | None], datetime] = {}
+        self._run_names: dict[tuple[str, str | None], str] = {}
+        self._live: dict[str, _Live] = {}
+
+    def poll(self, now: datetime) -> PollResult:
+        """Read what is new in every file since the last poll, as one result (see :meth:`iter_poll`).
+
+        Never raises for a bad file: a missing path, unknown codec, corrupt compressed data, invalid JSON
+        or a truncated last line of a complete file is a :class:`CollectorError` naming the file (and the
+        line), and the other files are still read.
+        """
+        samples: list[Sample] = []
+        errors: list[CollectorError] = []
+        raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = []
+        for piece in self.iter_poll(now):
+            samples.extend(piece.samples)
+            errors.extend(piece.errors)
+            raw.extend(piece.raw)
+        return PollResult(tuple(samples), tuple(errors), tuple(raw))
+
+    def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+        """Read what is new, yielding one result per chunk read (memory bounded by the chunk size).
+
+        A file's cursor is advanced past a yielded piece when the consumer asks for the next one (or when
+        the file is done), so a consumer that stores each piece before continuing loses nothing if it stops
+        or fails midway: the next poll reads the unconsumed rest again. Errors are reported as in
+        :meth:`poll`.
+        """
+        self.decompressed_bytes_read = 0
+        for root in self.paths:
+            try:
+                files = discover_event_logs(root)
+            except EventLogError as exc:
+                yield PollResult(errors=(self._error(root, str(exc), now),))
+                continue
+            except OSError as exc:
+                yield PollResult(errors=(self._error(root, f"{root}: {exc.strerror or exc}", now, retryable=True),))
+                continue
+            for log_file in files:
+                yield from self._iter_file(log_file, now)
+
+    @staticmethod
+    def _error(path: Path, message: str, now: datetime, *, retryable: bool = False) -> CollectorError:
+        return CollectorError(COLLECTOR_NAME, str(path), message, now, retryable=retryable)
+
+    def _start(self, path: Path, handle: BinaryIO, now: datetime) -> tuple[_Start, CollectorError | None]:
+        """Identify the open file and decide where to start from its stored cursor."""
+        stat = os.fstat(handle.fileno())
+        head = handle.read(HEAD_BYTES)
+        identity = f"{stat.st_dev}:{stat.st_ino}"
+        head_sha = hashlib.sha256(head).hexdigest()
+        target = str(path.absolute())
+        state = self.cursors.get(target)
+        if state is None and not path.name.endswith(IN_PROGRESS):
+            # Spark renames app.zstd.inprogress -> app.zstd when the app ends: same inode, same cursor
+            state = self.cursors.get(target + IN_PROGRESS)
+            if state is not None and state.get("identity") != identity:
+                state = None
+            if state is not None and target + IN_PROGRESS in self._live:
+                self._live[target] = self._live.pop(target + IN_PROGRESS)
+            adopted = state is not None
+        else:
+            adopted = False
+        cursor = FileCursor.from_state(state) if state is not None else None
+        start = _Start(identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False, adopted=adopted)
+        if cursor is None:
+            return start, None
+        same = (
+            cursor.identity == identity
+            and stat.st_size >= cursor.size
+            and len(head) >= cursor.head_len
+            and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
+        )
+        if not same:
+            notice = self._error(
+                path,
+                f"{path}: file was rotated or rewritten since the last poll (was {cursor.size} bytes, now "
+                f"{stat.st_size}); reading it again from the start",
+                now,
+                retryable=True,
+            )
+            return start, notice
+        start.offset, start.line_no = cursor.offset, cursor.line_no
+        start.unchanged = stat.st_size == cursor.size
+        return start, None
+
+    def _save(self, path: Path, start: _Start, size: int, offset: int, line_no: int) -> None:
+        self.cursors.set(
+            str(path.absolute()),
+            FileCursor(start.identity, start.head_sha256, start.head_len, size, offset, line_no).to_state(),
+        )
+
+    def _iter_file(self, log_file: EventLogFile, now: datetime) -> Iterator[PollResult]:
+        path = log_file.path
+        try:
+            codec = codec_for_name(path.name)
+        except CodecError as exc:
+            yield PollResult(errors=(self._error(path, f"{path}: {exc}", now),))
+            return
+        try:
+            handle = path.open("rb")
+        except OSError as exc:
+            yield PollResult(errors=(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True),))
+            return
+        target = str(path.absolute())
+        with handle:
+            start, notice = self._start(path, handle, now)
+            live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
+            if notice is not None:
+                yield PollResult(errors=(notice,))
+            if start.unchanged:
+                if live is not None and not log_file.complete:
+                    self._live[target] = live
+                if start.adopted:
+                    self._save(path, start, start.size, start.offset, start.line_no)  # under its final name
+                return
+            offset, line_no = start.offset, start.line_no
+            skip = 0
+            pending = b""
+            decoder: StreamDecoder | None = None
+            if codec is None:
+                handle.seek(offset)
+            elif live is not None and (live.identity, live.offset, live.line_no) == (start.identity, offset, line_no):
+                # continue the previous pass's decoder where it stopped: no re-decompression
+                decoder, pending = live.decoder, live.pending
+                handle.seek(live.file_pos)
+            else:
+                decoder = new_decoder(codec)
+                handle.seek(0)
+                skip = offset  # decompressed bytes already consumed
+            read = handle.read
+            # compressed JSON expands 5-50x: read less so each decompressed chunk stays near chunk_bytes
+            read_size = self.chunk_bytes if codec is None else max(4096, self.chunk_bytes // COMPRESSED_READ_DIVISOR)
+            while True:
+                piece = _FileRead()
+                try:
+                    block = read(read_size)
+                    if not block:
+                        break
+                    chunk = decoder.decompress(block) if decoder is not None else block
+                except (CodecError, OSError) as exc:
+                    what = str(exc) if isinstance(exc, CodecError) else f"cannot read: {exc}"
+                    yield PollResult(
+                        errors=(
+                            self._error(
+                                path, f"{path}: {what} (after line {line_no}, decompressed byte {offset})", now
+                            ),
+                        )
+                    )
+                    return
+                if skip:
+                    if len(chunk) <= skip:
+                        skip -= len(chunk)
+                        continue
+                    chunk = chunk[skip:]
+                    skip = 0
+                if not chunk:
+                    continue
+                self.decompressed_bytes_read += len(chunk)
+                data = pending + chunk if pending else chunk
+                last_nl = data.rfind(b"\n")
+                if last_nl < 0:
+                    pending = data
+                    continue
+                complete_end = last_nl + 1
+                pending = data[complete_end:]
+                self._events_in(log_file, data, complete_end, line_no, now, piece)
+                line_no += data.count(b"\n", 0, complete_end)
+                offset += complete_end
+                if piece.samples or piece.errors:
+                    yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
+                    self._save(path, start, handle.tell(), offset, line_no)
+            if decoder is not None and log_file.complete and not decoder.finished():
+                yield PollResult(
+                    errors=(
+                        self._error(
+                            path,
+                            f"{path}: truncated {codec} stream: the last frame/block is incomplete (after line "
+                            f"{line_no}) in a complete event log",
+                            now,
+                        ),
+                    )
+                )
+            elif pending and log_file.complete:
+                yield PollResult(
+                    errors=(
+                        self._error(
+                            path,
+                            f"{path} line {line_no + 1}: truncated line ({len(pending)} bytes without a newline "
+                            "at the end of a complete event log)",
+                            now,
+                        ),
+                    )
+                )
+            self._save(path, start, handle.tell(), offset, line_no)
+            if decoder is not None and not log_file.complete:
+                self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, pending)
+
+    def _events_in(
+        self,
+        log_file: EventLogFile,
+        data: bytes,
+        end: int,
+        base_line_no: int,
+        now: datetime,
+        result: _FileRead,
+    ) -> None:
+        """Parse the streaming events among the complete lines ``data[:end]``."""
+        find = data.find
+        rfind = data.rfind
+        count = data.count
+        pos = 0
+        counted_pos = 0
+        line_no = base_line_no  # lines before counted_pos
+        while True:
+            hit = find(MARKER, pos, end)
+            if hit < 0:
+                return
+            start = rfind(b"\n", 0, hit) + 1
+            stop = find(b"\n", hit, end)
+            pos = stop + 1
+            if hit - start > MARKER_WINDOW:
+                continue
+            line_no += count(b"\n", counted_pos, start)
+            counted_pos = start
+            self._parse_line(log_file, data[start:stop], line_no + 1, now, result)
+
+    def _parse_line(
+        self, log_file: EventLogFile, line: bytes, line_no: int, now: datetime, result: _FileRead
+    ) -> None:
+        path = log_file.path
+        where = f"{path} line {line_no}"
+        try:
+            event = json.loads(line)
+        except ValueError as exc:
+            result.errors.append(self._error(path, f"{where}: invalid JSON ({exc})", now))
+            return
+        if not isinstance(event, dict) or event.get("Event") not in STREAMING_EVENT_NAMES:
+            return
+        run_key = _run_key(event)
+        fallback = self._last_seen.get(run_key, now) if run_key is not None else now
+        try:
+            samples = parse_listener_event(
+                event, collector=COLLECTOR_NAME, where=where, app_id=log_file.app_id, fallback_time=fallback
+            )
+        except ProgressFormatError as exc:
+            result.errors.append(self._error(path, str(exc), now))
+            return
+        if not samples:
+            return
+        first = samples[0]
+        key = (first.job.job_id, first.job.run_id)
+        if first.job.name is not None:
+            self._run_names[key] = first.job.name
+        elif key in self._run_names:
+            # QueryTerminatedEvent has no name: take the one the run's other events carried
+            named = dataclasses.replace(first.job, name=self._run_names[key])
+            samples = [dataclasses.replace(s, job=named) for s in samples]
+            first = samples[0]
+        self._last_seen[key] = first.observed_at
+        result.samples.extend(samples)
+        result.raw.append((first.job, first.observed_at, first.kind.value, event))
+
+
+def _run_key(event: dict[str, Any]) -> tuple[str, str | None] | None:
+    doc = event.get("progress") if isinstance(event.get("progress"), dict) else event
+    assert isinstance(doc, dict)
+    query_id = doc.get("id")
+    run_id = doc.get("runId")
+    if not isinstance(query_id, str):
+        return None
+    return query_id, run_id if isinstance(run_id, str) else None

@@ -1,0 +1,209 @@
+"""Per-query batch timelines and findings for ``tidegauge scan``: building them and printing them.
+
+Input is the samples of any number of Spark queries (from event logs and progress files); a query is
+identified by its Spark query ``id`` (stable across restarts; each restart has a new ``runId``). The
+report keeps the query-scope progress samples as the batch timeline and runs the scan detectors
+(:func:`rules.scan_rules.run_scan_rules`) over each query's samples.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from monitor.model import Finding, Sample, SampleKind, Severity
+from rules.batches import fmt_duration, progress_batches
+from rules.scan_rules import ScanRulesConfig, run_scan_rules
+
+__all__ = ["QueryReport", "ScanReport", "build_report", "iso", "render_json", "render_text"]
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO-8601 UTC with milliseconds and ``Z`` (``2026-11-29T11:32:48.289Z``); ``None`` stays ``None``."""
+    if value is None:
+        return None
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryReport:
+    """One streaming query: identity, runs in order of appearance, batches in time order."""
+
+    query_id: str
+    name: str | None
+    run_ids: tuple[str, ...]
+    app_ids: tuple[str, ...]
+    batches: tuple[Sample, ...]
+    idle_events: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScanReport:
+    """Everything ``scan`` prints: queries and findings (findings sorted by query, then time)."""
+
+    queries: tuple[QueryReport, ...]
+    findings: tuple[Finding, ...]
+    errors: tuple[str, ...] = field(default=())
+
+    def worst(self) -> Severity:
+        """The highest severity among the findings (``OK`` if none)."""
+        return max((f.severity for f in self.findings), default=Severity.OK)
+
+
+def build_report(config: ScanRulesConfig, samples: Sequence[Sample], errors: Sequence[str] = ()) -> ScanReport:
+    """Group ``samples`` by query id (first appearance order) and run the detectors on each query."""
+    by_query: dict[str, list[Sample]] = {}
+    for sample in samples:
+        by_query.setdefault(sample.job.job_id, []).append(sample)
+    queries: list[QueryReport] = []
+    findings: list[Finding] = []
+    for query_id, query_samples in by_query.items():
+        ordered = sorted(query_samples, key=lambda s: s.observed_at)
+        run_ids = tuple(dict.fromkeys(s.job.run_id for s in ordered if s.job.run_id is not None))
+        app_ids = tuple(dict.fromkeys(s.job.app_id for s in ordered if s.job.app_id is not None))
+        names = [s.job.name for s in ordered if s.job.name]
+        queries.append(
+            QueryReport(
+                query_id=query_id,
+                name=names[-1] if names else None,
+                run_ids=run_ids,
+                app_ids=app_ids,
+                batches=tuple(progress_batches(ordered)),
+                idle_events=sum(1 for s in ordered if s.kind is SampleKind.IDLE and s.scope.is_job()),
+            )
+        )
+        findings.extend(run_scan_rules(config, ordered))
+    return ScanReport(tuple(queries), tuple(findings), tuple(errors))
+
+
+def _advance_ms(prev: Sample | None, batch: Sample) -> int | None:
+    if prev is None or prev.watermark is None or batch.watermark is None:
+        return None
+    return int((batch.watermark - prev.watermark).total_seconds() * 1000)
+
+
+def _batch_json(prev: Sample | None, batch: Sample) -> dict[str, Any]:
+    return {
+        "batch_id": batch.batch_id,
+        "run_id": batch.job.run_id,
+        "timestamp": iso(batch.observed_at),
+        "num_input_rows": batch.num_input_rows,
+        "watermark": iso(batch.watermark),
+        "watermark_advance_ms": _advance_ms(prev, batch),
+        "event_time_min": iso(batch.event_time_min),
+        "event_time_max": iso(batch.event_time_max),
+        "dropped_by_watermark": batch.dropped_by_watermark,
+        "state_rows": batch.state_rows_total,
+        "state_rows_removed": batch.state_rows_removed,
+        "batch_duration_ms": batch.batch_duration_ms,
+    }
+
+
+def _finding_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "rule": finding.rule,
+        "severity": finding.severity.label(),
+        "query_id": finding.job.job_id,
+        "query_name": finding.job.name,
+        "run_id": finding.job.run_id,
+        "batch_id": finding.batch_id,
+        "observed_at": iso(finding.observed_at),
+        "message": finding.message,
+        "details": finding.details,
+    }
+
+
+def render_json(report: ScanReport) -> str:
+    """The report as one JSON document (see ``tidegauge scan --help``)."""
+    queries = []
+    for query in report.queries:
+        prevs: list[Sample | None] = [None, *query.batches[:-1]]
+        queries.append(
+            {
+                "id": query.query_id,
+                "name": query.name,
+                "run_ids": list(query.run_ids),
+                "app_ids": list(query.app_ids),
+                "idle_events": query.idle_events,
+                "batches": [_batch_json(p, b) for p, b in zip(prevs, query.batches, strict=True)],
+            }
+        )
+    document = {
+        "queries": queries,
+        "findings": [_finding_json(f) for f in report.findings],
+        "errors": list(report.errors),
+    }
+    return json.dumps(document, indent=2)
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _advance_text(prev: Sample | None, batch: Sample) -> str:
+    if prev is None or prev.watermark is None or batch.watermark is None:
+        return "-"
+    delta = batch.watermark - prev.watermark
+    if not delta:
+        return "0"
+    return ("+" if delta.total_seconds() > 0 else "-") + fmt_duration(delta)
+
+
+_HEADERS = ("batch", "run", "time (UTC)", "rows", "watermark", "wm advance", "event-time max", "dropped", "state rows")
+
+
+def render_text(report: ScanReport) -> str:
+    """A readable table per query, then the findings."""
+    lines: list[str] = []
+    if not report.queries:
+        lines.append("No streaming queries found.")
+    for query in report.queries:
+        title = f"Query {query.name or '(unnamed)'}  id {query.query_id}"
+        runs = len(query.run_ids)
+        title += f"  ({runs} run{'s' if runs != 1 else ''}"
+        if query.app_ids:
+            title += f", app {', '.join(query.app_ids)}"
+        title += ")"
+        lines.append(title)
+        rows: list[tuple[str, ...]] = [_HEADERS]
+        prev: Sample | None = None
+        for batch in query.batches:
+            rows.append(
+                (
+                    _cell(batch.batch_id),
+                    (batch.job.run_id or "-")[:8],
+                    _cell(iso(batch.observed_at)),
+                    _cell(batch.num_input_rows),
+                    _cell(iso(batch.watermark)),
+                    _advance_text(prev, batch),
+                    _cell(iso(batch.event_time_max)),
+                    _cell(batch.dropped_by_watermark),
+                    _cell(batch.state_rows_total),
+                )
+            )
+            prev = batch
+        widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADERS))]
+        for row in rows:
+            cells = [
+                c.rjust(w) if i in (0, 3, 7, 8) else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            ]
+            lines.append("  " + "  ".join(cells).rstrip())
+        if not query.batches:
+            lines.append("  (no batches)")
+        if query.idle_events:
+            lines.append(f"  {query.idle_events} idle event(s) (no batch ran)")
+        lines.append("")
+    if report.findings:
+        counts = {s: sum(1 for f in report.findings if f.severity is s) for s in Severity}
+        summary = ", ".join(f"{n} {s.label()}" for s, n in sorted(counts.items(), reverse=True) if n)
+        lines.append(f"Findings ({summary}):")
+        for finding in report.findings:
+            who = finding.job.name or finding.job.job_id
+            lines.append(f"  {finding.severity.label().upper():<8} {finding.rule} [{who}] {finding.message}")
+    else:
+        lines.append("Findings: none.")
+    return "\n".join(lines)
