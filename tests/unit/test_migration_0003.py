@@ -51,12 +51,23 @@ def test_new_fields_round_trip(url: str) -> None:
     job = JobRef(Engine.KAFKA, "cluster/group")
     at = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     kafka = Sample(
-        job, at, SampleKind.GAUGE, "kafka-lag", Scope(source="clicks", partition=3),
-        committed_offset=1_000, log_end_offset=1_250, lag_offsets=250,
+        job,
+        at,
+        SampleKind.GAUGE,
+        "kafka-lag",
+        Scope(source="clicks", partition=3),
+        committed_offset=1_000,
+        log_end_offset=1_250,
+        lag_offsets=250,
     )
     flink = Sample(
-        JobRef(Engine.FLINK, "f1"), at, SampleKind.GAUGE, "flink-rest", Scope(subtask=1),
-        backpressure_ratio=0.75, restart_count=4,
+        JobRef(Engine.FLINK, "f1"),
+        at,
+        SampleKind.GAUGE,
+        "flink-rest",
+        Scope(subtask=1),
+        backpressure_ratio=0.75,
+        restart_count=4,
     )
     unknown = Sample(job, at, SampleKind.GAUGE, "kafka-lag", Scope(source="clicks", partition=4))
     engine = make_engine(url)
@@ -75,4 +86,6 @@ def test_new_fields_round_trip(url: str) -> None:
     assert (got_flink.backpressure_ratio, got_flink.restart_count) == (0.75, 4)
     got_unknown = by_scope[(Engine.KAFKA, 4, None)]
     # unknown stays None, never 0
-    assert (got_unknown.committed_offset, got_unknown.log_end_offset, got_unknown.restart_count) == (None,) * 3
+    assert (got_unknown.committed_offset, got_unknown.log_end_offset, got_unknown.restart_count) == (
+        None,
+    ) * 3
