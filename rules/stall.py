@@ -194,7 +194,8 @@ def classify_stall(
     it) arrived; ``before`` are the job's batches before the flat stretch (to infer the delay).
 
     Order: no rows -> ``SOURCE_QUIET``; no watermark at all -> ``NO_WATERMARK``; every event time null
-    (Spark: ``eventTime.max`` absent or 1970 while ``min`` is 1970) -> ``EVENT_TIMES_NULL``; a narrower
+    (Spark: ``eventTime.max`` absent or 1970 while ``min`` is 1970; engines without event-time stats, such
+    as Flink, never get here) -> ``EVENT_TIMES_NULL``; a narrower
     scope holding the minimum -> ``INPUT_HOLDS_MIN`` (``NEVER_SEEN_INPUT`` when the watermark is the
     1970 initial value); watermark at 1970 -> ``NEVER_SEEN_INPUT``; newest event time no later than
     watermark + delay -> ``DELAY_EXCEEDS_SPAN``; else ``UNKNOWN``.
@@ -210,9 +211,10 @@ def classify_stall(
     maxes = [
         s.event_time_max for s in data if s.event_time_max is not None and not is_epoch(s.event_time_max)
     ]
-    if not maxes:
+    stats = any(s.event_time_max is not None or s.event_time_min is not None for s in data)
+    if stats and not maxes:
         return StallDiagnosis(StallCause.EVENT_TIMES_NULL)
-    newest_event = max(maxes)
+    newest_event = max(maxes) if maxes else None
     if history is not None and movers:
         culprit = _holding_input(history.series, movers[0].observed_at, history.engine)
         if culprit is not None:
@@ -228,7 +230,7 @@ def classify_stall(
         ]
         if earlier and max(earlier) >= watermark:
             delay = max(earlier) - watermark
-    if delay is not None and newest_event <= watermark + delay:
+    if delay is not None and newest_event is not None and newest_event <= watermark + delay:
         return StallDiagnosis(StallCause.DELAY_EXCEEDS_SPAN, delay=delay, newest_event_time=newest_event)
     return StallDiagnosis(StallCause.UNKNOWN, delay=delay, newest_event_time=newest_event)
 
