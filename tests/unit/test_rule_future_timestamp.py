@@ -102,6 +102,8 @@ UNITS_TABLE: list[tuple[int, list[Sample], list[tuple[int | None, str]]]] = [
     (4, [spark(0, 0, None, datetime(1970, 1, 20, tzinfo=UTC))], []),
     # 5. ordinary 2026 event times: nothing
     (5, [spark(m, 10, m - 10, m) for m in range(3)], []),
+    # 6. a Flink subtask's watermark in 2300 (274 years of minutes after 2026): milliseconds read as seconds
+    (6, [flink(0, 1, 274 * 525_960.0)], [(None, "milliseconds read as seconds")]),
 ]
 
 

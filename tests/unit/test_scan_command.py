@@ -52,7 +52,13 @@ def test_demo_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     assert b6["num_input_rows"] == 3 and b6["state_rows"] == 4
     assert query["batches"][7]["watermark"] == "2098-12-31T23:50:00.000Z"
     assert {k for b in query["batches"] for k in b} >= {
-        "batch_id", "timestamp", "num_input_rows", "watermark", "event_time_max", "dropped_by_watermark", "state_rows"
+        "batch_id",
+        "timestamp",
+        "num_input_rows",
+        "watermark",
+        "event_time_max",
+        "dropped_by_watermark",
+        "state_rows",
     }
     found = [(f["rule"], f["severity"], f["batch_id"]) for f in doc["findings"]]
     assert ("future_timestamp", "critical", 6) in found
@@ -107,8 +113,10 @@ def test_progress_files_object_array_and_lines(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path, shared_fixtures: Path
 ) -> None:
     single = spark_fixtures / "progress_pt_idle_after_14s_b12.json"  # batchId 12 of query wm_metrics
-    docs = [json.loads((shared_fixtures / "spark" / "public" / n).read_text()) for n in (
-        "sqsps_testProgress1_prettyJson.json", "sqsps_testProgress2_prettyJson_no_eventTime.json")]
+    docs = [
+        json.loads((shared_fixtures / "spark" / "public" / n).read_text())
+        for n in ("sqsps_testProgress1_prettyJson.json", "sqsps_testProgress2_prettyJson_no_eventTime.json")
+    ]
     array = tmp_path / "array.json"
     array.write_text(json.dumps(docs, indent=1))
     lines = tmp_path / "lines.json"

@@ -226,7 +226,9 @@ def test_invalid_streaming_line_names_line_and_continues(tmp_path: Path, spark_f
 def test_unknown_codec_and_missing_path(tmp_path: Path, spark_fixtures: Path) -> None:
     gz = tmp_path / f"{APP}.gz"
     gz.write_bytes(b"\x1f\x8b")
-    result = EventLogCollector([gz, tmp_path / "missing", spark_fixtures / "eventlog_trimmed.jsonl"]).poll(NOW)
+    result = EventLogCollector([gz, tmp_path / "missing", spark_fixtures / "eventlog_trimmed.jsonl"]).poll(
+        NOW
+    )
     messages = [e.message for e in result.errors]
     assert any(str(gz) in m and "unknown compression codec 'gz'" in m for m in messages)
     assert any("missing" in m and "no such file" in m for m in messages)
@@ -282,7 +284,9 @@ def test_growing_zstd_file_continues_its_decoder(tmp_path: Path, spark_fixtures:
 
 
 @pytest.mark.parametrize("codec", ["", ".zstd"])
-def test_inprogress_renamed_at_app_end_is_not_read_twice(tmp_path: Path, spark_fixtures: Path, codec: str) -> None:
+def test_inprogress_renamed_at_app_end_is_not_read_twice(
+    tmp_path: Path, spark_fixtures: Path, codec: str
+) -> None:
     lines = _lines(spark_fixtures)
     comp = zstandard.ZstdCompressor()
 
