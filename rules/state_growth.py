@@ -216,7 +216,7 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
             severity = Severity.CRITICAL
     message = (
         f"state {unit} grew from {ys[0]:.0f} to {current:.0f} in {fmt_duration(timedelta(seconds=xs[-1]))} "
-        f"(Theil-Sen trend {slope * 3600:.0f} {unit}/h) with none removed while the watermark advanced {steps} "
+        f"(Theil-Sen trend {slope * 3600:.0f} {unit}/h) with no rows removed while the watermark advanced {steps} "
         f"times.{projection} The state key does not include the event time, so the watermark cannot evict it "
         "(the classic: dropDuplicates without the event-time column). Add the event-time column to the key, "
         "use a window, dropDuplicatesWithinWatermark, or a state TTL."
