@@ -125,7 +125,10 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
             at = datetime_to_ms(s.observed_at)
             assert at is not None and s.committed_offset is not None
             commits.append(CommitObservation(s.committed_offset, at, _lag(s)))
-        brokers = [s.log_end_offset for s in window if s.log_end_offset is not None]
+        # Burrow keeps its own ring of recent broker offsets, refreshed independently of commits; here the
+        # log-end offset arrives with the commit, so only the newest one is "recent" (older ones would
+        # always look caught up compared with the newest commit, and STOP could never be reported)
+        brokers = [samples[-1].log_end_offset] if samples[-1].log_end_offset is not None else []
         result = evaluate_partition(commits, brokers, _lag(window[-1]), now_ms, params.allowed_lag)
         severity = SEVERITY.get(result.status)
         if severity is None:
