@@ -44,6 +44,10 @@ class BehindParams(RuleParams):
     batches: int = Field(3, ge=1)
     backpressure_ratio: float = Field(0.5, gt=0, le=1)
 
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """Recent batches, and twice ``for`` of back-pressure samples."""
+        return 2 * self.pressure_for(), 2 * self.pressure_for()
+
     def pressure_for(self) -> timedelta:
         """The ``for`` duration (default 1 minute)."""
         return self.for_ if self.for_ is not None else timedelta(minutes=1)

@@ -147,6 +147,10 @@ class FutureParams(RuleParams):
     min_jump: Duration = timedelta(hours=1)
     jump_window: Duration = timedelta(minutes=15)
 
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The jump window plus 15 minutes of usual advances before it."""
+        return self.jump_window + timedelta(minutes=15), timedelta(0)
+
 
 def _ahead(sample: Sample, skew: timedelta) -> datetime | None:
     """The event-time max or watermark of ``sample`` beyond ``observed_at + skew`` (below 2200), else None."""
@@ -237,6 +241,12 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         return None
     cutoff = batches[-1].observed_at - params.jump_window
     recent = len(batches) - len(tail_since(batches, cutoff))
+    # the watermark never goes back (Spark checkpoints it): if it moved less than min_jump over the
+    # window (from the batch before it to the newest), no single advance inside can be a jump
+    first_wm = next((b.watermark for b in batches[max(0, recent - 1) :] if b.watermark is not None), None)
+    last_wm = next((b.watermark for b in reversed(batches) if b.watermark is not None), None)
+    if first_wm is None or last_wm is None or last_wm - first_wm < params.min_jump:
+        return None
     tail = batches[max(0, recent - 21) :]  # the window plus up to 20 advances before it
     known = [(b, b.watermark) for b in tail if b.watermark is not None and not is_epoch(b.watermark)]
     for i in range(len(known) - 1, 0, -1):

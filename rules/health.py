@@ -42,6 +42,10 @@ class HealthParams(RuleParams):
     error_window: Duration = timedelta(minutes=2)
     min_errors: int = Field(2, ge=1)
 
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The restart window plus the run/restart count just before it (job scope only)."""
+        return self.restart_window + timedelta(minutes=5), timedelta(0)
+
 
 def _failed(history: JobHistory, now: datetime) -> Finding | None:
     if not history.lifecycle:
@@ -88,15 +92,13 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
     merged = sorted([*history.lifecycle, *before, *recent], key=lambda s: s.observed_at)
     changes = _run_changes(merged, since)
     restarts = len({run for _, run in changes})
-    counts: list[int] = []
-    for samples in [history.batches, *history.series.values()]:
-        window = [s.restart_count for s in tail_since(samples, since) if s.restart_count is not None]
-        earlier = [s.restart_count for s in samples if s.restart_count is not None and s.observed_at < since][
-            -1:
-        ]
-        values = earlier + window
-        if len(values) >= 2 and values[-1] > values[0]:
-            counts.append(values[-1] - values[0])
+    # Flink's numRestarts is a job metric: read on the job-scope samples, from the last known count before
+    # the window to the newest one
+    older = history.batches[: len(history.batches) - len(recent)]
+    earlier = next((s.restart_count for s in reversed(older) if s.restart_count is not None), None)
+    window = [s.restart_count for s in recent if s.restart_count is not None]
+    values = ([earlier] if earlier is not None else []) + window
+    counts = [values[-1] - values[0]] if len(values) >= 2 and values[-1] > values[0] else []
     restarts = max([restarts, *counts])
     if restarts == 0:
         return None

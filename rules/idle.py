@@ -35,6 +35,10 @@ RULE = "idle_source"
 class IdleParams(RuleParams):
     """``idle_source`` parameters: ``for`` (default 5m) is how long an input must have had no data."""
 
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """Twice ``for``: the idle stretch and when it began."""
+        return 2 * self.idle_for(), 2 * self.idle_for()
+
     def idle_for(self) -> timedelta:
         """The ``for`` duration (default 5 minutes)."""
         return self.for_ if self.for_ is not None else timedelta(minutes=5)

@@ -11,7 +11,7 @@ an unchanged commit again on each poll, as Burrow sees a consumer re-committing 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import Field
 
@@ -26,7 +26,7 @@ from rules.consumer_lag import (
     evaluate_partition,
 )
 from rules.history import JobHistory
-from rules.params import RuleParams
+from rules.params import Duration, RuleParams
 
 __all__ = ["RULE", "SEVERITY", "LagParams", "evaluate_lag"]
 
@@ -47,10 +47,17 @@ class LagParams(RuleParams):
     Attributes:
         window_samples: observations per partition window (Burrow ``intervals``, default 10).
         allowed_lag: lag at or below which a partition is never in error (Burrow ``allowed-lag``).
+        max_age: observations older than this before the group's newest one are not in the window
+            (default 15m; with 15 s polls the 10-observation window spans 2.5 min).
     """
 
     window_samples: int = Field(10, ge=2)
     allowed_lag: int = Field(0, ge=0)
+    max_age: Duration = timedelta(minutes=15)
+
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """``max_age`` of per-partition observations."""
+        return timedelta(0), self.max_age
 
 
 def _lag(sample: Sample) -> int | None:
@@ -60,9 +67,12 @@ def _lag(sample: Sample) -> int | None:
     return lag
 
 
-def _window(samples: list[Sample], size: int) -> list[Sample]:
+def _window(samples: list[Sample], size: int, max_age: timedelta) -> list[Sample]:
     out: list[Sample] = []
+    oldest = samples[-1].observed_at - max_age
     for sample in reversed(samples):
+        if sample.observed_at < oldest:
+            break
         if sample.committed_offset is not None and sample.committed_offset >= 0:
             out.append(sample)
             if len(out) == size:
@@ -117,14 +127,14 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
     for scope, samples in history.series.items():
         if scope.partition is None:
             continue
-        window = _window(samples, params.window_samples)
+        window = _window(samples, params.window_samples, params.max_age)
         if not window:
             continue
-        commits = []
-        for s in window:
-            at = datetime_to_ms(s.observed_at)
-            assert at is not None and s.committed_offset is not None
-            commits.append(CommitObservation(s.committed_offset, at, _lag(s)))
+        commits = [
+            CommitObservation(s.committed_offset, round(s.observed_at.timestamp() * 1000), _lag(s))
+            for s in window
+            if s.committed_offset is not None
+        ]
         # Burrow keeps its own ring of recent broker offsets, refreshed independently of commits; here the
         # log-end offset arrives with the commit, so only the newest one is "recent" (older ones would
         # always look caught up compared with the newest commit, and STOP could never be reported)

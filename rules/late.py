@@ -112,6 +112,10 @@ class LateSurgeParams(RuleParams):
     min_dropped: int = Field(1, ge=1)
     skew: Duration = timedelta(hours=1)
 
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The summed window (job-scope batches only)."""
+        return self.window, timedelta(0)
+
 
 def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datetime) -> list[Finding]:
     """Current ``late_drop_surge`` finding (job scope, ``WARNING``): over the job batches of the last

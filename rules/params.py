@@ -55,6 +55,11 @@ class RuleParams(BaseModel):
     for_: Duration | None = Field(None, alias="for")
     keep_firing_for: Duration = timedelta(0)
 
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """How much history the rule reads before the job's newest sample: (job-scope batches, per-scope
+        series). The registry keeps the longest over the enabled rules (see :func:`rules.history.job_history`)."""
+        return timedelta(0), timedelta(0)
+
     def severity_override(self) -> Severity | None:
         """The configured ``severity`` as a :class:`Severity`, or ``None``."""
         return None if self.severity is None else Severity.parse(self.severity)

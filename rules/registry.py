@@ -142,6 +142,33 @@ def rule_timing(rules_config: RulesConfig) -> Callable[[str], RuleTiming]:
     return lambda rule: timings.get(rule, RuleTiming())
 
 
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """The enabled rules with their parameters for one combination of matching overrides."""
+
+    rules: tuple[tuple[RuleSpec, RuleParams], ...]
+    lookback: timedelta
+    series_lookback: timedelta
+
+
+def _resolve(compiled: _Compiled, matched: tuple[int, ...]) -> _Resolved:
+    rules: list[tuple[RuleSpec, RuleParams]] = []
+    for name, spec in RULES.items():
+        mine = [o for o in compiled.overrides if o[0] in matched and o[2] == name]
+        params = compiled.defaults[name]
+        if mine:
+            merged = dict(compiled.base[name])
+            for o in mine:
+                merged.update(o[3])
+            params = parse_params(spec.params, merged, f"rules.{name}")
+        if params.enabled:
+            rules.append((spec, params))
+    needs = [params.history_needed() for _, params in rules]
+    series = max((n[1] for n in needs), default=timedelta(0))
+    batches = max((n[0] for n in needs), default=timedelta(0))
+    return _Resolved(tuple(rules), max(batches, series), series)
+
+
 def _matches(match: Mapping[str, str], job: JobRef) -> bool:
     labels = {"job_id": job.job_id, "job_name": job.name, "engine": job.engine.value}
     return all(labels.get(key) == value for key, value in match.items())
@@ -178,29 +205,21 @@ def evaluate(
         ConfigError: invalid rule configuration (see :func:`validate`).
     """
     compiled = _compile(rules_config)
-    params_cache: dict[tuple[str, tuple[int, ...]], RuleParams] = {}
+    resolved_cache: dict[tuple[int, ...], _Resolved] = {}
     out: list[Finding] = []
     for samples in history.values():
-        hist = job_history(samples)
+        if not samples:
+            continue
+        job = samples[-1].job  # the newest sample's, if the input is in order (job_history re-checks)
+        matched = tuple(o[0] for o in compiled.overrides if _matches(o[1], job))
+        resolved = resolved_cache.get(matched)
+        if resolved is None:
+            resolved = _resolve(compiled, matched)
+            resolved_cache[matched] = resolved
+        hist = job_history(samples, resolved.lookback, resolved.series_lookback)
         if hist is None:
             continue
-        matched = [o for o in compiled.overrides if _matches(o[1], hist.job)]
-        for name, spec in RULES.items():
-            mine = tuple(o[0] for o in matched if o[2] == name)
-            params = compiled.defaults[name]
-            if mine:
-                key = (name, mine)
-                cached = params_cache.get(key)
-                if cached is None:
-                    merged = dict(compiled.base[name])
-                    for o in matched:
-                        if o[2] == name:
-                            merged.update(o[3])
-                    cached = parse_params(spec.params, merged, f"rules.{name}")
-                    params_cache[key] = cached
-                params = cached
-            if not params.enabled:
-                continue
+        for spec, params in resolved.rules:
             out.extend(_with_severity(spec.evaluate(params, hist, now), params))
     if errors:
         params = compiled.defaults[health.RULE]

@@ -148,6 +148,11 @@ class StallParams(RuleParams):
     min_data_batches: int = Field(3, ge=1)
     delay: Duration | None = None
 
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """Stretches up to twice ``for`` are measured exactly (longer ones as that long); the inputs are
+        compared over the last ``for``."""
+        return 2 * self.flat_for(), self.flat_for()
+
     def flat_for(self) -> timedelta:
         """The ``for`` duration (default 10 minutes)."""
         return self.for_ if self.for_ is not None else timedelta(minutes=10)
@@ -302,13 +307,14 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
     diagnosis = classify_stall(batches[:start], movers, wm, history, params.delay)
     what = f"the watermark stayed at {fmt_time(wm)}" if wm is not None else "there was no watermark"
     culprit = f" {scope_name(diagnosis.culprit)} holds it:" if diagnosis.culprit is not None else ""
+    at_least = "at least " if start == 0 else ""  # the stretch reaches back to the oldest batch read
     newest_text = (
         f"; the newest event time was {fmt_time(diagnosis.newest_event_time)}"
         if diagnosis.newest_event_time is not None
         else ""
     )
     message = (
-        f"{what} for {fmt_duration(flat)} (since {fmt_time(first.observed_at)}) while {rows} rows arrived in "
+        f"{what} for {at_least}{fmt_duration(flat)} (since {fmt_time(first.observed_at)}) while {rows} rows arrived in "
         f"{len(data)} batches{newest_text}.{culprit} {_REMEDY[diagnosis.cause]}"
     )
     details: dict[str, object] = {

@@ -131,6 +131,10 @@ class StateGrowthParams(RuleParams):
     limit_bytes: int | None = Field(None, gt=0)
     critical_within: Duration = timedelta(hours=1)
 
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The trend window (job-scope batches only)."""
+        return self.window, timedelta(0)
+
 
 def theil_sen_slope(xs: Sequence[float], ys: Sequence[float], max_points: int = 40) -> float:
     """Theil-Sen estimator: the median of the pairwise slopes ``(y_j - y_i) / (x_j - x_i)``, ``x_i < x_j``.
