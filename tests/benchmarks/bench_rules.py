@@ -13,7 +13,8 @@ as ``load_recent_samples`` returns them): 240 samples (1 h at 15 s) per series, 
 
 with one job in ten of each engine in trouble (a stalled watermark behind a quiet source, state growing
 without removals, an idle subtask, a stalled partition), so the rules' slow paths run too. Building the
-samples is not timed; the figure is the best and the median of ``repeats`` evaluations.
+samples is not timed; the figure is the best and the median of ``repeats`` evaluations, in wall-clock
+and in process CPU time (the CPU time is the fair figure on a machine shared with other work).
 """
 
 from __future__ import annotations
@@ -55,7 +56,17 @@ def _spark(q: int, bad: bool) -> list[Sample]:
             )
         )  # fmt: skip
         rows = 0 if bad and i > 150 else 100
-        out.append(Sample(job, at, SampleKind.PROGRESS, "spark-eventlog", Scope(source="kafka[clicks]"), i, num_input_rows=rows))
+        out.append(
+            Sample(
+                job,
+                at,
+                SampleKind.PROGRESS,
+                "spark-eventlog",
+                Scope(source="kafka[clicks]"),
+                i,
+                num_input_rows=rows,
+            )
+        )
     return out
 
 
@@ -64,7 +75,18 @@ def _flink(j: int, bad: bool) -> list[Sample]:
     out: list[Sample] = []
     for i in range(N):
         at = T0 + STEP * i
-        out.append(Sample(job, at, SampleKind.GAUGE, "flink-rest", watermark=at - timedelta(seconds=5), num_input_rows=150, backpressure_ratio=0.1, restart_count=0))
+        out.append(
+            Sample(
+                job,
+                at,
+                SampleKind.GAUGE,
+                "flink-rest",
+                watermark=at - timedelta(seconds=5),
+                num_input_rows=150,
+                backpressure_ratio=0.1,
+                restart_count=0,
+            )
+        )
         for s in range(4):
             idle = bad and s == 3
             out.append(
@@ -111,14 +133,18 @@ def main(series: int = 10_000, repeats: int = 5) -> None:
     history = build(series)
     n_series = sum(len({s.scope for s in samples}) for samples in history.values())
     n_samples = sum(len(samples) for samples in history.values())
-    print(f"built {len(history)} jobs, {n_series} series, {n_samples} samples in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"built {len(history)} jobs, {n_series} series, {n_samples} samples in {time.perf_counter() - t0:.1f} s"
+    )
     now = T0 + STEP * N
     times: list[float] = []
+    cpu: list[float] = []
     findings = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         findings = evaluate(CONFIG, history, now)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     by_rule: dict[str, int] = {}
     for f in findings:
         by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
@@ -126,7 +152,7 @@ def main(series: int = 10_000, repeats: int = 5) -> None:
     print(
         f"rule evaluation for {n_series} series with one hour of 15 s samples: "
         f"best {min(times):.3f} s, median {statistics.median(times):.3f} s per full evaluation "
-        f"(target under 1 s on one core)"
+        f"(CPU time best {min(cpu):.3f} s, median {statistics.median(cpu):.3f} s; target under 1 s on one core)"
     )
 
 
