@@ -49,6 +49,7 @@ from monitor.errors import ConfigError
 
 __all__ = [
     "Config",
+    "DeliveryConfig",
     "DurationMs",
     "Receiver",
     "Route",
@@ -61,7 +62,7 @@ __all__ = [
 
 def _duration(value: Any) -> Any:
     if isinstance(value, str):
-        return parse_duration_ms(value, "duration")
+        return parse_duration_ms(value, what="duration")
     if isinstance(value, bool):
         raise ValueError("expected a duration like 30s, 10m, 1h")
     if isinstance(value, int | float):
@@ -217,6 +218,26 @@ class Route(_Model):
     send_resolved: bool = True
 
 
+class DeliveryConfig(_Model):
+    """How the daemon's dispatcher delivers the outbox (``monitor.notify.dispatcher.RetryPolicy``).
+
+    ``interval``: how often due notifications are sent; ``initial_backoff`` / ``max_backoff``: full-jitter
+    retry delays after a retryable failure; ``max_age``: a notification still undelivered after this long
+    is given up.
+    """
+
+    interval: DurationMs = Field(5_000, gt=0)
+    initial_backoff: DurationMs = Field(10_000, gt=0)
+    max_backoff: DurationMs = Field(300_000, gt=0)
+    max_age: DurationMs = Field(86_400_000, gt=0)
+
+    @model_validator(mode="after")
+    def _order(self) -> DeliveryConfig:
+        if self.max_backoff < self.initial_backoff:
+            raise ValueError("max_backoff must not be shorter than initial_backoff")
+        return self
+
+
 class SilenceConfig(_Model):
     """A silence declared in the config (the CLI adds others to the database)."""
 
@@ -247,6 +268,7 @@ class Config(_Model):
     reports: list[ReportConfig] = Field(default_factory=list)
     evaluation_interval: DurationMs = 15_000
     retention: DurationMs = 14 * 86_400_000
+    delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
 
     @model_validator(mode="after")
     def _references(self) -> Config:

@@ -1,63 +1,124 @@
-"""Human durations (``500ms``, ``30s``, ``10m``, ``1h``, ``2d``, ``1h30m``) to integer milliseconds.
+"""Parse and format human durations (``10m``, ``30s``, ``1h30m``, ``500ms``, ``10 minutes``).
 
-Used by the CLI (``--delay 10m``, ``--future-skew 1h``) and the YAML config (``for: 10m``). The unit
-letters follow Prometheus's duration syntax (``ms s m h d w``); a bare number is rejected because its
-unit would be a guess.
+One parser for every command that takes a duration on the command line or in config. The result is
+an integer number of **milliseconds** (the engine's unit; see DESIGN.md).
+
+Grammar: one or more ``<number><unit>`` terms, optionally separated by spaces, summed. ``<number>`` is
+a non-negative integer or decimal (``1.5s``); the total must be a whole number of milliseconds.
+Units (case-insensitive): ``ms``/``msec``/``millisecond(s)``; ``s``/``sec``/``second(s)``;
+``m``/``min``/``minute(s)``; ``h``/``hr``/``hour(s)``; ``d``/``day(s)``; ``w``/``week(s)``.
+A bare ``0`` is accepted; any other bare number is rejected (the unit is never guessed). The Spark
+interval spelling used by ``withWatermark`` (``"10 minutes"``, ``"1 hour 30 minutes"``) parses too.
+
+Errors: :class:`DurationError` (an :class:`~monitor.errors.InputError` and a :class:`ValueError`) whose
+message quotes the text and lists the units.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import timedelta
+from decimal import Decimal, InvalidOperation
 
-__all__ = ["format_duration_ms", "parse_duration_ms", "parse_timedelta"]
+from monitor.errors import InputError
 
-_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+__all__ = ["DurationError", "format_duration_ms", "parse_duration_list_ms", "parse_duration_ms", "parse_timedelta"]
+
+_UNIT_MS: dict[str, int] = {}
+for _names, _ms in (
+    (("ms", "msec", "msecs", "millisecond", "milliseconds"), 1),
+    (("s", "sec", "secs", "second", "seconds"), 1000),
+    (("m", "min", "mins", "minute", "minutes"), 60_000),
+    (("h", "hr", "hrs", "hour", "hours"), 3_600_000),
+    (("d", "day", "days"), 86_400_000),
+    (("w", "week", "weeks"), 7 * 86_400_000),
+):
+    for _n in _names:
+        _UNIT_MS[_n] = _ms
+
+_TERM = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*")
+_UNITS_HELP = "ms, s, m, h, d, w (e.g. 500ms, 30s, 10m, 1h30m, '10 minutes')"
 
 
-def parse_duration_ms(text: str, what: str = "duration") -> int:
+class DurationError(InputError, ValueError):
+    """A duration string could not be parsed; the message quotes it and lists the accepted units."""
+
+
+def parse_duration_ms(text: str, *, what: str = "duration") -> int:
     """Parse ``text`` into integer milliseconds.
 
     Args:
-        text: e.g. ``"10m"``, ``"1h30m"``, ``"0s"``, ``"1.5s"``.
-        what: names the option/field in the error message.
+        text: e.g. ``"10m"``, ``"1h30m"``, ``"500ms"``, ``"1.5s"``, ``"10 minutes"``, ``"0"``.
+        what: the name of the option/field, used in the error message.
+
+    Returns:
+        The duration in milliseconds (``>= 0``).
 
     Raises:
-        ValueError: empty, unitless, negative or unknown-unit text; the message names ``what`` and
-            the accepted units.
+        DurationError: empty text, an unknown unit, a bare non-zero number, a negative value or a
+            value that is not a whole number of milliseconds.
     """
-    s = text.strip().replace(" ", "")
+    raw = text
+    text = text.strip()
+    if not text:
+        raise DurationError(f"{what}: empty duration; use {_UNITS_HELP}")
+    if text == "0":
+        return 0
+    if text.startswith("-"):
+        raise DurationError(f"{what}: negative duration {raw!r} is not allowed")
     pos = 0
-    total = 0.0
-    for m in _PART.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNITS_MS[m.group(2)]
+    total = Decimal(0)
+    while pos < len(text):
+        m = _TERM.match(text, pos)
+        if m is None or m.end() == pos:
+            raise DurationError(f"{what}: cannot parse {raw!r} as a duration; use {_UNITS_HELP}")
+        number, unit = m.group(1), m.group(2).lower()
+        if unit not in _UNIT_MS:
+            raise DurationError(f"{what}: unknown unit {m.group(2)!r} in {raw!r}; use {_UNITS_HELP}")
+        try:
+            total += Decimal(number) * _UNIT_MS[unit]
+        except InvalidOperation:  # pragma: no cover - the regex only admits valid decimals
+            raise DurationError(f"{what}: bad number {number!r} in {raw!r}") from None
         pos = m.end()
-    if not s or pos != len(s):
-        raise ValueError(
-            f"{what}: {text!r} is not a duration; use a number with a unit: ms, s, m, h, d, w (e.g. 10m, 1h30m)"
-        )
-    return round(total)
+    if total != total.to_integral_value():
+        raise DurationError(f"{what}: {raw!r} is not a whole number of milliseconds")
+    return int(total)
 
 
-def parse_timedelta(text: str, what: str = "duration") -> timedelta:
-    """Like :func:`parse_duration_ms` but returns a :class:`datetime.timedelta`."""
-    return timedelta(milliseconds=parse_duration_ms(text, what))
+def parse_duration_list_ms(text: str, *, what: str = "durations") -> list[int]:
+    """Parse a comma-separated list such as ``"1m,5m,10m,30m"`` into milliseconds (order kept).
+
+    Raises:
+        DurationError: an item does not parse (the message names it), or the list is empty.
+    """
+    items = [t for t in (p.strip() for p in text.split(",")) if t]
+    if not items:
+        raise DurationError(f"{what}: empty list; expected e.g. 1m,5m,10m")
+    return [parse_duration_ms(t, what=what) for t in items]
 
 
 def format_duration_ms(ms: int) -> str:
-    """Format milliseconds compactly: ``600000 -> "10m"``, ``5400000 -> "1h30m"``, ``1500 -> "1.5s"``."""
+    """Format milliseconds compactly, largest units first: ``90_000 -> "1m30s"``, ``0 -> "0s"``.
+
+    Negative values are formatted with a leading ``-``. The output parses back with
+    :func:`parse_duration_ms` (for non-negative values).
+    """
     if ms == 0:
         return "0s"
     sign = "-" if ms < 0 else ""
-    ms = abs(ms)
-    parts = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000)):
-        if ms >= size:
-            parts.append(f"{ms // size}{unit}")
-            ms %= size
-    if ms:
-        parts.append(f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms / 1000:g}s" if ms >= 1000 else f"{ms}ms")
+    rest = abs(ms)
+    parts: list[str] = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+        q, rest = divmod(rest, size)
+        if q:
+            parts.append(f"{q}{unit}")
     return sign + "".join(parts)
+
+
+def parse_timedelta(text: str, *, what: str = "duration") -> timedelta:
+    """Like :func:`parse_duration_ms`, returning a :class:`datetime.timedelta`.
+
+    Raises:
+        DurationError: as :func:`parse_duration_ms`.
+    """
+    return timedelta(milliseconds=parse_duration_ms(text, what=what))

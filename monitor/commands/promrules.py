@@ -7,15 +7,11 @@ from pathlib import Path
 import typer
 
 from monitor.durations import parse_duration_ms
-from monitor.errors import InputError
 from monitor.promrules import PromRulesParams, render_rules
 
 
 def _ms(value: str, option: str) -> int:
-    try:
-        return parse_duration_ms(value, option)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    return parse_duration_ms(value, what=option)
 
 
 def register(app: typer.Typer) -> None:

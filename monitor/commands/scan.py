@@ -9,7 +9,6 @@ file; the other inputs are still scanned and reported).
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,28 +25,13 @@ from collectors.spark.eventlog import APPSTATUS_PREFIX, EventLogCollector, Memor
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.progress_files import COLLECTOR_NAME as PROGRESS_COLLECTOR
 from collectors.spark.progress_files import looks_like_event_log, read_progress_file
+from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.model import CollectorError, PollResult, Severity
 from monitor.scan_report import build_report, render_json, render_text
 from rules.scan_rules import ScanRulesConfig
 
-__all__ = ["ScanInputs", "classify_inputs", "parse_duration", "register", "store_polls"]
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> timedelta:
-    """``"1h"``, ``"30m"``, ``"90s"``, ``"2d"``, ``"500ms"`` (a bare number is seconds) -> timedelta.
-
-    Raises:
-        InputError: not a duration.
-    """
-    match = _DURATION.match(text)
-    if match is None:
-        raise InputError(f"--future-skew: not a duration: {text!r} (examples: 1h, 30m, 90s, 2d)")
-    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"])
-
+__all__ = ["ScanInputs", "classify_inputs", "register", "store_polls"]
 
 @dataclass
 class ScanInputs:
@@ -211,7 +195,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("scan")
     def scan(
-        paths: list[Path] = typer.Argument(  # noqa: B008
+        paths: list[Path] = typer.Argument(
             None, help="Event-log files or directories, and progress JSON files.", show_default=False
         ),
         fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
@@ -236,7 +220,7 @@ def register(app: typer.Typer) -> None:
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
-        skew = parse_duration(future_skew)
+        skew = parse_timedelta(future_skew, what="--future-skew")
         try:
             threshold = Severity.parse(fail_on) if fail_on is not None else None
         except ValueError as exc:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -24,16 +23,15 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from monitor.alerts.notification import format_time, parse_time
 from monitor.alerts.silences import Silence, parse_matcher
+from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.store.alert_repo import add_silence, expire_silence, list_silences
 from monitor.store.engine import redact_url
 from monitor.store.migrate import Store, open_store
 
-__all__ = ["parse_duration", "register"]
+__all__ = ["register"]
 
 T = TypeVar("T")
-_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 _MATCHERS_ARG = typer.Argument(..., help="Matchers: name=value, name!=value, name=~regex, name!~regex.")
 _DB_OPTION = typer.Option(
@@ -41,19 +39,15 @@ _DB_OPTION = typer.Option(
 )
 
 
-def parse_duration(text: str) -> timedelta:
-    """Prometheus-style duration (``90m``, ``2h``, ``1h30m``, ``1d``, ``1w``) -> positive timedelta.
+def _positive_duration(text: str) -> timedelta:
+    """``--duration`` of a silence: a positive duration (``30m``, ``2h``, ``1h30m``, ``1d``).
 
     Raises:
         InputError: not a duration, or zero.
     """
-    compact = text.strip()
-    parts = _DURATION.findall(compact)
-    if not parts or "".join(n + u for n, u in parts) != compact:
-        raise InputError(f"invalid duration {text!r}: use e.g. 30m, 2h, 1h30m, 1d")
-    total = timedelta(seconds=sum(int(n) * _UNIT_SECONDS[u] for n, u in parts))
+    total = parse_timedelta(text, what="--duration")
     if total <= timedelta(0):
-        raise InputError(f"invalid duration {text!r}: must be positive")
+        raise InputError(f"--duration: invalid duration {text!r}: must be positive")
     return total
 
 
@@ -105,7 +99,7 @@ def register(app: typer.Typer) -> None:
         if duration is not None and until is not None:
             raise InputError("give --duration or --until, not both")
         starts_at = _time_option(starts, "--starts") or now
-        ends_at = _time_option(until, "--until") or starts_at + parse_duration(duration or "1h")
+        ends_at = _time_option(until, "--until") or starts_at + _positive_duration(duration or "1h")
         if ends_at <= starts_at:
             raise InputError("--until must be after the start")
         silence = Silence(

@@ -22,17 +22,23 @@ from monitor.store.engine import (
 )
 from monitor.store.migrate import Store, check_schema, current, downgrade, head, open_store, upgrade
 from monitor.store.repo import (
+    PurgeCounts,
     RawDocument,
     SaveCounts,
     get_cursor,
     iter_raw_documents,
     list_jobs,
+    load_recent_samples,
     load_samples,
+    load_samples_after,
+    max_sample_id,
+    purge_before,
     save_poll,
     set_cursor,
 )
 
 __all__ = [
+    "PurgeCounts",
     "RawDocument",
     "SaveCounts",
     "Store",
@@ -45,10 +51,14 @@ __all__ = [
     "head",
     "iter_raw_documents",
     "list_jobs",
+    "load_recent_samples",
     "load_samples",
+    "load_samples_after",
     "make_engine",
     "make_session_factory",
+    "max_sample_id",
     "open_store",
+    "purge_before",
     "redact_url",
     "save_poll",
     "set_cursor",

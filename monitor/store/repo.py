@@ -12,11 +12,11 @@ import json
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import zstandard
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -32,12 +32,17 @@ from monitor.store.tables import (
 )
 
 __all__ = [
+    "PurgeCounts",
     "RawDocument",
     "SaveCounts",
     "get_cursor",
     "iter_raw_documents",
     "list_jobs",
+    "load_recent_samples",
     "load_samples",
+    "load_samples_after",
+    "max_sample_id",
+    "purge_before",
     "save_poll",
     "set_cursor",
 ]
@@ -398,6 +403,39 @@ def set_cursor(session: Session, collector: str, target: str, state: dict[str, A
     session.flush()
 
 
+@dataclass(frozen=True, slots=True)
+class PurgeCounts:
+    """How many rows :func:`purge_before` deleted, per table."""
+
+    samples: int = 0
+    raw_documents: int = 0
+    collector_errors: int = 0
+
+
+def purge_before(session: Session, cutoff: datetime) -> PurgeCounts:
+    """Delete samples, raw documents and collector errors observed before ``cutoff`` (retention).
+
+    Jobs, runs and collector cursors are kept (a cursor must outlive the data it read past, or the
+    collector would read the file again). Does not commit.
+
+    Args:
+        cutoff: aware UTC; rows with ``observed_at < cutoff`` go.
+
+    Raises:
+        ValueError: ``cutoff`` is naive.
+    """
+    when = ensure_utc(cutoff, "cutoff")
+    assert when is not None
+    counts = []
+    for row_class in (SampleRow, RawDocumentRow, CollectorErrorRow):
+        result = session.execute(
+            delete(row_class).where(row_class.observed_at < when).execution_options(synchronize_session=False)
+        )
+        counts.append(int(getattr(result, "rowcount", 0) or 0))
+    session.flush()
+    return PurgeCounts(*counts)
+
+
 # ------------------------------------------------------------------------------------------------- reads
 
 
@@ -460,6 +498,82 @@ def load_samples(
         stmt = stmt.where(JobRow.engine == engine.value)
     stmt = stmt.where(*_time_conditions(SampleRow.observed_at, since, until))
     return [_to_sample(row, eng, jid, rid) for row, eng, jid, rid in session.execute(stmt)]
+
+
+def max_sample_id(session: Session) -> int:
+    """The highest sample row id stored (0 for none): a watermark for :func:`load_samples_after`."""
+    return int(session.scalar(select(func.max(SampleRow.id))) or 0)
+
+
+def load_recent_samples(
+    session: Session, lookback: timedelta, engine: Engine | None = None, *, upto_id: int | None = None
+) -> dict[tuple[Engine, str], list[Sample]]:
+    """Each job's samples from its newest sample back ``lookback`` (inclusive), oldest first.
+
+    The window is anchored at each job's own newest ``observed_at``, not at a clock, so a job whose data
+    stopped arriving (or a recorded event log) still has its last stretch of history evaluated.
+
+    Args:
+        lookback: the window length.
+        engine: only jobs of this engine.
+        upto_id: only rows with id ``<= upto_id`` (from :func:`max_sample_id`, read first), so that a caller
+            can continue with :func:`load_samples_after` without missing or repeating a row.
+
+    Returns:
+        ``{(engine, job_id): [samples...]}`` for every job with at least one sample.
+
+    Raises:
+        ValueError: ``lookback`` is negative.
+    """
+    if lookback < timedelta(0):
+        raise ValueError("load_recent_samples: lookback must not be negative")
+    newest_q = select(SampleRow.job_pk.label("job_pk"), func.max(SampleRow.observed_at).label("newest"))
+    if upto_id is not None:
+        newest_q = newest_q.where(SampleRow.id <= upto_id)
+    newest = newest_q.group_by(SampleRow.job_pk).subquery()
+    run = aliased(RunRow)
+    stmt = (
+        select(SampleRow, JobRow.engine, JobRow.job_id, run.run_id, newest.c.newest)
+        .join(JobRow, SampleRow.job_pk == JobRow.id)
+        .join(newest, newest.c.job_pk == SampleRow.job_pk)
+        .outerjoin(run, SampleRow.run_pk == run.id)
+        .order_by(SampleRow.job_pk, SampleRow.observed_at, SampleRow.id)
+    )
+    if engine is not None:
+        stmt = stmt.where(JobRow.engine == engine.value)
+    if upto_id is not None:
+        stmt = stmt.where(SampleRow.id <= upto_id)
+    out: dict[tuple[Engine, str], list[Sample]] = {}
+    for row, eng, jid, rid, job_newest in session.execute(stmt):
+        # Compared in Python: date arithmetic in SQL differs between SQLite and PostgreSQL.
+        if job_newest - row.observed_at > lookback:
+            continue
+        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid))
+    return out
+
+
+def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engine, str], list[Sample]], int]:
+    """Samples stored after row id ``after_id`` (whatever their ``observed_at``), by job, oldest first.
+
+    Returns:
+        ``(samples by (engine, job id), highest row id seen)`` (``after_id`` when there is nothing new).
+    """
+    run = aliased(RunRow)
+    stmt = (
+        select(SampleRow, JobRow.engine, JobRow.job_id, run.run_id)
+        .join(JobRow, SampleRow.job_pk == JobRow.id)
+        .outerjoin(run, SampleRow.run_pk == run.id)
+        .where(SampleRow.id > after_id)
+        .order_by(SampleRow.id)
+    )
+    out: dict[tuple[Engine, str], list[Sample]] = {}
+    top = after_id
+    for row, eng, jid, rid in session.execute(stmt):
+        top = max(top, row.id)
+        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid))
+    for samples in out.values():
+        samples.sort(key=lambda s: s.observed_at)
+    return out, top
 
 
 def _to_sample(row: SampleRow, engine: str, job_id: str, run_id: str | None) -> Sample:

@@ -10,7 +10,7 @@ import pytest
 
 from monitor.alerts.silences import is_silenced
 from monitor.cli import main
-from monitor.commands.silence import parse_duration
+from monitor.commands.silence import _positive_duration
 from monitor.errors import InputError
 from monitor.store.alert_repo import list_silences
 from monitor.store.migrate import upgrade
@@ -67,7 +67,7 @@ def test_add_list_expire(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     [
         (["silence", "add", "nolabel"], "invalid matcher 'nolabel'"),
         (["silence", "add", "a=~("], "invalid regex"),
-        (["silence", "add", "a=b", "-d", "soon"], "invalid duration 'soon'"),
+        (["silence", "add", "a=b", "-d", "soon"], "--duration: cannot parse 'soon' as a duration"),
         (["silence", "add", "a=b", "-d", "1h", "--until", "2026-12-01T00:00:00Z"], "not both"),
         (["silence", "add", "a=b", "--until", "2026-12-01T00:00:00"], "--until: expected an ISO 8601 time"),
     ],
@@ -86,11 +86,12 @@ def test_unmigrated_database_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 2 and "tidegauge db upgrade" in err
 
 
-def test_parse_duration() -> None:
-    assert parse_duration("1h30m") == timedelta(minutes=90)
-    assert parse_duration("1d") == timedelta(hours=24)
-    assert parse_duration("1w") == timedelta(days=7)
-    assert parse_duration("1500ms") == timedelta(seconds=1.5)
-    for bad in ("", "1.5h", "h", "1h 30m", "0s"):
-        with pytest.raises(InputError):
-            parse_duration(bad)
+def test_silence_duration_uses_the_shared_parser_and_must_be_positive() -> None:
+    assert _positive_duration("1h30m") == timedelta(minutes=90)
+    assert _positive_duration("1d") == timedelta(hours=24)
+    assert _positive_duration("1w") == timedelta(days=7)
+    assert _positive_duration("1500ms") == timedelta(seconds=1.5)
+    assert _positive_duration("1.5h") == timedelta(minutes=90)
+    for bad in ("", "h", "5x", "0s", "-1h"):
+        with pytest.raises(InputError, match="--duration"):
+            _positive_duration(bad)

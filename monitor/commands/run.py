@@ -1,0 +1,44 @@
+"""``tidegauge run -c FILE [--db URL]``: the monitoring daemon (see :mod:`monitor.daemon`).
+
+The database is ``--db`` if given, else the config file's ``database``, else the per-user default SQLite
+file. The schema must be current (``tidegauge db upgrade`` first); logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import typer
+
+from monitor.config import load_config
+
+__all__ = ["register"]
+
+_CONFIG_OPTION = typer.Option(..., "-c", "--config", metavar="FILE", help="YAML configuration file.")
+_DB_OPTION = typer.Option(
+    None, "--db", metavar="URL", help="SQLAlchemy database URL (overrides the config file's `database`)."
+)
+_LOG_LEVEL_OPTION = typer.Option("info", "--log-level", help="Log level: debug, info, warning, error.")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``run`` command to ``app``."""
+
+    @app.command("run")
+    def run_cmd(
+        config: Path = _CONFIG_OPTION,
+        db: str | None = _DB_OPTION,
+        log_level: str = _LOG_LEVEL_OPTION,
+    ) -> None:
+        """Poll the configured targets, evaluate rules, deliver notifications and serve /metrics and
+        /healthz until SIGTERM or SIGINT."""
+        from monitor.daemon import run
+
+        level = logging.getLevelName(log_level.upper())
+        if not isinstance(level, int):
+            raise typer.BadParameter(f"unknown log level {log_level!r}", param_hint="--log-level")
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("apscheduler").setLevel(max(level, logging.WARNING))
+        logging.getLogger("httpx").setLevel(max(level, logging.WARNING))
+        raise typer.Exit(run(load_config(config), db_url=db))

@@ -1,0 +1,435 @@
+"""The daemon's composition root: the one place that reads the environment and the wall clock.
+
+:func:`build` turns a :class:`monitor.config.Config` into running parts, in start order:
+
+1. the store (:func:`monitor.store.open_store`, which refuses an outdated schema), disposed last;
+2. the HTTP clients (the notifiers' one, one per HTTP target);
+3. the runtime's warm-up: ``/metrics`` shows the stored jobs and alert counts at once after a restart, and
+   the config file's silences are stored (once, by a content-derived id);
+4. the HTTP server (:mod:`monitor.web`): ``/metrics``, ``/healthz``, and the Spark listener ingest
+   endpoint (:mod:`monitor.ingest`) when ``server.ingest_token`` is configured;
+5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (``spark_event_logs``:
+   :class:`collectors.spark.eventlog.EventLogCollector` with cursors in the database;
+   ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; Flink REST and Kafka
+   targets are refused with a :class:`~monitor.errors.ConfigError` until their collectors exist) at its
+   ``poll_interval``, rule
+   evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``) and retention clean-up
+   (hourly). Every job runs at most one instance at a time and coalesces missed runs; each run reads the
+   clock once and passes that ``now`` down (:mod:`monitor.runtime`).
+
+:func:`run` serves until SIGTERM or SIGINT, then stops the parts in reverse order: the scheduler first,
+waiting for running jobs (a delivery in flight finishes and is recorded, or its row stays in the outbox
+and is sent again, with the same idempotency key, after a restart), then the HTTP server, then the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+from typing import Any
+
+import httpx
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from prometheus_client import CollectorRegistry
+
+from collectors.http import make_client
+from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
+from collectors.spark.eventlog import EventLogCollector
+from collectors.spark.prometheus import SparkPrometheusCollector
+from monitor.alerts.notification import parse_time
+from monitor.alerts.routing import Route
+from monitor.alerts.silences import Matcher, MatchOp, Silence
+from monitor.config import Config, resolve_secret
+from monitor.errors import ConfigError, InputError
+from monitor.evaluation import check_rules
+from monitor.exporter import TidegaugeCollector
+from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
+from monitor.ingest import create_ingest_app
+from monitor.latest import LatestSamples
+from monitor.model import PollResult
+from monitor.notify.alertmanager import AlertmanagerNotifier
+from monitor.notify.base import Notifier
+from monitor.notify.dispatcher import RetryPolicy
+from monitor.notify.slack import SlackNotifier
+from monitor.notify.webhook import WebhookNotifier
+from monitor.runtime import Runtime, StoreCursors, Target
+from monitor.service import CallbackService, Service, ServiceGroup
+from monitor.store import Store, open_store, redact_url
+from monitor.web import HttpService, create_app
+
+__all__ = ["CLEANUP_INTERVAL", "Daemon", "SchedulerService", "build", "run", "wall_clock"]
+
+log = logging.getLogger("tidegauge.daemon")
+
+#: How often retention clean-up runs.
+CLEANUP_INTERVAL = timedelta(hours=1)
+#: How long a stop may take in total (the scheduler waits for running jobs within it).
+STOP_TIMEOUT_S = 30.0
+
+
+def wall_clock() -> datetime:
+    """The current time, aware UTC (the daemon's only clock read)."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class ScheduledJob:
+    """A periodic job: ``tick(now)`` every ``interval``, first run ``first_delay`` after start."""
+
+    name: str
+    interval: timedelta
+    tick: Callable[[datetime], object]
+    first_delay: timedelta = timedelta(0)
+
+
+class SchedulerService:
+    """An APScheduler ``BackgroundScheduler`` running :class:`ScheduledJob` s (a :class:`Service`).
+
+    Each run reads ``clock`` once and passes that ``now`` to its job; an exception is logged and the job
+    runs again at its next time. ``max_instances=1`` (a slow poll is not started twice) and
+    ``coalesce=True`` (missed runs collapse into one).
+
+    Args:
+        jobs: the jobs.
+        clock: aware-UTC clock.
+    """
+
+    def __init__(self, jobs: list[ScheduledJob], clock: Callable[[], datetime]) -> None:
+        self._jobs = jobs
+        self._clock = clock
+        self._scheduler: BackgroundScheduler | None = None
+
+    @property
+    def name(self) -> str:
+        """Name for logs."""
+        return "scheduler"
+
+    @property
+    def running(self) -> bool:
+        """Whether the scheduler is running."""
+        return self._scheduler is not None and bool(self._scheduler.running)
+
+    def _wrap(self, job: ScheduledJob) -> Callable[[], None]:
+        def run_once() -> None:
+            now = self._clock()
+            try:
+                job.tick(now)
+            except Exception:
+                log.exception("%s failed at %s", job.name, now.isoformat())
+
+        return run_once
+
+    def start(self) -> None:
+        """Add the jobs and start the scheduler thread."""
+        if self._scheduler is not None:
+            return
+        scheduler = BackgroundScheduler(
+            timezone=UTC, job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+        )
+        start = self._clock()
+        for job in self._jobs:
+            scheduler.add_job(
+                self._wrap(job),
+                IntervalTrigger(seconds=job.interval.total_seconds(), timezone=UTC),
+                id=job.name,
+                name=job.name,
+                next_run_time=start + job.first_delay,
+            )
+        scheduler.start()
+        self._scheduler = scheduler
+
+    def stop(self, timeout_s: float) -> None:
+        """Stop scheduling and wait up to ``timeout_s`` for running jobs to finish; idempotent."""
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is None:
+            return
+        waiter = threading.Thread(target=scheduler.shutdown, kwargs={"wait": True}, name="scheduler-stop")
+        waiter.start()
+        waiter.join(timeout_s)
+        if waiter.is_alive():
+            log.warning("scheduler jobs still running after %.1fs; exiting without them", timeout_s)
+
+
+class Daemon:
+    """The built daemon: its runtime and its services (see :func:`build`)."""
+
+    def __init__(
+        self, store: Store, runtime: Runtime, services: list[Service], http: HttpService, scheduler: SchedulerService
+    ) -> None:
+        self.store = store
+        self.runtime = runtime
+        self.http = http
+        self.scheduler = scheduler
+        self._group = ServiceGroup(services, name="tidegauge")
+
+    def start(self) -> None:
+        """Start every service in order."""
+        self._group.start()
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Stop every service in reverse order (idempotent)."""
+        self._group.stop(timeout_s)
+
+
+def _secret(value: Any, environ: Mapping[str, str], where: str) -> str:
+    if isinstance(value, str):
+        return value
+    return resolve_secret(value, environ, where).get_secret_value()
+
+
+def build_notifiers(config: Config, environ: Mapping[str, str]) -> list[Notifier]:
+    """One notifier per ``receivers[]`` entry, secrets resolved from ``environ`` or files.
+
+    Raises:
+        ConfigError: a secret is missing (named by field path, never by value).
+    """
+    out: list[Notifier] = []
+    for i, r in enumerate(config.receivers):
+        url = _secret(r.url, environ, f"receivers[{i}].url")
+        timeout_s = r.timeout / 1000.0
+        if r.type == "webhook":
+            assert r.secret is not None  # the config model requires it
+            secret = resolve_secret(r.secret, environ, f"receivers[{i}].secret").get_secret_value()
+            out.append(WebhookNotifier(r.name, url, secret, config.dashboard_url, timeout_s))
+        elif r.type == "slack":
+            out.append(SlackNotifier(r.name, url, config.dashboard_url, timeout_s))
+        else:
+            out.append(AlertmanagerNotifier(r.name, url, config.dashboard_url, timeout_seconds=timeout_s))
+    return out
+
+
+def build_routes(config: Config) -> list[Route]:
+    """``routes[]`` as :class:`monitor.alerts.Route` s (label equality matchers); without any route
+    every receiver gets every alert (with the default repeat interval)."""
+    if not config.routes:
+        return [Route(r.name) for r in config.receivers]
+    for i, route in enumerate(config.routes):
+        if route.repeat_interval <= 0:
+            raise ConfigError(f"routes[{i}].repeat_interval: must be longer than 0s")
+    return [
+        Route(
+            receiver=route.receiver,
+            matchers=tuple(Matcher(k, MatchOp.EQ, v) for k, v in sorted(route.match.items())),
+            repeat_interval=timedelta(milliseconds=route.repeat_interval),
+            send_resolved=route.send_resolved,
+        )
+        for route in config.routes
+    ]
+
+
+def build_silences(config: Config) -> list[Silence]:
+    """The config file's ``silences[]`` (label-equality matchers, ``ends_at`` ISO 8601 with offset).
+
+    Each gets a stable id from its content (``config-<hash>``), so a restart does not add it twice; it
+    starts when first stored.
+
+    Raises:
+        ConfigError: a bad time, label name or an empty matcher set, named by field path.
+    """
+    out: list[Silence] = []
+    for i, sc in enumerate(config.silences):
+        where = f"silences[{i}]"
+        try:
+            ends_at = parse_time(sc.ends_at)
+        except ValueError:
+            raise ConfigError(f"{where}.ends_at: expected ISO 8601 with offset, e.g. 2026-12-01T18:00:00Z") from None
+        identity = json.dumps([sorted(sc.matchers.items()), ends_at.isoformat(), sc.comment])
+        try:
+            out.append(
+                Silence(
+                    id="config-" + hashlib.sha256(identity.encode()).hexdigest()[:16],
+                    matchers=tuple(Matcher(k, MatchOp.EQ, v) for k, v in sorted(sc.matchers.items())),
+                    starts_at=ends_at,
+                    ends_at=ends_at,
+                    created_by="config",
+                    comment=sc.comment,
+                )
+            )
+        except InputError as exc:
+            raise ConfigError(f"{where}.matchers: {exc}") from None
+    return out
+
+
+def build_targets(
+    config: Config, store: Store, environ: Mapping[str, str], clients: list[httpx.Client]
+) -> list[Target]:
+    """One :class:`Target` per configured target; HTTP clients made for them are appended to ``clients``
+    (the caller closes them).
+
+    Raises:
+        ConfigError: a target kind this build has no collector for, duplicate names, a missing secret.
+    """
+    targets: list[Target] = []
+    for t in config.targets.spark_event_logs:
+        cursors = StoreCursors(store.sessions, EVENTLOG_COLLECTOR)
+        targets.append(
+            Target(t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors)
+        )
+    for i, h in enumerate(config.targets.spark_prometheus):
+        headers = {}
+        if h.bearer_token is not None:
+            token = resolve_secret(h.bearer_token, environ, f"targets.spark_prometheus[{i}].bearer_token")
+            headers["Authorization"] = f"Bearer {token.get_secret_value()}"
+        client = make_client(connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers)
+        clients.append(client)
+        targets.append(
+            Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
+        )
+    for kind in ("flink_rest", "kafka"):
+        if getattr(config.targets, kind):
+            raise ConfigError(f"targets.{kind}: not supported by `tidegauge run` yet (spark_event_logs is)")
+    names = [t.name for t in targets]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"targets: names must be unique; repeated: {', '.join(dupes)}")
+    return targets
+
+
+def _poller(runtime: Runtime, target: Target) -> Callable[[datetime], object]:
+    def tick(now: datetime) -> object:
+        return runtime.poll(target, now)
+
+    return tick
+
+
+def build(
+    config: Config,
+    *,
+    db_url: str | None,
+    environ: Mapping[str, str],
+    clock: Callable[[], datetime] = wall_clock,
+) -> Daemon:
+    """Wire the daemon's parts (nothing runs until :meth:`Daemon.start`).
+
+    Args:
+        config: the validated configuration.
+        db_url: database URL (``None``: ``config.database``, else the per-user default of ``environ``).
+        environ: the environment (secrets, default database location).
+        clock: aware-UTC clock.
+
+    Raises:
+        SchemaOutdatedError: the database schema is not current (run ``tidegauge db upgrade``).
+        ConfigError: a secret is missing, an unsupported target kind, an invalid URL.
+    """
+    url = db_url if db_url is not None else config.database
+    notifiers = build_notifiers(config, environ)
+    routes = build_routes(config)
+    silences = build_silences(config)
+    check_rules(config.rules)
+    token = None
+    if config.server.ingest_token is not None:
+        token = resolve_secret(config.server.ingest_token, environ, "server.ingest_token").get_secret_value()
+    store = open_store(url, environ=environ)
+    log.info("database %s", redact_url(store.engine.url))
+    clients: list[httpx.Client] = []
+    try:
+        targets = build_targets(config, store, environ, clients)
+    except BaseException:
+        for c in clients:
+            c.close()
+        store.dispose()
+        raise
+    client = httpx.Client(follow_redirects=False)
+    delivery = config.delivery
+    runtime = Runtime(
+        sessions=store.sessions,
+        targets=targets,
+        latest=LatestSamples(),
+        rules_config=config.rules,
+        notifiers=notifiers,
+        routes=routes,
+        http_client=client,
+        retention=timedelta(milliseconds=config.retention),
+        retry_policy=RetryPolicy(
+            initial_backoff=timedelta(milliseconds=delivery.initial_backoff),
+            max_backoff=timedelta(milliseconds=delivery.max_backoff),
+            max_age=timedelta(milliseconds=delivery.max_age),
+        ),
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(
+        TidegaugeCollector(runtime.latest, clock, alerts=runtime.alert_counts, collectors=runtime.collector_stats)
+    )
+    jobs = [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t)) for t in targets]
+    jobs.append(ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate))
+    jobs.append(ScheduledJob("dispatch", timedelta(milliseconds=delivery.interval), runtime.dispatch))
+    jobs.append(ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1)))
+    scheduler = SchedulerService(jobs, clock)
+
+    def health() -> tuple[bool, dict[str, Any]]:
+        ok, body = runtime.health()
+        body["scheduler"] = "running" if scheduler.running else "stopped"
+        return ok, body
+
+    ingest = None
+    if token is not None:
+
+        def sink(result: PollResult) -> None:
+            runtime.ingest(result, INGEST_COLLECTOR)
+
+        ingest = create_ingest_app(token=token, sink=sink, clock=clock, max_body_bytes=config.server.max_body_bytes)
+    http = HttpService(create_app(registry, health, ingest), config.server.host, config.server.port)
+
+    def close_clients() -> None:
+        client.close()
+        for c in clients:
+            c.close()
+
+    def warm_up() -> None:
+        loaded = runtime.seed_latest()
+        runtime.load_alert_counts()
+        if silences:
+            log.info("%d silence(s) from the config file added", runtime.sync_silences(silences, clock()))
+        log.info("loaded %d recent samples from the store", loaded)
+
+    services: list[Service] = [
+        CallbackService("store", stop=store.dispose),
+        CallbackService("http clients", stop=close_clients),
+        CallbackService("warm-up", start=warm_up),
+        http,
+        scheduler,
+    ]
+    return Daemon(store, runtime, services, http, scheduler)
+
+
+def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIMEOUT_S) -> int:
+    """Build and start the daemon with ``os.environ`` and the wall clock; serve until SIGTERM/SIGINT.
+
+    Returns:
+        0 after a clean stop.
+
+    Raises:
+        SchemaOutdatedError, ConfigError: as :func:`build`.
+    """
+    stop = threading.Event()
+    received: list[str] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        received.append(signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        daemon = build(config, db_url=db_url, environ=os.environ)
+        daemon.start()
+        log.info("tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port)
+        try:
+            while not stop.wait(1.0):
+                pass
+            log.info("%s received: stopping", received[0] if received else "stop")
+        finally:
+            daemon.stop(stop_timeout_s)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    log.info("stopped")
+    return 0

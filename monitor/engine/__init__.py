@@ -1,0 +1,128 @@
+"""The reference watermark engine: what-if replays of event streams through Spark's watermark rules.
+
+Contract (stable; the differential tests against real PySpark call exactly this)
+================================================================================
+
+Build the input::
+
+    events = EventsTable.from_records([
+        {"event_time": "1970-01-01T00:01:40Z", "batch": 0},   # ISO string, aware datetime,
+        {"event_time": 101_000_000, "batch": 1},              # or int epoch MICROseconds
+        {"event_time": None, "batch": 1},                     # null: filtered, yet in eventTime stats
+    ])
+    # or EventsTable.from_columns(event_time_us=..., batch=..., arrival_ms=..., source=..., key=...,
+    #                             partition=...), or monitor.engine.io.load_events(path, time_unit=...)
+
+Describe the query (all durations integer **ms**)::
+
+    config = EngineConfig(delay_ms=10_000, window=Tumbling(size_ms=5_000))          # append, min
+    config = EngineConfig(delay_ms=10_000, window=Sliding(10_000, 5_000), output_mode="update")
+    config = EngineConfig(delay_ms=10_000, window=Session(gap_ms=5_000))            # per key, append
+    config = EngineConfig(delay_ms=10_000, dedup=Dedup("within_watermark"))         # on `key`
+
+Replay::
+
+    result = replay(events, config)          # -> Replay
+    for b in result.batches:                 # BatchResult, in batch-id order (data and no-data)
+        b.batch_id, b.kind, b.watermark_ms, b.input_rows, b.late_row_count, b.state_rows
+        [(w.start_ms, w.end_ms, w.count, w.key) for w in b.emitted.to_list()]
+        [(r.row_index, r.event_time_us, r.window_end_ms, r.lateness_ms) for r in b.late_rows]
+        b.event_time          # EventTimeStats(min_ms, max_ms, avg_ms, count) as the progress reports
+    result.summary            # Summary: dropped rows/share/by source, latencies, peak state...
+    result.to_json()          # {"batches": [...], "summary": {...}} (what `tidegauge whatif` prints)
+
+Mapping to a Spark run (``withWatermark("event_time", delay)`` → ``groupBy(window(...)).count()`` or
+``dropDuplicates…``), one ``BatchResult`` per ``QueryProgressEvent``:
+
+* ``batch_id`` = ``progress.batchId``; ``kind == "no-data"`` when ``numInputRows == 0``.
+* ``watermark_ms`` = ``progress.eventTime.watermark`` (the watermark the batch **ran with**);
+  ``next_watermark_ms`` = the next batch's.
+* ``input_rows`` = ``numInputRows``; ``event_time`` = ``eventTime.min/max/avg`` (``None``: absent).
+* ``state_rows`` / ``state_rows_removed`` / ``state_rows_updated`` =
+  ``stateOperators[0].numRowsTotal / numRowsRemoved / numRowsUpdated``.
+* ``dropped_by_watermark_metric`` = ``stateOperators[0].numRowsDroppedByWatermark``: for window
+  aggregations Spark counts distinct late (window[, key]) groups of the batch (the filter runs after
+  partial aggregation and the post-shuffle merge), so it can be smaller than ``late_row_count``, the
+  raw late rows; sessions: distinct late (input partition, key, event time), ``None`` without a
+  ``partition`` column (the map-side partial aggregates reach the late filter unmerged); dedup: raw
+  late rows.
+* ``passed_rows`` (dedup) = indices of the rows the sink receives, in order.
+* ``emitted`` = the rows the sink receives in that batch (``foreachBatch``), windows as
+  ``[start_ms, end_ms)`` with ``count``.
+
+Batch membership: an explicit ``batch`` column (each value one data batch, ascending; the engine is
+assumed idle between feeds, as with ``processAllAvailable()`` after each file, so no-data batches can
+run in between), or ``arrival_ms`` + ``EngineConfig.trigger_ms`` (``ProcessingTimeTrigger``), or all
+rows at once. ``EngineConfig.max_rows_per_batch`` caps a data batch. See :mod:`monitor.engine.plan`.
+
+Semantics (Spark 3.5–4.x; checked against the Spark source and a PySpark 4.3.0 run, see the tests):
+
+* Per-input watermark (``WatermarkTracker``): after a batch, each input that had rows moves to
+  ``max(previous, floorDiv(max_event_time_us, 1000) - delay_ms)``; an input that never had a row
+  counts as 0; the global watermark is their ``min`` (or ``max``) and never moves back.
+* A batch drops rows late against the **previous** batch's watermark and evicts/emits against its
+  own (``PropagateWatermarkSimulator``, ``allowMultiple=true``): a row can be in time although its
+  window closes in the same batch (it is then counted in the emitted window).
+* Late means ``window.end <= watermark_ms * 1000`` in microseconds (each sliding window separately;
+  for session windows the row's own ``[t, t + gap)``; for dedup the event time itself).
+* Null / unparseable event times are filtered by ``window()`` (not counted as late) but still enter
+  the batch's ``EventTimeStats`` as 0 ms (``eventTime.min`` = 1970, ``avg`` pulled down) and count
+  as "had rows" for the input's watermark.
+* A no-data batch runs (own batch id) when the watermark advanced past the last batch's and no new
+  data is available; it emits/evicts only.
+
+Runtime: :class:`Runtime` runs batch by batch (``run_data_batch``, ``needs_no_data_batch``,
+``run_no_data_batch``) and ``snapshot()`` returns its state as a plain dict. Errors:
+:class:`EngineConfigError` (a :class:`monitor.errors.ConfigError`) for invalid configs or a config
+that does not fit the events.
+"""
+
+from monitor.engine.config import (
+    Dedup,
+    EngineConfig,
+    EngineConfigError,
+    Session,
+    Sliding,
+    Tumbling,
+    WindowSpec,
+)
+from monitor.engine.events import BadRow, EventsTable
+from monitor.engine.plan import BatchPlan, plan_batches
+from monitor.engine.replay import replay
+from monitor.engine.results import (
+    BatchResult,
+    EventTimeStats,
+    LatencyStats,
+    LateRow,
+    LateRows,
+    Replay,
+    Summary,
+    Window,
+    Windows,
+)
+from monitor.engine.runtime import Runtime
+
+__all__ = [
+    "BadRow",
+    "BatchPlan",
+    "BatchResult",
+    "Dedup",
+    "EngineConfig",
+    "EngineConfigError",
+    "EventTimeStats",
+    "EventsTable",
+    "LateRow",
+    "LateRows",
+    "LatencyStats",
+    "Replay",
+    "Runtime",
+    "Session",
+    "Sliding",
+    "Summary",
+    "Tumbling",
+    "Window",
+    "WindowSpec",
+    "Windows",
+    "plan_batches",
+    "replay",
+]

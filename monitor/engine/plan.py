@@ -1,0 +1,177 @@
+"""Batch planning: which rows each data micro-batch reads, and when the engine goes idle.
+
+The plan depends on the events and the trigger only (never on the delay), so a sweep plans once.
+
+Three ways rows are assigned to data batches:
+
+* **explicit** (the events have a ``batch`` column): rows with the same ``batch`` value form one data
+  batch, in ascending value order, rows in file order. Data for the next batch is taken to arrive after
+  the engine went idle, so a no-data batch can run between two data batches (what
+  ``processAllAvailable()`` between feeds does in tests). Processing time: the latest ``arrival_ms`` of
+  the batch's rows, if known.
+* **trigger** (``trigger_ms`` and an ``arrival_ms`` column): Spark's ``ProcessingTimeTrigger`` fires at
+  multiples of the interval; the batch fired at ``t`` reads every row with ``arrival_ms < t`` not read
+  yet (in arrival order, ties in file order). When a tick finds no new rows the engine is idle and may
+  run a no-data batch at that tick. Batches are assumed to take no time.
+* **all at once** (neither): every row is available at the start (``Trigger.AvailableNow`` over a
+  finished file): one data batch, then idle.
+
+``max_rows_per_batch`` (``maxOffsetsPerTrigger``) caps a data batch; rows left over form the next data
+batch immediately (there is a backlog, so no no-data batch runs in between).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from monitor.engine.config import EngineConfig, EngineConfigError
+from monitor.engine.events import EventsTable
+
+__all__ = ["BatchPlan", "plan_batches"]
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, eq=False)
+class BatchPlan:
+    """Data batches of a replay.
+
+    Attributes:
+        order: row indices, data batch after data batch (``order[bounds[j]:bounds[j+1]]`` is batch j).
+        bounds: ``len(times_ms) + 1`` offsets into ``order``.
+        times_ms: processing time of each data batch (``None`` unknown).
+        idle_after: whether the engine is idle after data batch j (a no-data batch may run then).
+        idle_time_ms: the processing time of that possible no-data batch.
+        mode: ``"explicit"``, ``"trigger"`` or ``"all"``.
+    """
+
+    order: I64
+    bounds: I64
+    times_ms: list[int | None]
+    idle_after: list[bool]
+    idle_time_ms: list[int | None]
+    mode: str
+
+    def __len__(self) -> int:
+        return len(self.times_ms)
+
+    def rows(self, j: int) -> I64:
+        """Row indices of data batch ``j``."""
+        return self.order[int(self.bounds[j]) : int(self.bounds[j + 1])]
+
+
+def _chunks(start: int, end: int, cap: int | None) -> list[tuple[int, int]]:
+    if cap is None or end - start <= cap:
+        return [(start, end)]
+    return [(s, min(s + cap, end)) for s in range(start, end, cap)]
+
+
+def plan_batches(events: EventsTable, config: EngineConfig) -> BatchPlan:
+    """Assign rows to data batches (see the module docstring).
+
+    Raises:
+        EngineConfigError: ``trigger_ms`` without an ``arrival_ms`` column; ``arrival_ms`` without a
+            trigger or ``batch`` column; a future-skew filter without any processing times.
+    """
+    n = len(events)
+    cap = config.max_rows_per_batch
+    arrival = events.arrival_ms
+    if events.batch is not None:
+        plan = _plan_explicit(events.batch, arrival, cap)
+    elif config.trigger_ms is not None:
+        if arrival is None:
+            raise EngineConfigError(
+                "a processing-time trigger needs an 'arrival_time' column (or give a 'batch' column)"
+            )
+        plan = _plan_trigger(arrival, config.trigger_ms, cap)
+    else:
+        if arrival is not None:
+            raise EngineConfigError(
+                "the events have arrival times but no trigger interval: pass a trigger (e.g. 30s) "
+                "or add a 'batch' column"
+            )
+        bounds = [0]
+        for _, e in _chunks(0, n, cap):
+            bounds.append(e)
+        k = len(bounds) - 1
+        plan = BatchPlan(
+            order=np.arange(n, dtype=np.int64),
+            bounds=np.asarray(bounds, dtype=np.int64),
+            times_ms=[None] * k,
+            idle_after=[j == k - 1 for j in range(k)],
+            idle_time_ms=[None] * k,
+            mode="all",
+        )
+    if config.max_future_skew_ms is not None and any(t is None for t in plan.times_ms):
+        raise EngineConfigError(
+            "a future-skew filter compares event time with processing time: the events need an "
+            "'arrival_time' column"
+        )
+    return plan
+
+
+def _plan_explicit(batch: I64, arrival: I64 | None, cap: int | None) -> BatchPlan:
+    order = np.argsort(batch, kind="stable").astype(np.int64)
+    sb = batch[order]
+    n = len(order)
+    if n == 0:
+        return BatchPlan(order, np.zeros(1, dtype=np.int64), [], [], [], "explicit")
+    cuts = np.flatnonzero(np.diff(sb)) + 1
+    starts = np.concatenate([[0], cuts]).astype(np.int64)
+    ends = np.concatenate([cuts, [n]]).astype(np.int64)
+    bounds = [0]
+    times: list[int | None] = []
+    idle: list[bool] = []
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        parts = _chunks(s, e, cap)
+        for i, (cs, ce) in enumerate(parts):
+            bounds.append(ce)
+            times.append(None if arrival is None else int(arrival[order[cs:ce]].max()))
+            idle.append(i == len(parts) - 1)
+    return BatchPlan(order, np.asarray(bounds, dtype=np.int64), times, idle, list(times), "explicit")
+
+
+def _plan_trigger(arrival: I64, trigger_ms: int, cap: int | None) -> BatchPlan:
+    order = np.argsort(arrival, kind="stable").astype(np.int64)
+    sa = arrival[order]
+    n = len(order)
+    if n == 0:
+        return BatchPlan(order, np.zeros(1, dtype=np.int64), [], [], [], "trigger")
+    # Tick index k fires at k * trigger_ms and reads rows with arrival < k * trigger_ms.
+    ticks = sa // trigger_ms + 1
+    bounds = [0]
+    times: list[int | None] = []
+    idle: list[bool] = []
+    idle_t: list[int | None] = []
+    if cap is None:
+        cuts = np.flatnonzero(np.diff(ticks)) + 1
+        ends = np.concatenate([cuts, [n]])
+        bt = ticks[np.concatenate([[0], cuts])]
+        bounds.extend(int(e) for e in ends)
+        times = [int(t) * trigger_ms for t in bt]
+        nxt = np.concatenate([bt[1:], [np.iinfo(np.int64).max]])
+        idle = [bool(x) for x in (nxt > bt + 1)]
+        idle_t = [(int(t) + 1) * trigger_ms for t in bt]
+        return BatchPlan(order, np.asarray(bounds, dtype=np.int64), times, idle, idle_t, "trigger")
+    pos = 0
+    tick = int(ticks[0])
+    while pos < n:
+        avail = int(np.searchsorted(sa, tick * trigger_ms, side="left"))
+        take = min(avail, pos + cap)
+        bounds.append(take)
+        times.append(tick * trigger_ms)
+        pos = take
+        nxt_avail = n if pos >= n else int(np.searchsorted(sa, (tick + 1) * trigger_ms, side="left"))
+        if pos >= n or nxt_avail <= pos:
+            idle.append(True)
+            idle_t.append((tick + 1) * trigger_ms)
+            if pos < n:
+                tick = int(ticks[pos])
+        else:
+            idle.append(False)
+            idle_t.append(None)
+            tick += 1
+    return BatchPlan(order, np.asarray(bounds, dtype=np.int64), times, idle, idle_t, "trigger")

@@ -1,0 +1,445 @@
+"""What the daemon does on each tick: poll a target, evaluate rules, dispatch notifications, clean up.
+
+Every method takes the tick's ``now`` (aware UTC) from its caller, the scheduler in
+:mod:`monitor.daemon`, which reads the clock once per tick; nothing here reads the clock or the
+environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
+
+* :meth:`Runtime.poll` reads one target and stores the result in one transaction: samples, raw documents,
+  errors and the collector's cursor advance together (a failed save advances nothing, and the next poll
+  reads the same data again; :func:`monitor.store.save_poll` is idempotent). Stored samples then update
+  the in-memory :class:`~monitor.latest.LatestSamples` behind ``/metrics``. Per-target health (up, last
+  poll duration, error count) is kept for ``/metrics`` and ``/healthz``.
+* :meth:`Runtime.evaluate` loads each job's recent history, runs :func:`monitor.evaluation.evaluate`,
+  steps every alert (:func:`monitor.alerts.step_all`) and stores the changed alerts with their outbox rows
+  in one transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a
+  transition without its notifications.
+* :meth:`Runtime.dispatch` delivers the outbox (:func:`monitor.notify.dispatcher.dispatch_due`): a row is
+  marked delivered only after a 2xx, so a kill between send and record re-sends it with the same
+  ``Idempotency-Key``.
+* :meth:`Runtime.clean_up` deletes samples, raw documents and collector errors older than the retention.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import httpx
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from monitor.alerts.lifecycle import AlertEvent, step_all
+from monitor.alerts.routing import Route
+from monitor.alerts.silences import Silence
+from monitor.config import RulesConfig
+from monitor.evaluation import JobKey, check_rules, evaluate, rule_timing
+from monitor.exporter import AlertCount, CollectorStat
+from monitor.latest import LatestSamples
+from monitor.model import PollResult, Sample, ensure_utc
+from monitor.notify.base import Notifier
+from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
+from monitor.store import (
+    PurgeCounts,
+    get_cursor,
+    load_recent_samples,
+    load_samples_after,
+    max_sample_id,
+    purge_before,
+    save_poll,
+    set_cursor,
+)
+from monitor.store.alert_repo import add_silence, apply_transitions, list_silences, load_alerts
+
+__all__ = ["DEFAULT_LOOKBACK", "PollSource", "Runtime", "StoreCursors", "Target", "TargetHealth"]
+
+log = logging.getLogger(__name__)
+
+#: How much of each job's history (back from its newest sample) rule evaluation looks at.
+DEFAULT_LOOKBACK = timedelta(hours=1)
+
+
+class PollSource(Protocol):
+    """What a target polls: a :class:`collectors.base.Collector` (``iter_poll`` is used when present)."""
+
+    name: str
+
+    def poll(self, now: datetime) -> PollResult:
+        """Read what is new since the last poll; per-target failures are error entries, not exceptions."""
+        ...
+
+
+class StoreCursors:
+    """A collector cursor store (:class:`collectors.spark.eventlog.CursorStore`) in the database.
+
+    ``set`` writes into the transaction bound by :meth:`bind`, the one that stores the poll's samples, so
+    a cursor never advances past data that was not stored. ``get`` reads through that transaction too, or
+    opens a short session when none is bound.
+
+    Args:
+        sessions: session factory of the store.
+        collector: the collector name the cursors are kept under.
+    """
+
+    def __init__(self, sessions: sessionmaker[Session], collector: str) -> None:
+        self._sessions = sessions
+        self._collector = collector
+        self._bound: tuple[Session, datetime] | None = None
+
+    @contextmanager
+    def bind(self, session: Session, now: datetime) -> Iterator[None]:
+        """Within the block, ``set`` writes into ``session`` with ``updated_at = now``."""
+        self._bound = (session, now)
+        try:
+            yield
+        finally:
+            self._bound = None
+
+    def get(self, target: str) -> dict[str, Any] | None:
+        """The stored state of ``target`` or ``None``."""
+        if self._bound is not None:
+            return get_cursor(self._bound[0], self._collector, target)
+        with self._sessions() as session:
+            return get_cursor(session, self._collector, target)
+
+    def set(self, target: str, state: dict[str, Any]) -> None:
+        """Store ``state`` for ``target`` in the bound transaction.
+
+        Raises:
+            RuntimeError: no transaction is bound (the collector was polled outside :meth:`Runtime.poll`).
+        """
+        if self._bound is None:
+            raise RuntimeError("StoreCursors.set outside Runtime.poll: no transaction bound")
+        session, now = self._bound
+        set_cursor(session, self._collector, target, state, now)
+
+
+@dataclass
+class Target:
+    """One configured target.
+
+    Attributes:
+        name: the target's ``name`` in the config (the ``target`` label of collector metrics).
+        source: the collector.
+        interval: poll interval.
+        cursors: the collector's database cursor store, if it keeps cursors.
+    """
+
+    name: str
+    source: PollSource
+    interval: timedelta
+    cursors: StoreCursors | None = None
+
+
+@dataclass
+class TargetHealth:
+    """Health of one target (``/healthz`` and ``tidegauge_target_up`` etc.)."""
+
+    collector: str
+    target: str
+    up: bool = False
+    polls: int = 0
+    errors_total: int = 0
+    last_poll_duration_seconds: float = 0.0
+    last_poll_at: datetime | None = None
+    last_error: str | None = None
+
+
+@dataclass
+class _Counts:
+    alerts: list[AlertCount] = field(default_factory=list)
+
+
+class Runtime:
+    """The daemon's ticks over its parts (see the module docstring).
+
+    Args:
+        sessions: store session factory.
+        targets: configured targets.
+        latest: newest-sample registry behind ``/metrics``.
+        rules_config: the ``rules:`` section.
+        notifiers: configured receivers.
+        routes: their routes.
+        http_client: client the notifiers use.
+        retention: samples older than this (relative to the tick's ``now``) are deleted by :meth:`clean_up`.
+        lookback: how much of each job's history rules see (from the job's newest sample).
+        retry_policy: delivery retry timing.
+        rng: random source of the retry jitter.
+        monotonic: monotonic clock (seconds) for poll durations.
+    """
+
+    def __init__(
+        self,
+        *,
+        sessions: sessionmaker[Session],
+        targets: Sequence[Target],
+        latest: LatestSamples,
+        rules_config: RulesConfig,
+        notifiers: Sequence[Notifier] = (),
+        routes: Sequence[Route] = (),
+        http_client: httpx.Client | None = None,
+        retention: timedelta = timedelta(days=14),
+        lookback: timedelta = DEFAULT_LOOKBACK,
+        retry_policy: RetryPolicy | None = None,
+        rng: random.Random | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sessions = sessions
+        self.targets = list(targets)
+        self.latest = latest
+        check_rules(rules_config)
+        self._rules_config = rules_config
+        self._timing = rule_timing(rules_config)
+        self._notifiers = list(notifiers)
+        self._routes = list(routes)
+        self._client = http_client
+        self._retention = retention
+        self._lookback = lookback
+        self._policy = retry_policy or RetryPolicy()
+        self._rng = rng or random.Random()  # noqa: S311 - retry jitter, not cryptography
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._health = {t.name: TargetHealth(t.source.name, t.name) for t in self.targets}
+        self._counts = _Counts()
+        self._history: dict[JobKey, list[Sample]] | None = None
+        self._history_id = 0
+        self.last_evaluation_at: datetime | None = None
+        self.last_dispatch_at: datetime | None = None
+
+    # ------------------------------------------------------------------------------------------- polls
+
+    def poll(self, target: Target, now: datetime) -> PollResult:
+        """Poll ``target`` once with the tick's ``now`` and store what it read (one transaction).
+
+        Returns:
+            What was stored. A failure to store (database down) is logged and counted as an error of
+            the target; it returns an empty result and the data is read again by the next poll.
+        """
+        when = _utc(now)
+        started = self._monotonic()
+        pieces: list[PollResult] = []
+        failure: str | None = None
+        try:
+            with self._sessions.begin() as session, self._bound(target, session, when):
+                iter_poll = getattr(target.source, "iter_poll", None)
+                results = iter_poll(when) if iter_poll is not None else [target.source.poll(when)]
+                for piece in results:
+                    save_poll(session, piece, collector=target.source.name)
+                    pieces.append(piece)
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+            log.exception("poll of target %s failed; nothing of it was stored", target.name)
+            pieces = []
+        result = PollResult()
+        for piece in pieces:
+            result = result.merged(piece)
+        self.latest.update(result.samples)
+        duration = self._monotonic() - started
+        with self._lock:
+            health = self._health[target.name]
+            health.polls += 1
+            health.last_poll_at = when
+            health.last_poll_duration_seconds = duration
+            errors = len(result.errors) + (1 if failure else 0)
+            health.errors_total += errors
+            health.up = errors == 0
+            if failure:
+                health.last_error = failure
+            elif result.errors:
+                health.last_error = result.errors[-1].message
+        for error in result.errors:
+            log.warning("target %s: %s: %s", target.name, error.target, error.message)
+        return result
+
+    def ingest(self, result: PollResult, collector: str) -> None:
+        """Store what the listener ingest endpoint accepted (one transaction, raw documents under
+        ``collector``) and show it on ``/metrics``.
+
+        Raises:
+            Exception: the store failed (the endpoint answers 503 and the client retries).
+        """
+        with self._sessions.begin() as session:
+            save_poll(session, result, collector=collector)
+        self.latest.update(result.samples)
+
+    @staticmethod
+    def _bound(target: Target, session: Session, now: datetime) -> AbstractContextManager[None]:
+        return target.cursors.bind(session, now) if target.cursors is not None else nullcontext()
+
+    def seed_latest(self) -> int:
+        """Fill ``latest`` from the store (each job's recent history), so ``/metrics`` shows the jobs
+        right after a restart. Returns the number of samples loaded.
+
+        Call before the scheduler starts: it also primes :meth:`recent_history` for the first evaluation.
+        """
+        by_job = self.recent_history()
+        samples: list[Sample] = [s for history in by_job.values() for s in history]
+        self.latest.update(samples)
+        return len(samples)
+
+    # -------------------------------------------------------------------------------------- evaluation
+
+    def evaluate(self, now: datetime) -> list[AlertEvent]:
+        """One rule-evaluation tick at ``now``: findings -> alert transitions + outbox rows, one transaction.
+
+        Returns:
+            The transitions (pending/firing/resolved/cleared events).
+        """
+        when = _utc(now)
+        findings = evaluate(self._rules_config, self.recent_history(), when)
+        with self._sessions.begin() as session:
+            alerts = load_alerts(session)
+            changed, events = step_all(alerts, findings, self._timing, when)
+            apply_transitions(session, changed.values(), events, self._routes, when)
+        alerts.update(changed)
+        counts: dict[tuple[str, str, str], int] = {}
+        for alert in alerts.values():
+            key = (alert.rule, alert.severity.label(), alert.state.value)
+            counts[key] = counts.get(key, 0) + 1
+        with self._lock:
+            self._counts.alerts = [AlertCount(r, sev, st, n) for (r, sev, st), n in sorted(counts.items())]
+            self.last_evaluation_at = when
+        for event in events:
+            log.info("alert %s %s at %s", event.fingerprint, event.kind.value, event.at.isoformat())
+        return events
+
+    def recent_history(self) -> dict[JobKey, list[Sample]]:
+        """Each job's samples from its newest one back ``lookback``, oldest first.
+
+        The first call loads the window from the store; later calls only load the rows stored since
+        (by row id, so late-arriving older samples are included) and drop what fell out of the window, so
+        a tick costs what arrived since the last one, not the whole hour. Called from the evaluation
+        tick only (one at a time; and once by :meth:`seed_latest` before the scheduler starts). Rows rewritten in place by a replay (``save_poll(replace=True)``) are
+        seen after a restart.
+        """
+        with self._sessions() as session:
+            if self._history is None:
+                top = max_sample_id(session)  # read first: rows stored meanwhile are picked up next time
+                self._history = load_recent_samples(session, self._lookback, upto_id=top)
+            else:
+                new, top = load_samples_after(session, self._history_id)
+                for key, samples in new.items():
+                    history = self._history.setdefault(key, [])
+                    history.extend(samples)
+                    history.sort(key=lambda s: s.observed_at)  # nearly sorted: cheap
+            self._history_id = top
+        for history in self._history.values():
+            newest = history[-1].observed_at
+            first = next(i for i, s in enumerate(history) if newest - s.observed_at <= self._lookback)
+            if first:
+                del history[:first]
+        return {k: list(v) for k, v in self._history.items()}
+
+    def dispatch(self, now: datetime) -> DispatchReport:
+        """Deliver the due outbox batches at ``now`` (nothing to do without receivers)."""
+        when = _utc(now)
+        if self._client is None or not self._notifiers:
+            return DispatchReport()
+        report = dispatch_due(
+            self._sessions, self._notifiers, self._client, when, routes=self._routes, policy=self._policy, rng=self._rng
+        )
+        with self._lock:
+            self.last_dispatch_at = when
+        return report
+
+    def clean_up(self, now: datetime) -> PurgeCounts:
+        """Delete stored samples, raw documents and collector errors older than ``now - retention``."""
+        when = _utc(now)
+        with self._sessions.begin() as session:
+            counts = purge_before(session, when - self._retention)
+        if counts.samples or counts.raw_documents or counts.collector_errors:
+            log.info(
+                "retention: deleted %d samples, %d raw documents, %d collector errors older than %s",
+                counts.samples,
+                counts.raw_documents,
+                counts.collector_errors,
+                (when - self._retention).isoformat(),
+            )
+        return counts
+
+    def sync_silences(self, silences: Sequence[Silence], now: datetime) -> int:
+        """Store the config file's silences that are not stored yet (by id), starting at ``now`` (or at
+        their end, if that is earlier). Returns how many were added."""
+        when = _utc(now)
+        with self._sessions.begin() as session:
+            stored = {s.id for s in list_silences(session)}
+            added = 0
+            for silence in silences:
+                if silence.id in stored:
+                    continue
+                start = min(when, silence.ends_at)
+                add_silence(session, dataclasses.replace(silence, starts_at=start, created_at=when), when)
+                stored.add(silence.id)
+                added += 1
+        return added
+
+    # ------------------------------------------------------------------------------------------- views
+
+    def alert_counts(self) -> list[AlertCount]:
+        """Alerts by rule, severity and state as of the last evaluation."""
+        with self._lock:
+            return list(self._counts.alerts)
+
+    def load_alert_counts(self) -> None:
+        """Initialise :meth:`alert_counts` from the store (at start, before the first evaluation)."""
+        with self._sessions() as session:
+            alerts = load_alerts(session)
+        counts: dict[tuple[str, str, str], int] = {}
+        for alert in alerts.values():
+            key = (alert.rule, alert.severity.label(), alert.state.value)
+            counts[key] = counts.get(key, 0) + 1
+        with self._lock:
+            self._counts.alerts = [AlertCount(r, sev, st, n) for (r, sev, st), n in sorted(counts.items())]
+
+    def collector_stats(self) -> list[CollectorStat]:
+        """Health of every target, for ``/metrics``."""
+        with self._lock:
+            return [
+                CollectorStat(h.collector, h.target, h.up, h.last_poll_duration_seconds, h.errors_total)
+                for h in self._health.values()
+            ]
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """``(store reachable, JSON status)`` for ``/healthz``: store, targets, last ticks."""
+        try:
+            with self._sessions() as session:
+                session.execute(text("SELECT 1"))
+            store_ok, store_error = True, None
+        except Exception as exc:
+            store_ok, store_error = False, type(exc).__name__
+        with self._lock:
+            targets = [
+                {
+                    "name": h.target,
+                    "collector": h.collector,
+                    "up": h.up,
+                    "polls": h.polls,
+                    "errors_total": h.errors_total,
+                    "last_poll_at": h.last_poll_at.isoformat() if h.last_poll_at else None,
+                    "last_error": h.last_error,
+                }
+                for h in self._health.values()
+            ]
+            body: dict[str, Any] = {
+                "store": "ok" if store_ok else "unreachable",
+                "targets": targets,
+                "last_evaluation_at": self.last_evaluation_at.isoformat() if self.last_evaluation_at else None,
+                "last_dispatch_at": self.last_dispatch_at.isoformat() if self.last_dispatch_at else None,
+            }
+        if store_error is not None:
+            body["store_error"] = store_error
+        return store_ok, body
+
+
+def _utc(now: datetime) -> datetime:
+    when = ensure_utc(now, "now")
+    if when is None:
+        raise ValueError("now is required")
+    return when

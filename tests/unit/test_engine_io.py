@@ -1,0 +1,180 @@
+"""Loading EVENTS files: CSV, JSON lines, Parquet; bad rows with line numbers; clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from monitor.engine.io import EventsFileError, load_events
+
+SEC_US = 1_000_000
+
+
+def write(p: Path, text: str) -> Path:
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_csv_iso_times_batches_sources_and_a_bad_row_with_its_line(tmp_path: Path) -> None:
+    f = write(
+        tmp_path / "e.csv",
+        "event_time,batch,source,key\n"
+        "2026-01-01T00:00:00Z,0,s1,a\n"
+        "2026-01-01 00:00:01.5,0,s2,b\n"  # no offset: UTC; fractional seconds
+        ",1,s1,a\n"  # empty: null, not a bad row
+        "yesterday,1,s1,a\n"  # line 5: unparseable
+        "2026-01-01T02:00:00+02:00,1,s1,c\n",
+    )
+    ev = load_events(f)
+    base = 1_767_225_600 * SEC_US  # 2026-01-01T00:00:00Z
+    assert ev.valid.tolist() == [True, True, False, False, True]
+    assert ev.event_time_us[[0, 1, 4]].tolist() == [base, base + 1_500_000, base]
+    assert [(b.line, b.value) for b in ev.bad_rows] == [(5, "yesterday")]
+    assert ev.batch is not None and ev.batch.tolist() == [0, 0, 1, 1, 1]
+    assert ev.source_names == ("s1", "s2") and ev.key_names == ("a", "b", "c")
+    assert ev.line is not None and ev.line.tolist() == [2, 3, 4, 5, 6]
+
+
+def test_jsonl_numeric_times_with_unit_and_arrival(tmp_path: Path) -> None:
+    f = write(
+        tmp_path / "e.jsonl",
+        '{"event_time": 1767225600000, "arrival_time": 1767225601000, "partition": 3}\n'
+        "\n"
+        "{not json\n"  # line 3: corrupt record -> null time, reported
+        '{"event_time": null, "arrival_time": 1767225602000, "partition": 1}\n',
+    )
+    with pytest.raises(EventsFileError, match="not a JSON object"):
+        load_events(f, time_unit="ms")  # a corrupt line cannot give the arrival time needed to plan
+    f2 = write(
+        tmp_path / "e2.jsonl",
+        '{"event_time": 1767225600000, "key": "a"}\n{not json\n{"event_time": 1767225600500.5}\n',
+    )
+    ev = load_events(f2, time_unit="ms")
+    assert ev.event_time_us.tolist()[0] == 1_767_225_600 * SEC_US
+    assert ev.event_time_us.tolist()[2] == 1_767_225_600 * SEC_US + 500_500
+    assert [(b.line, b.reason) for b in ev.bad_rows] == [(2, "not a JSON object")]
+    assert ev.key_names == ("a", "")
+
+
+def test_parquet_timestamp_column(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    t = pa.table(
+        {
+            "event_time": pa.array([1_767_225_600_000_000, None], type=pa.timestamp("us", tz="UTC")),
+            "batch": [0, 1],
+        }
+    )
+    pq.write_table(t, tmp_path / "e.parquet")
+    ev = load_events(tmp_path / "e.parquet")
+    assert ev.valid.tolist() == [True, False]
+    assert ev.event_time_us[0] == 1_767_225_600 * SEC_US
+
+
+def test_wrong_column_name_lists_the_columns(tmp_path: Path) -> None:
+    f = write(tmp_path / "e.csv", "ts,batch\n2026-01-01T00:00:00Z,0\n")
+    with pytest.raises(EventsFileError, match=r"no column 'event_time'; columns found: ts, batch"):
+        load_events(f)
+    assert load_events(f, time_column="ts").valid.tolist() == [True]
+
+
+def test_numeric_times_need_a_unit(tmp_path: Path) -> None:
+    f = write(tmp_path / "e.csv", "event_time\n1767225600000\n")
+    with pytest.raises(EventsFileError, match=r"--time-unit s\|ms\|us \(these look like ms\)"):
+        load_events(f)
+
+
+def test_wrong_unit_is_a_clear_error(tmp_path: Path) -> None:
+    # epoch milliseconds read as seconds would be ~year 57970: refused, naming the likely unit.
+    f = write(tmp_path / "e.csv", "event_time\n1767225600000\n1767225601000\n")
+    with pytest.raises(EventsFileError, match="pass --time-unit ms"):
+        load_events(f, time_unit="s")
+    # small numbers in seconds (a test clock near 1970) are accepted as given
+    f2 = write(tmp_path / "small.csv", "event_time\n100\n103\n")
+    assert load_events(f2, time_unit="s").event_time_us.tolist() == [100 * SEC_US, 103 * SEC_US]
+
+
+def test_bad_batch_value_names_line_and_column(tmp_path: Path) -> None:
+    f = write(tmp_path / "e.csv", "event_time,batch\n2026-01-01T00:00:00Z,0\n2026-01-01T00:00:00Z,x\n")
+    with pytest.raises(EventsFileError, match=r"e.csv:3: column 'batch' must be an integer"):
+        load_events(f)
+
+
+def test_missing_file_and_unknown_extension(tmp_path: Path) -> None:
+    with pytest.raises(EventsFileError, match="no such file"):
+        load_events(tmp_path / "nope.csv")
+    with pytest.raises(EventsFileError, match="extension"):
+        load_events(write(tmp_path / "e.txt", "event_time\n"))
+
+
+CLEAN_FILES = {
+    "iso": "event_time,batch,source,key,arrival_time\n"
+    "2026-01-01T00:00:00Z,0,s1,a,2026-01-01T00:00:01Z\n"
+    "2026-01-01T00:00:01.123456Z,0,s2,,2026-01-01T00:00:02.5Z\n"
+    ",1,s1,b,2026-01-01T00:00:03Z\n"
+    "2026-01-01T02:00:00+02:00,2,,a,2026-01-01T00:00:04Z\n",
+    "naive": "event_time,partition\n2026-01-01 00:00:01.5,3\n2026-01-01,4\nnull,5\n",
+    "numeric": "event_time,arrival_time,batch\n"
+    "1767225600000,1767225600500,0\n"
+    "1767225600001,1767225600999,1\n",
+    "mixed": "event_time\n2026-01-01T00:00:00Z\n1767225600\nnot a time\n",  # row-by-row only
+    "blank_lines": "event_time\n2026-01-01T00:00:00Z\n\n2026-01-01T00:00:01Z\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN_FILES))
+def test_vectorised_csv_path_equals_row_by_row_path(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyarrow")
+    import monitor.engine.io as io_mod
+
+    f = write(tmp_path / f"{name}.csv", CLEAN_FILES[name])
+    unit = "ms" if name == "numeric" else ("s" if name == "mixed" else None)
+    fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    monkeypatch.setattr(io_mod, "_fast_csv", lambda *a, **k: None)
+    slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    for attr in (
+        "event_time_us",
+        "valid",
+        "source_codes",
+        "key_codes",
+        "batch",
+        "arrival_ms",
+        "partition",
+        "line",
+    ):
+        a, b = getattr(fast, attr), getattr(slow, attr)
+        assert (a is None) == (b is None), attr
+        if a is not None:
+            assert a.tolist() == b.tolist(), attr  # null times are 0 in both
+    assert (fast.source_names, fast.key_names, fast.bad_rows) == (
+        slow.source_names,
+        slow.key_names,
+        slow.bad_rows,
+    )
+
+
+def test_from_records_accepts_iso_datetimes_and_micros_and_rejects_naive() -> None:
+    from datetime import UTC, datetime
+
+    from monitor.engine import EventsTable
+    from monitor.errors import InputError
+
+    ev = EventsTable.from_records(
+        [
+            {"event_time": "1970-01-01T00:01:40Z"},
+            {"event_time": datetime(1970, 1, 1, 0, 1, 41, tzinfo=UTC)},
+            {"event_time": 102 * SEC_US},
+            {"event_time": None},
+            {"event_time": "soon"},
+        ]
+    )
+    assert ev.event_time_us[:3].tolist() == [100 * SEC_US, 101 * SEC_US, 102 * SEC_US]
+    assert ev.valid.tolist() == [True, True, True, False, False]
+    assert [(b.line, b.value) for b in ev.bad_rows] == [(5, "soon")]
+    with pytest.raises(InputError, match="timezone-aware"):
+        EventsTable.from_records([{"event_time": datetime(2026, 1, 1)}])
+    with pytest.raises(InputError, match="keys"):
+        EventsTable.from_records([{"event_time": 1}, {"event_time": 2, "batch": 0}])

@@ -1,0 +1,235 @@
+"""The ingest endpoint (monitor.ingest) served by uvicorn on loopback, fed recorded real event-log envelopes.
+
+(Real HTTP rather than Starlette's httpx.Client, which warns about httpx in this Starlette version.)
+
+Events come from shared/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl (query ``wm_gt``, id
+be3a4786-..., one run per availableNow trigger); expected values are read off that file by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from collectors.spark.progress import EVENT_PROGRESS, EVENT_STARTED, EVENT_TERMINATED
+from monitor.ingest import EVENTS_PATH, create_ingest_app
+from monitor.model import PollResult, SampleKind
+from tests.servers import serve_in_thread
+
+TOKEN = "test-token-0123456789abcdef"
+RECEIVED = datetime(2026, 11, 29, 11, 33, 0, tzinfo=UTC)
+QUERY_ID = "be3a4786-e9ff-44d2-9c1a-ffa8ffe6c0c8"
+
+
+@pytest.fixture(scope="module")
+def events(spark_fixtures: Path) -> list[dict[str, Any]]:
+    lines = (spark_fixtures / "eventlog_trimmed.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if "StreamingQueryListener$Query" in line]
+
+
+def _progress(events: list[dict[str, Any]], batch_id: int) -> dict[str, Any]:
+    return next(e for e in events if e["Event"] == EVENT_PROGRESS and e["progress"]["batchId"] == batch_id)
+
+
+_STORED: list[PollResult] = []
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    app = create_ingest_app(token=TOKEN, sink=_STORED.append, clock=lambda: RECEIVED, max_body_bytes=64 * 1024)
+    with serve_in_thread(app) as url:
+        yield url
+
+
+@pytest.fixture
+def stored() -> list[PollResult]:
+    _STORED.clear()
+    return _STORED
+
+
+@pytest.fixture
+def client(base_url: str, stored: list[PollResult]) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=base_url, timeout=10) as c:
+        yield c
+
+
+def _post(client: httpx.Client, body: Any, token: str | None = TOKEN, **headers: str) -> Any:
+    all_headers = {"Content-Type": "application/json", **headers}
+    if token is not None:
+        all_headers["Authorization"] = f"Bearer {token}"
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return client.post(EVENTS_PATH, content=content, headers=all_headers)
+
+
+def test_one_progress_event_is_accepted_and_parsed(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]]
+) -> None:
+    event = _progress(events, 6)  # the batch where the 2099-01-01 row arrived
+    response = _post(client, event, **{"X-Tidegauge-App-Id": "local-1795951957158"})
+    # one query sample + one per source (one FileStreamSource)
+    assert response.status_code == 202 and response.json() == {"accepted": 1, "samples": 2}
+    [result] = stored
+    query = result.samples[0]
+    assert query.job.job_id == QUERY_ID and query.job.name == "wm_gt"
+    assert query.job.run_id == "28ab916a-b86b-4bc6-b3db-7357e53a2bfd"
+    assert query.job.app_id == "local-1795951957158"
+    assert query.collector == "spark-listener" and query.kind is SampleKind.PROGRESS
+    assert query.batch_id == 6
+    assert query.observed_at == datetime(2026, 11, 29, 11, 32, 48, 289000, tzinfo=UTC)
+    assert query.watermark == datetime(2024, 1, 1, 12, 10, tzinfo=UTC)
+    assert query.event_time_max == datetime(2099, 1, 1, tzinfo=UTC)
+    # The raw envelope is kept whole, keyed like the event-log collector's (kind = sample kind).
+    [(job, when, kind, document)] = result.raw
+    assert (job, when, kind) == (query.job, query.observed_at, "progress")
+    assert document == event
+
+
+def test_array_of_lifecycle_and_progress_events(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]]
+) -> None:
+    started = next(e for e in events if e["Event"] == EVENT_STARTED)
+    terminated = next(e for e in events if e["Event"] == EVENT_TERMINATED)
+    batch = [started, _progress(events, 0), _progress(events, 1), terminated]
+    response = _post(client, batch)
+    assert response.status_code == 202
+    assert response.json()["accepted"] == 4
+    kinds = [s.kind for s in stored[0].samples if s.scope.is_job()]
+    assert kinds == [SampleKind.STARTED, SampleKind.PROGRESS, SampleKind.PROGRESS, SampleKind.TERMINATED]
+    # QueryTerminatedEvent has no timestamp: the receive time is used.
+    assert stored[0].samples[-1].observed_at == RECEIVED
+    # started at 2026-11-29T11:32:41.590Z (first QueryStartedEvent line)
+    assert stored[0].samples[0].observed_at == datetime(2026, 11, 29, 11, 32, 41, 590000, tzinfo=UTC)
+
+
+def test_idle_event(client: httpx.Client, stored: list[PollResult]) -> None:
+    # Values of the idle event in listener_events.json (processingTime_run), with that run's query id
+    # from progress_pt_b7_memorysink_listener.json.
+    idle = {
+        "Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent",
+        "id": "92f2e0e5-46e5-49c6-98a8-cbd4e61d1c66",
+        "runId": "db5df2d6-3a60-41bd-9613-0c9d792cbdef",
+        "timestamp": "2026-11-29T11:36:10.000Z",
+    }
+    assert _post(client, idle).status_code == 202
+    [s] = stored[0].samples
+    assert s.kind is SampleKind.IDLE and s.observed_at == datetime(2026, 11, 29, 11, 36, 10, tzinfo=UTC)
+
+
+def test_nan_is_read_as_unknown(client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]]) -> None:
+    event = json.loads(json.dumps(_progress(events, 6)))
+    event["progress"]["inputRowsPerSecond"] = float("nan")
+    body = json.dumps(event).encode()  # Python writes NaN (invalid strict JSON)
+    assert b"NaN" in body
+    assert _post(client, body).status_code == 202
+    assert stored[0].samples[0].input_rows_per_second is None
+    assert stored[0].raw[0][3]["progress"]["inputRowsPerSecond"] is None  # storable as canonical JSON
+
+
+@pytest.mark.parametrize(
+    ("token", "header"),
+    [(None, None), ("wrong-token", None), (None, "Basic dGVzdDp0ZXN0"), (None, "Bearer")],
+)
+def test_unauthorized(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]], token: str | None, header: str | None
+) -> None:
+    extra = {"Authorization": header} if header else {}
+    response = _post(client, _progress(events, 0), token=token, **extra)
+    assert response.status_code == 401
+    assert response.json() == {"error": "missing or invalid bearer token"}
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    assert "wrong-token" not in response.text and TOKEN not in response.text
+    assert stored == []
+
+
+def test_body_too_large_by_content_length(client: httpx.Client, stored: list[PollResult]) -> None:
+    body = b"[" + b" " * (64 * 1024) + b"]"
+    response = _post(client, body)
+    assert response.status_code == 413
+    assert response.json()["error"] == f"request body of {len(body)} bytes exceeds the limit of 65536 bytes"
+    assert stored == []
+
+
+def test_body_too_large_when_streamed_without_length(client: httpx.Client, stored: list[PollResult]) -> None:
+    def chunks() -> Iterator[bytes]:
+        for _ in range(20):
+            yield b" " * 4096
+
+    response = client.post(
+        EVENTS_PATH,
+        content=chunks(),
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
+    assert response.status_code == 413
+    assert response.json()["error"] == "request body exceeds the limit of 65536 bytes"
+    assert stored == []
+
+
+def test_invalid_json(client: httpx.Client) -> None:
+    response = _post(client, b'{"Event": ')
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("body is not valid JSON: Expecting value at line 1 column 11")
+
+
+def test_wrong_content_type(client: httpx.Client) -> None:
+    response = _post(client, b"a=b", **{"Content-Type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 415
+    assert "application/json" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda e: [e, {**e, "progress": {**e["progress"], "timestamp": "yesterday"}}],
+         "events[1].progress.timestamp: not an ISO-8601 timestamp: 'yesterday'"),
+        (lambda e: [e, {**e, "progress": {k: v for k, v in e["progress"].items() if k != "id"}}],
+         "events[1].progress.id: missing or not a string (the streaming query id)"),
+        (lambda e: {**e, "Event": "SparkListenerJobStart"},
+         "event.Event: expected a streaming query listener event"),
+        (lambda e: [e, 3], "events[1]: expected a JSON object, got a number"),
+        (lambda e: [], "events: empty array, nothing to ingest"),
+        (lambda e: "hello", "body: expected a JSON object (one event) or an array of events, got a string"),
+    ],
+)
+def test_bad_shape_names_the_field(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]], mutate: Any, message: str
+) -> None:
+    response = _post(client, mutate(_progress(events, 2)))
+    assert response.status_code == 422
+    assert response.json()["error"].startswith(message)
+    assert stored == []  # all-or-nothing: the valid first event was not stored either
+
+
+def test_bad_app_id_header(client: httpx.Client, events: list[dict[str, Any]]) -> None:
+    response = _post(client, _progress(events, 0), **{"X-Tidegauge-App-Id": "has space"})
+    assert response.status_code == 422 and "X-Tidegauge-App-Id" in response.json()["error"]
+
+
+def test_sink_failure_is_503(events: list[dict[str, Any]]) -> None:
+    def broken(result: PollResult) -> None:
+        raise RuntimeError("database is locked")
+
+    app = create_ingest_app(token=TOKEN, sink=broken, clock=lambda: RECEIVED)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url) as c:
+        response = _post(c, _progress(events, 0))
+    assert response.status_code == 503
+    assert response.json() == {"error": "storage unavailable; retry later"}
+
+
+def test_healthz_needs_no_token(client: httpx.Client) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_get_on_events_is_405(client: httpx.Client) -> None:
+    assert client.get(EVENTS_PATH).status_code == 405
+
+
+def test_empty_token_refused() -> None:
+    with pytest.raises(ValueError, match="token must not be empty"):
+        create_ingest_app(token="", sink=lambda r: None, clock=lambda: RECEIVED)

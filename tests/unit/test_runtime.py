@@ -1,0 +1,257 @@
+"""The daemon's ticks in process: one injected ``now`` per tick, poll -> store -> evaluate -> outbox ->
+dispatch over a real SQLite store, a real event-log collector reading rewritten recorded Spark lines, and a
+real loopback webhook receiver. The clock is stepped by the test; nothing sleeps."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from collectors.spark.eventlog import COLLECTOR_NAME, EventLogCollector
+from monitor.alerts.routing import Route
+from monitor.config import parse_config
+from monitor.daemon import ScheduledJob, SchedulerService
+from monitor.latest import LatestSamples
+from monitor.model import AlertState, Engine, JobRef, PollResult, Sample
+from monitor.notify.webhook import WebhookNotifier
+from monitor.runtime import Runtime, StoreCursors, Target
+from monitor.store import Store, open_store, save_poll, upgrade
+from monitor.store.alert_repo import load_alerts
+from monitor.store.alert_tables import OutboxRow
+from monitor.store.tables import CollectorCursorRow
+from tests.http_receiver import Receiver, running_receiver
+from tests.live_eventlog import LiveEventLog
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+class RecordingSource:
+    """Wraps a collector and records every ``now`` it is polled with."""
+
+    def __init__(self, inner: EventLogCollector) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.nows: list[datetime] = []
+
+    def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+        self.nows.append(now)
+        yield from self.inner.iter_poll(now)
+
+    def poll(self, now: datetime) -> PollResult:  # pragma: no cover - iter_poll is preferred
+        raise AssertionError("Runtime.poll must use iter_poll when the collector has it")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    url = f"sqlite:///{tmp_path / 'tg.db'}"
+    upgrade(url)
+    opened = open_store(url)
+    yield opened
+    opened.dispose()
+
+
+@pytest.fixture
+def hook() -> Iterator[Receiver]:
+    with running_receiver() as receiver:
+        yield receiver
+
+
+def _runtime(store: Store, tmp_path: Path, receiver_url: str, client: httpx.Client) -> tuple[Runtime, Target]:
+    cursors = StoreCursors(store.sessions, COLLECTOR_NAME)
+    source = RecordingSource(EventLogCollector([tmp_path / "events"], cursors))
+    target = Target("live", source, timedelta(seconds=1), cursors)
+    runtime = Runtime(
+        sessions=store.sessions,
+        targets=[target],
+        latest=LatestSamples(),
+        rules_config=parse_config({}).rules,
+        notifiers=[WebhookNotifier("ops", receiver_url, "s3cret-for-tests", timeout_seconds=5.0)],
+        routes=[Route("ops")],
+        http_client=client,
+    )
+    return runtime, target
+
+
+def test_each_tick_passes_its_one_now_down(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4)  # a stall reaching the newest batch (see tests/unit/test_evaluation.py)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        poll_now = T0 + timedelta(minutes=5)
+        result = runtime.poll(target, poll_now)
+        assert len([s for s in result.samples if s.batch_id is not None and s.scope.is_job()]) == 4
+        assert isinstance(target.source, RecordingSource)
+        assert target.source.nows == [poll_now]
+        with store.sessions() as s:
+            cursor = s.scalars(select(CollectorCursorRow)).one()
+        assert cursor.updated_at == poll_now  # the cursor moved in the poll's transaction, stamped with its now
+        [stat] = runtime.collector_stats()
+        assert (stat.target, stat.up, stat.errors_total) == ("live", True, 0)
+
+        eval_now = poll_now + timedelta(seconds=7)
+        events = runtime.evaluate(eval_now)
+        assert [e.kind.value for e in events] == ["pending", "firing"]
+        assert {e.at for e in events} == {eval_now}
+        with store.sessions() as s:
+            [alert] = load_alerts(s).values()
+            outbox = s.scalars(select(OutboxRow)).all()
+        assert (alert.rule, alert.state, alert.active_at, alert.fired_at) == (
+            "watermark_stall",
+            AlertState.FIRING,
+            eval_now,
+            eval_now,
+        )
+        assert [(o.status, o.created_at) for o in outbox] == [("firing", eval_now)]
+        assert [(a.rule, a.state, a.count) for a in runtime.alert_counts()] == [("watermark_stall", "firing", 1)]
+
+        report = runtime.dispatch(eval_now + timedelta(seconds=1))
+        assert (report.delivered, report.retried) == (1, 0)
+        assert [r.json()["alerts"][0]["status"] for r in hook.processed] == ["firing"]
+
+        # the watermark moves (recorded batch 5): the stall no longer reaches the newest batch -> resolved
+        log.batches(5)
+        runtime.poll(target, eval_now + timedelta(seconds=10))
+        events = runtime.evaluate(eval_now + timedelta(seconds=11))
+        assert [e.kind.value for e in events] == ["resolved"]
+        runtime.dispatch(eval_now + timedelta(seconds=12))
+        assert [r.json()["alerts"][0]["status"] for r in hook.processed] == ["firing", "resolved"]
+        keys = [r.headers["idempotency-key"] for r in hook.processed]
+        assert len(set(keys)) == 2
+
+
+def test_a_failed_save_advances_nothing(tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver) -> None:
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        assert isinstance(target.source, RecordingSource)
+        real = target.source.inner
+
+        class BreaksAfterReading:
+            """Yields what the real collector read, then a piece the store refuses (naive raw time)."""
+
+            name = real.name
+
+            def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+                yield from real.iter_poll(now)
+                yield PollResult(raw=((JobRef(Engine.SPARK, "q"), datetime(2026, 1, 1), "progress", {}),))
+
+        target.source = BreaksAfterReading()  # type: ignore[assignment]
+        result = runtime.poll(target, T0)
+        assert result.samples == ()
+        [stat] = runtime.collector_stats()
+        assert (stat.up, stat.errors_total) == (False, 1)
+        assert "naive" in (runtime.health()[1]["targets"][0]["last_error"] or "")
+        assert runtime.latest.snapshot() == []
+        with store.sessions() as s:
+            assert s.scalars(select(CollectorCursorRow)).all() == []  # the cursor did not move
+        # the next poll (healthy) reads the same two batches again
+        target.source = real
+        again = runtime.poll(target, T0 + timedelta(seconds=1))
+        assert sorted({s.batch_id for s in again.samples if s.batch_id is not None}) == [0, 1]
+        assert runtime.collector_stats()[0].up is True
+
+
+def test_health_reports_the_store_and_targets(tmp_path: Path, store: Store, hook: Receiver) -> None:
+    with httpx.Client() as client:
+        runtime, _ = _runtime(store, tmp_path, hook.url, client)
+        ok, body = runtime.health()
+        assert ok is True
+        assert body["store"] == "ok"
+        assert [t["name"] for t in body["targets"]] == ["live"]
+
+
+def test_health_is_unavailable_when_the_store_is_unreachable(tmp_path: Path, hook: Receiver) -> None:
+    url = f"sqlite:///{tmp_path / 'gone' / 'tg.db'}"
+    upgrade(url)
+    store = open_store(url)
+    with httpx.Client() as client:
+        runtime, _ = _runtime(store, tmp_path, hook.url, client)
+        store.engine.dispose()
+        (tmp_path / "gone" / "tg.db").unlink()
+        (tmp_path / "gone").rmdir()
+        ok, body = runtime.health()
+    store.dispose()
+    assert ok is False
+    assert body["store"] == "unreachable"
+
+
+def test_scheduler_reads_the_clock_once_per_run_and_passes_it_down() -> None:
+    calls: list[datetime] = []
+    lock = threading.Lock()
+
+    def clock() -> datetime:
+        with lock:
+            calls.append(T0 + timedelta(seconds=len(calls)))
+            return calls[-1]
+
+    seen: list[datetime] = []
+    done = threading.Event()
+
+    def tick(now: datetime) -> None:
+        seen.append(now)
+        if len(seen) >= 3:
+            done.set()
+
+    scheduler = SchedulerService([ScheduledJob("t", timedelta(milliseconds=50), tick)], clock)
+    scheduler.start()
+    try:
+        assert done.wait(10.0), "the job did not run three times within 10 s"
+    finally:
+        scheduler.stop(5.0)
+    scheduler.stop(5.0)  # idempotent
+    assert scheduler.running is False
+    # calls[0] was read by start() to place the first run; every run then read exactly one value and
+    # passed that same value to its job
+    runs = seen[:]
+    assert runs == calls[1 : 1 + len(runs)]
+    assert len(calls) == 1 + len(runs)
+    time.sleep(0)  # nothing runs after stop: the lists stay as they are
+    assert seen == runs
+
+
+def test_recent_history_loads_only_new_rows_and_keeps_the_window(store: Store) -> None:
+
+
+    job = JobRef(Engine.SPARK, "q", "r1")
+
+    def sample(minutes: int, batch: int) -> Sample:
+        return Sample(job, T0 + timedelta(minutes=minutes), collector="test", batch_id=batch)
+
+    def save(*samples: Sample) -> None:
+        with store.sessions.begin() as s:
+            save_poll(s, PollResult(samples=samples))
+
+    runtime = Runtime(
+        sessions=store.sessions,
+        targets=[],
+        latest=LatestSamples(),
+        rules_config=parse_config({}).rules,
+        lookback=timedelta(minutes=30),
+    )
+    save(sample(0, 0), sample(10, 1))
+    assert [s.batch_id for s in runtime.recent_history()[(Engine.SPARK, "q")]] == [0, 1]
+    # a late row observed at 5 min and a new one at 20 min: merged in time order
+    save(sample(5, 9), sample(20, 2))
+    assert [s.batch_id for s in runtime.recent_history()[(Engine.SPARK, "q")]] == [0, 9, 1, 2]
+    # newest at 40 min: the window (30 min, inclusive) starts at 10 min -> batches 0 and 9 fall out
+    save(sample(40, 3))
+    assert [s.batch_id for s in runtime.recent_history()[(Engine.SPARK, "q")]] == [1, 2, 3]
+    # a fresh runtime (a restart) reads the same window from the store
+    again = Runtime(
+        sessions=store.sessions,
+        targets=[],
+        latest=LatestSamples(),
+        rules_config=parse_config({}).rules,
+        lookback=timedelta(minutes=30),
+    )
+    assert again.recent_history() == runtime.recent_history()
