@@ -35,7 +35,7 @@ def _duration(value: Any) -> Any:
     if isinstance(value, timedelta):
         return value
     if isinstance(value, str):
-        return timedelta(milliseconds=parse_duration_ms(value, "duration"))
+        return timedelta(milliseconds=parse_duration_ms(value, what="duration"))
     if isinstance(value, int | float):
         raise ValueError(f"expected a duration with a unit (e.g. {value}s, 10m, 1h), got a bare number")
     raise ValueError("expected a duration like 30s, 10m, 1h")
