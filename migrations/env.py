@@ -75,7 +75,7 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    engine = make_engine(_url())
+    engine = make_engine(_url(), create=True)  # the alembic CLI path of `db upgrade`
     try:
         with engine.begin() as conn:
             _configure(conn)

@@ -1,7 +1,9 @@
 """The ``tidegauge`` command line (Typer).
 
 Each sub-command lives in its own module under :mod:`monitor.commands`; this module only registers them
-and maps :class:`monitor.errors.InputError` to a one-line message and exit code 2.
+and maps tidegauge's own errors (:class:`monitor.errors.TidegaugeError`: bad input, an outdated schema, a
+database that cannot be opened) to ``tidegauge: error: MESSAGE`` on stderr and exit code 2 (a multi-line
+message gets the prefix on every line).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import sys
 
 import typer
 
-from monitor.errors import InputError, SchemaOutdatedError
+from monitor.errors import TidegaugeError
 
 app = typer.Typer(
     name="tidegauge",
@@ -44,12 +46,14 @@ _register()
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tidegauge`` console script.
 
-    Exit codes: 0 ok, 1 a finding reached ``--fail-on`` (scan), 2 bad input or usage.
+    Exit codes: 0 ok, 1 a finding reached ``--fail-on`` (scan) or the schema is not at head
+    (``db current``), 2 bad input or usage, or the database cannot be opened.
     """
     try:
         app(args=argv, standalone_mode=True)
-    except (InputError, SchemaOutdatedError) as exc:
-        print(f"tidegauge: error: {exc}", file=sys.stderr)
+    except TidegaugeError as exc:
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"tidegauge: error: {line}", file=sys.stderr)
         raise SystemExit(2) from None
 
 

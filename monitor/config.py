@@ -19,7 +19,12 @@ One file holds targets, rules, receivers, routes, silences and reports::
       - {name: am, type: alertmanager, url: http://alertmanager:9093}
     routes: [{receiver: ops, match: {severity: critical}, repeat_interval: 4h}]
 
-Secrets (tokens, webhook secrets, Slack URLs) are never written in the file: they are references
+``database`` is a SQLAlchemy URL without a password (``sqlite:///...``, ``postgresql+psycopg://user@host/db``
+with the password from ``~/.pgpass`` or ``PGPASSWORD``), or, for a URL with credentials, a secret reference
+``database: {env: TIDEGAUGE_DATABASE_URL}`` / ``{file: /run/secrets/db-url}`` (see :func:`database_url`).
+``server.max_body_bytes`` defaults to :data:`monitor.ingest.DEFAULT_MAX_BODY_BYTES`, as ``tidegauge serve``.
+
+Secrets (tokens, webhook secrets, Slack URLs, database URLs with a password) are never written in the file: they are references
 ``{env: NAME}`` or ``{file: PATH}`` resolved by :func:`resolve_secret` with the environment passed in by
 the composition root; their values are :class:`pydantic.SecretStr` and never appear in ``repr``, errors or
 logs. :func:`load_config` raises :class:`monitor.errors.ConfigError` naming the file, the path to the
@@ -43,9 +48,12 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
+from monitor.ingest import DEFAULT_MAX_BODY_BYTES
 
 __all__ = [
     "Config",
@@ -54,6 +62,8 @@ __all__ = [
     "Receiver",
     "Route",
     "SecretRef",
+    "check_database_url",
+    "database_url",
     "load_config",
     "parse_config",
     "resolve_secret",
@@ -113,13 +123,36 @@ def resolve_secret(ref: SecretRef, environ: Mapping[str, str], where: str) -> Se
     return SecretStr(value)
 
 
+def check_database_url(text: str, *, allow_password: bool) -> None:
+    """Check ``text`` parses as a SQLAlchemy URL (:func:`sqlalchemy.engine.make_url`).
+
+    Raises:
+        ValueError: not a URL, an unknown dialect, or it holds a password and ``allow_password`` is false.
+            The message never repeats the text (it may hold a password).
+    """
+    example = "e.g. sqlite:////var/lib/tidegauge/tidegauge.db or postgresql+psycopg://user@host/dbname"
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise ValueError(f"not a database URL: expected {example}") from None
+    try:
+        url.get_dialect()  # imports SQLAlchemy's dialect module only, not the DBAPI driver
+    except NoSuchModuleError:
+        raise ValueError(f"unknown database dialect {url.drivername!r}: expected {example}") from None
+    if not allow_password and (url.password is not None or "password" in url.query):
+        raise ValueError(
+            "the URL holds a password, which must not be written in the config: write "
+            "database: {env: NAME} or database: {file: PATH} holding the URL"
+        )
+
+
 class ServerConfig(_Model):
     """The daemon's HTTP server: ``/metrics``, ``/healthz`` and the Spark listener ingest endpoint."""
 
     host: str = "127.0.0.1"
     port: int = Field(8321, ge=0, le=65535)
     ingest_token: SecretRef | None = None
-    max_body_bytes: int = Field(1_048_576, gt=0)
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
 
 
 class SparkEventLogTarget(_Model):
@@ -257,7 +290,7 @@ class ReportConfig(_Model):
 class Config(_Model):
     """The whole configuration file."""
 
-    database: str | None = None
+    database: str | SecretRef | None = None
     dashboard_url: str | None = None
     server: ServerConfig = Field(default_factory=ServerConfig)
     targets: Targets = Field(default_factory=Targets)
@@ -270,12 +303,19 @@ class Config(_Model):
     retention: DurationMs = 14 * 86_400_000
     delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
 
+    @field_validator("database")
+    @classmethod
+    def _database(cls, v: str | SecretRef | None) -> str | SecretRef | None:
+        if isinstance(v, str):
+            check_database_url(v, allow_password=False)
+        return v
+
     @model_validator(mode="after")
     def _references(self) -> Config:
         names = [r.name for r in self.receivers]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"receiver names must be unique; repeated: {', '.join(dupes)}")
+            raise ValueError(f"receivers: names must be unique; repeated: {', '.join(dupes)}")
         for i, route in enumerate(self.routes):
             if route.receiver not in names:
                 raise ValueError(
@@ -287,6 +327,27 @@ class Config(_Model):
         return self
 
 
+def database_url(cfg: Config, environ: Mapping[str, str], source: str) -> str | None:
+    """The configured database URL (``None``: the per-user default), resolving a secret reference.
+
+    Raises:
+        ConfigError: the reference does not resolve, or its value is not a database URL; the message
+            names ``source`` and ``database``, never the value.
+    """
+    if not isinstance(cfg.database, SecretRef):
+        return cfg.database
+    where = f"{source}: database"
+    url = resolve_secret(cfg.database, environ, where).get_secret_value()
+    try:
+        check_database_url(url, allow_password=True)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: the secret's value is {exc}") from None
+    return url
+
+
+_PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
 def _loc(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
@@ -296,7 +357,7 @@ def _loc(loc: tuple[int | str, ...]) -> str:
             continue  # union branch names, not part of the user's path
         else:
             out += ("." if out else "") + part
-    return out or "(top level)"
+    return out
 
 
 def parse_config(data: Any, source: str = "<config>") -> Config:
@@ -315,11 +376,18 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     except ValidationError as exc:
         seen: list[str] = []
         for err in exc.errors(include_url=False, include_input=False):
-            line = f"{source}: {_loc(err['loc'])}: {err['msg']}"
+            msg = err["msg"]
+            for prefix in _PYDANTIC_PREFIXES:
+                msg = msg.removeprefix(prefix)
             if err["type"] == "extra_forbidden":
-                line = f"{source}: {_loc(err['loc'])}: unknown field"
+                msg = "unknown field"
+            elif err["type"] == "model_type" and err.get("ctx", {}).get("class_name") == "SecretRef":
+                msg = "a secret is never written in the config: write {env: NAME} or {file: PATH}"
             elif err["type"] == "literal_error" and "ctx" in err:
-                line = f"{source}: {_loc(err['loc'])}: must be one of {err['ctx'].get('expected')}"
+                msg = f"must be one of {err['ctx'].get('expected')}"
+            where = _loc(err["loc"])
+            # Top-level (whole-file) checks name their own field path at the start of the message.
+            line = f"{source}: {where}: {msg}" if where else f"{source}: {msg}"
             if line not in seen:
                 seen.append(line)
         raise ConfigError("\n".join(seen)) from None

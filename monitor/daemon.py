@@ -48,7 +48,7 @@ from collectors.spark.prometheus import SparkPrometheusCollector
 from monitor.alerts.notification import parse_time
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
-from monitor.config import Config, resolve_secret
+from monitor.config import Config, SecretRef, resolve_secret
 from monitor.errors import ConfigError, InputError
 from monitor.evaluation import check_rules
 from monitor.exporter import TidegaugeCollector
@@ -320,7 +320,13 @@ def build(
         SchemaOutdatedError: the database schema is not current (run ``tidegauge db upgrade``).
         ConfigError: a secret is missing, an unsupported target kind, an invalid URL.
     """
-    url = db_url if db_url is not None else config.database
+    url: str | None
+    if db_url is not None:
+        url = db_url
+    elif isinstance(config.database, SecretRef):
+        url = resolve_secret(config.database, environ, "database").get_secret_value()
+    else:
+        url = config.database
     notifiers = build_notifiers(config, environ)
     routes = build_routes(config)
     silences = build_silences(config)

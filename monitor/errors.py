@@ -8,6 +8,7 @@ Exception tree::
     │   ├── ProgressFormatError    a progress document lacks required fields or has wrong types
     │   └── ConfigError            the YAML config is invalid (names file and field path)
     ├── SchemaOutdatedError        the database schema is older than this code: run `tidegauge db upgrade`
+    ├── StoreError                 the database cannot be opened or used: unreachable, missing driver, no file
     └── DeliveryError              a notification could not be delivered (``retryable`` says whether to retry)
 
 Messages never contain secrets (tokens, webhook URLs with credentials, passwords).
@@ -22,6 +23,7 @@ __all__ = [
     "InputError",
     "ProgressFormatError",
     "SchemaOutdatedError",
+    "StoreError",
     "TidegaugeError",
 ]
 
@@ -48,6 +50,12 @@ class ConfigError(InputError):
 
 class SchemaOutdatedError(TidegaugeError):
     """The database schema is not at the head revision; the message says to run ``tidegauge db upgrade``."""
+
+
+class StoreError(TidegaugeError):
+    """The database cannot be opened or used (server unreachable, login refused, driver not installed,
+    unknown dialect, no SQLite file); the message names the URL with the password hidden and the cause.
+    """
 
 
 class DeliveryError(TidegaugeError):

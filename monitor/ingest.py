@@ -94,7 +94,8 @@ def _decode_json(body: bytes) -> Any:
     """Parse a JSON body; ``NaN``/``Infinity`` become ``None``.
 
     Raises:
-        InputError: not UTF-8 or not JSON (the message gives the position, never the body).
+        InputError: not UTF-8, not JSON, or nested deeper than the interpreter's recursion limit (the
+            message gives the position, never the body).
     """
     try:
         text = body.decode("utf-8")
@@ -104,6 +105,9 @@ def _decode_json(body: bytes) -> Any:
         return json.loads(text, parse_constant=_constant_to_none)
     except json.JSONDecodeError as exc:
         raise InputError(f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        # CPython's json scanner recurses once per nesting level; Spark's listener events nest a few levels.
+        raise InputError("body is not valid JSON for this endpoint: arrays/objects nested too deeply") from None
 
 
 def parse_event_document(

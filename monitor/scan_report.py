@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from monitor.model import Finding, Sample, SampleKind, Severity
-from rules.batches import fmt_duration, progress_batches
+from rules.batches import fmt_duration, is_placeholder_watermark, progress_batches, real_watermark
 from rules.scan_rules import ScanRulesConfig, run_scan_rules
 
 __all__ = ["QueryReport", "ScanReport", "build_report", "iso", "render_json", "render_text"]
@@ -79,10 +79,20 @@ def build_report(config: ScanRulesConfig, samples: Sequence[Sample], errors: Seq
     return ScanReport(tuple(queries), tuple(findings), tuple(errors))
 
 
-def _advance_ms(prev: Sample | None, batch: Sample) -> int | None:
-    if prev is None or prev.watermark is None or batch.watermark is None:
+def _advance(prev: Sample | None, batch: Sample) -> timedelta | None:
+    """How far the watermark moved since the previous batch; ``None`` unless both are real watermarks
+    (unknown, or Spark's 1970-01-01 "not computed yet" placeholder: see :func:`rules.batches.is_placeholder_watermark`)."""
+    if prev is None:
         return None
-    return int((batch.watermark - prev.watermark).total_seconds() * 1000)
+    before, after = real_watermark(prev), real_watermark(batch)
+    if before is None or after is None:
+        return None
+    return after - before
+
+
+def _advance_ms(prev: Sample | None, batch: Sample) -> int | None:
+    delta = _advance(prev, batch)
+    return None if delta is None else int(delta.total_seconds() * 1000)
 
 
 def _batch_json(prev: Sample | None, batch: Sample) -> dict[str, Any]:
@@ -92,6 +102,7 @@ def _batch_json(prev: Sample | None, batch: Sample) -> dict[str, Any]:
         "timestamp": iso(batch.observed_at),
         "num_input_rows": batch.num_input_rows,
         "watermark": iso(batch.watermark),
+        "watermark_is_placeholder": is_placeholder_watermark(batch.watermark),
         "watermark_advance_ms": _advance_ms(prev, batch),
         "event_time_min": iso(batch.event_time_min),
         "event_time_max": iso(batch.event_time_max),
@@ -144,9 +155,9 @@ def _cell(value: object) -> str:
 
 
 def _advance_text(prev: Sample | None, batch: Sample) -> str:
-    if prev is None or prev.watermark is None or batch.watermark is None:
+    delta = _advance(prev, batch)
+    if delta is None:
         return "-"
-    delta = batch.watermark - prev.watermark
     if not delta:
         return "0"
     return ("+" if delta.total_seconds() > 0 else "-") + fmt_duration(delta)
@@ -177,7 +188,7 @@ def render_text(report: ScanReport) -> str:
                     (batch.job.run_id or "-")[:8],
                     _cell(iso(batch.observed_at)),
                     _cell(batch.num_input_rows),
-                    _cell(iso(batch.watermark)),
+                    _cell(iso(real_watermark(batch))),  # Spark's 1970 placeholder shows as "-"
                     _advance_text(prev, batch),
                     _cell(iso(batch.event_time_max)),
                     _cell(batch.dropped_by_watermark),

@@ -3,11 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from monitor.model import Sample, SampleKind
 
-__all__ = ["fmt_duration", "fmt_time", "progress_batches"]
+__all__ = [
+    "WATERMARK_PLACEHOLDER",
+    "fmt_duration",
+    "fmt_time",
+    "is_placeholder_watermark",
+    "progress_batches",
+    "real_watermark",
+]
+
+WATERMARK_PLACEHOLDER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def is_placeholder_watermark(value: datetime | None) -> bool:
+    """True for Spark's "no watermark yet" value, ``1970-01-01T00:00:00.000Z`` (epoch ms 0).
+
+    Evidence (Spark ``sql/core/.../streaming``):
+
+    - ``ProgressReporter.extractEventTimeStats`` (``ProgressContext`` in Spark 4) puts
+      ``"watermark" -> formatTimestamp(offsetSeqMetadata.batchWatermarkMs)`` into ``eventTime`` only when the
+      logical plan has an ``EventTimeWatermark`` node, whatever the batch saw.
+    - ``OffsetSeqMetadata.batchWatermarkMs`` defaults to 0 and ``WatermarkTracker.globalWatermarkMs`` starts
+      at 0; the tracker moves the global watermark only to a *larger* value (``max event time - delay`` of
+      an ``EventTimeWatermarkExec`` that saw rows), after a batch, for the next one. So a real watermark is
+      always > 0, and 0 means that no batch has computed one yet.
+    - A restart reads the watermark back from the checkpoint's offset log, so only a query's very first
+      batch(es) show 0 — until rows with event times arrive. The recorded Spark 4.3.0 log
+      (shared/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl) shows exactly that: batch 0 of the first run
+      reports ``1970-01-01T00:00:00.000Z`` with 5 rows, batch 1 reports ``2024-01-01T11:57:00.000Z``, and the
+      first batch of each of the 6 restarted runs reports the previous run's last watermark.
+
+    Detectors therefore treat it as "no watermark" (:func:`real_watermark`), never as a value the
+    watermark advanced from.
+    """
+    return value == WATERMARK_PLACEHOLDER
+
+
+def real_watermark(sample: Sample) -> datetime | None:
+    """``sample.watermark``, or ``None`` when unknown or Spark's placeholder (:func:`is_placeholder_watermark`)."""
+    wm = sample.watermark
+    return None if wm is None or is_placeholder_watermark(wm) else wm
 
 
 def progress_batches(samples: Sequence[Sample]) -> list[Sample]:
@@ -40,11 +79,12 @@ def fmt_time(value: datetime) -> str:
 
 
 def fmt_duration(delta: timedelta) -> str:
-    """A rough human duration in the largest fitting unit: ``72 years``, ``3 days``, ``14 min``, ``9 s``."""
+    """A rough human duration in the largest fitting unit: ``72 years``, ``1 day``, ``14 min``, ``9 s``."""
     seconds = abs(delta.total_seconds())
-    for unit, size in (("years", 365.25 * 86400), ("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+    for unit, size in (("year", 365.25 * 86400), ("day", 86400.0), ("h", 3600.0), ("min", 60.0)):
         if seconds >= size:
             amount = seconds / size
             text = f"{amount:.0f}" if amount >= 10 or amount == int(amount) else f"{amount:.1f}"
-            return f"{text} {unit}"
+            plural = "s" if unit in ("year", "day") and text != "1" else ""
+            return f"{text} {unit}{plural}"
     return f"{seconds:.0f} s"

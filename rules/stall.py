@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
-from rules.batches import fmt_duration, fmt_time, progress_batches
+from rules.batches import fmt_duration, fmt_time, progress_batches, real_watermark
 from rules.common import is_epoch, scope_name, tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -58,15 +58,16 @@ def detect_watermark_stalls(config: StallConfig, samples: Sequence[Sample]) -> l
     had a chance to move it are those of every batch of the stretch except the last (the last batch's
     rows show in the next batch's watermark, which is different or not seen yet). The stretch is a stall
     when those batches include ``min_data_batches`` batches with rows and ``min_rows`` rows. Batches
-    without a watermark (no ``withWatermark``) break stretches and are never a stall.
+    without a watermark (no ``withWatermark``), or with Spark's ``1970-01-01`` placeholder (no watermark
+    computed yet, see :func:`rules.batches.is_placeholder_watermark`), break stretches and are never a stall.
     """
     batches = progress_batches(samples)
     findings: list[Finding] = []
     i = 0
     while i < len(batches):
-        wm = batches[i].watermark
+        wm = real_watermark(batches[i])
         j = i
-        while j + 1 < len(batches) and wm is not None and batches[j + 1].watermark == wm:
+        while j + 1 < len(batches) and wm is not None and real_watermark(batches[j + 1]) == wm:
             j += 1
         if wm is not None and j > i:
             movers = batches[i:j]  # rows of these batches should show in the watermark of the next one
@@ -75,9 +76,7 @@ def detect_watermark_stalls(config: StallConfig, samples: Sequence[Sample]) -> l
             if len(data) >= config.min_data_batches and rows >= config.min_rows:
                 first, last = batches[i], batches[j]
                 maxes = [b.event_time_max for b in data if b.event_time_max is not None]
-                max_text = (
-                    f"; the newest event time in those rows was {fmt_time(max(maxes))}" if maxes else ""
-                )
+                max_text = f"; the newest event time in those rows was {fmt_time(max(maxes))}" if maxes else ""
                 findings.append(
                     Finding(
                         rule=RULE,

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import Field
 
 from monitor.model import Finding, Sample, Severity
-from rules.batches import fmt_duration, fmt_time, progress_batches
+from rules.batches import fmt_duration, fmt_time, progress_batches, real_watermark
 from rules.common import tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -35,6 +35,7 @@ __all__ = [
     "evaluate_state_growth",
     "theil_sen_slope",
 ]
+
 
 RULE = "state_growth"
 
@@ -51,7 +52,9 @@ def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) ->
 
     A run is consecutive batches with known ``state_rows_total``, ``state_rows_removed == 0`` (unknown
     removal counts break a run) and state rows never falling. It is reported when it ends with more state
-    rows than it started with and the watermark advanced ``min_watermark_steps`` times between its batches.
+    rows than it started with and the watermark advanced ``min_watermark_steps`` times between its batches
+    (a step from Spark's ``1970-01-01`` placeholder to the first real watermark is not an advance: see
+    :func:`rules.batches.is_placeholder_watermark`).
     """
     batches = [b for b in progress_batches(samples) if b.state_rows_total is not None]
     findings: list[Finding] = []
@@ -72,10 +75,11 @@ def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) ->
         steps = sum(
             1
             for prev, cur in zip(batches[i:j], batches[i + 1 : j + 1], strict=True)
-            if prev.watermark is not None and cur.watermark is not None and cur.watermark > prev.watermark
+            if (p_wm := real_watermark(prev)) is not None and (c_wm := real_watermark(cur)) is not None and c_wm > p_wm
         )
         if grew and steps >= config.min_watermark_steps:
-            assert first.watermark is not None and last.watermark is not None
+            known = [w for b in batches[i : j + 1] if (w := real_watermark(b)) is not None]
+            from_wm, to_wm = known[0], known[-1]
             findings.append(
                 Finding(
                     rule=RULE,
@@ -84,7 +88,7 @@ def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) ->
                     message=(
                         f"batches {first.batch_id}-{last.batch_id}: state rows grew from "
                         f"{first.state_rows_total} to {last.state_rows_total} with none removed while the "
-                        f"watermark advanced {steps} times, from {fmt_time(first.watermark)} to {fmt_time(last.watermark)}: "
+                        f"watermark advanced {steps} times, from {fmt_time(from_wm)} to {fmt_time(to_wm)}: "
                         "the state key does not include event time, so the watermark cannot evict it. Group "
                         "by a window of the event-time column (or use dropDuplicatesWithinWatermark / a state "
                         "TTL) so old state is removed."

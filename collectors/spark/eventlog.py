@@ -14,6 +14,25 @@ Idle,Terminated}Event``); every other line is skipped without being parsed: the 
 decompressed chunk for the bytes ``StreamingQueryListener$Query`` and only parses lines where they occur
 within the first :data:`MARKER_WINDOW` bytes (the ``"Event"`` field Spark writes first).
 
+The application id of a file's samples is the ``App ID`` of its ``SparkListenerApplicationStart`` line
+(searched for in the first :data:`APP_START_WITHIN_LINES` lines, and kept in the file's cursor); without one
+(a rolling directory's later files, a trimmed log) it comes from the file or directory name.
+
+Corrupt lines are still found without parsing: every line Spark writes is one compact JSON object whose
+first field is ``"Event"``, so it starts with ``{"Event":`` and ends with ``}`` (:data:`LINE_START`,
+:data:`LINE_END`). Evidence: ``EventLoggingListener.logEvent`` writes
+``JsonProtocol.sparkEventToJsonString(event)`` plus ``\n``; every ``*ToJson`` writer in Spark 4's
+``JsonProtocol`` begins with ``g.writeStartObject(); g.writeStringField("Event", ...)``, and other events
+(the streaming listener events among them) go through ``mapper.writeValue`` with ``SparkListenerEvent``'s
+``@JsonTypeInfo(use = CLASS, include = PROPERTY, property = "Event")``, which Jackson writes as the first
+property; the compact generator writes no spaces. All 265 lines of the recorded Spark 3.1 and 4.3.0 logs
+(plain, zstd, lz4, snappy, lzf) have that shape. JSON escapes newlines inside strings, so every raw ``\n``
+ends a line: a chunk of ``n`` lines is good when it starts with ``{"Event":``, its last line ends with ``}``
+and ``}\n{"Event":`` occurs ``n - 1`` times (one ``bytes.count``); only a chunk that fails this is looked
+at line by line. A line without that
+shape (cut, garbage, binary) is a :class:`monitor.model.CollectorError` naming the file and line; the
+other lines are read as usual. A ``\r`` before the ``\n`` and blank lines are tolerated.
+
 Tailing: each file has a :class:`FileCursor` kept in a :class:`CursorStore` (in memory for ``scan``,
 in the database for the daemon). A poll reads from the cursor's offset to the last newline; a partial last
 line stays for the next poll. Offsets count *decompressed* bytes: a plain file is read from there with a
@@ -49,6 +68,8 @@ from monitor.model import CollectorError, JobRef, PollResult, Sample
 
 __all__ = [
     "COLLECTOR_NAME",
+    "LINE_END",
+    "LINE_START",
     "MARKER",
     "MARKER_WINDOW",
     "CursorStore",
@@ -63,6 +84,12 @@ __all__ = [
 COLLECTOR_NAME = "spark-eventlog"
 MARKER = b"StreamingQueryListener$Query"
 MARKER_WINDOW = 200
+LINE_START = b'{"Event":'
+LINE_END = b"}"
+_JOINT = LINE_END + b"\n" + LINE_START  # between two good lines
+APP_START = b'{"Event":"SparkListenerApplicationStart",'
+APP_START_WITHIN_LINES = 1000  # look for it only in chunks that begin before this line
+MAX_LINE_ERRORS = 10  # corrupt lines reported per file and poll; the rest are counted in one more error
 ROLLING_DIR_PREFIX = "eventlog_v2_"
 EVENTS_FILE_PREFIX = "events_"
 APPSTATUS_PREFIX = "appstatus_"
@@ -82,6 +109,7 @@ class FileCursor:
         size: file size in bytes (as stored) when it was read.
         offset: bytes of the *decompressed* stream consumed: the end of the last complete line read.
         line_no: complete lines consumed (the next line is ``line_no + 1``, 1-based).
+        app_id: the application id read from the file's ``SparkListenerApplicationStart`` line, once read.
     """
 
     identity: str
@@ -90,10 +118,11 @@ class FileCursor:
     size: int
     offset: int
     line_no: int
+    app_id: str | None = None
 
     def to_state(self) -> dict[str, Any]:
-        """JSON-serializable state for a :class:`CursorStore`."""
-        return {
+        """JSON-serializable state for a :class:`CursorStore` (``app_id`` only when known)."""
+        state: dict[str, Any] = {
             "v": 1,
             "identity": self.identity,
             "head_sha256": self.head_sha256,
@@ -102,6 +131,9 @@ class FileCursor:
             "offset": self.offset,
             "line_no": self.line_no,
         }
+        if self.app_id is not None:
+            state["app_id"] = self.app_id
+        return state
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> FileCursor | None:
@@ -116,6 +148,7 @@ class FileCursor:
                 size=int(state["size"]),
                 offset=int(state["offset"]),
                 line_no=int(state["line_no"]),
+                app_id=str(state["app_id"]) if state.get("app_id") is not None else None,
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -154,7 +187,8 @@ class EventLogFile:
 
     Attributes:
         path: the file.
-        app_id: Spark application id (and attempt) from the file or directory name.
+        app_id: Spark application id (and attempt) from the file or directory name; the collector replaces
+            it with the one of the file's ``SparkListenerApplicationStart`` line when it finds one.
         complete: the file will not grow any more (a single file without ``.inprogress``; a rolling file
             that is not the last one, or whose ``appstatus`` file lost ``.inprogress``). A complete file
             must end with a newline; an incomplete one may end in a partial line.
@@ -245,6 +279,7 @@ class _FileRead:
     samples: list[Sample] = field(default_factory=list)
     errors: list[CollectorError] = field(default_factory=list)
     raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = field(default_factory=list)
+    corrupt_lines: int = 0  # lines of the file without an event's shape so far (this poll)
 
 
 @dataclass
@@ -272,6 +307,7 @@ class _Start:
     line_no: int
     unchanged: bool
     adopted: bool = False  # the cursor was the one of this file's former ``.inprogress`` name
+    app_id: str | None = None  # from the file's SparkListenerApplicationStart line, once read
 
 
 class EventLogCollector:
@@ -288,6 +324,9 @@ class EventLogCollector:
     Attributes:
         name: ``"spark-eventlog"`` (``Sample.collector``).
         decompressed_bytes_read: decompressed event-log bytes looked at by the last poll (for benchmarks).
+        waiting_files: the files of the last poll that are still being written and hold no complete line
+            yet (e.g. a ``.zstd.inprogress`` whose first frame Spark has not flushed): not an error, but a
+            reader may want to say why nothing was found.
     """
 
     name: str = COLLECTOR_NAME
@@ -303,6 +342,7 @@ class EventLogCollector:
         self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
         self.chunk_bytes = chunk_bytes
         self.decompressed_bytes_read = 0
+        self.waiting_files: list[Path] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
         self._live: dict[str, _Live] = {}
@@ -332,6 +372,7 @@ class EventLogCollector:
         :meth:`poll`.
         """
         self.decompressed_bytes_read = 0
+        self.waiting_files = []
         for root in self.paths:
             try:
                 files = discover_event_logs(root)
@@ -385,14 +426,16 @@ class EventLogCollector:
                 retryable=True,
             )
             return start, notice
-        start.offset, start.line_no = cursor.offset, cursor.line_no
+        start.offset, start.line_no, start.app_id = cursor.offset, cursor.line_no, cursor.app_id
         start.unchanged = stat.st_size == cursor.size
         return start, None
 
     def _save(self, path: Path, start: _Start, size: int, offset: int, line_no: int) -> None:
         self.cursors.set(
             str(path.absolute()),
-            FileCursor(start.identity, start.head_sha256, start.head_len, size, offset, line_no).to_state(),
+            FileCursor(
+                start.identity, start.head_sha256, start.head_len, size, offset, line_no, start.app_id
+            ).to_state(),
         )
 
     def _iter_file(self, log_file: EventLogFile, now: datetime) -> Iterator[PollResult]:
@@ -414,6 +457,8 @@ class EventLogCollector:
             if notice is not None:
                 yield PollResult(errors=(notice,))
             if start.unchanged:
+                if not log_file.complete and start.line_no == 0:
+                    self.waiting_files.append(path)
                 if live is not None and not log_file.complete:
                     self._live[target] = live
                 if start.adopted:
@@ -436,8 +481,11 @@ class EventLogCollector:
             read = handle.read
             # compressed JSON expands 5-50x: read less so each decompressed chunk stays near chunk_bytes
             read_size = self.chunk_bytes if codec is None else max(4096, self.chunk_bytes // COMPRESSED_READ_DIVISOR)
+            corrupt = 0
+            if start.app_id is not None:
+                log_file = dataclasses.replace(log_file, app_id=start.app_id)
             while True:
-                piece = _FileRead()
+                piece = _FileRead(corrupt_lines=corrupt)
                 try:
                     block = read(read_size)
                     if not block:
@@ -448,7 +496,7 @@ class EventLogCollector:
                     yield PollResult(
                         errors=(
                             self._error(
-                                path, f"{path}: {what} (after line {line_no}, decompressed byte {offset})", now
+                                path, f"{path}: {what} ({_after(line_no)}, decompressed byte {offset})", now
                             ),
                         )
                     )
@@ -469,19 +517,36 @@ class EventLogCollector:
                     continue
                 complete_end = last_nl + 1
                 pending = data[complete_end:]
-                self._events_in(log_file, data, complete_end, line_no, now, piece)
-                line_no += data.count(b"\n", 0, complete_end)
+                lines = data.count(b"\n", 0, complete_end)
+                if start.app_id is None and line_no < APP_START_WITHIN_LINES:
+                    start.app_id = _app_start_id(data, complete_end)
+                    if start.app_id is not None:
+                        log_file = dataclasses.replace(log_file, app_id=start.app_id)
+                self._events_in(log_file, data, complete_end, lines, line_no, now, piece)
+                corrupt = piece.corrupt_lines
+                line_no += lines
                 offset += complete_end
                 if piece.samples or piece.errors:
                     yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
                     self._save(path, start, handle.tell(), offset, line_no)
+            if corrupt > MAX_LINE_ERRORS:
+                yield PollResult(
+                    errors=(
+                        self._error(
+                            path,
+                            f"{path}: {corrupt - MAX_LINE_ERRORS} more lines that are not Spark events were "
+                            f"skipped ({corrupt} in all)",
+                            now,
+                        ),
+                    )
+                )
             if decoder is not None and log_file.complete and not decoder.finished():
                 yield PollResult(
                     errors=(
                         self._error(
                             path,
-                            f"{path}: truncated {codec} stream: the last frame/block is incomplete (after line "
-                            f"{line_no}) in a complete event log",
+                            f"{path}: truncated {codec} stream: the last frame/block is incomplete ({_after(line_no)}) "
+                            "in a complete event log",
                             now,
                         ),
                     )
@@ -491,13 +556,15 @@ class EventLogCollector:
                     errors=(
                         self._error(
                             path,
-                            f"{path} line {line_no + 1}: truncated line ({len(pending)} bytes without a newline "
+                            f"{path}: line {line_no + 1}: truncated line ({len(pending)} bytes without a newline "
                             "at the end of a complete event log)",
                             now,
                         ),
                     )
                 )
             self._save(path, start, handle.tell(), offset, line_no)
+            if not log_file.complete and line_no == 0:
+                self.waiting_files.append(path)
             if decoder is not None and not log_file.complete:
                 self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, pending)
 
@@ -506,11 +573,20 @@ class EventLogCollector:
         log_file: EventLogFile,
         data: bytes,
         end: int,
+        lines: int,
         base_line_no: int,
         now: datetime,
         result: _FileRead,
     ) -> None:
-        """Parse the streaming events among the complete lines ``data[:end]``."""
+        """Parse the streaming events among the ``lines`` complete lines ``data[:end]`` (``data`` starts at
+        a line start); a chunk with a line not shaped like an event goes line by line (:meth:`_lines_in`)."""
+        if (
+            not data.startswith(LINE_START)
+            or data[end - 2 : end - 1] != LINE_END
+            or data.count(_JOINT, 0, end) != lines - 1
+        ):
+            self._lines_in(log_file, data, end, base_line_no, now, result)
+            return
         find = data.find
         rfind = data.rfind
         count = data.count
@@ -530,11 +606,52 @@ class EventLogCollector:
             counted_pos = start
             self._parse_line(log_file, data[start:stop], line_no + 1, now, result)
 
+    def _lines_in(
+        self,
+        log_file: EventLogFile,
+        data: bytes,
+        end: int,
+        base_line_no: int,
+        now: datetime,
+        result: _FileRead,
+    ) -> None:
+        """The slow path of :meth:`_events_in`: check each line's shape, parse the streaming ones."""
+        path = log_file.path
+        line_no = base_line_no
+        pos = 0
+        while pos < end:
+            stop = data.find(b"\n", pos, end)
+            line = data[pos:stop]
+            pos = stop + 1
+            line_no += 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line.strip():
+                continue
+            if not (line.startswith(LINE_START) and line.endswith(LINE_END)):
+                result.corrupt_lines += 1
+                if result.corrupt_lines <= MAX_LINE_ERRORS:
+                    preview = line[:60].decode("utf-8", errors="replace")
+                    cut = "..." if len(line) > 60 else ""
+                    result.errors.append(
+                        self._error(
+                            path,
+                            f"{path}: line {line_no}: not a Spark event (a line must be one JSON object "
+                            f"starting with {{\"Event\": and ending with }}; {len(line)} bytes: "
+                            f"{preview!r}{cut}); line skipped",
+                            now,
+                        )
+                    )
+                continue
+            marker = line.find(MARKER, 0, MARKER_WINDOW + len(MARKER))
+            if 0 <= marker <= MARKER_WINDOW:
+                self._parse_line(log_file, line, line_no, now, result)
+
     def _parse_line(
         self, log_file: EventLogFile, line: bytes, line_no: int, now: datetime, result: _FileRead
     ) -> None:
         path = log_file.path
-        where = f"{path} line {line_no}"
+        where = f"{path}: line {line_no}"
         try:
             event = json.loads(line)
         except ValueError as exc:
@@ -565,6 +682,34 @@ class EventLogCollector:
         self._last_seen[key] = first.observed_at
         result.samples.extend(samples)
         result.raw.append((first.job, first.observed_at, first.kind.value, event))
+
+
+def _app_start_id(data: bytes, end: int) -> str | None:
+    """``App ID`` (``_`` + ``App Attempt ID`` when present, as in Spark's log file names) of the
+    ``SparkListenerApplicationStart`` line among the complete lines ``data[:end]``, or ``None``.
+
+    Spark writes that event once, near the top of the first event-log file (after ``SparkListenerLogStart``
+    and the executor/environment events); it is the only line parsed besides the streaming ones. A line that
+    is not valid JSON or has no string ``App ID`` gives ``None`` (the file name is used then).
+    """
+    hit = data.find(APP_START, 0, end)
+    if hit < 0 or (hit and data[hit - 1 : hit] != b"\n"):
+        return None
+    stop = data.find(b"\n", hit, end)
+    try:
+        event = json.loads(data[hit:stop])
+    except ValueError:
+        return None
+    app_id = event.get("App ID") if isinstance(event, dict) else None
+    if not isinstance(app_id, str) or not app_id:
+        return None
+    attempt = event.get("App Attempt ID")
+    return f"{app_id}_{attempt}" if isinstance(attempt, str) and attempt else app_id
+
+
+def _after(line_no: int) -> str:
+    """Where in the decompressed stream, for messages: ``after line 12`` / ``before the first line``."""
+    return f"after line {line_no}" if line_no else "before the first complete line"
 
 
 def _run_key(event: dict[str, Any]) -> tuple[str, str | None] | None:

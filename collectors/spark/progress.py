@@ -32,6 +32,7 @@ __all__ = [
     "EVENT_STARTED",
     "EVENT_TERMINATED",
     "STREAMING_EVENT_NAMES",
+    "field_at",
     "parse_iso_utc",
     "parse_listener_event",
     "parse_progress",
@@ -45,12 +46,20 @@ EVENT_TERMINATED = _PREFIX + "QueryTerminatedEvent"
 STREAMING_EVENT_NAMES = (EVENT_STARTED, EVENT_PROGRESS, EVENT_IDLE, EVENT_TERMINATED)
 
 
+def field_at(where: str, path: str) -> str:
+    """Where a field is, for messages: ``FILE: line 17: field progress.timestamp`` (``where`` = the
+    document's location, may be empty; ``path`` = the field's dotted JSON path in the document)."""
+    return f"{where}: field {path}" if where else f"field {path}"
+
+
 def parse_iso_utc(value: Any, where: str) -> datetime:
     """Parse Spark's ISO-8601 UTC timestamp (``2026-11-29T11:32:41.709Z``) to an aware UTC datetime.
 
     Raises:
-        ProgressFormatError: not a string or not ISO-8601; ``where`` names the field.
+        ProgressFormatError: missing (``None``), not a string or not ISO-8601; ``where`` names the field.
     """
+    if value is None:
+        raise ProgressFormatError(f"{where}: missing (expected an ISO-8601 timestamp string)")
     if not isinstance(value, str):
         raise ProgressFormatError(f"{where}: expected an ISO-8601 timestamp string, got {value!r}")
     try:
@@ -62,11 +71,11 @@ def parse_iso_utc(value: Any, where: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
-def _opt_time(mapping: Mapping[str, Any], key: str, where: str) -> datetime | None:
+def _opt_time(mapping: Mapping[str, Any], key: str, where: str, path: str) -> datetime | None:
     value = mapping.get(key)
     if value is None:
         return None
-    return parse_iso_utc(value, f"{where}.{key}")
+    return parse_iso_utc(value, field_at(where, f"{path}.{key}"))
 
 
 def _number(value: Any, where: str) -> float | None:
@@ -97,10 +106,14 @@ def _sum_known(values: list[int | None]) -> int | None:
     return sum(known) if known else None
 
 
-def _job(doc: Mapping[str, Any], where: str, app_id: str | None) -> JobRef:
+def _job(doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None) -> JobRef:
     query_id = doc.get("id")
+    if query_id is None:
+        raise ProgressFormatError(f"{field_at(where, prefix + 'id')}: missing (the streaming query id)")
     if not isinstance(query_id, str) or not query_id:
-        raise ProgressFormatError(f"{where}.id: missing or not a string (the streaming query id)")
+        raise ProgressFormatError(
+            f"{field_at(where, prefix + 'id')}: expected the streaming query id (a non-empty string), got {query_id!r}"
+        )
     run_id = doc.get("runId")
     name = doc.get("name")
     return JobRef(
@@ -116,9 +129,10 @@ def parse_progress(
     progress: Mapping[str, Any],
     *,
     collector: str,
-    where: str = "progress",
+    where: str = "",
     app_id: str | None = None,
     kind: SampleKind = SampleKind.PROGRESS,
+    field_prefix: str = "",
 ) -> list[Sample]:
     """Turn one ``StreamingQueryProgress`` JSON object into samples.
 
@@ -129,57 +143,64 @@ def parse_progress(
     Args:
         progress: the decoded progress object (``QueryProgressEvent.progress`` / ``query.lastProgress``).
         collector: copied into ``Sample.collector``.
-        where: a location prefix for error messages (e.g. ``"events_1_app.zstd line 17: progress"``).
+        where: the document's location for error messages (e.g. ``"events_1_app.zstd: line 17"``); a
+            message reads ``<where>: field <field_prefix><name>: <problem>`` (see :func:`field_at`).
         app_id: Spark application id, if known.
         kind: ``PROGRESS`` (default) or ``IDLE`` for the idle event's progress.
+        field_prefix: the path of ``progress`` inside its document (``"progress."`` in a listener event).
 
     Raises:
         ProgressFormatError: ``id``, ``timestamp`` missing or malformed, or a field has the wrong type.
     """
+
+    def at(path: str) -> str:
+        return field_at(where, field_prefix + path)
+
     if not isinstance(progress, Mapping):
-        raise ProgressFormatError(f"{where}: expected a JSON object, got {type(progress).__name__}")
-    job = _job(progress, where, app_id)
-    observed_at = parse_iso_utc(progress.get("timestamp"), f"{where}.timestamp")
-    batch_id = _int(progress.get("batchId"), f"{where}.batchId")
+        what = field_at(where, field_prefix.rstrip(".")) if field_prefix else (where or "progress")
+        raise ProgressFormatError(f"{what}: expected a JSON object, got {type(progress).__name__}")
+    job = _job(progress, where, field_prefix, app_id)
+    observed_at = parse_iso_utc(progress.get("timestamp"), at("timestamp"))
+    batch_id = _int(progress.get("batchId"), at("batchId"))
 
     event_time = progress.get("eventTime") or {}
     if not isinstance(event_time, Mapping):
-        raise ProgressFormatError(f"{where}.eventTime: expected an object, got {event_time!r}")
+        raise ProgressFormatError(f"{at('eventTime')}: expected an object, got {event_time!r}")
 
     ops = progress.get("stateOperators") or []
     if not isinstance(ops, list):
-        raise ProgressFormatError(f"{where}.stateOperators: expected a list")
+        raise ProgressFormatError(f"{at('stateOperators')}: expected a list")
     rows_total: list[int | None] = []
     rows_updated: list[int | None] = []
     rows_removed: list[int | None] = []
     mem_bytes: list[int | None] = []
     dropped: list[int | None] = []
     for i, op in enumerate(ops):
-        w = f"{where}.stateOperators[{i}]"
+        w = f"stateOperators[{i}]"
         if not isinstance(op, Mapping):
-            raise ProgressFormatError(f"{w}: expected an object")
-        rows_total.append(_int(op.get("numRowsTotal"), f"{w}.numRowsTotal"))
-        rows_updated.append(_int(op.get("numRowsUpdated"), f"{w}.numRowsUpdated"))
-        rows_removed.append(_int(op.get("numRowsRemoved"), f"{w}.numRowsRemoved"))
-        mem_bytes.append(_int(op.get("memoryUsedBytes"), f"{w}.memoryUsedBytes"))
+            raise ProgressFormatError(f"{at(w)}: expected an object")
+        rows_total.append(_int(op.get("numRowsTotal"), at(f"{w}.numRowsTotal")))
+        rows_updated.append(_int(op.get("numRowsUpdated"), at(f"{w}.numRowsUpdated")))
+        rows_removed.append(_int(op.get("numRowsRemoved"), at(f"{w}.numRowsRemoved")))
+        mem_bytes.append(_int(op.get("memoryUsedBytes"), at(f"{w}.memoryUsedBytes")))
         late_key = "numRowsDroppedByWatermark" if "numRowsDroppedByWatermark" in op else "numLateInputs"
-        dropped.append(_int(op.get(late_key), f"{w}.{late_key}"))
+        dropped.append(_int(op.get(late_key), at(f"{w}.{late_key}")))
 
     sources = progress.get("sources") or []
     if not isinstance(sources, list):
-        raise ProgressFormatError(f"{where}.sources: expected a list")
+        raise ProgressFormatError(f"{at('sources')}: expected a list")
     source_samples: list[Sample] = []
     source_rows: list[int | None] = []
     source_lags: list[int | None] = []
     for i, src in enumerate(sources):
-        w = f"{where}.sources[{i}]"
+        w = f"sources[{i}]"
         if not isinstance(src, Mapping):
-            raise ProgressFormatError(f"{w}: expected an object")
+            raise ProgressFormatError(f"{at(w)}: expected an object")
         description = src.get("description")
-        rows = _int(src.get("numInputRows"), f"{w}.numInputRows")
+        rows = _int(src.get("numInputRows"), at(f"{w}.numInputRows"))
         metrics = src.get("metrics") or {}
         lag = (
-            _int(metrics.get("maxOffsetsBehindLatest"), f"{w}.metrics.maxOffsetsBehindLatest")
+            _int(metrics.get("maxOffsetsBehindLatest"), at(f"{w}.metrics.maxOffsetsBehindLatest"))
             if isinstance(metrics, Mapping)
             else None
         )
@@ -194,16 +215,16 @@ def parse_progress(
                 scope=Scope(source=str(description) if description is not None else f"source[{i}]"),
                 batch_id=batch_id,
                 num_input_rows=rows,
-                input_rows_per_second=_number(src.get("inputRowsPerSecond"), f"{w}.inputRowsPerSecond"),
+                input_rows_per_second=_number(src.get("inputRowsPerSecond"), at(f"{w}.inputRowsPerSecond")),
                 processed_rows_per_second=_number(
-                    src.get("processedRowsPerSecond"), f"{w}.processedRowsPerSecond"
+                    src.get("processedRowsPerSecond"), at(f"{w}.processedRowsPerSecond")
                 ),
                 lag_offsets=lag,
             )
         )
 
     if "numInputRows" in progress:
-        num_input_rows = _int(progress.get("numInputRows"), f"{where}.numInputRows")
+        num_input_rows = _int(progress.get("numInputRows"), at("numInputRows"))
     else:
         num_input_rows = _sum_known(source_rows)
 
@@ -213,16 +234,16 @@ def parse_progress(
         kind=kind,
         collector=collector,
         batch_id=batch_id,
-        watermark=_opt_time(event_time, "watermark", f"{where}.eventTime"),
-        event_time_min=_opt_time(event_time, "min", f"{where}.eventTime"),
-        event_time_max=_opt_time(event_time, "max", f"{where}.eventTime"),
-        event_time_avg=_opt_time(event_time, "avg", f"{where}.eventTime"),
+        watermark=_opt_time(event_time, "watermark", where, field_prefix + "eventTime"),
+        event_time_min=_opt_time(event_time, "min", where, field_prefix + "eventTime"),
+        event_time_max=_opt_time(event_time, "max", where, field_prefix + "eventTime"),
+        event_time_avg=_opt_time(event_time, "avg", where, field_prefix + "eventTime"),
         num_input_rows=num_input_rows,
-        input_rows_per_second=_number(progress.get("inputRowsPerSecond"), f"{where}.inputRowsPerSecond"),
+        input_rows_per_second=_number(progress.get("inputRowsPerSecond"), at("inputRowsPerSecond")),
         processed_rows_per_second=_number(
-            progress.get("processedRowsPerSecond"), f"{where}.processedRowsPerSecond"
+            progress.get("processedRowsPerSecond"), at("processedRowsPerSecond")
         ),
-        batch_duration_ms=_int(progress.get("batchDuration"), f"{where}.batchDuration"),
+        batch_duration_ms=_int(progress.get("batchDuration"), at("batchDuration")),
         dropped_by_watermark=_sum_known(dropped),
         state_rows_total=_sum_known(rows_total),
         state_rows_updated=_sum_known(rows_updated),
@@ -238,7 +259,7 @@ def parse_listener_event(
     event: Mapping[str, Any],
     *,
     collector: str,
-    where: str = "event",
+    where: str = "",
     app_id: str | None = None,
     fallback_time: datetime | None = None,
 ) -> list[Sample]:
@@ -258,25 +279,30 @@ def parse_listener_event(
     if name == EVENT_PROGRESS:
         progress = event.get("progress")
         if not isinstance(progress, Mapping):
-            raise ProgressFormatError(f"{where}.progress: missing or not an object")
-        return parse_progress(progress, collector=collector, where=f"{where}.progress", app_id=app_id)
+            raise ProgressFormatError(f"{field_at(where, 'progress')}: missing or not an object")
+        return parse_progress(progress, collector=collector, where=where, app_id=app_id, field_prefix="progress.")
     if name == EVENT_IDLE:
         progress = event.get("progress")
         if isinstance(progress, Mapping):
             return parse_progress(
-                progress, collector=collector, where=f"{where}.progress", app_id=app_id, kind=SampleKind.IDLE
+                progress,
+                collector=collector,
+                where=where,
+                app_id=app_id,
+                kind=SampleKind.IDLE,
+                field_prefix="progress.",
             )
-        job = _job(event, where, app_id)
+        job = _job(event, where, "", app_id)
         return [
             Sample(
                 job=job,
-                observed_at=parse_iso_utc(event.get("timestamp"), f"{where}.timestamp"),
+                observed_at=parse_iso_utc(event.get("timestamp"), field_at(where, "timestamp")),
                 kind=SampleKind.IDLE,
                 collector=collector,
             )
         ]
     if name in (EVENT_STARTED, EVENT_TERMINATED):
-        job = _job(event, where, app_id)
+        job = _job(event, where, "", app_id)
         kind = SampleKind.STARTED if name == EVENT_STARTED else SampleKind.TERMINATED
         extra: dict[str, Any] = {}
         if name == EVENT_TERMINATED and event.get("exception"):
@@ -284,7 +310,7 @@ def parse_listener_event(
         if event.get("timestamp") is None and fallback_time is not None:
             observed_at = fallback_time
         else:
-            observed_at = parse_iso_utc(event.get("timestamp"), f"{where}.timestamp")
+            observed_at = parse_iso_utc(event.get("timestamp"), field_at(where, "timestamp"))
         return [
             Sample(
                 job=job,
@@ -294,4 +320,4 @@ def parse_listener_event(
                 extra=extra,
             )
         ]
-    raise ProgressFormatError(f"{where}.Event: not a streaming query listener event: {name!r}")
+    raise ProgressFormatError(f"{field_at(where, 'Event')}: not a streaming query listener event: {name!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from collectors.spark.progress import parse_listener_event, parse_progress
 from monitor.errors import ProgressFormatError
 from monitor.model import JobRef, Sample
 
-__all__ = ["COLLECTOR_NAME", "looks_like_event_log", "read_progress_file"]
+__all__ = ["COLLECTOR_NAME", "ProgressFileRead", "looks_like_event_log", "read_progress_file"]
 
 COLLECTOR_NAME = "spark-progress-file"
 
@@ -29,61 +30,103 @@ def looks_like_event_log(head: bytes) -> bool:
     return head.lstrip().startswith(b'{"Event":')
 
 
-def _documents(path: Path, text: str) -> list[tuple[str, Any]]:
+def _split_lines(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str]] | None:
+    """JSON lines: ``(documents, errors)`` with one error per line that is not JSON, or ``None`` when no
+    line parses on its own as a JSON object (then the file is not JSON lines)."""
+    docs: list[tuple[str, Any]] = []
+    errors: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            docs.append((f"{path}: line {number}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            errors.append(f"{path}: line {number}: invalid JSON at column {exc.colno}: {exc.msg}; line skipped")
+    if not any(isinstance(doc, Mapping) for _, doc in docs):
+        return None
+    return docs, errors
+
+
+def _documents(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str]]:
     stripped = text.strip()
     if not stripped:
         raise ProgressFormatError(f"{path}: empty file (expected progress JSON)")
     try:
         whole = json.loads(stripped)
     except json.JSONDecodeError as exc:
-        if exc.msg != "Extra data":
-            raise ProgressFormatError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-        docs: list[tuple[str, Any]] = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                docs.append((f"{path} line {number}", json.loads(line)))
-            except json.JSONDecodeError as line_exc:
-                raise ProgressFormatError(f"{path} line {number}: invalid JSON: {line_exc.msg}") from None
-        return docs
+        split = _split_lines(path, text)
+        if split is None:
+            raise ProgressFormatError(
+                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
+        return split
     if isinstance(whole, list):
-        return [(f"{path} [{i}]", doc) for i, doc in enumerate(whole)]
-    return [(str(path), whole)]
+        return [(f"{path}: element [{i}]", doc) for i, doc in enumerate(whole)], []
+    return [(str(path), whole)], []
 
 
-def read_progress_file(
-    path: Path, *, fallback_time: datetime | None = None
-) -> tuple[list[Sample], list[tuple[JobRef, datetime, str, dict[str, Any]]]]:
-    """Read every progress document in ``path``.
+@dataclass(frozen=True, slots=True)
+class ProgressFileRead:
+    """What :func:`read_progress_file` found in one file.
 
-    Returns ``(samples, raw)``: the samples of all documents in file order, and the raw documents as
-    ``PollResult.raw`` entries (job, time, kind, document).
+    Attributes:
+        samples: the samples of all good documents, in file order.
+        raw: the good documents as ``PollResult.raw`` entries (job, time, kind, document).
+        errors: one message per bad document of a multi-document file (JSON lines or array), naming the
+            file and the line or element (``FILE: line 6: invalid JSON ...``); the other documents are kept.
+    """
+
+    samples: list[Sample]
+    raw: list[tuple[JobRef, datetime, str, dict[str, Any]]]
+    errors: list[str]
+
+
+def _parse_document(where: str, doc: Any, last_time: datetime | None) -> list[Sample]:
+    if not isinstance(doc, Mapping):
+        raise ProgressFormatError(f"{where}: expected a progress JSON object, got {type(doc).__name__}")
+    if "Event" in doc:
+        return parse_listener_event(doc, collector=COLLECTOR_NAME, where=where, fallback_time=last_time)
+    if "batchId" not in doc and "timestamp" not in doc:
+        raise ProgressFormatError(
+            f"{where}: not a streaming progress object (no batchId/timestamp; keys: "
+            f"{', '.join(sorted(map(str, doc))[:8])})"
+        )
+    return parse_progress(doc, collector=COLLECTOR_NAME, where=where)
+
+
+def read_progress_file(path: Path, *, fallback_time: datetime | None = None) -> ProgressFileRead:
+    """Read every progress document in ``path`` (UTF-8, with or without a byte-order mark).
+
+    A file of several documents (JSON lines, or a JSON array) keeps its good documents: each bad one (not
+    JSON, not a progress object or listener event, a malformed field) is one entry of
+    :attr:`ProgressFileRead.errors`.
 
     Raises:
-        ProgressFormatError: the file is not JSON, or a document is not a progress object / streaming
-            listener event (the message names the file and the line or array index).
+        ProgressFormatError: the file is empty or not JSON at all, its single document is not a progress
+            object / streaming listener event, or none of its documents is (the message names the file and
+            the line, element or field).
         OSError: the file cannot be read.
     """
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    documents, errors = _documents(path, text)
+    single = len(documents) == 1 and not errors
     samples: list[Sample] = []
     raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = []
     last_time = fallback_time
-    for where, doc in _documents(path, text):
-        if not isinstance(doc, Mapping):
-            raise ProgressFormatError(f"{where}: expected a progress JSON object, got {type(doc).__name__}")
-        if "Event" in doc:
-            parsed = parse_listener_event(doc, collector=COLLECTOR_NAME, where=where, fallback_time=last_time)
-        else:
-            if "batchId" not in doc and "timestamp" not in doc:
-                raise ProgressFormatError(
-                    f"{where}: not a streaming progress object (no batchId/timestamp; keys: "
-                    f"{', '.join(sorted(map(str, doc))[:8])})"
-                )
-            parsed = parse_progress(doc, collector=COLLECTOR_NAME, where=where)
+    for where, doc in documents:
+        try:
+            parsed = _parse_document(where, doc, last_time)
+        except ProgressFormatError as exc:
+            if single:
+                raise
+            errors.append(f"{exc}; skipped")
+            continue
         if parsed:
             first = parsed[0]
             last_time = first.observed_at
             samples.extend(parsed)
             raw.append((first.job, first.observed_at, first.kind.value, dict(doc)))
-    return samples, raw
+    if errors and not raw:
+        more = f" (and {len(errors) - 1} more bad documents)" if len(errors) > 1 else ""
+        raise ProgressFormatError(f"{errors[0]}{more}; no progress document in the file")
+    return ProgressFileRead(samples, raw, errors)

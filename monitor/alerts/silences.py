@@ -3,7 +3,10 @@
 Matcher syntax and semantics follow Alertmanager (``pkg/labels/matcher.go``): ``name=value``,
 ``name!=value``, ``name=~regex``, ``name!~regex``; a regex must match the whole value (it is anchored as
 ``^(?:regex)$``); a label the alert does not have is matched as the empty string. A silence mutes an
-alert when every matcher matches and ``starts_at <= now < ends_at``.
+alert when every matcher matches and ``starts_at <= now < ends_at``. As in Alertmanager's silence
+validation, at least one matcher must not match the empty string (``job_id=~.*`` alone would mute every
+alert). :data:`KNOWN_LABELS` lists the label names tidegauge's alerts carry; :func:`unknown_label_names`
+finds matchers naming others (they can only match as the empty string).
 """
 
 from __future__ import annotations
@@ -11,14 +14,31 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import cached_property
 
 from monitor.errors import InputError
-from monitor.model import ensure_utc
+from monitor.model import Scope, ensure_utc
 
-__all__ = ["MatchOp", "Matcher", "Silence", "is_silenced", "matches_all", "parse_matcher"]
+__all__ = [
+    "KNOWN_LABELS",
+    "MatchOp",
+    "Matcher",
+    "Silence",
+    "is_silenced",
+    "matches_all",
+    "parse_matcher",
+    "unknown_label_names",
+]
+
+#: Label names an alert can carry: ``alertname``/``severity`` (:meth:`monitor.alerts.lifecycle.Alert.all_labels`),
+#: ``engine``/``job_id`` and the :class:`monitor.model.Scope` fields (:meth:`monitor.model.Finding.identity_labels`),
+#: ``job_name`` and ``rule`` (routing and notification payloads), and the finding labels rules set
+#: (``scope``, by ``rules/late.py``).
+KNOWN_LABELS: frozenset[str] = frozenset(
+    {"alertname", "severity", "engine", "job_id", "job_name", "rule", "scope"} | {f.name for f in fields(Scope)}
+)
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MATCHER = re.compile(r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>=~|!~|!=|=)(?P<value>.*)$", re.S)
@@ -98,6 +118,11 @@ def parse_matcher(text: str) -> Matcher:
     return Matcher(m.group("name"), MatchOp(m.group("op")), value)
 
 
+def unknown_label_names(matchers: Iterable[Matcher]) -> list[str]:
+    """Label names used by ``matchers`` that are not in :data:`KNOWN_LABELS`, sorted, without repeats."""
+    return sorted({m.name for m in matchers} - KNOWN_LABELS)
+
+
 def matches_all(matchers: Iterable[Matcher], labels: Mapping[str, str]) -> bool:
     """True when every matcher matches ``labels`` (an empty list matches everything)."""
     return all(m.matches(labels) for m in matchers)
@@ -108,8 +133,9 @@ class Silence:
     """A silence: mutes notifications of alerts matching all ``matchers`` during ``[starts_at, ends_at)``.
 
     Raises:
-        InputError: no matchers, or ``ends_at`` is before ``starts_at`` (equal: an empty window, as an
-            expired not-yet-started silence has).
+        InputError: no matchers, every matcher matches the empty string (the silence would mute every
+            alert; Alertmanager refuses it too), or ``ends_at`` is before ``starts_at`` (equal: an empty
+            window, as an expired not-yet-started silence has).
         ValueError: a naive datetime.
     """
 
@@ -127,12 +153,26 @@ class Silence:
         object.__setattr__(self, "matchers", tuple(self.matchers))
         if not self.matchers:
             raise InputError("a silence needs at least one matcher")
+        if all(m.matches({}) for m in self.matchers):
+            shown = ", ".join(str(m) for m in self.matchers)
+            raise InputError(
+                f"matchers {shown}: at least one matcher must not match the empty string "
+                "(otherwise the silence mutes every alert), e.g. job_id=q-clicks"
+            )
         if self.ends_at < self.starts_at:
             raise InputError("a silence must not end before it starts")
 
     def active(self, now: datetime) -> bool:
         """``starts_at <= now < ends_at``."""
         return self.starts_at <= now < self.ends_at
+
+    def state(self, now: datetime) -> str:
+        """``"active"``, ``"pending"`` (starts later) or ``"expired"`` (ended, or expired before it
+        started: an empty window ``ends_at == starts_at`` never applies), as Alertmanager's silence states.
+        """
+        if self.ends_at <= now or self.ends_at <= self.starts_at:
+            return "expired"
+        return "pending" if now < self.starts_at else "active"
 
     def mutes(self, labels: Mapping[str, str], now: datetime) -> bool:
         """Active at ``now`` and every matcher matches ``labels``."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from monitor.config import Config, SecretRef, load_config, resolve_secret
+from monitor.config import Config, SecretRef, database_url, load_config, resolve_secret
 from monitor.errors import ConfigError
 from rules.registry import validate as validate_rules
 
@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
             validate_rules(cfg.rules)
         except ConfigError as exc:
             raise ConfigError("\n".join(f"{config}: {line}" for line in str(exc).splitlines())) from None
+        database_url(cfg, os.environ, str(config))
         for where, ref in _secret_refs(cfg):
             resolve_secret(ref, os.environ, f"{config}: {where}")
         t = cfg.targets

@@ -2,23 +2,21 @@
 
 ``--db URL`` takes any SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user@host/db``);
 without it the per-user default SQLite file is used (see :func:`monitor.store.engine.default_db_path`).
-URLs are printed with the password hidden.
+URLs are printed with the password hidden. Only ``db upgrade`` creates a new SQLite file; the other
+commands report ``no database at PATH`` (exit code 2) for a missing one.
+
+``db current`` exits with code 0 when the schema is at the newest revision and 1 when it is empty or not
+at head (so scripts can test it); a database that cannot be opened is exit code 2.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TypeVar
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
-from monitor.errors import InputError
 from monitor.store.engine import default_db_url, redact_url
 from monitor.store.migrate import current, downgrade, head, upgrade
-
-T = TypeVar("T")
 
 _DB_OPTION = typer.Option(
     None,
@@ -31,15 +29,6 @@ _DB_OPTION = typer.Option(
 
 def _url(db: str | None) -> str:
     return db if db is not None else default_db_url(os.environ)
-
-
-def _guard(url: str, action: Callable[[], T]) -> T:
-    """Run ``action``; a database failure becomes a one-line InputError without the password."""
-    try:
-        return action()
-    except SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        raise InputError(f"database {redact_url(url)}: {reason}") from None
 
 
 def _show(revision: str | None) -> str:
@@ -57,7 +46,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Create or migrate the database schema up to REVISION (default: the newest)."""
         url = _url(db)
-        before, after = _guard(url, lambda: upgrade(url, revision))
+        before, after = upgrade(url, revision)
         verb = "already at" if before == after else f"upgraded from {_show(before)} to"
         typer.echo(f"{redact_url(url)}: {verb} {_show(after)}")
 
@@ -68,18 +57,20 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Migrate the database schema down to REVISION (data in dropped tables is lost)."""
         url = _url(db)
-        before, after = _guard(url, lambda: downgrade(url, revision))
+        before, after = downgrade(url, revision)
         verb = "already at" if before == after else f"downgraded from {_show(before)} to"
         typer.echo(f"{redact_url(url)}: {verb} {_show(after)}")
 
     @db_app.command("current")
     def current_cmd(db: str | None = _DB_OPTION) -> None:
-        """Print the database's schema revision and whether it is the newest."""
+        """Print the database's schema revision; exit code 1 if it is empty or not the newest."""
         url = _url(db)
-        have = _guard(url, lambda: current(url))
+        have = current(url)
         need = head()
         fix = "tidegauge db upgrade" + ("" if db is None else f" --db {redact_url(url)}")
         status = "head" if have == need else f"code needs {need}: run `{fix}`"
         typer.echo(f"{redact_url(url)}: {_show(have)} ({status})")
+        if have != need:
+            raise typer.Exit(1)
 
     app.add_typer(db_app, name="db")

@@ -7,11 +7,34 @@ from pathlib import Path
 import typer
 
 from monitor.durations import parse_duration_ms
+from monitor.errors import InputError
 from monitor.promrules import PromRulesParams, render_rules
 
 
 def _ms(value: str, option: str) -> int:
     return parse_duration_ms(value, what=option)
+
+
+def _check_share(value: float) -> float:
+    """``--late-drop-share``: a share of input rows in (0, 1]; raises :class:`InputError` otherwise."""
+    if not 0 < value <= 1:
+        raise InputError(f"--late-drop-share: {value} is not a share in (0, 1] (e.g. 0.01 for 1%)")
+    return value
+
+
+def _check_ratio(value: float) -> float:
+    """``--state-growth-ratio``: a growth factor above 1; raises :class:`InputError` otherwise."""
+    if not value > 1:
+        raise InputError(f"--state-growth-ratio: {value} must be greater than 1 (e.g. 1.5 for +50%)")
+    return value
+
+
+def _write(output: Path, text: str) -> None:
+    """Write the rule file; an unwritable path is an :class:`InputError` naming the file."""
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
 
 
 def register(app: typer.Typer) -> None:
@@ -37,14 +60,14 @@ def register(app: typer.Typer) -> None:
         params = PromRulesParams(
             stall_for_ms=_ms(stall_for, "--stall-for"),
             future_skew_ms=_ms(future_skew, "--future-skew"),
-            late_drop_share=late_drop_share,
+            late_drop_share=_check_share(late_drop_share),
             freshness_target_ms=_ms(freshness_target, "--freshness-target"),
             idle_for_ms=_ms(idle_for, "--idle-for"),
-            state_growth_ratio=state_growth_ratio,
+            state_growth_ratio=_check_ratio(state_growth_ratio),
             state_growth_window_ms=_ms(state_growth_window, "--state-growth-window"),
         )
         text = render_rules(params)
         if output is None:
             typer.echo(text, nl=False)
         else:
-            output.write_text(text)
+            _write(output, text)

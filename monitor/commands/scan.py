@@ -2,14 +2,17 @@
 
 Composition root of a one-shot scan: it reads the wall clock once (the poll's ``now``), builds the
 collectors, optionally stores what was read (``--db``), runs the detectors and sets the exit code:
-0 no finding reached ``--fail-on`` (or no ``--fail-on``), 1 one did, 2 bad input (a missing path, an
-unknown format, a corrupt compressed frame, a truncated or invalid line: one line on stderr naming the
-file; the other inputs are still scanned and reported).
+0 no finding reached ``--fail-on`` (or no ``--fail-on``), 1 one did, 2 bad input (a missing path or a path
+of unknown format named on the command line, a corrupt compressed frame, a corrupt, truncated or invalid
+line: one line on stderr naming the file and line; the other lines and inputs are still scanned and
+reported). Files of unknown format found inside a directory are skipped with a warning (exit code
+unaffected); an in-progress event log without a complete event yet gets a note (exit code unaffected).
 """
 
 from __future__ import annotations
 
 import sys
+from codecs import BOM_UTF8 as UTF8_BOM
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,6 +65,7 @@ def _classify_file(path: Path, inputs: ScanInputs, implicit: bool) -> None:
     except OSError as exc:
         problems.append(f"{path}: cannot read: {exc.strerror or exc}{skipped}")
         return
+    head = head.removeprefix(UTF8_BOM)  # Windows editors save JSON with a byte-order mark
     if looks_like_event_log(head):
         inputs.event_logs.append(path)
     elif head.lstrip()[:1] in (b"{", b"["):
@@ -76,7 +80,7 @@ def classify_inputs(paths: list[Path]) -> ScanInputs:
     """Sort ``paths`` into event logs and progress files.
 
     Files named by a Spark codec or starting with ``{"Event":`` are event logs; other files starting with
-    ``{`` or ``[`` are progress JSON; anything else is an unknown format (an error). A rolling directory
+    ``{`` or ``[`` (after an optional UTF-8 byte-order mark and white space) are progress JSON; anything else is an unknown format (an error). A rolling directory
     ``eventlog_v2_<app>`` is one event log; another directory is expanded one level: its rolling
     directories and its files, classified the same way (files inside that are neither are skipped with a
     warning; hidden files and ``appstatus_*`` markers are ignored).
@@ -144,6 +148,26 @@ def _demo_path() -> Iterator[Path]:
         yield candidates[0]
 
 
+FAIL_ON_LEVELS = (Severity.INFO, Severity.WARNING, Severity.CRITICAL)
+
+
+def _parse_fail_on(text: str) -> Severity:
+    """``--fail-on``: a severity a finding can have (``ok`` is none: every finding would reach it).
+
+    Raises:
+        InputError: any other value (the message lists the allowed ones).
+    """
+    allowed = ", ".join(level.label() for level in FAIL_ON_LEVELS)
+    try:
+        level = Severity.parse(text)
+    except ValueError:
+        level = None
+    if level not in FAIL_ON_LEVELS:
+        raise InputError(f"--fail-on: unknown severity {text!r}; allowed: {allowed}")
+    assert level is not None
+    return level
+
+
 def _error_line(error: CollectorError) -> str:
     return error.message if error.target in error.message else f"{error.target}: {error.message}"
 
@@ -157,14 +181,20 @@ def _run_scan(
     warnings = list(inputs.warnings)
     polls: list[tuple[str, PollResult]] = []
     cursors = MemoryCursorStore()
+    notes: list[str] = []
     if inputs.event_logs:
-        poll = EventLogCollector(inputs.event_logs, cursors).poll(now)
+        collector = EventLogCollector(inputs.event_logs, cursors)
+        poll = collector.poll(now)
         for error in poll.errors:
             (warnings if error.retryable else bad).append(_error_line(error))
+        notes.extend(
+            f"{path}: still being written by Spark (in progress); it holds no complete event yet"
+            for path in collector.waiting_files
+        )
         polls.append((EVENTLOG_COLLECTOR, poll))
     for path in inputs.progress_files:
         try:
-            samples, raw = read_progress_file(path)
+            read = read_progress_file(path)
         except InputError as exc:
             (warnings if path in inputs.implicit else bad).append(
                 f"{exc} (skipped)" if path in inputs.implicit else str(exc)
@@ -173,13 +203,16 @@ def _run_scan(
         except OSError as exc:
             bad.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
-        polls.append((PROGRESS_COLLECTOR, PollResult(tuple(samples), (), tuple(raw))))
+        bad.extend(read.errors)
+        polls.append((PROGRESS_COLLECTOR, PollResult(tuple(read.samples), (), tuple(read.raw))))
     samples = [s for _, poll in polls for s in poll.samples]
     report = build_report(ScanRulesConfig(future_skew=skew), samples, bad)
     for line in bad:
         print(f"tidegauge: error: {line}", file=sys.stderr)
     for line in warnings:
         print(f"tidegauge: warning: {line}", file=sys.stderr)
+    for line in notes:
+        print(f"tidegauge: note: {line}", file=sys.stderr)
     if db is not None:
         print(store_polls(db, polls, cursors.states, now), file=sys.stderr)
     typer.echo(render_json(report) if fmt == "json" else render_text(report))
@@ -203,7 +236,7 @@ def register(app: typer.Typer) -> None:
             "1h", "--future-skew", help="How far ahead of a batch's time an event time may be (1h, 30m, 90s)."
         ),
         fail_on: str | None = typer.Option(
-            None, "--fail-on", help="Exit with code 1 if a finding is at least this severe: warning or critical."
+            None, "--fail-on", help="Exit with code 1 if a finding is at least this severe: info, warning or critical."
         ),
         db: str | None = typer.Option(
             None, "--db", metavar="URL", help="Also store what was read in this database (run `tidegauge db upgrade` first)."
@@ -216,15 +249,12 @@ def register(app: typer.Typer) -> None:
 
         --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
 
-        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input.
+        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input (a named path missing or of unknown format, a corrupt frame or line in any file read). Files of unknown format inside a directory are skipped with a warning and do not change the exit code.
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
         skew = parse_timedelta(future_skew, what="--future-skew")
-        try:
-            threshold = Severity.parse(fail_on) if fail_on is not None else None
-        except ValueError as exc:
-            raise InputError(f"--fail-on: {exc}") from None
+        threshold = _parse_fail_on(fail_on) if fail_on is not None else None
         given = list(paths or [])
         if demo:
             with _demo_path() as demo_path:

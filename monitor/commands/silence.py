@@ -19,14 +19,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
 from monitor.alerts.notification import format_time, parse_time
-from monitor.alerts.silences import Silence, parse_matcher
+from monitor.alerts.silences import KNOWN_LABELS, Silence, parse_matcher, unknown_label_names
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.store.alert_repo import add_silence, expire_silence, list_silences
-from monitor.store.engine import redact_url
+from monitor.store.engine import database_errors
 from monitor.store.migrate import Store, open_store
 
 __all__ = ["register"]
@@ -61,21 +60,17 @@ def _time_option(text: str | None, name: str) -> datetime | None:
 
 
 def _with_store(db: str | None, action: Callable[[Store], T]) -> T:
-    """Open the store (schema must be current), run ``action``, dispose; database errors -> InputError."""
+    """Open the store (schema must be current), run ``action``, dispose; database errors -> StoreError."""
+    store = open_store(db, environ=os.environ)
     try:
-        store = open_store(db, environ=os.environ)
-    except SQLAlchemyError as exc:
-        raise InputError(f"database {redact_url(db) if db else '(default)'}: {type(exc).__name__}") from None
-    try:
-        return action(store)
-    except SQLAlchemyError as exc:
-        raise InputError(f"database {redact_url(store.engine.url)}: {type(exc).__name__}") from None
+        with database_errors(store.engine.url):
+            return action(store)
     finally:
         store.dispose()
 
 
 def _row(s: Silence, now: datetime) -> str:
-    state = "active" if s.active(now) else ("pending" if now < s.starts_at else "expired")
+    state = s.state(now)
     matchers = ",".join(str(m) for m in s.matchers)
     return "\t".join([s.id, state, format_time(s.starts_at), format_time(s.ends_at), matchers, s.created_by, s.comment])
 
@@ -111,6 +106,12 @@ def register(app: typer.Typer) -> None:
             comment=comment,
             created_at=now,
         )
+        for name in unknown_label_names(silence.matchers):
+            typer.echo(
+                f"tidegauge: warning: matcher label {name!r} is never set by tidegauge (known: "
+                f"{', '.join(sorted(KNOWN_LABELS))}); it matches only as the empty string",
+                err=True,
+            )
 
         def store_it(store: Store) -> None:
             with store.sessions.begin() as session:
@@ -137,7 +138,7 @@ def register(app: typer.Typer) -> None:
                 doc = {
                     "id": s.id, "starts_at": format_time(s.starts_at), "ends_at": format_time(s.ends_at),
                     "matchers": [m.to_json() for m in s.matchers], "created_by": s.created_by,
-                    "comment": s.comment, "active": s.active(now),
+                    "comment": s.comment, "active": s.active(now), "state": s.state(now),
                 }  # fmt: skip
                 typer.echo(json.dumps(doc, sort_keys=True))
             else:

@@ -14,6 +14,7 @@ Modules: :mod:`.engine` (engines, default path), :mod:`.migrate` (Alembic, schem
 """
 
 from monitor.store.engine import (
+    database_errors,
     default_db_path,
     default_db_url,
     make_engine,
@@ -44,6 +45,7 @@ __all__ = [
     "Store",
     "check_schema",
     "current",
+    "database_errors",
     "default_db_path",
     "default_db_url",
     "downgrade",

@@ -410,10 +410,11 @@ def expire_silence(session: Session, silence_id: str, now: datetime) -> bool:
     """End the silence at ``now`` (a not-yet-started one ends at its start, i.e. never applies).
 
     Returns:
-        False if no such silence or it had already ended.
+        False if no such silence or it had already ended (including a not-yet-started one already
+        expired: its window is empty).
     """
     row = session.get(SilenceRow, silence_id)
-    if row is None or row.ends_at <= now:
+    if row is None or row.ends_at <= now or row.ends_at <= row.starts_at:
         return False
     # A silence that has not started yet gets an empty window [starts_at, starts_at): it never applies.
     row.ends_at = max(now, row.starts_at)

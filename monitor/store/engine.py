@@ -17,19 +17,21 @@ Transactional Modes").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, StoreError
 
 __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
+    "database_errors",
     "default_db_path",
     "default_db_url",
     "make_engine",
@@ -91,6 +93,37 @@ def redact_url(url: str | URL) -> str:
     return parse_url(url).render_as_string(hide_password=True)
 
 
+def _reason(exc: BaseException, url: URL) -> str:
+    if isinstance(exc, ModuleNotFoundError):
+        return f"database driver not installed: {exc} (install the DBAPI package for {url.drivername})"
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    reason = text.splitlines()[0] if text else type(exc).__name__
+    if url.password:
+        reason = reason.replace(str(url.password), "***")
+    return reason
+
+
+@contextmanager
+def database_errors(url: str | URL, *, drivers: bool = False) -> Iterator[None]:
+    """Turn database failures inside the block into one-line :class:`StoreError`.
+
+    Translated: any :class:`sqlalchemy.exc.SQLAlchemyError` (``OperationalError``: unreachable server or
+    refused login; ``NoSuchModuleError``: unknown dialect; ``ArgumentError``) and, with ``drivers``,
+    :class:`ModuleNotFoundError` (the dialect's DBAPI driver, e.g. ``MySQLdb``, is not installed: only
+    meaningful around :func:`sqlalchemy.create_engine`). The message is
+    ``database <URL with password hidden>: <first line of the cause>``.
+
+    Raises:
+        StoreError: as described; other exceptions pass through.
+    """
+    caught: tuple[type[BaseException], ...] = (SQLAlchemyError, ModuleNotFoundError) if drivers else (SQLAlchemyError,)
+    try:
+        yield
+    except caught as exc:
+        parsed = parse_url(url)
+        raise StoreError(f"database {redact_url(parsed)}: {_reason(exc, parsed)}") from None
+
+
 def _sqlite_file(url: URL) -> Path | None:
     database = url.database
     if not database or database == ":memory:" or database.startswith("file:"):
@@ -114,14 +147,19 @@ def _on_sqlite_begin(connection: Connection) -> None:
     connection.exec_driver_sql("BEGIN")
 
 
-def make_engine(url: str | URL | None, *, environ: Mapping[str, str] | None = None, **kwargs: Any) -> Engine:
+def make_engine(
+    url: str | URL | None, *, environ: Mapping[str, str] | None = None, create: bool = False, **kwargs: Any
+) -> Engine:
     """Create an engine for ``url`` or, when ``url`` is ``None``, for :func:`default_db_url` of ``environ``.
 
-    For a SQLite file the parent directory is created if missing. Extra keyword arguments go to
+    A SQLite file must exist unless ``create`` is true (only ``tidegauge db upgrade`` creates a database);
+    with ``create`` its parent directory is made if missing. Extra keyword arguments go to
     :func:`sqlalchemy.create_engine`.
 
     Raises:
         ConfigError: ``url`` is invalid, or is ``None`` and ``environ`` gives no default location.
+        StoreError: no SQLite file at the path (and not ``create``), unknown dialect, or the driver
+            module is not installed.
         ValueError: ``url`` and ``environ`` are both ``None``.
     """
     if url is None:
@@ -132,11 +170,16 @@ def make_engine(url: str | URL | None, *, environ: Mapping[str, str] | None = No
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite:
         path = _sqlite_file(parsed)
-        if path is not None:
+        if path is not None and create:
             path.parent.mkdir(parents=True, exist_ok=True)
+        elif path is not None and not path.exists():
+            raise StoreError(
+                f"no database at {path}: run `tidegauge db upgrade --db {redact_url(parsed)}`"
+            )
     else:
         kwargs.setdefault("pool_pre_ping", True)
-    engine = create_engine(parsed, **kwargs)
+    with database_errors(parsed, drivers=True):
+        engine = create_engine(parsed, **kwargs)
     if is_sqlite:
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)

@@ -27,7 +27,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
 from monitor.errors import InputError, SchemaOutdatedError
-from monitor.store.engine import make_engine, make_session_factory, redact_url
+from monitor.store.engine import (
+    database_errors,
+    default_db_url,
+    make_engine,
+    make_session_factory,
+    redact_url,
+)
 
 __all__ = [
     "MIGRATIONS_DIR",
@@ -71,14 +77,26 @@ def head() -> str:
     return heads[0]
 
 
+def _target_url(url: str | URL | None, environ: Mapping[str, str] | None) -> str | URL:
+    if url is not None:
+        return url
+    if environ is None:
+        raise ValueError("need a URL or the environment to derive the default database from")
+    return default_db_url(environ)
+
+
 @contextmanager
-def _engine(url: DbTarget, environ: Mapping[str, str] | None) -> Iterator[Engine]:
+def _engine(url: DbTarget, environ: Mapping[str, str] | None, *, create: bool = False) -> Iterator[Engine]:
+    """The engine of ``url``; database failures in the block become :class:`StoreError`."""
     if isinstance(url, Engine):
-        yield url
+        with database_errors(url.url):
+            yield url
         return
-    engine = make_engine(url, environ=environ)
+    target = _target_url(url, environ)
+    engine = make_engine(target, create=create)
     try:
-        yield engine
+        with database_errors(target):
+            yield engine
     finally:
         engine.dispose()
 
@@ -109,14 +127,15 @@ def upgrade(
 ) -> tuple[str | None, str | None]:
     """Migrate the database up to ``revision`` in one transaction; returns (revision before, after).
 
-    ``None`` as a revision means an empty (never migrated) database.
+    ``None`` as a revision means an empty (never migrated) database. This is the one function that
+    creates a new SQLite file (and its directory).
 
     Raises:
         InputError: unknown ``revision`` (or a downgrade target given to upgrade).
-        sqlalchemy.exc.SQLAlchemyError: the database cannot be reached or a migration failed (rolled back
-            where the database has transactional DDL: PostgreSQL and SQLite do).
+        StoreError: the database cannot be reached or a migration failed (rolled back where the database
+            has transactional DDL: PostgreSQL and SQLite do); the message hides the password.
     """
-    with _engine(url, environ) as engine:
+    with _engine(url, environ, create=True) as engine:
         before = _current(engine)
         _run(engine, "upgrade", revision)
         return before, _current(engine)
@@ -129,7 +148,7 @@ def downgrade(
 
     Raises:
         InputError: unknown ``revision``.
-        sqlalchemy.exc.SQLAlchemyError: as for :func:`upgrade`.
+        StoreError: as for :func:`upgrade`, or no SQLite file at the path.
     """
     with _engine(url, environ) as engine:
         before = _current(engine)
@@ -138,7 +157,11 @@ def downgrade(
 
 
 def current(url: DbTarget, *, environ: Mapping[str, str] | None = None) -> str | None:
-    """The database's revision (``None``: empty, never migrated)."""
+    """The database's revision (``None``: empty, never migrated).
+
+    Raises:
+        StoreError: the database cannot be reached, or no SQLite file at the path (none is created).
+    """
     with _engine(url, environ) as engine:
         return _current(engine)
 
@@ -185,11 +208,15 @@ def open_store(url: str | URL | None, *, environ: Mapping[str, str] | None = Non
 
     Raises:
         SchemaOutdatedError: see :func:`check_schema` (the engine is disposed first).
+        StoreError: the database cannot be reached, its driver is not installed, or there is no SQLite
+            file at the path (none is created): one line with the password hidden.
         monitor.errors.ConfigError: invalid URL, or no URL and no default location.
     """
-    engine = make_engine(url, environ=environ)
+    target = _target_url(url, environ)
+    engine = make_engine(target)
     try:
-        check_schema(engine)
+        with database_errors(target):
+            check_schema(engine)
     except BaseException:
         engine.dispose()
         raise

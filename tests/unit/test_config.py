@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from monitor.cli import app
-from monitor.config import load_config, parse_config, resolve_secret
+from monitor.cli import app, main
+from monitor.config import database_url, load_config, parse_config, resolve_secret
 from monitor.errors import ConfigError
 
 GOOD = """
@@ -106,3 +106,94 @@ def test_config_check_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert result.exit_code == 0, result.output
     assert "ok (2 targets, 2 receivers, 1 routes)" in result.output
     assert "SECRET" not in result.output and "hook-secret-value" not in result.output
+
+
+# ---------------------------------------------------------------------------- database URL, limits, messages
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite:////var/lib/tidegauge/tidegauge.db", "postgresql+psycopg://tg@db.internal:5432/tidegauge"]
+)
+def test_database_url_without_password_is_accepted(url: str) -> None:
+    assert parse_config({"database": url}).database == url
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql+psycopg://u:DbPass99@host/db", "database: the URL holds a password"),
+        ("postgresql+psycopg://u@host/db?password=DbPass99", "database: the URL holds a password"),
+        ("hello DbPass99", "database: not a database URL"),
+        ("notaurl://u:DbPass99@@@", "database: unknown database dialect 'notaurl'"),
+    ],
+)
+def test_bad_database_url_is_refused_without_echoing_it(url: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"database": url}, "tg.yaml")
+    assert str(info.value).startswith(f"tg.yaml: {expected}")
+    assert "DbPass99" not in str(info.value)
+
+
+def test_database_url_from_a_secret_ref(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "database: {env: TG_DB_URL}\n")
+    cfg = load_config(path)
+    assert database_url(cfg, {"TG_DB_URL": "postgresql+psycopg://u:pw@h/d"}, "f") == "postgresql+psycopg://u:pw@h/d"
+    with pytest.raises(ConfigError, match=r"^f: database: environment variable TG_DB_URL is not set$"):
+        database_url(cfg, {}, "f")
+    with pytest.raises(ConfigError, match=r"^f: database: the secret's value is not a database URL") as info:
+        database_url(cfg, {"TG_DB_URL": "hunter2"}, "f")
+    assert "hunter2" not in str(info.value)
+    assert database_url(parse_config({}), {}, "f") is None  # the per-user default
+
+
+def test_config_check_resolves_the_database_ref(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    path = _write(tmp_path, "database: {env: TG_DB_URL}\n")
+    monkeypatch.setenv("TG_DB_URL", "not a url pw")
+    with pytest.raises(SystemExit) as info:
+        main(["config", "check", "-c", str(path)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tidegauge: error: {path}: database: the secret's value is not a database URL")
+    monkeypatch.setenv("TG_DB_URL", "postgresql+psycopg://u:pw@h/d")
+    with pytest.raises(SystemExit) as info:
+        main(["config", "check", "-c", str(path)])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"{path}: ok (0 targets, 0 receivers, 0 routes)\n"
+
+
+def test_max_body_bytes_default_is_the_serve_default() -> None:
+    from monitor.commands.serve import _MAX_BODY_OPTION
+
+    assert parse_config({}).server.max_body_bytes == 4 * 1024 * 1024  # 4 MiB
+    assert _MAX_BODY_OPTION.default == 4 * 1024 * 1024
+
+
+def test_messages_have_no_pydantic_prefix_or_top_level_marker() -> None:
+    slack = {"receivers": [{"name": "s", "type": "slack", "url": "https://hooks.slack.com/services/X"}]}
+    with pytest.raises(ConfigError) as info:
+        parse_config(slack, "tg.yaml")
+    assert str(info.value) == (
+        "tg.yaml: receivers[0]: a Slack webhook URL is a secret: write url: {env: NAME} or url: {file: PATH}"
+    )
+    dupes = {"receivers": [{"name": "am", "type": "alertmanager", "url": "http://a:9093"}] * 2}
+    with pytest.raises(ConfigError) as info:
+        parse_config(dupes, "tg.yaml")
+    assert str(info.value) == "tg.yaml: receivers: names must be unique; repeated: am"
+
+
+def test_a_literal_secret_gets_the_ref_syntax() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"server": {"ingest_token": "tok-literal"}}, "tg.yaml")
+    assert str(info.value) == (
+        "tg.yaml: server.ingest_token: a secret is never written in the config: write {env: NAME} or {file: PATH}"
+    )
+
+
+def test_every_line_of_a_multi_error_message_is_prefixed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "receivers: [{name: s, type: slack, url: 12345}]\nserver: {port: 99999}\n")
+    with pytest.raises(SystemExit):
+        main(["config", "check", "-c", str(path)])
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 2
+    assert all(line.startswith(f"tidegauge: error: {path}: ") for line in lines), lines

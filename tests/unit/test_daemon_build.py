@@ -13,7 +13,7 @@ from monitor.alerts.lifecycle import RuleTiming, step_all
 from monitor.alerts.silences import MatchOp
 from monitor.config import parse_config
 from monitor.daemon import build, build_notifiers, build_routes, build_silences
-from monitor.errors import ConfigError, SchemaOutdatedError
+from monitor.errors import ConfigError, StoreError
 from monitor.latest import LatestSamples
 from monitor.model import Engine, Finding, JobRef, Severity
 from monitor.notify.slack import SlackNotifier
@@ -115,6 +115,7 @@ def test_database_is_db_option_else_config_else_default(tmp_path: Path) -> None:
             assert Path(str(daemon.store.engine.url.database)).name == expected
         finally:
             daemon.store.dispose()
-    # neither: the per-user default of the environment passed in (empty there: refused, naming the fix)
-    with pytest.raises(SchemaOutdatedError, match=r"xdg.*tidegauge\.db.*tidegauge db upgrade"):
+    # neither: the per-user default of the environment passed in (missing there: refused, naming the fix,
+    # and not created: only `tidegauge db upgrade` creates a database)
+    with pytest.raises(StoreError, match=r"no database at .*xdg.*tidegauge\.db.*tidegauge db upgrade"):
         build(parse_config({}), db_url=None, environ={"XDG_DATA_HOME": str(tmp_path / "xdg")}, clock=lambda: NOW)

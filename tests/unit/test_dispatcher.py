@@ -86,9 +86,7 @@ def test_transition_and_outbox_commit_together_or_not_at_all(sessions: sessionma
     tick(sessions, [A1], T0, routes)
     with sessions.begin() as session:  # the same transition applied twice queues nothing new
         alert = load_alerts(session)[A1.fingerprint()]
-        again = apply_transitions(
-            session, [alert], [AlertEvent(EventKind.FIRING, alert.fingerprint, T0)], routes, T0
-        )
+        again = apply_transitions(session, [alert], [AlertEvent(EventKind.FIRING, alert.fingerprint, T0)], routes, T0)
         assert again == 0
     assert outbox_states(sessions) == {"pending": 1}
 
@@ -100,9 +98,7 @@ def test_restart_neither_refires_nor_forgets(tmp_path: Path) -> None:
     kinds: list[tuple[int, EventKind]] = []
     for minute in (0, 3, 5, 6, 7):  # a fresh engine (a "restarted process") for every tick
         engine = make_engine(url)
-        events = tick(
-            make_session_factory(engine), [A1], T0 + timedelta(minutes=minute), [Route("hook")], timing
-        )
+        events = tick(make_session_factory(engine), [A1], T0 + timedelta(minutes=minute), [Route("hook")], timing)
         kinds.extend((minute, e.kind) for e in events)
         engine.dispose()
     # pending at 0; `for` counted from the stored active_at, so firing at 5 (not 5 min after a restart);
@@ -162,9 +158,7 @@ def test_client_timeout_after_the_receiver_did_the_work_is_deduplicated(
     first = dispatch_due(sessions, [hook], client, T0, policy=FAST, rng=random.Random(1))
     assert first.retried == 1 and "timed out" in first.errors[0]
     receiver.delay_seconds = 0.0
-    second = dispatch_due(
-        sessions, [hook], client, T0 + timedelta(minutes=1), policy=FAST, rng=random.Random(1)
-    )
+    second = dispatch_due(sessions, [hook], client, T0 + timedelta(minutes=1), policy=FAST, rng=random.Random(1))
     assert second.delivered == 1
     assert len(receiver.requests) == 2
     assert receiver.requests[0].headers["idempotency-key"] == receiver.requests[1].headers["idempotency-key"]
@@ -204,9 +198,7 @@ def test_max_age_gives_up(sessions: sessionmaker[Session], receiver: Receiver, c
         now += timedelta(seconds=10)
     # Given up at the first tick after 30 min (strictly older than max_age) when the row was due;
     # the last retry delay is at most max_backoff = 2 min.
-    assert gave_up_at is not None and T0 + timedelta(minutes=30) < gave_up_at <= T0 + timedelta(
-        minutes=32, seconds=10
-    )
+    assert gave_up_at is not None and T0 + timedelta(minutes=30) < gave_up_at <= T0 + timedelta(minutes=32, seconds=10)
     with sessions() as session:
         row = session.scalars(select(OutboxRow)).one()
         assert row.state == "gave_up" and row.last_error is not None and "max_age" in row.last_error
@@ -223,9 +215,7 @@ def test_silence_suppresses_then_notifies_after_it_ends(
     with sessions.begin() as session:
         add_silence(
             session,
-            Silence(
-                "s1", (parse_matcher("job_id=q-clicks"),), starts_at=T0, ends_at=T0 + timedelta(minutes=10)
-            ),
+            Silence("s1", (parse_matcher("job_id=q-clicks"),), starts_at=T0, ends_at=T0 + timedelta(minutes=10)),
             T0,
         )
     now = T0
@@ -278,11 +268,7 @@ def test_repeat_interval(sessions: sessionmaker[Session], receiver: Receiver, cl
         now += timedelta(minutes=10)
     sent = [r.json()["sent_at"] for r in receiver.processed]
     # First at 12:00, then one repeat per hour while it keeps firing.
-    assert sent == [
-        "2026-11-29T12:00:00.000000Z",
-        "2026-11-29T13:00:00.000000Z",
-        "2026-11-29T14:00:00.000000Z",
-    ]
+    assert sent == ["2026-11-29T12:00:00.000000Z", "2026-11-29T13:00:00.000000Z", "2026-11-29T14:00:00.000000Z"]
     assert len({r.headers["idempotency-key"] for r in receiver.processed}) == 3
 
 
@@ -298,9 +284,7 @@ def test_resolved_only_where_send_resolved(
     assert seen(receiver) == [(A1.fingerprint(), "firing")]
 
 
-def test_unknown_receiver_and_connection_refused(
-    sessions: sessionmaker[Session], client: httpx.Client
-) -> None:
+def test_unknown_receiver_and_connection_refused(sessions: sessionmaker[Session], client: httpx.Client) -> None:
     routes = [Route("hook"), Route("gone")]
     tick(sessions, [A1], T0, routes)
     closed = WebhookNotifier("hook", "http://127.0.0.1:9/hook", SECRET)  # discard port: nothing listens

@@ -176,6 +176,14 @@ def test_invalid_json(client: httpx.Client) -> None:
     assert response.json()["error"].startswith("body is not valid JSON: Expecting value at line 1 column 11")
 
 
+def test_deeply_nested_json_is_400_not_500(client: httpx.Client, stored: list[PollResult]) -> None:
+    # 30000 levels (60000 bytes, under the 64 KiB limit) exceed CPython's default recursion limit of 1000.
+    response = _post(client, b"[" * 30_000 + b"]" * 30_000)
+    assert response.status_code == 400
+    assert response.json()["error"] == "body is not valid JSON for this endpoint: arrays/objects nested too deeply"
+    assert stored == []
+
+
 def test_wrong_content_type(client: httpx.Client) -> None:
     response = _post(client, b"a=b", **{"Content-Type": "application/x-www-form-urlencoded"})
     assert response.status_code == 415
@@ -186,9 +194,9 @@ def test_wrong_content_type(client: httpx.Client) -> None:
     ("mutate", "message"),
     [
         (lambda e: [e, {**e, "progress": {**e["progress"], "timestamp": "yesterday"}}],
-         "events[1].progress.timestamp: not an ISO-8601 timestamp: 'yesterday'"),
+         "events[1]: field progress.timestamp: not an ISO-8601 timestamp: 'yesterday'"),
         (lambda e: [e, {**e, "progress": {k: v for k, v in e["progress"].items() if k != "id"}}],
-         "events[1].progress.id: missing or not a string (the streaming query id)"),
+         "events[1]: field progress.id: missing (the streaming query id)"),
         (lambda e: {**e, "Event": "SparkListenerJobStart"},
          "event.Event: expected a streaming query listener event"),
         (lambda e: [e, 3], "events[1]: expected a JSON object, got a number"),

@@ -45,13 +45,7 @@ def batch(*notes: AlertNotification, key: str = "0123456789abcdef0123456789abcde
 
 
 FIRING = AlertNotification.of(
-    _alert(
-        "watermark_stall",
-        AlertState.FIRING,
-        "watermark flat for 14 min <while> 52k rows & more",
-        source="clicks",
-        partition=3,
-    ),
+    _alert("watermark_stall", AlertState.FIRING, "watermark flat for 14 min <while> 52k rows & more", source="clicks", partition=3),
     NotificationStatus.FIRING,
 )
 RESOLVED = AlertNotification.of(
@@ -113,10 +107,7 @@ def test_timeouts_and_connection_errors_are_retryable_and_do_not_leak_the_url() 
     def refused(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError(f"refused: {request.url}", request=request)
 
-    for handler, words in (
-        (timeout, "timed out (ReadTimeout)"),
-        (refused, "connection failed (ConnectError)"),
-    ):
+    for handler, words in ((timeout, "timed out (ReadTimeout)"), (refused, "connection failed (ConnectError)")):
         client = httpx.Client(transport=httpx.MockTransport(handler))
         with pytest.raises(DeliveryError) as info:
             SlackNotifier("slack", SLACK_URL).send(batch(FIRING), client)
@@ -155,17 +146,11 @@ def test_webhook_payload_validates_against_the_schema() -> None:
     assert doc["sent_at"] == "2026-11-29T12:07:30.250000Z"
     first = doc["alerts"][0]
     assert first["labels"] == {
-        "alertname": "watermark_stall",
-        "severity": "critical",
-        "engine": "spark",
-        "job_id": "q-clicks",
-        "source": "clicks",
-        "partition": "3",
+        "alertname": "watermark_stall", "severity": "critical", "engine": "spark", "job_id": "q-clicks",
+        "source": "clicks", "partition": "3",
     }
     assert (first["active_at"], first["fired_at"], first["resolved_at"]) == (
-        "2026-11-29T12:00:00.000000Z",
-        "2026-11-29T12:05:00.000000Z",
-        None,
+        "2026-11-29T12:00:00.000000Z", "2026-11-29T12:05:00.000000Z", None,
     )
     assert doc["alerts"][1]["resolved_at"] == "2026-11-29T12:20:00.000000Z"
     # The schema can fail: a wrong status and a missing field are rejected.
@@ -199,11 +184,7 @@ def test_slack_block_kit_message_says_what_which_job_why_since_when_and_links() 
     blocks = msg["blocks"]
     assert blocks[0] == {
         "type": "header",
-        "text": {
-            "type": "plain_text",
-            "text": "[FIRING] clicks (spark q-clicks): 1 firing, 1 resolved",
-            "emoji": True,
-        },
+        "text": {"type": "plain_text", "text": "[FIRING] clicks (spark q-clicks): 1 firing, 1 resolved", "emoji": True},
     }
     section = blocks[1]
     assert section["type"] == "section"
@@ -214,10 +195,7 @@ def test_slack_block_kit_message_says_what_which_job_why_since_when_and_links() 
     fields = [f["text"] for f in section["fields"]]
     assert fields[0] == "*Job*\nclicks (spark q-clicks)"
     # since when: 2026-11-29T12:00:00Z is 1795953600 Unix seconds
-    assert (
-        fields[1]
-        == "*Active since*\n<!date^1795953600^{date_short_pretty} {time}|2026-11-29T12:00:00.000000Z>"
-    )
+    assert fields[1] == "*Active since*\n<!date^1795953600^{date_short_pretty} {time}|2026-11-29T12:00:00.000000Z>"
     assert fields[2] == "*Scope*\nsource=clicks, partition=3"
     resolved_fields = [f["text"] for f in blocks[2]["fields"]]
     assert resolved_fields[-1].startswith("*Resolved at*\n<!date^1795954800^")  # 12:20:00Z
@@ -230,9 +208,7 @@ def test_slack_message_respects_block_kit_limits() -> None:
     blocks = slack_message(batch(*many), dashboard_url="https://tg.invalid")["blocks"]
     assert len(blocks) <= 50  # Block Kit's per-message limit
     assert blocks[-2]["elements"][0]["text"] == "…and 60 more"  # 40 shown of 100
-    long = AlertNotification.of(
-        _alert("watermark_stall", AlertState.FIRING, "x" * 5000), NotificationStatus.FIRING
-    )
+    long = AlertNotification.of(_alert("watermark_stall", AlertState.FIRING, "x" * 5000), NotificationStatus.FIRING)
     text = slack_message(batch(long))["blocks"][1]["text"]["text"]
     assert len(text) == 3000
 
@@ -255,12 +231,8 @@ def test_alertmanager_postable_alerts() -> None:
     assert str(seen[0].url) == "http://am.invalid:9093/api/v2/alerts"
     firing, resolved = json.loads(seen[0].content)
     assert firing["labels"] == {
-        "alertname": "watermark_stall",
-        "engine": "spark",
-        "job_id": "q-clicks",
-        "partition": "3",
-        "severity": "critical",
-        "source": "clicks",
+        "alertname": "watermark_stall", "engine": "spark", "job_id": "q-clicks", "partition": "3",
+        "severity": "critical", "source": "clicks",
     }
     assert firing["startsAt"] == "2026-11-29T12:05:00.000000Z"  # fired_at, as Prometheus sends
     assert "endsAt" not in firing  # no firing_ttl: Alertmanager's resolve_timeout applies
@@ -273,9 +245,4 @@ def test_alertmanager_postable_alerts() -> None:
 def test_alertmanager_firing_ttl_and_label_names() -> None:
     (item,) = alertmanager_alerts(batch(FIRING), firing_ttl=timedelta(minutes=4))
     assert item["endsAt"] == "2026-11-29T12:11:30.250000Z"  # SENT + 4 min
-    assert [label_name(n) for n in ("job-id", "9lives", "ok_1", "a.b")] == [
-        "job_id",
-        "_9lives",
-        "ok_1",
-        "a_b",
-    ]
+    assert [label_name(n) for n in ("job-id", "9lives", "ok_1", "a.b")] == ["job_id", "_9lives", "ok_1", "a_b"]

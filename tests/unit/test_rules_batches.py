@@ -34,6 +34,10 @@ def test_fmt_time(value: datetime, expected: str) -> None:
         (timedelta(minutes=8), "8 min"),
         (timedelta(seconds=9), "9 s"),
         (timedelta(minutes=-5), "5 min"),  # magnitude only; callers add the sign
+        (timedelta(days=1), "1 day"),  # singular (a user saw "allowed skew 1 days")
+        (timedelta(days=2), "2 days"),
+        (timedelta(days=1.5), "1.5 days"),
+        (timedelta(days=365.25), "1 year"),
     ],
 )
 def test_fmt_duration(delta: timedelta, expected: str) -> None:
@@ -46,10 +50,14 @@ def test_progress_file_bad_json_names_line(tmp_path: Path, spark_fixtures: Path)
 
     path = tmp_path / "p.jsonl"
     path.write_text(json.dumps(json.loads(good)) + "\n" + '{"id": "x", "timestamp": \n')
-    with pytest.raises(ProgressFormatError, match=r"p\.jsonl line 2: invalid JSON"):
+    read = read_progress_file(path)  # the bad line is reported, the good one kept
+    assert [s.batch_id for s in read.samples if s.scope.is_job()] == [0]
+    assert len(read.errors) == 1 and read.errors[0].startswith(f"{path}: line 2: invalid JSON")
+    path.write_text('{"id": "x", "timestamp": \n' + '{"id": "y", \n')  # no good line at all
+    with pytest.raises(ProgressFormatError, match=r"p\.jsonl: invalid JSON at line 2 column 12"):
         read_progress_file(path)
 
 
 def test_progress_file_single_object(spark_fixtures: Path) -> None:
-    samples, raw = read_progress_file(spark_fixtures / "progress_pt_initial_idle_b0.json")
-    assert samples[0].batch_id == 0 and len(raw) == 1
+    read = read_progress_file(spark_fixtures / "progress_pt_initial_idle_b0.json")
+    assert read.samples[0].batch_id == 0 and len(read.raw) == 1 and read.errors == []

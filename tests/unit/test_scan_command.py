@@ -52,13 +52,7 @@ def test_demo_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     assert b6["num_input_rows"] == 3 and b6["state_rows"] == 4
     assert query["batches"][7]["watermark"] == "2098-12-31T23:50:00.000Z"
     assert {k for b in query["batches"] for k in b} >= {
-        "batch_id",
-        "timestamp",
-        "num_input_rows",
-        "watermark",
-        "event_time_max",
-        "dropped_by_watermark",
-        "state_rows",
+        "batch_id", "timestamp", "num_input_rows", "watermark", "event_time_max", "dropped_by_watermark", "state_rows"
     }
     found = [(f["rule"], f["severity"], f["batch_id"]) for f in doc["findings"]]
     assert ("future_timestamp", "critical", 6) in found
@@ -113,10 +107,8 @@ def test_progress_files_object_array_and_lines(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path, shared_fixtures: Path
 ) -> None:
     single = spark_fixtures / "progress_pt_idle_after_14s_b12.json"  # batchId 12 of query wm_metrics
-    docs = [
-        json.loads((shared_fixtures / "spark" / "public" / n).read_text())
-        for n in ("sqsps_testProgress1_prettyJson.json", "sqsps_testProgress2_prettyJson_no_eventTime.json")
-    ]
+    docs = [json.loads((shared_fixtures / "spark" / "public" / n).read_text()) for n in (
+        "sqsps_testProgress1_prettyJson.json", "sqsps_testProgress2_prettyJson_no_eventTime.json")]
     array = tmp_path / "array.json"
     array.write_text(json.dumps(docs, indent=1))
     lines = tmp_path / "lines.json"
@@ -178,3 +170,136 @@ def test_directory_is_expanded_and_unrelated_files_skipped(
     assert names.count("wm_gt") == 2 and "wm_metrics" in names  # the event log's wm_gt and the gt progress
     assert "prometheus_executors_endpoint.txt: unknown format" in err and "(skipped)" in err
     assert "tidegauge: error" not in err
+
+
+def test_cut_event_log_line_exits_2_good_lines_and_files_still_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    good = spark_fixtures / "eventlog_trimmed.jsonl"
+    lines = good.read_bytes().splitlines(keepends=True)
+    cut = tmp_path / "app-cut"  # line 13 (progress batch 2) cut to its first 60 bytes: no marker left
+    cut.write_bytes(b"".join(lines[:12]) + lines[12][:60] + b"\n" + b"".join(lines[13:]))
+    code, out, err = run(["scan", str(cut), "--format", "json"], capsys)
+    assert code == 2
+    assert err.startswith(f"tidegauge: error: {cut}: line 13: not a Spark event")
+    (query,) = json.loads(out)["queries"]
+    assert [b["batch_id"] for b in query["batches"]] == [0, 1, *range(3, 12)]  # batch 2 lost, others kept
+
+
+def test_bad_line_of_progress_json_lines_keeps_the_other_batches(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    # the 12 progress objects of the recorded event log (batches 0-11) as JSON lines; line 6 (batch 5) cut
+    events = [json.loads(line) for line in (spark_fixtures / "eventlog_trimmed.jsonl").read_text().splitlines()]
+    docs = [json.dumps(e["progress"]) for e in events if e["Event"].endswith("QueryProgressEvent")]
+    path = tmp_path / "progress.jsonl"
+    path.write_text("\n".join([*docs[:5], docs[5][:50], *docs[6:]]) + "\n")
+    code, out, err = run(["scan", str(path), "--format", "json"], capsys)
+    assert code == 2
+    assert err.startswith(f"tidegauge: error: {path}: line 6: invalid JSON")
+    (query,) = json.loads(out)["queries"]
+    assert [b["batch_id"] for b in query["batches"]] == [0, 1, 2, 3, 4, *range(6, 12)]
+
+
+def test_error_messages_name_file_line_and_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    # real progress (batch 0 of wm_metrics) with batchId made a string, and an event-log line without a timestamp
+    doc = json.loads((spark_fixtures / "progress_pt_initial_idle_b0.json").read_text())
+    badbid = tmp_path / "progress_badbid.json"
+    badbid.write_text(json.dumps({**doc, "batchId": "x"}))
+    lines = (spark_fixtures / "eventlog_trimmed.jsonl").read_text().splitlines(keepends=True)
+    event = json.loads(lines[16])  # line 17: a QueryProgressEvent
+    del event["progress"]["timestamp"]
+    log = tmp_path / "app-shape"
+    log.write_text("".join(lines[:16]) + json.dumps(event, separators=(",", ":")) + "\n" + "".join(lines[17:]))
+    code, _, err = run(["scan", str(badbid), str(log)], capsys)
+    assert code == 2
+    assert f"tidegauge: error: {badbid}: field batchId: expected a number, got 'x'" in err
+    assert f"tidegauge: error: {log}: line 17: field progress.timestamp: missing (expected an ISO-8601" in err
+    assert "got None" not in err
+
+
+def test_corrupt_first_frame_says_before_the_first_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    src = spark_fixtures / "eventlog_v2_fixture" / f"eventlog_v2_{DEMO_APP}" / f"events_1_{DEMO_APP}.zstd"
+    data = bytearray(src.read_bytes())
+    for i in range(20, 60):  # inside the first (and only) frame's data
+        data[i] ^= 0xFF
+    corrupt = tmp_path / f"{DEMO_APP}.zstd"
+    corrupt.write_bytes(bytes(data))
+    code, _, err = run(["scan", str(corrupt)], capsys)
+    assert code == 2 and "before the first complete line" in err and "after line 0" not in err
+
+
+def test_progress_json_with_bom_and_crlf_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    text = (spark_fixtures / "progress_pt_idle_after_14s_b12.json").read_text()  # batchId 12, query wm_metrics
+    path = tmp_path / "progress_bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())  # as Windows Notepad saves it
+    code, out, err = run(["scan", str(path), "--format", "json"], capsys)
+    assert code == 0, err
+    (query,) = json.loads(out)["queries"]
+    assert query["name"] == "wm_metrics" and [b["batch_id"] for b in query["batches"]] == [12]
+
+
+def test_inprogress_zstd_without_a_complete_frame_gets_a_note(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    src = spark_fixtures / "eventlog_v2_fixture" / f"eventlog_v2_{DEMO_APP}" / f"events_1_{DEMO_APP}.zstd"
+    data = src.read_bytes()  # one zstd frame: its first half decompresses to no complete line
+    growing = tmp_path / f"{DEMO_APP}.zstd.inprogress"
+    growing.write_bytes(data[: len(data) // 2])
+    code, out, err = run(["scan", str(growing)], capsys)
+    assert code == 0  # an in-progress file may end anywhere
+    assert f"tidegauge: note: {growing}: still being written" in err and "no complete event yet" in err
+    assert "No streaming queries found." in out
+    code, _, err = run(["scan", str(src)], capsys)  # a file with events: no note
+    assert code == 0 and "note:" not in err
+
+
+def test_text_shows_app_id_of_the_log_not_its_file_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    renamed = tmp_path / "edge3_app-copy"
+    shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", renamed)
+    code, out, _ = run(["scan", str(renamed)], capsys)
+    assert code == 0
+    assert f"(7 runs, app {DEMO_APP})" in out and "edge3_app-copy" not in out
+
+
+def test_placeholder_watermark_shows_as_unset_but_stays_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    # the demo log's batch 0 (first batch of the query) reports watermark 1970-01-01T00:00:00.000Z (Spark's
+    # "none computed yet"); batch 1 reports 2024-01-01T11:57:00.000Z, its first real watermark
+    code, out, _ = run(["scan", "--demo"], capsys)
+    assert code == 0
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("      ")}
+    assert rows["0"][4:6] == ["-", "-"]  # watermark unset, no advance
+    assert rows["1"][4:6] == ["2024-01-01T11:57:00.000Z", "-"]  # first real watermark: no "+54 years"
+    assert rows["3"][5:7] == ["+8", "min"]  # 11:57 -> 12:05
+    assert "1970" not in out
+    code, out, _ = run(["scan", "--demo", "--format", "json"], capsys)
+    b0, b1 = json.loads(out)["queries"][0]["batches"][:2]
+    assert b0["watermark"] == "1970-01-01T00:00:00.000Z" and b0["watermark_is_placeholder"] is True
+    assert b1["watermark_is_placeholder"] is False and b1["watermark_advance_ms"] is None
+
+
+def test_fail_on_takes_only_severities_a_finding_can_have(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["scan", "--demo", "--fail-on", "ok"], capsys)
+    assert code == 2 and "--fail-on: unknown severity 'ok'; allowed: info, warning, critical" in err
+    assert run(["scan", "--demo", "--fail-on", "info"], capsys)[0] == 1  # the demo has warnings and a critical
+
+
+def test_unknown_format_skipped_inside_a_directory_but_an_error_when_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", tmp_path / DEMO_APP)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    code, out, err = run(["scan", str(tmp_path)], capsys)
+    assert code == 0 and "Query wm_gt" in out
+    assert f"tidegauge: warning: {notes}: unknown format" in err and "(skipped)" in err
+    code, _, err = run(["scan", str(notes)], capsys)
+    assert code == 2 and f"tidegauge: error: {notes}: unknown format" in err

@@ -62,6 +62,41 @@ def test_add_list_expire(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert code == 2 and "no active or pending silence" in err
 
 
+def test_add_refuses_a_silence_muting_everything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = sqlite_url(tmp_path)
+    upgrade(url)
+    code, out, err = run(capsys, "silence", "add", "job_id=~.*", "--db", url)
+    assert (code, out) == (2, "")
+    assert err.startswith("tidegauge: error: matchers job_id=~.*: at least one matcher must not match the empty")
+    assert run(capsys, "silence", "list", "--all", "--db", url)[1] == ""
+
+
+def test_add_warns_about_a_label_tidegauge_never_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = sqlite_url(tmp_path)
+    upgrade(url)
+    code, out, err = run(capsys, "silence", "add", "jobid=q-clicks", "--db", url)
+    assert code == 0 and out.strip()  # stored all the same: the warning is advice
+    assert err.startswith("tidegauge: warning: matcher label 'jobid' is never set by tidegauge (known: ")
+    assert run(capsys, "silence", "add", "job_id=q-clicks", "--db", url)[2] == ""  # known: no warning
+
+
+def test_expiring_a_pending_silence_shows_it_expired(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = sqlite_url(tmp_path)
+    upgrade(url)
+    starts = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    code, out, _ = run(capsys, "silence", "add", "job_id=q-clicks", "--starts", starts, "-d", "1h", "--db", url)
+    silence_id = out.strip()
+    assert run(capsys, "silence", "list", "--all", "--db", url)[1].split("\t")[:2] == [silence_id, "pending"]
+
+    assert run(capsys, "silence", "expire", silence_id, "--db", url)[:2] == (0, f"expired {silence_id}\n")
+    out = run(capsys, "silence", "list", "--all", "--db", url)[1]
+    assert out.split("\t")[:2] == [silence_id, "expired"]
+    doc = json.loads(run(capsys, "silence", "list", "--all", "--json", "--db", url)[1])
+    assert (doc["state"], doc["active"]) == ("expired", False)
+    code, _, err = run(capsys, "silence", "expire", silence_id, "--db", url)  # already expired
+    assert code == 2 and "no active or pending silence" in err
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [

@@ -7,7 +7,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from monitor.alerts.routing import Route, routes_for
-from monitor.alerts.silences import Matcher, MatchOp, Silence, is_silenced, parse_matcher
+from monitor.alerts.silences import (
+    Matcher,
+    MatchOp,
+    Silence,
+    is_silenced,
+    parse_matcher,
+    unknown_label_names,
+)
 from monitor.errors import InputError
 from monitor.model import Severity
 
@@ -79,6 +86,32 @@ def test_silence_validation() -> None:
         Silence("s", (parse_matcher("a=b"),), starts_at=T0, ends_at=T0 - timedelta(seconds=1))
     empty = Silence("s", (parse_matcher("job_id=q-clicks"),), starts_at=T0, ends_at=T0)
     assert not is_silenced(LABELS, [empty], T0)  # [T0, T0) is empty
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [["job_id=~.*"], ["job_id=~.*", "severity!=critical"], ['job_id=""'], ["job_id!~x+"], ["a=~(x|)"]],
+)
+def test_silence_matching_the_empty_string_everywhere_is_refused(texts: list[str]) -> None:
+    # Each of these matchers matches an alert without the label (value ""), so together they mute everything.
+    with pytest.raises(InputError, match="at least one matcher must not match the empty string"):
+        Silence("s", tuple(parse_matcher(t) for t in texts), starts_at=T0, ends_at=T0 + timedelta(hours=1))
+
+
+def test_one_matcher_not_matching_the_empty_string_is_enough() -> None:
+    matchers = (parse_matcher("job_id=~.*"), parse_matcher("engine=spark"))
+    s = Silence("s", matchers, starts_at=T0, ends_at=T0 + timedelta(hours=1))
+    assert s.mutes(LABELS, T0)
+
+
+def test_unknown_label_names() -> None:
+    known = ["alertname=x", "severity=warning", "engine=spark", "job_id=q", "job_name=n", "source=s",
+             "partition=1", "subtask=0", "operator=o", "rule=r", "scope=total"]  # fmt: skip
+    assert unknown_label_names(parse_matcher(t) for t in known) == []
+    assert unknown_label_names(parse_matcher(t) for t in ["jobid=q", "engine=spark", "env=prod", "env=dev"]) == [
+        "env",
+        "jobid",
+    ]
 
 
 def test_routes_for_matches_severity_and_labels_once_per_receiver() -> None:

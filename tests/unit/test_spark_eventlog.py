@@ -201,7 +201,7 @@ def test_corrupt_zstd_is_an_error_naming_the_file_others_still_read(
     assert len(result.errors) == 1
     error = result.errors[0]
     assert str(bad) in error.message and "zstd" in error.message and not error.retryable
-    assert len([s for s in _query_samples(result) if s.job.app_id == "local-2"]) == 26
+    assert len([s for s in _query_samples(result) if s.job.app_id == APP]) == 26  # App ID of its line 4
 
 
 def test_truncated_last_line_of_complete_file_names_line(tmp_path: Path, spark_fixtures: Path) -> None:
@@ -210,25 +210,24 @@ def test_truncated_last_line_of_complete_file_names_line(tmp_path: Path, spark_f
     log.write_bytes(b"".join(lines[:9]) + lines[9][:50])
     result = EventLogCollector([log]).poll(NOW)
     assert len(result.errors) == 1
-    assert f"{log} line 10: truncated line" in result.errors[0].message
+    assert f"{log}: line 10: truncated line" in result.errors[0].message
     assert len([s for s in _query_samples(result) if s.kind is SampleKind.PROGRESS]) == 2
 
 
 def test_invalid_streaming_line_names_line_and_continues(tmp_path: Path, spark_fixtures: Path) -> None:
     lines = _lines(spark_fixtures)
     log = tmp_path / APP
-    log.write_bytes(b"".join(lines[:8]) + lines[8][:-40] + b"\n" + b"".join(lines[9:]))
+    # shaped like an event ({"Event": ... }) but with 60 bytes taken out of its middle: invalid JSON
+    log.write_bytes(b"".join(lines[:8]) + lines[8][:200] + lines[8][260:] + b"".join(lines[9:]))
     result = EventLogCollector([log]).poll(NOW)
-    assert [e.message.split(":")[0] for e in result.errors] == [f"{log} line 9"]
+    assert [e.message.split(": invalid JSON")[0] for e in result.errors] == [f"{log}: line 9"]
     assert len([s for s in _query_samples(result) if s.kind is SampleKind.PROGRESS]) == 11
 
 
 def test_unknown_codec_and_missing_path(tmp_path: Path, spark_fixtures: Path) -> None:
     gz = tmp_path / f"{APP}.gz"
     gz.write_bytes(b"\x1f\x8b")
-    result = EventLogCollector([gz, tmp_path / "missing", spark_fixtures / "eventlog_trimmed.jsonl"]).poll(
-        NOW
-    )
+    result = EventLogCollector([gz, tmp_path / "missing", spark_fixtures / "eventlog_trimmed.jsonl"]).poll(NOW)
     messages = [e.message for e in result.errors]
     assert any(str(gz) in m and "unknown compression codec 'gz'" in m for m in messages)
     assert any("missing" in m and "no such file" in m for m in messages)
@@ -284,9 +283,7 @@ def test_growing_zstd_file_continues_its_decoder(tmp_path: Path, spark_fixtures:
 
 
 @pytest.mark.parametrize("codec", ["", ".zstd"])
-def test_inprogress_renamed_at_app_end_is_not_read_twice(
-    tmp_path: Path, spark_fixtures: Path, codec: str
-) -> None:
+def test_inprogress_renamed_at_app_end_is_not_read_twice(tmp_path: Path, spark_fixtures: Path, codec: str) -> None:
     lines = _lines(spark_fixtures)
     comp = zstandard.ZstdCompressor()
 
@@ -304,3 +301,82 @@ def test_inprogress_renamed_at_app_end_is_not_read_twice(
     assert result.errors == ()
     assert [s.kind for s in _query_samples(result)] == [SampleKind.TERMINATED]
     assert collector.poll(NOW).samples == ()
+
+
+def _progress_count(result) -> int:  # type: ignore[no-untyped-def]
+    return len([s for s in _query_samples(result) if s.kind is SampleKind.PROGRESS])
+
+
+@pytest.mark.parametrize(
+    ("line_index", "cut", "progress_left"),
+    [
+        (12, 60, 11),  # line 13, a progress event cut to 60 bytes: the StreamingQueryListener$ marker is gone
+        (5, 200, 12),  # line 6, SparkListenerJobStart cut to 200 bytes (no streaming event lost)
+    ],
+)
+def test_cut_line_is_an_error_naming_file_and_line(
+    tmp_path: Path, spark_fixtures: Path, line_index: int, cut: int, progress_left: int
+) -> None:
+    lines = _lines(spark_fixtures)
+    log = tmp_path / APP
+    log.write_bytes(b"".join(lines[:line_index]) + lines[line_index][:cut] + b"\n" + b"".join(lines[line_index + 1 :]))
+    result = EventLogCollector([log]).poll(NOW)
+    assert len(result.errors) == 1, result.errors
+    assert result.errors[0].message.startswith(f"{log}: line {line_index + 1}: not a Spark event")
+    assert not result.errors[0].retryable
+    assert _progress_count(result) == progress_left  # the other lines of the file are still read
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 4096])
+def test_garbage_line_in_zstd_log_is_found_at_any_chunk_size(
+    tmp_path: Path, spark_fixtures: Path, chunk_bytes: int
+) -> None:
+    lines = _lines(spark_fixtures)
+    data = b"".join(lines[:12]) + b"garbage {{{ not json\n" + b"".join(lines[12:])
+    log = tmp_path / f"{APP}.zstd"
+    log.write_bytes(zstandard.ZstdCompressor().compress(data))
+    result = EventLogCollector([log], chunk_bytes=chunk_bytes).poll(NOW)
+    assert [e.message.split(": not")[0] for e in result.errors] == [f"{log}: line 13"]
+    assert _progress_count(result) == 12  # nothing lost: the garbage line was an extra one
+
+
+def test_many_corrupt_lines_are_reported_up_to_a_limit(tmp_path: Path, spark_fixtures: Path) -> None:
+    lines = _lines(spark_fixtures)
+    log = tmp_path / APP
+    log.write_bytes(b"".join(lines[:4]) + b"x\n" * 25 + b"".join(lines[4:]))
+    errors = EventLogCollector([log]).poll(NOW).errors
+    assert len(errors) == 11  # 10 named lines (5..14), then one count of the other 15
+    assert errors[0].message.startswith(f"{log}: line 5: ")
+    assert "15 more lines" in errors[-1].message and "25 in all" in errors[-1].message
+
+
+def test_crlf_and_blank_lines_are_not_corrupt(tmp_path: Path, spark_fixtures: Path) -> None:
+    lines = _lines(spark_fixtures)
+    log = tmp_path / APP
+    log.write_bytes(b"".join(line[:-1] + b"\r\n" for line in lines) + b"\n")
+    result = EventLogCollector([log]).poll(NOW)
+    assert result.errors == ()
+    assert _progress_count(result) == 12
+
+
+def test_app_id_comes_from_the_application_start_event(tmp_path: Path, spark_fixtures: Path) -> None:
+    renamed = tmp_path / "my-copy.log"  # the file name says nothing about the app
+    shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", renamed)
+    samples = EventLogCollector([renamed]).poll(NOW).samples
+    # line 4: {"Event":"SparkListenerApplicationStart",...,"App ID":"local-1795951957158",...} (no attempt id)
+    assert {s.job.app_id for s in samples} == {APP}
+
+
+def test_app_id_falls_back_to_file_name_and_survives_a_new_collector(tmp_path: Path, spark_fixtures: Path) -> None:
+    lines = _lines(spark_fixtures)
+    no_start = tmp_path / "app-77.log"
+    no_start.write_bytes(b"".join(line for line in lines if b"SparkListenerApplicationStart" not in line))
+    assert {s.job.app_id for s in EventLogCollector([no_start]).poll(NOW).samples} == {"app-77"}
+    growing = tmp_path / "app-78.inprogress"
+    growing.write_bytes(b"".join(lines[:5]))  # up to the first QueryStartedEvent (line 5)
+    store = MemoryCursorStore()
+    assert {s.job.app_id for s in EventLogCollector([growing], store).poll(NOW).samples} == {APP}
+    with growing.open("ab") as handle:
+        handle.write(b"".join(lines[5:]))
+    later = EventLogCollector([growing], store).poll(NOW)  # a new process: the start line was read before
+    assert later.samples and {s.job.app_id for s in later.samples} == {APP}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.spark.progress import EVENT_TERMINATED, parse_listener_event, parse_progress
+from collectors.spark.progress import EVENT_PROGRESS, EVENT_TERMINATED, parse_listener_event, parse_progress
 from monitor.errors import ProgressFormatError
 from monitor.model import SampleKind
 
@@ -89,15 +89,17 @@ def test_nan_and_string_numbers() -> None:
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
-        ({"runId": "r", "timestamp": "2026-01-01T00:00:00Z"}, r"x\.id: missing"),
-        ({"id": "q", "timestamp": "yesterday"}, r"x\.timestamp: not an ISO-8601"),
+        ({"runId": "r", "timestamp": "2026-01-01T00:00:00Z"}, r"^x: field id: missing \(the streaming query id\)$"),
+        ({"id": "q", "timestamp": "yesterday"}, r"^x: field timestamp: not an ISO-8601"),
+        ({"id": "q"}, r"^x: field timestamp: missing \(expected an ISO-8601 timestamp string\)$"),
+        ({"id": "q", "timestamp": "2026-01-01T00:00:00Z", "batchId": "x"}, r"^x: field batchId: expected a number"),
         (
             {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "eventTime": {"watermark": 5}},
-            r"x\.eventTime\.watermark",
+            r"^x: field eventTime\.watermark: expected",
         ),
         (
             {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "stateOperators": [{"numRowsTotal": "many"}]},
-            r"x\.stateOperators\[0\]\.numRowsTotal",
+            r"^x: field stateOperators\[0\]\.numRowsTotal: expected a number",
         ),
     ],
 )
@@ -111,3 +113,9 @@ def test_terminated_event_without_timestamp_uses_fallback() -> None:
     event = {"Event": EVENT_TERMINATED, "id": "q", "runId": "r", "exception": None}
     (s,) = parse_listener_event(event, collector="t", fallback_time=t)
     assert s.kind is SampleKind.TERMINATED and s.observed_at == t
+
+
+def test_listener_event_field_path_is_inside_the_event() -> None:
+    event = {"Event": EVENT_PROGRESS, "progress": {"id": "q", "runId": "r"}}  # no timestamp
+    with pytest.raises(ProgressFormatError, match=r"^f: line 17: field progress\.timestamp: missing \("):
+        parse_listener_event(event, collector="t", where="f: line 17")

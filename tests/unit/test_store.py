@@ -229,6 +229,7 @@ def test_cursor_round_trip_and_update(store_url: str) -> None:
 
 
 def test_empty_database_is_refused(db_url: str) -> None:
+    sqlite3.connect(db_url.removeprefix("sqlite:///")).close()  # an empty SQLite file
     with pytest.raises(SchemaOutdatedError) as info:
         open_store(db_url)
     assert str(info.value) == (
@@ -346,11 +347,11 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 
 def test_cli_upgrade_current_downgrade(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     fix = f"run `tidegauge db upgrade --db {db_url}`"
+    path = db_url.removeprefix("sqlite:///")
     assert run_cli(["db", "current", "--db", db_url], capsys) == (
-        0,
-        f"{db_url}: empty (no schema) (code needs {head()}: {fix})\n",
-        "",
-    )
+        2, "", f"tidegauge: error: no database at {path}: {fix}\n"
+    )  # fmt: skip
+    assert not Path(path).exists()
     upgraded = f"{db_url}: upgraded from empty (no schema) to {head()}\n"
     assert run_cli(["db", "upgrade", "--db", db_url], capsys) == (0, upgraded, "")
     assert run_cli(["db", "upgrade", "--db", db_url], capsys)[1] == f"{db_url}: already at {head()}\n"
@@ -358,6 +359,9 @@ def test_cli_upgrade_current_downgrade(db_url: str, capsys: pytest.CaptureFixtur
     assert run_cli(["db", "downgrade", "base", "--db", db_url], capsys)[1] == (
         f"{db_url}: downgraded from {head()} to empty (no schema)\n"
     )
+    assert run_cli(["db", "current", "--db", db_url], capsys) == (
+        1, f"{db_url}: empty (no schema) (code needs {head()}: {fix})\n", ""
+    )  # fmt: skip
     code, out, err = run_cli(["db", "downgrade", "nope", "--db", db_url], capsys)
     assert (code, out) == (2, "")
     assert err.startswith("tidegauge: error: cannot downgrade database")
