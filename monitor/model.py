@@ -208,6 +208,12 @@ class Sample:
         lag_offsets: consumer lag in records/offsets (Kafka) or Spark ``maxOffsetsBehindLatest``.
         lag_seconds: consumer lag as a time.
         idle_ms: how long the source/subtask has had no data (Flink ``sourceIdleTime``), ms.
+        committed_offset: the consumer group's committed offset of the partition (Kafka; ``-1``/absent
+            from the broker is ``None``), used by the consumer-lag rule (Burrow's commit window).
+        log_end_offset: the partition's log-end (high-water) offset seen by the collector (Kafka).
+        backpressure_ratio: share of time the subtask/vertex was back-pressured, ``0.0``-``1.0`` (Flink
+            ``backPressuredTimeMsPerSecond / 1000``, or the REST ``backpressure-level`` ratio).
+        restart_count: how often the job has restarted (Flink ``numRestarts``), a counter.
         extra: small engine-specific numeric extras (kept JSON-serializable; never needed by rules).
     """
 
@@ -233,6 +239,10 @@ class Sample:
     lag_offsets: int | None = None
     lag_seconds: float | None = None
     idle_ms: int | None = None
+    committed_offset: int | None = None
+    log_end_offset: int | None = None
+    backpressure_ratio: float | None = None
+    restart_count: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:

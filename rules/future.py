@@ -13,14 +13,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+
+from pydantic import Field
 
 from monitor.model import Finding, Sample, Severity
 from rules.batches import fmt_duration, fmt_time, progress_batches
+from rules.common import is_epoch, scope_name, tail_since
+from rules.history import JobHistory
+from rules.params import Duration, RuleParams
 
-__all__ = ["RULE", "FutureConfig", "detect_future_timestamps"]
+__all__ = [
+    "RULE",
+    "UNITS_RULE",
+    "FutureConfig",
+    "FutureParams",
+    "UnitsParams",
+    "detect_future_timestamps",
+    "evaluate_future",
+    "evaluate_units",
+]
 
 RULE = "future_timestamp"
+UNITS_RULE = "event_time_units"
+#: Event times outside [1971, 2200) while rows flow are a unit mismatch, not a clock problem.
+UNITS_LOW = datetime(1971, 1, 1, tzinfo=UTC)
+UNITS_HIGH = datetime(2200, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,3 +127,215 @@ def detect_future_timestamps(config: FutureConfig, samples: Sequence[Sample]) ->
             )
         )
     return findings
+
+
+# ------------------------------------------------------------------------------ current-state evaluation
+
+
+class FutureParams(RuleParams):
+    """``future_timestamp`` parameters.
+
+    Attributes:
+        skew: how far ahead of the observation time an event time / watermark may be (default 1h).
+        jump_factor: a watermark advance this many times the median per-batch advance is a jump...
+        min_jump: ...if it is also at least this long (default 1h), and...
+        jump_window: ...it happened within this much sample time before the newest batch (default 15m).
+    """
+
+    skew: Duration = timedelta(hours=1)
+    jump_factor: float = Field(50.0, gt=1.0)
+    min_jump: Duration = timedelta(hours=1)
+    jump_window: Duration = timedelta(minutes=15)
+
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The jump window plus 15 minutes of usual advances before it."""
+        return self.jump_window + timedelta(minutes=15), timedelta(0)
+
+
+def _ahead(sample: Sample, skew: timedelta) -> datetime | None:
+    """The event-time max or watermark of ``sample`` beyond ``observed_at + skew`` (below 2200), else None."""
+    limit = sample.observed_at + skew
+    for value in (sample.event_time_max, sample.watermark):
+        if value is not None and limit < value < UNITS_HIGH:
+            return value
+    return None
+
+
+def _dropped_after(batches: Sequence[Sample]) -> tuple[int, int]:
+    dropped = sum(b.dropped_by_watermark for b in batches if b.dropped_by_watermark)
+    rows = sum(b.num_input_rows for b in batches if b.num_input_rows)
+    return dropped, rows
+
+
+def _surge_text(batches: Sequence[Sample]) -> str:
+    dropped, rows = _dropped_after(batches)
+    if not dropped:
+        return ""
+    return f" Since then {dropped} of {rows} input rows were dropped as late."
+
+
+def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> Finding | None:
+    batches = history.batches
+    if batches and _ahead(batches[-1], params.skew) is not None:
+        start = len(batches) - 1
+        while start > 0 and _ahead(batches[start - 1], params.skew) is not None:
+            start -= 1
+        first = batches[start]
+        value = _ahead(first, params.skew)
+        assert value is not None
+        which = "event-time max" if value == first.event_time_max else "watermark"
+        message = (
+            f"batch {first.batch_id} at {fmt_time(first.observed_at)}: {which} {fmt_time(value)} is "
+            f"{fmt_duration(value - first.observed_at)} ahead of the observation time (allowed skew "
+            f"{fmt_duration(params.skew)}); the watermark follows it and honest rows are dropped as late."
+            f"{_surge_text(batches[start:])} Filter rows with event_time > now + {fmt_duration(params.skew)} "
+            "before the watermark is assigned, and restart from a checkpoint taken before the jump (the "
+            "watermark never goes back)."
+        )
+        dropped, rows = _dropped_after(batches[start:])
+        return Finding(
+            RULE,
+            Severity.CRITICAL,
+            history.job,
+            message,
+            now,
+            batch_id=first.batch_id,
+            details={
+                "ahead_seconds": (value - first.observed_at).total_seconds(),
+                "since_batch_id": first.batch_id,
+                "dropped_since": dropped,
+                "rows_since": rows,
+            },
+        )
+    return None
+
+
+def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> list[Finding]:
+    out: list[Finding] = []
+    for scope, samples in history.series.items():
+        value = _ahead(samples[-1], params.skew)
+        if value is None:
+            continue
+        newest = samples[-1]
+        out.append(
+            Finding(
+                RULE,
+                Severity.CRITICAL,
+                history.job,
+                f"{scope_name(scope)}: watermark/event time {fmt_time(value)} is "
+                f"{fmt_duration(value - newest.observed_at)} ahead of the observation time "
+                f"{fmt_time(newest.observed_at)} (allowed skew {fmt_duration(params.skew)}): a record with a future "
+                "timestamp moved it; filter such records before the watermark strategy and restart from a "
+                "savepoint taken before the jump.",
+                now,
+                scope=scope,
+                details={"ahead_seconds": (value - newest.observed_at).total_seconds()},
+            )
+        )
+    return out
+
+
+def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> Finding | None:
+    batches = history.batches
+    if len(batches) < 5:
+        return None
+    cutoff = batches[-1].observed_at - params.jump_window
+    recent = len(batches) - len(tail_since(batches, cutoff))
+    # the watermark never goes back (Spark checkpoints it): if it moved less than min_jump over the
+    # window (from the batch before it to the newest), no single advance inside can be a jump
+    first_wm = next((b.watermark for b in batches[max(0, recent - 1) :] if b.watermark is not None), None)
+    last_wm = next((b.watermark for b in reversed(batches) if b.watermark is not None), None)
+    if first_wm is None or last_wm is None or last_wm - first_wm < params.min_jump:
+        return None
+    tail = batches[max(0, recent - 21) :]  # the window plus up to 20 advances before it
+    known = [(b, b.watermark) for b in tail if b.watermark is not None and not is_epoch(b.watermark)]
+    for i in range(len(known) - 1, 0, -1):
+        cur, wm = known[i]
+        if cur.observed_at < cutoff:
+            break
+        advance = wm - known[i - 1][1]
+        if advance < params.min_jump:
+            continue
+        prior = [b[1] - a[1] for a, b in pairwise(known[max(0, i - 21) : i])]
+        positive = sorted(p for p in prior if p > timedelta(0))
+        if len(positive) < 3:
+            continue
+        usual = positive[len(positive) // 2]
+        if advance < usual * params.jump_factor:
+            continue
+        message = (
+            f"batch {cur.batch_id} at {fmt_time(cur.observed_at)}: the watermark jumped {fmt_duration(advance)} "
+            f"to {fmt_time(wm)}, {advance / usual:.0f} times its usual per-batch advance of "
+            f"{fmt_duration(usual)}: a row with a future event time came in the batch before."
+            f"{_surge_text([k[0] for k in known[i:]])} Filter rows with implausible event times before the watermark is "
+            "assigned; the watermark never goes back, so restart from a checkpoint taken before the jump."
+        )
+        return Finding(
+            RULE,
+            Severity.CRITICAL,
+            history.job,
+            message,
+            now,
+            batch_id=cur.batch_id,
+            details={
+                "advance_seconds": advance.total_seconds(),
+                "usual_advance_seconds": usual.total_seconds(),
+            },
+        )
+    return None
+
+
+def evaluate_future(params: FutureParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``future_timestamp`` findings of one job (``CRITICAL``).
+
+    Spark (``WatermarkTracker``: the watermark is ``max event time - delay`` and never goes back): the job's
+    newest batch has an event-time max or watermark more than ``skew`` ahead of its own observation time
+    — the finding names the first batch of that stretch and the late drops since; otherwise a watermark
+    advance within ``jump_window`` that is ``jump_factor`` times the usual per-batch advance and at least
+    ``min_jump``. Flink (per-subtask ``currentOutputWatermark``): each subtask whose newest watermark is
+    ahead is named. Values from year 2200 on are left to ``event_time_units``. ``now`` stamps findings.
+    """
+    found = _skew_finding(params, history, now) or _jump_finding(params, history, now)
+    return ([found] if found is not None else []) + _scope_finding(params, history, now)
+
+
+class UnitsParams(RuleParams):
+    """``event_time_units`` parameters: only the common keys."""
+
+
+def _units_message(value: datetime, where: str) -> str | None:
+    if is_epoch(value) or UNITS_LOW <= value < UNITS_HIGH:
+        return None
+    if value < UNITS_LOW:
+        return (
+            f"{where}: event time {fmt_time(value)} is before 1971 while rows flow: seconds read as milliseconds "
+            "(epoch seconds in the data, parsed as milliseconds). Convert the field with the right unit "
+            "(Spark: timestamp_seconds(col); Flink: multiply by 1000 in the TimestampAssigner)."
+        )
+    return (
+        f"{where}: event time {fmt_time(value)} is after 2200 while rows flow: milliseconds read as seconds "
+        "(epoch milliseconds in the data, parsed as seconds). Convert the field with the right unit "
+        "(Spark: timestamp_millis(col); Flink: return milliseconds from the TimestampAssigner)."
+    )
+
+
+def evaluate_units(params: UnitsParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``event_time_units`` finding (``CRITICAL``): the newest batch with rows has an event-time
+    max (or, for per-subtask samples, a watermark) before 1971 or from 2200 on. Spark's null marker (exactly
+    1970-01-01, see :func:`rules.common.is_epoch`) is not a unit problem (``watermark_stall`` names it)."""
+    out: list[Finding] = []
+    data = next((b for b in reversed(history.batches) if b.num_input_rows), None)
+    if data is not None:
+        for value in (data.event_time_max, data.event_time_min):
+            text = _units_message(value, f"batch {data.batch_id}") if value is not None else None
+            if text is not None:
+                out.append(
+                    Finding(UNITS_RULE, Severity.CRITICAL, history.job, text, now, batch_id=data.batch_id)
+                )
+                break
+    for scope, samples in history.series.items():
+        wm = samples[-1].watermark
+        text = _units_message(wm, scope_name(scope)) if wm is not None else None
+        if text is not None:
+            out.append(Finding(UNITS_RULE, Severity.CRITICAL, history.job, text, now, scope=scope))
+    return out

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+
+from pydantic import Field
 
 from monitor.model import Finding, Sample, Severity
 from rules.batches import fmt_duration, fmt_time, progress_batches
+from rules.common import tail_since
+from rules.history import JobHistory
+from rules.params import Duration, RuleParams
 
-__all__ = ["RULE", "LateConfig", "detect_late_rows"]
+__all__ = ["RULE", "SURGE_RULE", "LateConfig", "LateSurgeParams", "detect_late_rows", "evaluate_late_surge"]
+
+SURGE_RULE = "late_drop_surge"
 
 RULE = "late_rows_dropped"
 
@@ -85,3 +92,77 @@ def detect_late_rows(config: LateConfig, samples: Sequence[Sample]) -> list[Find
             )
         )
     return findings
+
+
+# ------------------------------------------------------------------------------ current-state evaluation
+
+
+class LateSurgeParams(RuleParams):
+    """``late_drop_surge`` parameters.
+
+    Attributes:
+        window: the recent history summed (default 10m).
+        max_share: dropped rows / input rows above this is a surge (default 0.01 = 1 %).
+        min_dropped: fewer dropped rows than this is never a surge (default 1).
+        skew: a watermark this far ahead of the observation time is named as the cause (default 1h).
+    """
+
+    window: Duration = timedelta(minutes=10)
+    max_share: float = Field(0.01, ge=0)
+    min_dropped: int = Field(1, ge=1)
+    skew: Duration = timedelta(hours=1)
+
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The summed window (job-scope batches only)."""
+        return self.window, timedelta(0)
+
+
+def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``late_drop_surge`` finding (job scope, ``WARNING``): over the job batches of the last
+    ``window``, ``sum(dropped_by_watermark) / sum(num_input_rows)`` is above ``max_share`` and at least
+    ``min_dropped`` rows were dropped. Unknown counts (no stateful operator) are left out of both sums;
+    a window with no known drop count gives nothing. Spark counts the drops per stateful operator
+    (``numRowsDroppedByWatermark``), so with two operators, or a ``foreachBatch`` running two actions, the
+    share can exceed 1: it is reported as measured.
+    """
+    batches = history.batches
+    if not batches:
+        return []
+    window = tail_since(batches, batches[-1].observed_at - params.window)
+    known = [b for b in window if b.dropped_by_watermark is not None]
+    dropped = sum(b.dropped_by_watermark or 0 for b in known)
+    rows = sum(b.num_input_rows or 0 for b in known)
+    if dropped < params.min_dropped or dropped <= params.max_share * rows:
+        return []
+    share = dropped / rows if rows else float("inf")
+    newest = known[-1]
+    wm = newest.watermark
+    if wm is not None and wm > newest.observed_at + params.skew:
+        cause = (
+            f"the watermark {fmt_time(wm)} is {fmt_duration(wm - newest.observed_at)} ahead of the observation "
+            "time: a future event time moved it, so honest rows are dropped — see future_timestamp; filter "
+            "future event times before the watermark is assigned."
+        )
+    else:
+        cause = (
+            "rows arrive later than the watermark delay allows. If they matter, raise the watermark delay "
+            "(withWatermark / forBoundedOutOfOrderness) to cover how late they arrive, or route late rows to "
+            "a side output (Flink sideOutputLateData) instead of dropping them."
+        )
+    share_text = f"{share:.1%}" if rows else "all"
+    message = (
+        f"{dropped} of {rows} input rows ({share_text}) were dropped as late by the watermark in the last "
+        f"{fmt_duration(params.window)} ({len([b for b in known if b.dropped_by_watermark])} batches, threshold "
+        f"{params.max_share:.1%}); {cause}"
+    )
+    return [
+        Finding(
+            rule=SURGE_RULE,
+            severity=Severity.WARNING,
+            job=history.job,
+            message=message,
+            observed_at=now,
+            batch_id=newest.batch_id,
+            details={"dropped": dropped, "rows": rows, "share": share if rows else None},
+        )
+    ]

@@ -15,11 +15,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import pairwise
+from typing import Literal
+
+from pydantic import Field
 
 from monitor.model import Finding, Sample, Severity
-from rules.batches import fmt_time, progress_batches, real_watermark
+from rules.batches import fmt_duration, fmt_time, progress_batches, real_watermark
+from rules.common import tail_since
+from rules.history import JobHistory
+from rules.params import Duration, RuleParams
 
-__all__ = ["RULE", "StateGrowthConfig", "detect_state_growth"]
+__all__ = [
+    "RULE",
+    "StateGrowthConfig",
+    "StateGrowthParams",
+    "detect_state_growth",
+    "evaluate_state_growth",
+    "theil_sen_slope",
+]
+
 
 RULE = "state_growth"
 
@@ -89,3 +105,138 @@ def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) ->
             )
         i = j + 1
     return findings
+
+
+# ------------------------------------------------------------------------------ current-state evaluation
+
+
+class StateGrowthParams(RuleParams):
+    """``state_growth`` parameters.
+
+    Attributes:
+        window: how much recent history the trend is fitted on (default 30m).
+        metric: ``rows`` (``state_rows_total``) or ``bytes`` (``state_memory_bytes``).
+        min_points: samples with a known state size needed in the window.
+        min_watermark_steps: times the watermark must advance in the window (nothing to evict otherwise).
+        min_growth: relative growth over the window (Theil-Sen slope x window span / first value) that
+            counts, e.g. 0.05 = 5 %.
+        min_monotone_share: share of steps in the window that must not decrease.
+        limit_rows / limit_bytes: the state size that hurts (memory, checkpoint time): the finding projects
+            when it is reached and is ``CRITICAL`` once it is within ``critical_within``.
+    """
+
+    window: Duration = timedelta(minutes=30)
+    metric: Literal["rows", "bytes"] = "rows"
+    min_points: int = Field(6, ge=3)
+    min_watermark_steps: int = Field(3, ge=0)
+    min_growth: float = Field(0.05, ge=0)
+    min_monotone_share: float = Field(0.8, ge=0, le=1)
+    limit_rows: int | None = Field(None, gt=0)
+    limit_bytes: int | None = Field(None, gt=0)
+    critical_within: Duration = timedelta(hours=1)
+
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The trend window (job-scope batches only)."""
+        return self.window, timedelta(0)
+
+
+def theil_sen_slope(xs: Sequence[float], ys: Sequence[float], max_points: int = 40) -> float:
+    """Theil-Sen estimator: the median of the pairwise slopes ``(y_j - y_i) / (x_j - x_i)``, ``x_i < x_j``.
+
+    Robust to outliers (a single doubled value from a ``foreachBatch`` running two actions does not move
+    it). At most ``max_points`` evenly spaced points are used (O(max_points^2) pairs).
+
+    Raises:
+        ValueError: fewer than two distinct ``x``.
+    """
+    n = len(xs)
+    if n > max_points:
+        idx = [round(i * (n - 1) / (max_points - 1)) for i in range(max_points)]
+        xs = [xs[i] for i in idx]
+        ys = [ys[i] for i in idx]
+        n = max_points
+    slopes = sorted(
+        (ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(n) for j in range(i + 1, n) if xs[j] != xs[i]
+    )
+    if not slopes:
+        raise ValueError("theil_sen_slope: need two distinct x values")
+    mid = len(slopes) // 2
+    return slopes[mid] if len(slopes) % 2 else (slopes[mid - 1] + slopes[mid]) / 2
+
+
+def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``state_growth`` finding of one job (job scope, at most one).
+
+    Over the job batches of the last ``window`` with a known state size: nothing was removed
+    (``state_rows_removed`` is 0 in every batch where it is known; a single removal means eviction works
+    — saw-tooth and plateau patterns are healthy), the watermark advanced ``min_watermark_steps`` times,
+    at least ``min_monotone_share`` of the steps did not decrease, and the Theil-Sen slope grew the state
+    by ``min_growth`` of its size over the window. Spark's ``dropDuplicatesWithinWatermark`` keeps about
+    twice the delay's worth of keys and removes the rest: it plateaus with removals, so it is not reported.
+    The message projects when ``limit_rows``/``limit_bytes`` is reached at the fitted rate.
+    """
+    batches = history.batches
+    if not batches:
+        return []
+    window = tail_since(batches, batches[-1].observed_at - params.window)
+    field = "state_rows_total" if params.metric == "rows" else "state_memory_bytes"
+    points = [b for b in window if getattr(b, field) is not None]
+    if len(points) < params.min_points:
+        return []
+    if any(b.state_rows_removed for b in points):
+        return []
+    steps = sum(
+        1
+        for a, b in pairwise(points)
+        if a.watermark is not None and b.watermark is not None and b.watermark > a.watermark
+    )
+    if steps < params.min_watermark_steps:
+        return []
+    ys = [float(getattr(b, field)) for b in points]
+    rises = sum(1 for a, b in pairwise(ys) if b >= a)
+    if rises < params.min_monotone_share * (len(ys) - 1):
+        return []
+    t0 = points[0].observed_at
+    xs = [(b.observed_at - t0).total_seconds() for b in points]
+    if xs[-1] <= 0:
+        return []
+    slope = theil_sen_slope(xs, ys)
+    growth = slope * xs[-1]
+    if slope <= 0 or growth < params.min_growth * max(ys[0], 1.0):
+        return []
+    unit = "rows" if params.metric == "rows" else "bytes"
+    limit = params.limit_rows if params.metric == "rows" else params.limit_bytes
+    current = ys[-1]
+    severity = Severity.WARNING
+    projection = ""
+    details: dict[str, object] = {"slope_per_hour": slope * 3600, "watermark_steps": steps, unit: current}
+    if limit is not None:
+        remaining = timedelta(seconds=max(0.0, (limit - current) / slope))
+        reach = points[-1].observed_at + remaining
+        projection = (
+            f" At this rate it reaches the limit of {limit} {unit} in {fmt_duration(remaining)} "
+            f"(about {fmt_time(reach.replace(microsecond=0))})."
+            if current < limit
+            else f" It is already above the limit of {limit} {unit}."
+        )
+        details["seconds_to_limit"] = remaining.total_seconds()
+        if remaining <= params.critical_within:
+            severity = Severity.CRITICAL
+    message = (
+        f"state {unit} grew from {ys[0]:.0f} to {current:.0f} in {fmt_duration(timedelta(seconds=xs[-1]))} "
+        f"(Theil-Sen trend {slope * 3600:.0f} {unit}/h) with no rows removed while the watermark advanced {steps} "
+        f"times.{projection} The state key does not include the event time, so the watermark cannot evict it "
+        "(the classic: dropDuplicates without the event-time column). Add the event-time column to the key, "
+        "use a window, dropDuplicatesWithinWatermark, or a state TTL."
+    )
+    return [
+        Finding(
+            rule=RULE,
+            severity=severity,
+            job=history.job,
+            message=message,
+            observed_at=now,
+            batch_id=points[-1].batch_id,
+            details=details,
+        )
+    ]

@@ -134,6 +134,8 @@ def round_trip_samples() -> list[Sample]:
             scope=Scope(source="", partition=0, subtask=0, operator="cbc357ccb763df2852fee8c4fc7d55f2"),
             watermark=None,
             idle_ms=0,
+            backpressure_ratio=0.0,
+            restart_count=0,
             extra={"nested": {"list": [1, 2.5, None, "x"], "flag": True}},
         ),
         # Kafka: no run id; 64-bit values; a float that is not a short decimal (0.1 + 0.2).
@@ -144,6 +146,8 @@ def round_trip_samples() -> list[Sample]:
             collector="kafka-lag",
             scope=Scope(source="clicks", partition=3),
             lag_offsets=2**62 + 1,
+            committed_offset=2**62,
+            log_end_offset=2**63 - 1,
             lag_seconds=0.1 + 0.2,
             state_memory_bytes=2**40,
         ),

@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 
 from monitor.config import Config, SecretRef, database_url, load_config, resolve_secret
+from monitor.errors import ConfigError
+from rules.registry import validate as validate_rules
 
 
 def _secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
@@ -34,12 +36,16 @@ def register(app: typer.Typer) -> None:
     def check(
         config: Path = typer.Option(..., "--config", "-c", help="YAML configuration file."),
     ) -> None:
-        """Validate CONFIG: schema, references between sections, and that every secret resolves.
+        """Validate CONFIG: schema, references between sections, rule parameters, and that every secret resolves.
 
         Prints a one-line summary on success; errors name the file and the field path (exit code 2).
         Secret values are never printed.
         """
         cfg = load_config(config)
+        try:
+            validate_rules(cfg.rules)
+        except ConfigError as exc:
+            raise ConfigError("\n".join(f"{config}: {line}" for line in str(exc).splitlines())) from None
         database_url(cfg, os.environ, str(config))
         for where, ref in _secret_refs(cfg):
             resolve_secret(ref, os.environ, f"{config}: {where}")

@@ -71,6 +71,10 @@ _MEASURES: Final = (
     "lag_offsets",
     "lag_seconds",
     "idle_ms",
+    "committed_offset",
+    "log_end_offset",
+    "backpressure_ratio",
+    "restart_count",
 )
 
 

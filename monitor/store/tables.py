@@ -111,6 +111,11 @@ class SampleRow(Base):
     lag_offsets: Mapped[int | None] = mapped_column(BigInteger)
     lag_seconds: Mapped[float | None] = mapped_column(Double)
     idle_ms: Mapped[int | None] = mapped_column(BigInteger)
+    # 0003_sample_offsets
+    committed_offset: Mapped[int | None] = mapped_column(BigInteger)
+    log_end_offset: Mapped[int | None] = mapped_column(BigInteger)
+    backpressure_ratio: Mapped[float | None] = mapped_column(Double)
+    restart_count: Mapped[int | None] = mapped_column(BigInteger)
     extra: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 

@@ -1,0 +1,68 @@
+"""Freshness SLO: how far the event-time watermark trails processing time.
+
+Semantics followed: the watermark is the engine's claim that no event older than it will still arrive
+(Spark ``eventTime.watermark``; Flink ``currentInputWatermark``/``currentOutputWatermark``), so results for
+event times after it are not final. ``now - watermark`` is the data's end-to-end delay as the job sees it
+(Flink's ``watermarkLag`` metric measures the same thing per source).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from monitor.model import Finding, Severity
+from rules.batches import fmt_duration, fmt_time
+from rules.common import is_epoch
+from rules.history import JobHistory
+from rules.params import Duration, RuleParams
+
+__all__ = ["RULE", "FreshnessParams", "evaluate_freshness"]
+
+RULE = "freshness"
+
+
+class FreshnessParams(RuleParams):
+    """``freshness`` parameters: ``target`` is the SLO (``now - watermark`` at most this); without a target
+    the rule is off (no default can suit every job)."""
+
+    target: Duration | None = None
+
+
+def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``freshness`` finding (job scope, ``WARNING``): ``now - watermark > target``.
+
+    The watermark is the newest job-scope one; without one, the minimum of every sub-scope's newest
+    watermark, and only when all of them are known (a Flink subtask at Long.MIN_VALUE, ``None``, leaves
+    freshness unknown: ``watermark_stall``/``idle_source`` report that). Spark's initial 1970 watermark is
+    "not computed yet", not a 56-year delay, and is skipped the same way.
+    """
+    if params.target is None:
+        return []
+    watermark = history.batches[-1].watermark if history.batches else None
+    if watermark is None and history.series:
+        newest = [samples[-1].watermark for samples in history.series.values()]
+        if newest and all(wm is not None for wm in newest):
+            watermark = min(wm for wm in newest if wm is not None)
+    if watermark is None or is_epoch(watermark):
+        return []
+    behind = now - watermark
+    if behind <= params.target:
+        return []
+    return [
+        Finding(
+            rule=RULE,
+            severity=Severity.WARNING,
+            job=history.job,
+            message=(
+                f"the watermark {fmt_time(watermark)} is {fmt_duration(behind)} behind processing time "
+                f"(target {fmt_duration(params.target)}): results after it are not final yet. The cause is "
+                "upstream of the watermark: look at this job's watermark_stall, idle_source, falling_behind "
+                "and consumer_lag findings; if none, the data itself arrives late (producer or ingestion delay)."
+            ),
+            observed_at=now,
+            details={
+                "behind_seconds": behind.total_seconds(),
+                "target_seconds": params.target.total_seconds(),
+            },
+        )
+    ]

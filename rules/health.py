@@ -1,0 +1,166 @@
+"""Target health: an unreachable target, a restarted job, a failed job.
+
+Semantics followed:
+
+* Collector errors are data (:class:`monitor.model.CollectorError`, Telegraf's accumulator habit): a
+  target whose polls keep failing is unreachable.
+* Spark (``StreamingQueryListener``): every start of a query gets a new ``runId`` for the same ``id``
+  (``QueryStartedEvent``), so a new run id is a restart; ``QueryTerminatedEvent.exception`` is set when the
+  query failed (the collector keeps it in ``Sample.extra["exception"]``).
+* Flink (``numRestarts`` job metric, :attr:`Sample.restart_count`): a rising count is a restart by the
+  restart strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from pydantic import Field
+
+from monitor.model import CollectorError, Engine, Finding, JobRef, Sample, SampleKind, Severity
+from rules.batches import fmt_duration, fmt_time
+from rules.common import tail_since
+from rules.history import JobHistory
+from rules.params import Duration, RuleParams
+
+__all__ = ["RULE", "HealthParams", "evaluate_health", "evaluate_targets"]
+
+RULE = "target_health"
+
+
+class HealthParams(RuleParams):
+    """``target_health`` parameters.
+
+    Attributes:
+        restart_window: a restart is reported while it is this recent (default 15m).
+        error_window: collector errors are counted over this much time before ``now`` (default 2m)...
+        min_errors: ...and this many make the target unreachable (default 2).
+    """
+
+    restart_window: Duration = timedelta(minutes=15)
+    error_window: Duration = timedelta(minutes=2)
+    min_errors: int = Field(2, ge=1)
+
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The restart window plus the run/restart count just before it (job scope only)."""
+        return self.restart_window + timedelta(minutes=5), timedelta(0)
+
+
+def _failed(history: JobHistory, now: datetime) -> Finding | None:
+    if not history.lifecycle:
+        return None
+    last = history.lifecycle[-1]
+    exception = last.extra.get("exception")
+    if last.kind is not SampleKind.TERMINATED or not exception:
+        return None
+    first_line = str(exception).strip().splitlines()[0][:300] if str(exception).strip() else ""
+    return Finding(
+        rule=RULE,
+        severity=Severity.CRITICAL,
+        job=history.job,
+        message=(
+            f"the job failed at {fmt_time(last.observed_at)} (run {last.job.run_id}): {first_line}. Fix the cause "
+            "and restart it; a Spark query resumes from its checkpoint, a Flink job from its latest "
+            "checkpoint or savepoint."
+        ),
+        observed_at=now,
+        labels={"check": "failed"},
+        details={"run_id": last.job.run_id, "failed_at": fmt_time(last.observed_at)},
+    )
+
+
+def _run_changes(samples: Sequence[Sample], since: datetime) -> list[tuple[datetime, str | None]]:
+    out: list[tuple[datetime, str | None]] = []
+    prev: str | None = None
+    for s in samples:
+        run = s.job.run_id
+        if run is None:
+            continue
+        if prev is not None and run != prev and s.observed_at >= since:
+            out.append((s.observed_at, run))
+        prev = run
+    return out
+
+
+def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Finding | None:
+    since = now - params.restart_window
+    # the run ids in time order: lifecycle events, plus the batches around the window (a listener may
+    # have missed a QueryStartedEvent); the batch just before the window gives the run it started from
+    recent = tail_since(history.batches, since)
+    before = history.batches[len(history.batches) - len(recent) - 1 : len(history.batches) - len(recent)]
+    merged = sorted([*history.lifecycle, *before, *recent], key=lambda s: s.observed_at)
+    changes = _run_changes(merged, since)
+    restarts = len({run for _, run in changes})
+    # Flink's numRestarts is a job metric: read on the job-scope samples, from the last known count before
+    # the window to the newest one
+    older = history.batches[: len(history.batches) - len(recent)]
+    earlier = next((s.restart_count for s in reversed(older) if s.restart_count is not None), None)
+    window = [s.restart_count for s in recent if s.restart_count is not None]
+    values = ([earlier] if earlier is not None else []) + window
+    counts = [values[-1] - values[0]] if len(values) >= 2 and values[-1] > values[0] else []
+    restarts = max([restarts, *counts])
+    if restarts == 0:
+        return None
+    last_at = changes[-1][0] if changes else None
+    when = f", last at {fmt_time(last_at)}" if last_at is not None else ""
+    return Finding(
+        rule=RULE,
+        severity=Severity.WARNING,
+        job=history.job,
+        message=(
+            f"the job restarted {restarts} time{'s' if restarts != 1 else ''} in the last "
+            f"{fmt_duration(params.restart_window)}{when}: each restart replays from the last checkpoint and "
+            "delays results. Look at the previous run's failure (exceptions, lost executors/TaskManagers, "
+            "out-of-memory) and fix it before the restart strategy gives up."
+        ),
+        observed_at=now,
+        labels={"check": "restarted"},
+        details={"restarts": restarts},
+    )
+
+
+def evaluate_health(params: HealthParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``target_health`` findings of one job: failed (``CRITICAL``: its newest lifecycle event is a
+    termination with an exception; label ``check=failed``) and restarted (``WARNING``: a new run id, or a
+    rising Flink restart count, within ``restart_window`` before ``now``; label ``check=restarted``)."""
+    out = [f for f in (_failed(history, now), _restarted(params, history, now)) if f is not None]
+    return out
+
+
+_ENGINE_PREFIX = {"spark": Engine.SPARK, "flink": Engine.FLINK, "kafka": Engine.KAFKA}
+
+
+def evaluate_targets(params: HealthParams, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:
+    """``target_health`` findings for unreachable targets (``CRITICAL``, label ``check=unreachable``): at
+    least ``min_errors`` collector errors for the same collector and target in the ``error_window`` before
+    ``now``. The finding's job is the target (``job_id`` = target, engine from the collector name prefix
+    ``spark-``/``flink-``/``kafka-``; Spark otherwise)."""
+    since = now - params.error_window
+    grouped: dict[tuple[str, str], list[CollectorError]] = {}
+    for error in errors:
+        if since <= error.observed_at <= now:
+            grouped.setdefault((error.collector, error.target), []).append(error)
+    out: list[Finding] = []
+    for (collector, target), errs in sorted(grouped.items()):
+        if len(errs) < params.min_errors:
+            continue
+        errs.sort(key=lambda e: e.observed_at)
+        engine = _ENGINE_PREFIX.get(collector.split("-", 1)[0], Engine.SPARK)
+        out.append(
+            Finding(
+                rule=RULE,
+                severity=Severity.CRITICAL,
+                job=JobRef(engine, target),
+                message=(
+                    f"{collector} could not read {target}: {len(errs)} errors in the last "
+                    f"{fmt_duration(params.error_window)}, the last at {fmt_time(errs[-1].observed_at)}: "
+                    f"{errs[-1].message}. Its jobs are not monitored meanwhile: check that the target is up "
+                    "and reachable (URL, network, credentials, file permissions)."
+                ),
+                observed_at=now,
+                labels={"check": "unreachable", "collector": collector},
+                details={"errors": len(errs), "retryable": errs[-1].retryable},
+            )
+        )
+    return out

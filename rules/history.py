@@ -1,0 +1,171 @@
+"""One job's sample history, split once into the series the rules read (precomputed per job).
+
+:func:`job_history` makes a single pass over a job's samples and sorts them into:
+
+* ``batches``: the job-scope ``PROGRESS``/``GAUGE`` samples (Spark micro-batches, or Flink/Kafka polls of
+  the whole job), in time order, a batch read twice kept once (:func:`rules.batches.progress_batches`'s
+  rule for Spark progress);
+* ``series``: the same kinds for each narrower :class:`~monitor.model.Scope` (a Spark source, a Flink
+  subtask, a Kafka topic partition), each in time order;
+* ``lifecycle``: ``STARTED``/``TERMINATED`` samples; ``idle``: Spark ``QueryIdleEvent`` samples.
+
+Every rule reads these lists instead of filtering the raw history again, so a full evaluation touches each
+sample once plus each rule's window at the tail.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import islice
+from operator import attrgetter, le, lt
+
+from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
+from rules.common import tail_since
+
+__all__ = ["JobHistory", "job_history"]
+
+_MEASURED = (SampleKind.PROGRESS, SampleKind.GAUGE)
+
+
+@dataclass(slots=True)
+class JobHistory:
+    """A job's samples split by role (see the module docstring).
+
+    Attributes:
+        job: the job as named by its newest sample (its current ``run_id``/name).
+        batches: job-scope progress/gauge samples, oldest first.
+        series: per-scope progress/gauge samples, oldest first within each scope.
+        lifecycle: ``STARTED``/``TERMINATED`` samples, oldest first.
+        idle: ``IDLE`` samples, oldest first.
+        newest_at: the newest ``observed_at`` of any sample.
+    """
+
+    job: JobRef
+    batches: list[Sample] = field(default_factory=list)
+    series: dict[Scope, list[Sample]] = field(default_factory=dict)
+    lifecycle: list[Sample] = field(default_factory=list)
+    idle: list[Sample] = field(default_factory=list)
+    newest_at: datetime | None = None
+
+    @property
+    def engine(self) -> Engine:
+        """The job's engine."""
+        return self.job.engine
+
+
+_TIME = attrgetter("observed_at")
+_KIND = attrgetter("kind")
+_BATCH_ID = attrgetter("batch_id")
+_MEASURED_SET = frozenset(_MEASURED)
+_SCOPE = attrgetter("scope")
+_SCOPE_FIELDS = attrgetter("source", "partition", "subtask", "operator")
+_JOB_KEY = (None, None, None, None)
+
+
+def job_history(
+    samples: Sequence[Sample], lookback: timedelta | None = None, series_lookback: timedelta | None = None
+) -> JobHistory | None:
+    """Split one job's samples into a :class:`JobHistory`.
+
+    Args:
+        samples: the job's samples, oldest first as :func:`monitor.store.load_recent_samples` returns
+            them (other orders are detected and sorted, at a cost).
+        lookback: keep only samples observed at most this long before the job's newest sample (``None``:
+            all). The window is anchored at the job's own newest sample, not at a clock, as the daemon's
+            loader does.
+        series_lookback: a shorter window for the per-scope ``series`` (the rules read only their recent
+            tail); ``None``: the same as ``lookback``.
+
+    Returns ``None`` for an empty history. Cost: C-level passes over the observation times (order check,
+    bisection) and the kept samples' scopes; polled histories whose rounds repeat the same scopes are then
+    split by slicing, others by one Python pass over the kept samples.
+    """
+    if not samples:
+        return None
+    times = list(map(_TIME, samples))
+    if not all(map(le, times, islice(times, 1, None))):
+        samples = sorted(samples, key=_TIME)
+        times = list(map(_TIME, samples))
+    newest_at = times[-1]
+    start = 0 if lookback is None else bisect_left(times, newest_at - lookback)
+    kept = samples[start:] if start else samples
+    history = JobHistory(job=samples[-1].job, newest_at=newest_at)
+    keys = list(map(_SCOPE_FIELDS, map(_SCOPE, kept)))
+    groups = _periodic_groups(kept, keys) or _groups(kept, keys, history)
+    series_since = None if series_lookback is None else newest_at - series_lookback
+    for key, group in groups:
+        if key == _JOB_KEY:
+            history.batches = _deduplicated(group)
+        else:
+            history.series[group[0].scope] = list(tail_since(group, series_since)) if series_since else group
+    return history
+
+
+def _periodic_groups(
+    kept: Sequence[Sample], keys: Sequence[tuple[object, ...]]
+) -> list[tuple[tuple[object, ...], list[Sample]]] | None:
+    """Fast path (C-level slicing) for polled histories: every poll round emits the same scopes in the same
+    order and only measured samples, so scope ``j`` is ``kept[j::p]``. ``None`` when that does not hold."""
+    if not keys or not set(map(_KIND, kept)) <= _MEASURED_SET:
+        return None
+    try:
+        p = keys.index(keys[0], 1)  # the round length: where the first scope comes again
+    except ValueError:
+        p = len(keys)
+    if len(set(keys[:p])) != p or keys[p:] != keys[:-p]:
+        return None
+    return [(keys[j], list(kept[j::p])) for j in range(p)]
+
+
+def _groups(
+    kept: Sequence[Sample], keys: Sequence[tuple[object, ...]], history: JobHistory
+) -> list[tuple[tuple[object, ...], list[Sample]]]:
+    """The general split: measured samples by scope key; idle and lifecycle samples into ``history``."""
+    groups: dict[tuple[object, ...], list[Sample]] = {}
+    progress, gauge, idle_kind = SampleKind.PROGRESS, SampleKind.GAUGE, SampleKind.IDLE
+    for sample, key in zip(kept, keys, strict=True):
+        kind = sample.kind
+        if kind is progress or kind is gauge:
+            bucket = groups.get(key)
+            if bucket is None:
+                groups[key] = [sample]
+            else:
+                bucket.append(sample)
+        elif kind is idle_kind:
+            history.idle.append(sample)
+        else:
+            history.lifecycle.append(sample)
+    return list(groups.items())
+
+
+def _deduplicated(batches: list[Sample]) -> list[Sample]:
+    """Drop repeated batches (same run, batch id and time: one batch read from two inputs).
+
+    Strictly increasing batch ids (the usual case) or batch-less gauges are returned as they are.
+    """
+    ids = list(map(_BATCH_ID, batches))
+    if None in ids or all(map(lt, ids, islice(ids, 1, None))):
+        return batches
+    out: list[Sample] = []
+    for sample in batches:
+        if out and _duplicate(out, sample):
+            continue
+        out.append(sample)
+    return out
+
+
+def _duplicate(batches: list[Sample], sample: Sample) -> bool:
+    """Whether ``sample`` repeats a kept batch (same run, batch id and time: one batch read from two inputs).
+
+    Input is in time order, so only the kept batches with the same ``observed_at`` are compared.
+    """
+    at = sample.observed_at
+    for kept in reversed(batches):
+        if kept.observed_at != at:
+            return False
+        if kept.batch_id == sample.batch_id and kept.job.run_id == sample.job.run_id:
+            return True
+    return False

@@ -1,0 +1,165 @@
+"""Idle source: one input of a job has had no data for ``for`` while its siblings advance.
+
+Semantics followed:
+
+* Flink (``SourceOperator`` / ``WatermarkStrategy.withIdleness``, metric ``sourceIdleTime`` — "the time in
+  milliseconds the source has not processed any record", :data:`Sample.idle_ms`): a source subtask
+  without records keeps its last watermark (or none at all: ``Long.MIN_VALUE``, which the collector maps to
+  ``None``), and ``StatusWatermarkValve`` takes the minimum over input channels, so one idle channel
+  holds every downstream event-time window unless the source is marked idle (``withIdleness``).
+* Spark (``WatermarkTracker``, ``spark.sql.streaming.multipleWatermarkPolicy``, default ``min``): per-source
+  progress has ``numInputRows`` but no watermark; a source bringing no rows while others do keeps the
+  global (minimum) watermark where it was. With the ``max`` policy it does not.
+
+Unknown is not zero: a sample without ``num_input_rows``/``idle_ms`` (e.g. Flink's aggregated metrics
+endpoint answering ``[]``) never makes a source idle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from monitor.model import Engine, Finding, Sample, Severity
+from rules.batches import fmt_duration, fmt_time
+from rules.common import scope_name, tail_since
+from rules.history import JobHistory
+from rules.params import RuleParams
+
+__all__ = ["RULE", "IdleParams", "evaluate_idle"]
+
+RULE = "idle_source"
+
+
+class IdleParams(RuleParams):
+    """``idle_source`` parameters: ``for`` (default 5m) is how long an input must have had no data."""
+
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """Twice ``for``: the idle stretch and when it began."""
+        return 2 * self.idle_for(), 2 * self.idle_for()
+
+    def idle_for(self) -> timedelta:
+        """The ``for`` duration (default 5 minutes)."""
+        return self.for_ if self.for_ is not None else timedelta(minutes=5)
+
+
+@dataclass(frozen=True, slots=True)
+class _Idle:
+    since: datetime
+    how: str
+
+
+def _idle(samples: Sequence[Sample], idle_for: timedelta) -> _Idle | None:
+    """When (and how we know) the scope went idle, if it has been idle for ``idle_for`` at its newest sample."""
+    newest = samples[-1]
+    if newest.idle_ms is not None:
+        if newest.idle_ms >= idle_for.total_seconds() * 1000:
+            return _Idle(newest.observed_at - timedelta(milliseconds=newest.idle_ms), "sourceIdleTime")
+        return None
+    cutoff = newest.observed_at - idle_for
+    if samples[0].observed_at > cutoff:
+        return None  # history shorter than `for`: cannot tell yet
+    window = tail_since(samples, cutoff)
+    if all(s.num_input_rows == 0 for s in window):
+        start = len(samples) - len(window)
+        while start > 0 and samples[start - 1].num_input_rows == 0:
+            start -= 1
+        return _Idle(samples[start].observed_at, "no input rows")
+    if all(s.watermark is None and s.num_input_rows is None for s in window):
+        return _Idle(window[0].observed_at, "no watermark")
+    return None
+
+
+def _advancing(samples: Sequence[Sample], since: datetime) -> bool:
+    """Whether a sibling scope had data (rows, a moving watermark, a short idle time) since ``since``."""
+    window = tail_since(samples, since)
+    if not window:
+        return False
+    if any(s.num_input_rows for s in window):
+        return True
+    newest = window[-1]
+    if newest.idle_ms is not None and newest.idle_ms < (newest.observed_at - since).total_seconds() * 1000:
+        return True
+    wms = [s.watermark for s in window if s.watermark is not None]
+    return len(wms) >= 2 and wms[-1] > wms[0]
+
+
+def _job_watermark_flat(history: JobHistory, since: datetime) -> bool | None:
+    window = tail_since(history.batches, since)
+    wms = [b.watermark for b in window]
+    if not wms:
+        return None
+    return all(wm == wms[0] for wm in wms)
+
+
+def _remedy(engine: Engine) -> str:
+    if engine is Engine.SPARK:
+        return (
+            "Spark keeps the minimum watermark over inputs (multipleWatermarkPolicy=min): set "
+            "spark.sql.streaming.multipleWatermarkPolicy=max if the other inputs may run ahead, or feed/remove "
+            "this input."
+        )
+    return (
+        "Declare idleness so the idle split/subtask is skipped by the watermark: "
+        "WatermarkStrategy.withIdleness(Duration.ofMinutes(...)) (or rebalance so every subtask gets data)."
+    )
+
+
+def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``idle_source`` findings: one per idle source/subtask/partition scope of a Spark or Flink job.
+
+    A scope is idle when its newest ``idle_ms`` is at least ``for``, or (``idle_ms`` unknown) every sample
+    of its last ``for`` has ``num_input_rows == 0`` (known zero), or has neither rows nor a watermark
+    while a sibling advances. It is reported only while a sibling scope advanced over the same time (a
+    whole job without data is a quiet source, not an idle input). Severity ``WARNING`` when it holds the
+    job's watermark back (the job watermark is flat, or absent, over the idle time; for Flink without a
+    job-level watermark, the idle scope has the lowest or no watermark), else ``INFO``.
+    """
+    if history.engine is Engine.KAFKA or len(history.series) < 2:
+        return []
+    idle_for = params.idle_for()
+    out: list[Finding] = []
+    for scope, samples in history.series.items():
+        idle = _idle(samples, idle_for)
+        if idle is None:
+            continue
+        window_start = max(idle.since, samples[-1].observed_at - idle_for)
+        siblings = [
+            s for s, other in history.series.items() if s != scope and _advancing(other, window_start)
+        ]
+        if not siblings:
+            continue
+        flat = _job_watermark_flat(history, window_start)
+        if flat is None:
+            own = samples[-1].watermark
+            others = [history.series[s][-1].watermark for s in siblings]
+            holding = own is None or all(o is not None and o > own for o in others)
+        else:
+            holding = flat
+        idle_time = samples[-1].observed_at - idle.since
+        sibling_text = ", ".join(scope_name(s) for s in siblings[:3]) + (" ..." if len(siblings) > 3 else "")
+        if holding:
+            consequence = f"it holds the job's watermark back. {_remedy(history.engine)}"
+        else:
+            consequence = "the job's watermark still advances, so it is not holding it back."
+        message = (
+            f"{scope_name(scope)} has had no data for {fmt_duration(idle_time)} (since {fmt_time(idle.since)}, "
+            f"from {idle.how}) while {sibling_text} advanced; {consequence}"
+        )
+        out.append(
+            Finding(
+                rule=RULE,
+                severity=Severity.WARNING if holding else Severity.INFO,
+                job=history.job,
+                message=message,
+                observed_at=now,
+                scope=scope,
+                details={
+                    "idle_seconds": idle_time.total_seconds(),
+                    "holding_watermark": holding,
+                    "evidence": idle.how,
+                },
+            )
+        )
+    return out

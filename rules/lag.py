@@ -1,0 +1,157 @@
+"""Consumer lag: Burrow's partition evaluation (:mod:`rules.consumer_lag`) over Kafka lag samples.
+
+Follows LinkedIn Burrow's evaluator (``core/internal/evaluator/caching.go``), whose pure port
+:func:`rules.consumer_lag.evaluate_partition` is wrapped here unchanged. A Kafka lag sample
+(``Engine.KAFKA``, ``scope.source`` = topic, ``scope.partition``) is one observation of a consumer group's
+committed offset (:attr:`Sample.committed_offset`) and the partition's log-end offset
+(:attr:`Sample.log_end_offset`); Burrow's window of commits is the partition's last ``window_samples``
+observations with a known committed offset, each stamped with its ``observed_at`` (a monitor that polls sees
+an unchanged commit again on each poll, as Burrow sees a consumer re-committing the same offset).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import Field
+
+from monitor.model import Engine, Finding, Sample, Scope, Severity, datetime_to_ms
+from rules.batches import fmt_time
+from rules.common import scope_name
+from rules.consumer_lag import (
+    CommitObservation,
+    LagStatus,
+    PartitionLagEvaluation,
+    compute_lag,
+    evaluate_partition,
+)
+from rules.history import JobHistory
+from rules.params import Duration, RuleParams
+
+__all__ = ["RULE", "SEVERITY", "LagParams", "evaluate_lag"]
+
+RULE = "consumer_lag"
+
+#: Burrow status -> severity (OK and UNKNOWN give no finding).
+SEVERITY = {
+    LagStatus.WARN: Severity.WARNING,
+    LagStatus.STALL: Severity.CRITICAL,
+    LagStatus.STOP: Severity.CRITICAL,
+    LagStatus.REWIND: Severity.CRITICAL,
+}
+
+
+class LagParams(RuleParams):
+    """``consumer_lag`` parameters.
+
+    Attributes:
+        window_samples: observations per partition window (Burrow ``intervals``, default 10).
+        allowed_lag: lag at or below which a partition is never in error (Burrow ``allowed-lag``).
+        max_age: observations older than this before the group's newest one are not in the window
+            (default 15m; with 15 s polls the 10-observation window spans 2.5 min).
+    """
+
+    window_samples: int = Field(10, ge=2)
+    allowed_lag: int = Field(0, ge=0)
+    max_age: Duration = timedelta(minutes=15)
+
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """``max_age`` of per-partition observations."""
+        return timedelta(0), self.max_age
+
+
+def _lag(sample: Sample) -> int | None:
+    lag = compute_lag(sample.log_end_offset, sample.committed_offset)
+    if lag is None and sample.committed_offset is not None and sample.committed_offset >= 0:
+        return None if sample.lag_offsets is None else max(0, sample.lag_offsets)
+    return lag
+
+
+def _window(samples: list[Sample], size: int, max_age: timedelta) -> list[Sample]:
+    out: list[Sample] = []
+    oldest = samples[-1].observed_at - max_age
+    for sample in reversed(samples):
+        if sample.observed_at < oldest:
+            break
+        if sample.committed_offset is not None and sample.committed_offset >= 0:
+            out.append(sample)
+            if len(out) == size:
+                break
+    out.reverse()
+    return out
+
+
+def _message(scope: Scope, result: PartitionLagEvaluation, window: list[Sample]) -> str:
+    where = scope_name(scope)
+    lag = result.current_lag
+    first, last = window[0], window[-1]
+    span = f"{len(window)} observations from {fmt_time(first.observed_at)} to {fmt_time(last.observed_at)}"
+    if result.status is LagStatus.WARN:
+        return (
+            f"{where}: lag {lag} has not decreased over {span}: the consumer is falling behind the producers. "
+            "Add consumer instances (up to the partition count) or make processing faster."
+        )
+    if result.status is LagStatus.STALL:
+        return (
+            f"{where}: committed offset stuck at {last.committed_offset} over {span} while lag is {lag}: the "
+            "consumer is alive but not progressing (a poison record, a blocked call, or an endless retry). "
+            "Check its logs and thread dumps; skip or fix the record."
+        )
+    if result.status is LagStatus.STOP:
+        return (
+            f"{where}: no commit observed since {fmt_time(last.observed_at)} (longer than the window's own "
+            f"span) and the consumer was not caught up (lag {lag}): it stopped committing — crashed, lost "
+            "its partitions in a rebalance, or the lag collector lost sight of it. Restart the consumer or "
+            "check the collector."
+        )
+    rewind = result.checks.get("checkIfOffsetsRewind")
+    before = window[rewind - 1].committed_offset if isinstance(rewind, int) and rewind > 0 else None
+    after = window[rewind].committed_offset if isinstance(rewind, int) and rewind > 0 else None
+    return (
+        f"{where}: committed offset went back from {before} to {after} and has not recovered (lag {lag}): "
+        "the group's offsets were reset (auto.offset.reset, a manual reset, or a restore), so records are "
+        "being re-processed. Confirm the reset was intended."
+    )
+
+
+def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``consumer_lag`` findings of one Kafka consumer group: one per partition whose Burrow status
+    is WARN (``WARNING``), STALL, STOP or REWIND (``CRITICAL``), judged at ``now`` (STOP compares ``now``
+    with the window). A partition without a committed offset is UNKNOWN (no finding): unknown lag is not 0.
+    """
+    if history.engine is not Engine.KAFKA:
+        return []
+    now_ms = datetime_to_ms(now)
+    assert now_ms is not None
+    out: list[Finding] = []
+    for scope, samples in history.series.items():
+        if scope.partition is None:
+            continue
+        window = _window(samples, params.window_samples, params.max_age)
+        if not window:
+            continue
+        commits = [
+            CommitObservation(s.committed_offset, round(s.observed_at.timestamp() * 1000), _lag(s))
+            for s in window
+            if s.committed_offset is not None
+        ]
+        # Burrow keeps its own ring of recent broker offsets, refreshed independently of commits; here the
+        # log-end offset arrives with the commit, so only the newest one is "recent" (older ones would
+        # always look caught up compared with the newest commit, and STOP could never be reported)
+        brokers = [samples[-1].log_end_offset] if samples[-1].log_end_offset is not None else []
+        result = evaluate_partition(commits, brokers, _lag(window[-1]), now_ms, params.allowed_lag)
+        severity = SEVERITY.get(result.status)
+        if severity is None:
+            continue
+        out.append(
+            Finding(
+                rule=RULE,
+                severity=severity,
+                job=history.job,
+                message=_message(scope, result, window),
+                observed_at=now,
+                scope=scope,
+                details={"status": result.status.value, "lag": result.current_lag, "window": len(window)},
+            )
+        )
+    return out

@@ -1,0 +1,232 @@
+"""The rule registry: the one entry point the daemon calls each tick, and the config validator.
+
+:func:`evaluate` takes the ``rules:`` section of the config, every job's recent sample history and the
+tick's ``now``, and returns the findings whose condition holds *now*; the alert lifecycle
+(:mod:`monitor.alerts.lifecycle`) turns their presence and absence into pending/firing/resolved. Rules are
+pure functions of (parameters, history, now) in the style of Prometheus's rule manager and Burrow's
+evaluator: no clock, no I/O.
+
+Configuration (every key optional; each rule's keys are documented on its parameter class)::
+
+    rules:
+      watermark_stall: {for: 10m, min_rows: 1, min_data_batches: 3, delay: 10m}
+      future_timestamp: {skew: 1h, jump_factor: 50, min_jump: 1h, jump_window: 15m}
+      event_time_units: {}
+      idle_source: {for: 5m}
+      state_growth: {window: 30m, metric: rows, limit_rows: 10000000, critical_within: 1h}
+      late_drop_surge: {window: 10m, max_share: 0.01, min_dropped: 1}
+      consumer_lag: {window_samples: 10, allowed_lag: 0}
+      falling_behind: {trigger_interval: 30s, batches: 3, backpressure_ratio: 0.5, for: 1m}
+      freshness: {target: 15m}
+      target_health: {restart_window: 15m, error_window: 2m, min_errors: 2}
+      overrides:
+        - {match: {job_name: clicks}, rule: watermark_stall, params: {for: 30m}}
+
+Every rule also takes ``enabled``, ``severity``, ``for`` and ``keep_firing_for`` (see
+:mod:`rules.params`). Overrides apply in order to jobs whose ``job_id``/``job_name``/``engine`` equal every
+``match`` value; their params are merged over the rule's base params and validated the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from monitor.alerts.lifecycle import RuleTiming
+from monitor.config import RulesConfig
+from monitor.errors import ConfigError
+from monitor.model import CollectorError, Finding, JobRef, Sample
+from rules import behind, freshness, future, health, idle, lag, late, stall, state_growth
+from rules.history import JobHistory, job_history
+from rules.params import RuleParams, parse_params
+
+__all__ = ["RULES", "RuleSpec", "evaluate", "rule_timing", "validate"]
+
+_MATCH_KEYS = frozenset({"job_id", "job_name", "engine"})
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """One rule: its name, parameter schema, evaluation function and whether it consumes ``for`` itself.
+
+    ``evaluate(params, history, now)`` returns the findings holding at ``now`` for one job.
+    """
+
+    name: str
+    params: type[RuleParams]
+    evaluate: Callable[[Any, JobHistory, datetime], list[Finding]]
+    consumes_for: bool = False
+
+
+#: Every rule the daemon evaluates, by name.
+RULES: dict[str, RuleSpec] = {
+    spec.name: spec
+    for spec in (
+        RuleSpec(stall.RULE, stall.StallParams, stall.evaluate_stall, consumes_for=True),
+        RuleSpec(future.RULE, future.FutureParams, future.evaluate_future),
+        RuleSpec(future.UNITS_RULE, future.UnitsParams, future.evaluate_units),
+        RuleSpec(idle.RULE, idle.IdleParams, idle.evaluate_idle, consumes_for=True),
+        RuleSpec(state_growth.RULE, state_growth.StateGrowthParams, state_growth.evaluate_state_growth),
+        RuleSpec(late.SURGE_RULE, late.LateSurgeParams, late.evaluate_late_surge),
+        RuleSpec(lag.RULE, lag.LagParams, lag.evaluate_lag),
+        RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),
+        RuleSpec(freshness.RULE, freshness.FreshnessParams, freshness.evaluate_freshness),
+        RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    base: dict[str, dict[str, Any]]
+    defaults: dict[str, RuleParams]
+    overrides: tuple[tuple[int, dict[str, str], str, dict[str, Any]], ...]
+
+
+def _compile(rules_config: RulesConfig) -> _Compiled:
+    extra = dict(rules_config.model_extra or {})
+    unknown = sorted(set(extra) - set(RULES))
+    if unknown:
+        names = ", ".join(sorted(RULES))
+        raise ConfigError("\n".join(f"rules.{name}: unknown rule (rules are: {names})" for name in unknown))
+    base: dict[str, dict[str, Any]] = {}
+    defaults: dict[str, RuleParams] = {}
+    for name, spec in RULES.items():
+        data = extra.get(name)
+        defaults[name] = parse_params(spec.params, data, f"rules.{name}")
+        base[name] = dict(data or {})
+    overrides: list[tuple[int, dict[str, str], str, dict[str, Any]]] = []
+    for i, override in enumerate(rules_config.overrides):
+        where = f"rules.overrides[{i}]"
+        if override.rule not in RULES:
+            raise ConfigError(
+                f"{where}.rule: unknown rule {override.rule!r} (rules are: {', '.join(sorted(RULES))})"
+            )
+        bad = sorted(set(override.match) - _MATCH_KEYS)
+        if bad:
+            raise ConfigError(f"{where}.match.{bad[0]}: unknown key (match on job_id, job_name, engine)")
+        merged = {**base[override.rule], **override.params}
+        parse_params(RULES[override.rule].params, merged, f"rules.{override.rule}")
+        overrides.append((i, dict(override.match), override.rule, dict(override.params)))
+    return _Compiled(base, defaults, tuple(overrides))
+
+
+def validate(rules_config: RulesConfig) -> None:
+    """Check every rule's parameters and every override (``tidegauge config check``).
+
+    Raises:
+        ConfigError: an unknown rule name (``rules.<name>``), an unknown or invalid parameter
+            (``rules.<name>.<param>: ...``), or an override naming an unknown rule or match key.
+    """
+    _compile(rules_config)
+
+
+def rule_timing(rules_config: RulesConfig) -> Callable[[str], RuleTiming]:
+    """``rule name -> lifecycle timing``: ``keep_firing_for`` as configured; ``for`` as configured, except
+    for rules that measure ``for`` on the sample history themselves (``watermark_stall``, ``idle_source``,
+    ``falling_behind``), whose findings already held that long: their lifecycle ``for`` is 0. Timing is
+    per rule: an override's ``for``/``keep_firing_for`` changes the rule's condition where the rule
+    consumes ``for``, never the lifecycle timing.
+
+    Raises:
+        ConfigError: as :func:`validate`.
+    """
+    compiled = _compile(rules_config)
+    timings: dict[str, RuleTiming] = {}
+    for name, params in compiled.defaults.items():
+        pending = timedelta(0) if RULES[name].consumes_for or params.for_ is None else params.for_
+        timings[name] = RuleTiming(pending, params.keep_firing_for)
+    return lambda rule: timings.get(rule, RuleTiming())
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """The enabled rules with their parameters for one combination of matching overrides."""
+
+    rules: tuple[tuple[RuleSpec, RuleParams], ...]
+    lookback: timedelta
+    series_lookback: timedelta
+
+
+def _resolve(compiled: _Compiled, matched: tuple[int, ...]) -> _Resolved:
+    rules: list[tuple[RuleSpec, RuleParams]] = []
+    for name, spec in RULES.items():
+        mine = [o for o in compiled.overrides if o[0] in matched and o[2] == name]
+        params = compiled.defaults[name]
+        if mine:
+            merged = dict(compiled.base[name])
+            for o in mine:
+                merged.update(o[3])
+            params = parse_params(spec.params, merged, f"rules.{name}")
+        if params.enabled:
+            rules.append((spec, params))
+    needs = [params.history_needed() for _, params in rules]
+    series = max((n[1] for n in needs), default=timedelta(0))
+    batches = max((n[0] for n in needs), default=timedelta(0))
+    return _Resolved(tuple(rules), max(batches, series), series)
+
+
+def _matches(match: Mapping[str, str], job: JobRef) -> bool:
+    labels = {"job_id": job.job_id, "job_name": job.name, "engine": job.engine.value}
+    return all(labels.get(key) == value for key, value in match.items())
+
+
+def _with_severity(findings: list[Finding], params: RuleParams) -> list[Finding]:
+    override = params.severity_override()
+    if override is None:
+        return findings
+    return [dataclasses.replace(f, severity=override) for f in findings]
+
+
+def evaluate(
+    rules_config: RulesConfig,
+    history: Mapping[Hashable, Sequence[Sample]],
+    now: datetime,
+    errors: Sequence[CollectorError] | None = None,
+) -> list[Finding]:
+    """The findings that hold at ``now`` for every job and rule.
+
+    Args:
+        rules_config: the ``rules:`` section (validated here; see :func:`validate`).
+        history: each job's recent samples, keyed by anything (a :class:`JobRef`, or the daemon's
+            ``(engine, job_id)``); each sequence is one job's samples, oldest first preferred (unsorted
+            input is sorted). The job named in findings is the one of its newest sample.
+        now: the tick's time (aware UTC); rules compare with it, never with a clock.
+        errors: recent collector errors, for ``target_health``'s unreachable-target check.
+
+    Returns:
+        Findings ordered by job (engine, job id), then rule, then scope; a finding's identity is its rule
+        plus labels (:meth:`Finding.fingerprint`), stable from tick to tick.
+
+    Raises:
+        ConfigError: invalid rule configuration (see :func:`validate`).
+    """
+    compiled = _compile(rules_config)
+    resolved_cache: dict[tuple[int, ...], _Resolved] = {}
+    out: list[Finding] = []
+    for samples in history.values():
+        if not samples:
+            continue
+        job = samples[-1].job  # the newest sample's, if the input is in order (job_history re-checks)
+        matched = tuple(o[0] for o in compiled.overrides if _matches(o[1], job))
+        resolved = resolved_cache.get(matched)
+        if resolved is None:
+            resolved = _resolve(compiled, matched)
+            resolved_cache[matched] = resolved
+        hist = job_history(samples, resolved.lookback, resolved.series_lookback)
+        if hist is None:
+            continue
+        for spec, params in resolved.rules:
+            out.extend(_with_severity(spec.evaluate(params, hist, now), params))
+    if errors:
+        params = compiled.defaults[health.RULE]
+        if params.enabled:
+            assert isinstance(params, health.HealthParams)
+            out.extend(_with_severity(health.evaluate_targets(params, errors, now), params))
+    out.sort(
+        key=lambda f: (f.job.engine.value, f.job.job_id, f.rule, tuple(sorted(f.scope.labels().items())))
+    )
+    return out

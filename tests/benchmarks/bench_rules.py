@@ -1,0 +1,160 @@
+"""Benchmark: rule evaluation for 10,000 series with one hour of 15 s samples.
+
+Target: seconds per full evaluation (every rule, every job) under 1 s on one core.
+
+Not collected by pytest. Run: ``PYTHONPATH=. python -m tests.benchmarks.bench_rules [series] [repeats]``.
+
+The history is what the daemon hands :func:`rules.registry.evaluate` (each job's samples oldest first,
+as ``load_recent_samples`` returns them): 240 samples (1 h at 15 s) per series, split as
+
+* Spark queries: a query-scope series plus one per-source series (2 series per query; 40 %);
+* Flink jobs: a job-scope series plus 4 source subtasks (5 series per job; 25 %);
+* Kafka consumer groups: 7 partitions (7 series per group; 35 %);
+
+with one job in ten of each engine in trouble (a stalled watermark behind a quiet source, state growing
+without removals, an idle subtask, a stalled partition), so the rules' slow paths run too. Building the
+samples is not timed; the figure is the best and the median of ``repeats`` evaluations, in wall-clock
+and in process CPU time (the CPU time is the fair figure on a machine shared with other work).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+from monitor.config import RulesConfig
+from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
+from rules.registry import evaluate
+
+T0 = datetime(2026, 11, 29, 11, 0, tzinfo=UTC)
+STEP = timedelta(seconds=15)
+N = 240  # one hour of 15 s samples
+CONFIG = RulesConfig.model_validate(
+    {
+        "freshness": {"target": "15m"},
+        "falling_behind": {"trigger_interval": "15s"},
+        "state_growth": {"limit_rows": 10_000_000},
+    }
+)
+
+
+def _spark(q: int, bad: bool) -> list[Sample]:
+    job = JobRef(Engine.SPARK, f"spark-{q}", run_id=f"run-{q}", name=f"query-{q}")
+    out: list[Sample] = []
+    for i in range(N):
+        at = T0 + STEP * i
+        wm = at - timedelta(minutes=10) if not (bad and i > 150) else T0 + STEP * 150 - timedelta(minutes=10)
+        out.append(
+            Sample(
+                job, at, SampleKind.PROGRESS, "spark-eventlog", batch_id=i, watermark=wm,
+                event_time_max=at, event_time_min=at - timedelta(seconds=30), num_input_rows=100,
+                batch_duration_ms=3000, dropped_by_watermark=0,
+                state_rows_total=10_000 + (40 * i if bad else 50 * (i % 8)),
+                state_rows_removed=0 if bad else (400 if i % 8 == 0 else 0),
+            )
+        )  # fmt: skip
+        rows = 0 if bad and i > 150 else 100
+        out.append(
+            Sample(
+                job,
+                at,
+                SampleKind.PROGRESS,
+                "spark-eventlog",
+                Scope(source="kafka[clicks]"),
+                i,
+                num_input_rows=rows,
+            )
+        )
+    return out
+
+
+def _flink(j: int, bad: bool) -> list[Sample]:
+    job = JobRef(Engine.FLINK, f"flink-{j}", name=f"job-{j}")
+    out: list[Sample] = []
+    for i in range(N):
+        at = T0 + STEP * i
+        out.append(
+            Sample(
+                job,
+                at,
+                SampleKind.GAUGE,
+                "flink-rest",
+                watermark=at - timedelta(seconds=5),
+                num_input_rows=150,
+                backpressure_ratio=0.1,
+                restart_count=0,
+            )
+        )
+        for s in range(4):
+            idle = bad and s == 3
+            out.append(
+                Sample(
+                    job, at, SampleKind.GAUGE, "flink-rest", Scope(source="Source: gen", subtask=s),
+                    watermark=None if idle else at - timedelta(seconds=5), num_input_rows=0 if idle else 40,
+                    idle_ms=STEP.seconds * 1000 * i if idle else 0, backpressure_ratio=0.1,
+                )
+            )  # fmt: skip
+    return out
+
+
+def _kafka(g: int, bad: bool) -> list[Sample]:
+    job = JobRef(Engine.KAFKA, f"prod/group-{g}", name=f"group-{g}")
+    out: list[Sample] = []
+    for i in range(N):
+        at = T0 + STEP * i
+        for p in range(7):
+            end = 1_000 * i + p
+            committed = 500 if bad and p == 0 else end - (i + p) % 4  # lag 0-3, caught up now and then
+            out.append(
+                Sample(
+                    job, at, SampleKind.GAUGE, "kafka-lag", Scope(source="orders", partition=p),
+                    lag_offsets=end - committed, committed_offset=committed, log_end_offset=end,
+                )
+            )  # fmt: skip
+    return out
+
+
+def build(series: int) -> dict[tuple[Engine, str], list[Sample]]:
+    """Histories with about ``series`` series (see the module docstring for the split)."""
+    history: dict[tuple[Engine, str], list[Sample]] = {}
+    for q in range(int(series * 0.40) // 2):
+        history[(Engine.SPARK, f"spark-{q}")] = _spark(q, q % 10 == 0)
+    for j in range(int(series * 0.25) // 5):
+        history[(Engine.FLINK, f"flink-{j}")] = _flink(j, j % 10 == 0)
+    for g in range(int(series * 0.35) // 7):
+        history[(Engine.KAFKA, f"prod/group-{g}")] = _kafka(g, g % 10 == 0)
+    return history
+
+
+def main(series: int = 10_000, repeats: int = 5) -> None:
+    t0 = time.perf_counter()
+    history = build(series)
+    n_series = sum(len({s.scope for s in samples}) for samples in history.values())
+    n_samples = sum(len(samples) for samples in history.values())
+    print(
+        f"built {len(history)} jobs, {n_series} series, {n_samples} samples in {time.perf_counter() - t0:.1f} s"
+    )
+    now = T0 + STEP * N
+    times: list[float] = []
+    cpu: list[float] = []
+    findings = []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        findings = evaluate(CONFIG, history, now)
+        times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    by_rule: dict[str, int] = {}
+    for f in findings:
+        by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+    print(f"findings: {dict(sorted(by_rule.items()))}")
+    print(
+        f"rule evaluation for {n_series} series with one hour of 15 s samples: "
+        f"best {min(times):.3f} s, median {statistics.median(times):.3f} s per full evaluation "
+        f"(CPU time best {min(cpu):.3f} s, median {statistics.median(cpu):.3f} s; target under 1 s on one core)"
+    )
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:3]))

@@ -1,0 +1,118 @@
+"""Table tests of ``future_timestamp`` (rules.future.evaluate_future) and ``event_time_units``
+(rules.future.evaluate_units); each row's comment says why its answer is right.
+
+Defaults: skew 1h, jump_factor 50, min_jump 1h, jump_window 15m. ``spark(m, rows, wm, tmax)`` is the
+batch at 12:00 + m minutes; watermarks and event times are minutes after 12:00 (2880 = two days).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from monitor.model import Sample, Severity
+from rules.future import FutureParams, UnitsParams, evaluate_future, evaluate_units
+from tests.rule_samples import EPOCH, T0, flink, history, spark
+
+NOW = T0 + timedelta(minutes=30)
+OLD = -1_000_000  # about 1.9 years before T0: a backfill of historical data
+
+
+def _jump_then_drops() -> list[Sample]:
+    out = [spark(m, 10, m - 10, m) for m in range(5)]
+    out.append(spark(5, 10, -6, 2885))  # one row dated two days ahead
+    out.append(spark(6, 10, 2875, 6, dropped=10))  # watermark jumped to tmax - 10 min; honest rows dropped
+    out.append(spark(7, 10, 2875, 7, dropped=10))
+    return out
+
+
+# (case, samples, expected [(batch_id, scope labels)] of the findings)
+FUTURE_TABLE: list[tuple[int, list[Sample], list[tuple[int | None, dict[str, str]]]]] = [
+    # 1. batch 5's event-time max is 2 days ahead; the watermark follows in batch 6 and is still ahead at
+    #    the newest batch 7 -> one finding naming batch 5 (the first of the stretch)
+    (1, _jump_then_drops(), [(5, {})]),
+    # 2. event-time max 59 min ahead of the batch time: within the 1 h skew (clock skew) -> nothing
+    (2, [spark(m, 10, m - 10, m) for m in range(5)] + [spark(5, 10, -5, 64)], []),
+    # 3. the history starts after the jump: only the watermark is ahead -> named at the first such batch
+    (3, [spark(5, 0, 2875), spark(6, 4, 2875, 6, dropped=4)], [(5, {})]),
+    # 4. there was a jump, but the query restarted from an older checkpoint and the newest batch is
+    #    honest: the condition is not true now -> nothing (a naive "ever seen" rule fires forever)
+    (4, [spark(0, 10, -10, 2880), spark(1, 10, 2870, 1), spark(2, 10, -8, 2), spark(3, 10, -7, 3)], []),
+    # 5. a backfill of old data advancing 1 min per batch jumps by two days at batch 11 (still in the past,
+    #    so no skew): 2880 min >= 50 x the usual 1 min and >= 1 h -> a jump, named at batch 11
+    (
+        5,
+        [spark(m, 10, OLD + m, OLD + m + 10) for m in range(11)] + [spark(11, 10, OLD + 10 + 2880)],
+        [(11, {})],
+    ),
+    # 6. a backfill advancing 2 h every batch: big advances but the usual ones -> nothing (a naive
+    #    "advance > 1 h" rule fires every batch)
+    (6, [spark(m, 10, OLD + 120 * m, OLD + 120 * m + 10) for m in range(12)], []),
+    # 7. Flink: subtask 1's watermark is 3 days ahead of the poll time -> a finding for that subtask
+    (
+        7,
+        [flink(m, 0, m - 1) for m in range(3)] + [flink(m, 1, 4320) for m in range(3)],
+        [(None, {"source": "Source: clicks", "subtask": "1"})],
+    ),
+    # 8. an event time after 2200 is a unit mismatch (event_time_units), not a future timestamp
+    (8, [spark(0, 10, -10, datetime(2500, 1, 1, tzinfo=UTC))], []),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "samples", "expected"), FUTURE_TABLE, ids=[f"future-{c[0]}" for c in FUTURE_TABLE]
+)
+def test_future_timestamp(
+    case: int, samples: list[Sample], expected: list[tuple[int | None, dict[str, str]]]
+) -> None:
+    found = evaluate_future(FutureParams(), history(samples), NOW)
+    assert [(f.batch_id, f.scope.labels()) for f in found] == expected
+    assert all(f.severity is Severity.CRITICAL and f.rule == "future_timestamp" for f in found)
+
+
+def test_future_message_links_the_late_drop_surge() -> None:
+    (finding,) = evaluate_future(FutureParams(), history(_jump_then_drops()), NOW)
+    # batch 5 at 12:05; tmax 12:00 + 2885 min = 2026-12-01T12:05Z, 2 days ahead; batches 5-7 brought 30
+    # rows of which batches 6 and 7 dropped 10 each
+    assert finding.message.startswith(
+        "batch 5 at 2026-11-29T12:05Z: event-time max 2026-12-01T12:05Z is 2 days ahead"
+    )
+    assert "Since then 20 of 30 input rows were dropped as late." in finding.message
+    assert finding.details["dropped_since"] == 20
+
+
+def test_jump_message() -> None:
+    samples = FUTURE_TABLE[4][1]
+    (finding,) = evaluate_future(FutureParams(), history(samples), NOW)
+    # advance from OLD+10 to OLD+10+2880 minutes = 2 days, 2880 x the usual 1 min
+    assert "the watermark jumped 2 days" in finding.message  # exactly 2 days: fmt_duration writes "2"
+    assert "2880 times its usual per-batch advance of 1 min" in finding.message
+
+
+# (case, samples, expected [(batch_id, words in the message)])
+UNITS_TABLE: list[tuple[int, list[Sample], list[tuple[int | None, str]]]] = [
+    # 1. event time 1970-01-20 while rows flow: 1.7e9 epoch SECONDS read as milliseconds lands there
+    (1, [spark(0, 10, None, datetime(1970, 1, 20, 16, tzinfo=UTC))], [(0, "seconds read as milliseconds")]),
+    # 2. event time in 2500: epoch milliseconds read as seconds (or micros as millis) overshoot
+    (2, [spark(0, 10, None, datetime(2500, 1, 1, tzinfo=UTC))], [(0, "milliseconds read as seconds")]),
+    # 3. exactly 1970-01-01: Spark's null-event-time marker, not a unit problem (watermark_stall names it)
+    (3, [spark(0, 10, -10, EPOCH, tmin=EPOCH)], []),
+    # 4. a 1970 time in a batch without rows (no data): nothing flows, nothing to judge
+    (4, [spark(0, 0, None, datetime(1970, 1, 20, tzinfo=UTC))], []),
+    # 5. ordinary 2026 event times: nothing
+    (5, [spark(m, 10, m - 10, m) for m in range(3)], []),
+    # 6. a Flink subtask's watermark in 2300 (274 years of minutes after 2026): milliseconds read as seconds
+    (6, [flink(0, 1, 274 * 525_960.0)], [(None, "milliseconds read as seconds")]),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "samples", "expected"), UNITS_TABLE, ids=[f"units-{c[0]}" for c in UNITS_TABLE]
+)
+def test_event_time_units(case: int, samples: list[Sample], expected: list[tuple[int | None, str]]) -> None:
+    found = evaluate_units(UnitsParams(), history(samples), NOW)
+    assert [f.batch_id for f in found] == [batch for batch, _ in expected]
+    for finding, (_, phrase) in zip(found, expected, strict=True):
+        assert phrase in finding.message
+    assert all(f.rule == "event_time_units" and f.severity is Severity.CRITICAL for f in found)

@@ -1,0 +1,59 @@
+"""rules.history.job_history: the split every rule reads (batches, per-scope series, lifecycle, idle).
+
+The fast path (poll rounds repeating the same scopes are split by slicing) must give exactly what the
+general pass gives; unsorted input is sorted; a batch read twice is kept once; lookbacks trim by time
+before the job's newest sample."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+from monitor.model import SampleKind, Scope
+from rules import history as history_module
+from rules.history import job_history
+from tests.rule_samples import T0, flink, kafka, lifecycle, source, spark
+
+
+def test_fast_path_equals_general_split() -> None:
+    polled = [kafka(15 * i, p, 100 * i, 100 * i + p) for i in range(20) for p in range(3)]
+    fast = job_history(polled)
+    assert fast is not None
+    assert history_module._periodic_groups(
+        polled, [(s.scope.source, s.scope.partition, None, None) for s in polled]
+    )
+    general = history_module.JobHistory(job=polled[-1].job)
+    keys = [(s.scope.source, s.scope.partition, s.scope.subtask, s.scope.operator) for s in polled]
+    assert history_module._periodic_groups(polled, keys) is not None  # the fast path applies here
+    groups = dict(history_module._groups(polled, keys, general))
+    assert fast.series == {v[0].scope: v for v in groups.values()}
+    assert [len(v) for v in fast.series.values()] == [20, 20, 20]  # 20 polls of each partition
+
+
+def test_a_missing_scope_in_one_round_falls_back_to_the_general_pass() -> None:
+    polled = [flink(m, s, m) for m in range(5) for s in (None, 0, 1) if not (m == 2 and s == 1)]
+    h = job_history(polled)
+    assert h is not None
+    assert len(h.batches) == 5
+    assert [len(v) for v in h.series.values()] == [5, 4]  # subtask 1 missed the round at minute 2
+
+
+def test_unsorted_input_lifecycle_and_duplicates() -> None:
+    samples = [spark(m, 10, m - 10, m) for m in range(6)] + [source(m, "clicks", 10) for m in range(6)]
+    samples += [spark(3, 10, -7, 3), lifecycle(0, SampleKind.STARTED, "r1")]  # batch 3 read twice
+    random.Random(7).shuffle(samples)
+    h = job_history(samples)
+    assert h is not None
+    assert [b.batch_id for b in h.batches] == [0, 1, 2, 3, 4, 5]
+    assert [s.observed_at for s in h.series[Scope(source="clicks")]] == [
+        T0 + timedelta(minutes=m) for m in range(6)
+    ]
+    assert [s.kind for s in h.lifecycle] == [SampleKind.STARTED]
+
+
+def test_lookbacks_trim_before_the_newest_sample() -> None:
+    samples = [x for m in range(31) for x in (spark(m, 10, m - 10, m), source(m, "clicks", 10))]
+    h = job_history(samples, timedelta(minutes=20), timedelta(minutes=5))
+    assert h is not None
+    # newest at 12:30: batches from 12:10 (21 of them), the source series from 12:25 (6)
+    assert (len(h.batches), len(h.series[Scope(source="clicks")])) == (21, 6)

@@ -1,0 +1,89 @@
+"""Table test of ``idle_source`` (rules.idle.evaluate_idle); each row's comment says why its answer is
+right. Default ``for``: 5m. Flink polls and Spark batches are one minute apart from 12:00."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from monitor.model import Sample, Severity
+from rules.idle import IdleParams, evaluate_idle
+from tests.rule_samples import T0, flink, history, source, spark
+
+NOW = T0 + timedelta(minutes=10)
+MIN_MS = 60_000
+
+
+def _flink(job_wm_moves: bool, idle_minutes_at_end: int) -> list[Sample]:
+    out: list[Sample] = []
+    start = 10 - idle_minutes_at_end  # subtask 1 stopped getting records at this minute
+    for m in range(11):
+        out.append(flink(m, None, m - 1 if job_wm_moves else -5, 100))
+        out.append(flink(m, 0, m - 1, 100, idle_ms=0))
+        out.append(flink(m, 1, -5, 0, idle_ms=max(0, m - start) * MIN_MS))
+    return out
+
+
+def _spark(quiet_from: int, other_rows: int = 10, first: int = 0) -> list[Sample]:
+    out: list[Sample] = []
+    for m in range(first, 11):
+        out.append(spark(m, other_rows + (10 if m < quiet_from else 0), -8, m))
+        out.append(source(m, "clicks", other_rows))
+        out.append(source(m, "impressions", 10 if m < quiet_from else 0))
+    return out
+
+
+# (case, samples, expected [(scope labels, severity)])
+TABLE: list[tuple[int, list[Sample], list[tuple[dict[str, str], Severity]]]] = [
+    # 1. Flink subtask 1: sourceIdleTime 6 min >= 5 while subtask 0 has rows; the job watermark stayed at
+    #    11:55 meanwhile -> it holds the watermark: WARNING
+    (1, _flink(False, 6), [({"source": "Source: clicks", "subtask": "1"}, Severity.WARNING)]),
+    # 2. same idle subtask but the job watermark advances (withIdleness already excludes it): INFO
+    (2, _flink(True, 6), [({"source": "Source: clicks", "subtask": "1"}, Severity.INFO)]),
+    # 3. idle for 4 min < for 5m: not yet
+    (3, _flink(False, 4), []),
+    # 4. Spark: `impressions` brought 0 rows in batches 4-10 (6 min) while `clicks` brought rows and the
+    #    global watermark stayed flat (min policy) -> WARNING naming `impressions`
+    (4, _spark(quiet_from=4), [({"source": "impressions"}, Severity.WARNING)]),
+    # 5. every source quiet (no rows anywhere): a quiet job, not one idle input beside advancing ones
+    (5, _spark(quiet_from=4, other_rows=0), []),
+    # 6. Flink subtask rows unknown (aggregated endpoint answered []: None) and no sourceIdleTime: unknown
+    #    is not zero, so it is not idle even though its sibling flows
+    (
+        6,
+        [flink(m, 0, m - 1, 100) for m in range(11)] + [flink(m, 1, -5, None) for m in range(11)],
+        [],
+    ),
+    # 7. Flink subtask 1 has had no watermark (Long.MIN_VALUE -> None) and no rows reported for 10 min
+    #    while subtask 0's watermark advances; no job-level watermark: it has none, so it holds -> WARNING
+    (
+        7,
+        [flink(m, 0, m - 1) for m in range(11)] + [flink(m, 1, None) for m in range(11)],
+        [({"source": "Source: clicks", "subtask": "1"}, Severity.WARNING)],
+    ),
+    # 8. history only 3 min long (batches from 12:07): `impressions` has 0 rows throughout, but for 5m
+    #    cannot be shown yet
+    (8, _spark(quiet_from=0, first=7), []),
+]
+
+
+@pytest.mark.parametrize(("case", "samples", "expected"), TABLE, ids=[f"idle-{c[0]}" for c in TABLE])
+def test_idle_source(
+    case: int, samples: list[Sample], expected: list[tuple[dict[str, str], Severity]]
+) -> None:
+    found = evaluate_idle(IdleParams(), history(samples), NOW)
+    assert [(f.scope.labels(), f.severity) for f in found] == expected
+    assert all(f.rule == "idle_source" for f in found)
+
+
+def test_messages_name_the_input_and_remedy() -> None:
+    (flink_finding,) = evaluate_idle(IdleParams(), history(_flink(False, 6)), NOW)
+    # idle 6 min since 12:04 (sourceIdleTime 360000 ms at 12:10)
+    assert flink_finding.message.startswith(
+        "source `Source: clicks` subtask 1 has had no data for 6 min (since 2026-11-29T12:04Z, from sourceIdleTime)"
+    )
+    assert "WatermarkStrategy.withIdleness" in flink_finding.message
+    (spark_finding,) = evaluate_idle(IdleParams(), history(_spark(quiet_from=4)), NOW)
+    assert "spark.sql.streaming.multipleWatermarkPolicy=max" in spark_finding.message
+    assert spark_finding.details["idle_seconds"] == 360.0  # batches 4..10: 12:04 to 12:10

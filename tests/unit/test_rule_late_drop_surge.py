@@ -1,0 +1,55 @@
+"""Table test of ``late_drop_surge`` (rules.late.evaluate_late_surge); each row's comment says why.
+Defaults: window 10m, max_share 1 %, min_dropped 1, skew 1h. Batches one minute apart from 12:00."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from monitor.model import Sample, Severity
+from rules.late import LateSurgeParams, evaluate_late_surge
+from tests.rule_samples import T0, history, spark
+
+NOW = T0 + timedelta(minutes=30)
+
+
+def run(n: int, dropped: dict[int, int | None], rows: int = 100, wm_ahead: bool = False) -> list[Sample]:
+    return [spark(m, rows, 4320 if wm_ahead else m - 10, m, dropped=dropped.get(m, 0)) for m in range(n)]
+
+
+# (case, samples, expected (dropped, rows) or None)
+TABLE: list[tuple[int, list[Sample], tuple[int, int] | None]] = [
+    # 1. 10 of 1000 rows in the last 10 min = exactly 1 %: not ABOVE the threshold
+    (1, run(10, {8: 5, 9: 5}), None),
+    # 2. 11 of 1000 = 1.1 % > 1 %: a surge
+    (2, run(10, {8: 5, 9: 6}), (11, 1000)),
+    # 3. 50 rows dropped at 12:00, none since; the window (12:10-12:20) holds none: the surge is over
+    #    (a naive "ever dropped" rule keeps firing)
+    (3, run(21, {0: 50}), None),
+    # 4. drop counts unknown (no stateful operator reports them): unknown is not a surge, nor zero
+    (4, run(10, dict.fromkeys(range(10))), None),
+    # 5. a foreachBatch running two actions doubles the operator's counts: 30 "dropped" of 20 rows is
+    #    reported as measured (share 150 %), not clipped
+    (5, run(1, {0: 30}, rows=20), (30, 20)),
+]
+
+
+@pytest.mark.parametrize(("case", "samples", "expected"), TABLE, ids=[f"late-{c[0]}" for c in TABLE])
+def test_late_drop_surge(case: int, samples: list[Sample], expected: tuple[int, int] | None) -> None:
+    found = evaluate_late_surge(LateSurgeParams(), history(samples), NOW)
+    assert [(f.details["dropped"], f.details["rows"]) for f in found] == (
+        [] if expected is None else [expected]
+    )
+    assert all(f.rule == "late_drop_surge" and f.severity is Severity.WARNING for f in found)
+
+
+def test_message_names_cause() -> None:
+    (honest,) = evaluate_late_surge(LateSurgeParams(), history(run(10, {8: 5, 9: 6})), NOW)
+    assert honest.message.startswith(
+        "11 of 1000 input rows (1.1%) were dropped as late by the watermark in the last 10 min"
+    )
+    assert "raise the watermark delay" in honest.message
+    # the watermark 3 days ahead of the batch time: the cause is a future event time, not lateness
+    (future,) = evaluate_late_surge(LateSurgeParams(), history(run(10, {9: 50}, wm_ahead=True)), NOW)
+    assert "a future event time moved it" in future.message
