@@ -50,7 +50,6 @@ from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
 from monitor.config import Config, SecretRef, resolve_secret
 from monitor.errors import ConfigError, InputError
-from monitor.evaluation import check_rules
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.ingest import create_ingest_app
@@ -65,6 +64,7 @@ from monitor.runtime import Runtime, StoreCursors, Target
 from monitor.service import CallbackService, Service, ServiceGroup
 from monitor.store import Store, open_store, redact_url
 from monitor.web import HttpService, create_app
+from rules.registry import validate as check_rules
 
 __all__ = ["CLEANUP_INTERVAL", "Daemon", "SchedulerService", "build", "run", "wall_clock"]
 

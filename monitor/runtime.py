@@ -26,6 +26,7 @@ import logging
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -40,10 +41,9 @@ from monitor.alerts.lifecycle import AlertEvent, step_all
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence
 from monitor.config import RulesConfig
-from monitor.evaluation import JobKey, check_rules, evaluate, rule_timing
 from monitor.exporter import AlertCount, CollectorStat
 from monitor.latest import LatestSamples
-from monitor.model import PollResult, Sample, ensure_utc
+from monitor.model import CollectorError, Engine, PollResult, Sample, ensure_utc
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.store import (
@@ -57,6 +57,11 @@ from monitor.store import (
     set_cursor,
 )
 from monitor.store.alert_repo import add_silence, apply_transitions, list_silences, load_alerts
+from rules.registry import evaluate, rule_timing
+from rules.registry import validate as check_rules
+
+JobKey = tuple[Engine, str]
+"""A job's identity in histories: (engine, job id); run ids change on restart, jobs don't."""
 
 __all__ = ["DEFAULT_LOOKBACK", "PollSource", "Runtime", "StoreCursors", "Target", "TargetHealth"]
 
@@ -64,6 +69,7 @@ log = logging.getLogger(__name__)
 
 #: How much of each job's history (back from its newest sample) rule evaluation looks at.
 DEFAULT_LOOKBACK = timedelta(hours=1)
+_MAX_RECENT_ERRORS = 1000
 
 
 class PollSource(Protocol):
@@ -210,6 +216,8 @@ class Runtime:
         self._counts = _Counts()
         self._history: dict[JobKey, list[Sample]] | None = None
         self._history_id = 0
+        # recent collector errors for target_health (bounded; the rule looks at its own window)
+        self._recent_errors: deque[CollectorError] = deque(maxlen=_MAX_RECENT_ERRORS)
         self.last_evaluation_at: datetime | None = None
         self.last_dispatch_at: datetime | None = None
 
@@ -252,8 +260,10 @@ class Runtime:
             health.up = errors == 0
             if failure:
                 health.last_error = failure
+                self._recent_errors.append(CollectorError(target.source.name, target.name, failure, when))
             elif result.errors:
                 health.last_error = result.errors[-1].message
+            self._recent_errors.extend(result.errors)
         for error in result.errors:
             log.warning("target %s: %s: %s", target.name, error.target, error.message)
         return result
@@ -293,7 +303,9 @@ class Runtime:
             The transitions (pending/firing/resolved/cleared events).
         """
         when = _utc(now)
-        findings = evaluate(self._rules_config, self.recent_history(), when)
+        with self._lock:
+            errors = list(self._recent_errors)
+        findings = evaluate(self._rules_config, self.recent_history(), when, errors)
         with self._sessions.begin() as session:
             alerts = load_alerts(session)
             changed, events = step_all(alerts, findings, self._timing, when)

@@ -33,7 +33,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from monitor.alerts.lifecycle import RuleTiming
 from monitor.config import RulesConfig
@@ -142,6 +142,9 @@ def rule_timing(rules_config: RulesConfig) -> Callable[[str], RuleTiming]:
     return lambda rule: timings.get(rule, RuleTiming())
 
 
+_K = TypeVar("_K", bound=Hashable)
+_MIN_LOOKBACK = timedelta(minutes=10)
+
 @dataclass(frozen=True, slots=True)
 class _Resolved:
     """The enabled rules with their parameters for one combination of matching overrides."""
@@ -164,8 +167,11 @@ def _resolve(compiled: _Compiled, matched: tuple[int, ...]) -> _Resolved:
         if params.enabled:
             rules.append((spec, params))
     needs = [params.history_needed() for _, params in rules]
-    series = max((n[1] for n in needs), default=timedelta(0))
-    batches = max((n[0] for n in needs), default=timedelta(0))
+    series = max((n[1] for n in needs), default=_MIN_LOOKBACK)
+    batches = max((n[0] for n in needs), default=_MIN_LOOKBACK)
+    # a floor: rules that count batches (``min_data_batches``) need more than the newest instant even
+    # when configured with ``for: 0s``
+    series, batches = max(series, _MIN_LOOKBACK), max(batches, _MIN_LOOKBACK)
     return _Resolved(tuple(rules), max(batches, series), series)
 
 
@@ -183,7 +189,7 @@ def _with_severity(findings: list[Finding], params: RuleParams) -> list[Finding]
 
 def evaluate(
     rules_config: RulesConfig,
-    history: Mapping[Hashable, Sequence[Sample]],
+    history: Mapping[_K, Sequence[Sample]],
     now: datetime,
     errors: Sequence[CollectorError] | None = None,
 ) -> list[Finding]:

@@ -131,3 +131,16 @@ def history(samples: Sequence[Sample]) -> JobHistory:
     h = job_history(samples)
     assert h is not None
     return h
+
+
+def only_rules(**enabled: dict[str, Any]) -> dict[str, Any]:
+    """A ``rules:`` config section with every registered rule disabled except ``enabled`` (name -> params).
+
+    For tests of the alert pipeline that count notifications: replayed recorded data also (rightly) raises
+    other rules (freshness of 2024 data, late-drop surges), which would interleave with what they count.
+    """
+    from rules.registry import RULES
+
+    section: dict[str, Any] = {name: {"enabled": False} for name in RULES if name not in enabled}
+    section.update(enabled)
+    return section

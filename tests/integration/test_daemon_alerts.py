@@ -28,6 +28,7 @@ from tests.daemon_process import DaemonProcess, free_port, wait_for
 from tests.http_receiver import Receiver, running_receiver
 from tests.integration.test_alertmanager import alertmanager, hook  # noqa: F401 - fixtures
 from tests.live_eventlog import LiveEventLog
+from tests.rule_samples import only_rules
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -47,8 +48,15 @@ def slack_rx() -> Iterator[Receiver]:
         yield receiver
 
 
+def _rules() -> dict[str, Any]:
+    """Only the two rules under test (see ``only_rules``); ``for: 0s``: the replayed batches are half a
+    second apart, so a stall is judged on batches, not on minutes."""
+    return only_rules(**{STALL: {"for": "0s"}, FUTURE: {}})
+
+
 def _config(tmp_path: Path, receivers: list[dict[str, Any]]) -> dict[str, Any]:
     return {
+        "rules": _rules(),
         "server": {"host": "127.0.0.1", "port": free_port()},
         "targets": {"spark_event_logs": [{"name": "live", "path": str(tmp_path / "events"), "poll_interval": "300ms"}]},
         "evaluation_interval": "300ms",

@@ -188,3 +188,20 @@ def test_recorded_real_spark_event_log(spark_fixtures: Path) -> None:
     # watermark of batch 0 is not reported as a 56-year freshness delay even with a target
     with_target = evaluate(rules({"freshness": {"target": "1h"}}), by_job, newest + timedelta(minutes=1))
     assert [f.rule for f in with_target] == ["future_timestamp", "late_drop_surge", "target_health"]
+
+
+def test_for_zero_still_sees_the_batches_a_stall_needs() -> None:
+    # `for: 0s` makes watermark_stall's own window empty, yet it counts `min_data_batches` (3) batches with
+    # rows: four batches one second apart, same watermark, 6 rows each -> a stall at the newest batch.
+    # (A lookback derived only from `for` kept just the newest batch and found nothing.)
+    from monitor.config import parse_config
+    from rules.registry import evaluate
+    from tests.rule_samples import only_rules
+
+    t0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    job = JobRef(Engine.SPARK, "q", "r", "n")
+    wm = datetime(2024, 1, 1, 12, 5, tzinfo=UTC)
+    samples = [Sample(job, t0 + timedelta(seconds=i), batch_id=i, watermark=wm, num_input_rows=6) for i in range(4)]
+    cfg = parse_config({"rules": only_rules(watermark_stall={"for": "0s"})}).rules
+    findings = evaluate(cfg, {job: samples}, t0 + timedelta(minutes=5))
+    assert [(f.rule, f.batch_id) for f in findings] == [("watermark_stall", 3)]

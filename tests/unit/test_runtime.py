@@ -28,6 +28,7 @@ from monitor.store.alert_tables import OutboxRow
 from monitor.store.tables import CollectorCursorRow
 from tests.http_receiver import Receiver, running_receiver
 from tests.live_eventlog import LiveEventLog
+from tests.rule_samples import only_rules
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -71,7 +72,7 @@ def _runtime(store: Store, tmp_path: Path, receiver_url: str, client: httpx.Clie
         sessions=store.sessions,
         targets=[target],
         latest=LatestSamples(),
-        rules_config=parse_config({}).rules,
+        rules_config=parse_config({"rules": only_rules(watermark_stall={"for": "0s"})}).rules,
         notifiers=[WebhookNotifier("ops", receiver_url, "s3cret-for-tests", timeout_seconds=5.0)],
         routes=[Route("ops")],
         http_client=client,
@@ -83,7 +84,7 @@ def test_each_tick_passes_its_one_now_down(
     tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
 ) -> None:
     log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
-    log.batches(4, 4, 4, 4)  # a stall reaching the newest batch (see tests/unit/test_evaluation.py)
+    log.batches(4, 4, 4, 4)  # three batches with rows, none moving the watermark: a stall at the newest batch
     with httpx.Client() as client:
         runtime, target = _runtime(store, tmp_path, hook.url, client)
         poll_now = T0 + timedelta(minutes=5)
