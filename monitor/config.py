@@ -18,6 +18,15 @@ One file holds targets, rules, receivers, routes, silences and reports::
       - {name: slack, type: slack, url: {env: SLACK_WEBHOOK_URL}}
       - {name: am, type: alertmanager, url: http://alertmanager:9093}
     routes: [{receiver: ops, match: {severity: critical}, repeat_interval: 4h}]
+    silences: [{matchers: {job_id: q-backfill}, ends_at: "2026-12-31T00:00:00Z", comment: backfill}]
+    reports: [{name: daily, cron: "0 8 * * *", receiver: ops}]
+
+Routes group notifications per job (``group_by`` must be ``[engine, job_id]``, the default) and send a
+group's first notification at once (``group_wait`` must be ``0s``): other values are rejected rather than
+silently ignored. Config ``silences`` match by label equality only (``{label: value}``); the other matcher
+operators (``!=``, ``=~``, ``!~``) are available through ``tidegauge silence add``. ``reports`` are cron
+expressions (5 fields, UTC, :meth:`apscheduler.triggers.cron.CronTrigger.from_crontab`) and go to a
+``webhook`` or ``slack`` receiver (see :mod:`monitor.reports`).
 
 ``database`` is a SQLAlchemy URL without a password (``sqlite:///...``, ``postgresql+psycopg://user@host/db``
 with the password from ``~/.pgpass`` or ``PGPASSWORD``), or, for a URL with credentials, a secret reference
@@ -38,6 +47,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
+from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -60,8 +70,10 @@ __all__ = [
     "DeliveryConfig",
     "DurationMs",
     "Receiver",
+    "ReportConfig",
     "Route",
     "SecretRef",
+    "check_cron",
     "check_database_url",
     "database_url",
     "load_config",
@@ -240,15 +252,38 @@ class Receiver(_Model):
         return self
 
 
+DEFAULT_GROUP_BY = ("engine", "job_id")
+
+
 class Route(_Model):
-    """Which alerts go to which receiver (Alertmanager-style): label equality ``match``."""
+    """Which alerts go to which receiver (Alertmanager-style): label equality ``match``.
+
+    The dispatcher groups notifications per job and sends a group at once: ``group_by`` other than
+    ``[engine, job_id]`` and ``group_wait`` other than ``0s`` are rejected (not silently ignored).
+    """
 
     receiver: str
     match: dict[str, str] = Field(default_factory=dict)
-    group_by: list[str] = Field(default_factory=lambda: ["engine", "job_id"])
+    group_by: list[str] = Field(default_factory=lambda: list(DEFAULT_GROUP_BY))
     group_wait: DurationMs = 0
     repeat_interval: DurationMs = 4 * 3_600_000
     send_resolved: bool = True
+
+    @field_validator("group_by")
+    @classmethod
+    def _group_by(cls, v: list[str]) -> list[str]:
+        if sorted(v) != sorted(DEFAULT_GROUP_BY):
+            raise ValueError(
+                "only [engine, job_id] is supported: notifications are grouped per job (remove the field)"
+            )
+        return v
+
+    @field_validator("group_wait")
+    @classmethod
+    def _group_wait(cls, v: int) -> int:
+        if v != 0:
+            raise ValueError("only 0s is supported: a group's first notification is sent at once (remove the field)")
+        return v
 
 
 class DeliveryConfig(_Model):
@@ -272,7 +307,11 @@ class DeliveryConfig(_Model):
 
 
 class SilenceConfig(_Model):
-    """A silence declared in the config (the CLI adds others to the database)."""
+    """A silence declared in the config (the CLI adds others to the database).
+
+    ``matchers`` is a mapping ``{label: value}``: label equality only (Alertmanager's ``label=value``).
+    For ``!=``, ``=~`` or ``!~`` matchers use ``tidegauge silence add`` (:func:`monitor.alerts.silences.parse_matcher`).
+    """
 
     matchers: dict[str, str]
     ends_at: str
@@ -280,11 +319,36 @@ class SilenceConfig(_Model):
 
 
 class ReportConfig(_Model):
-    """A scheduled health report (cron expression, UTC) sent to a receiver."""
+    """A scheduled health report (:mod:`monitor.reports`) sent to a ``webhook`` or ``slack`` receiver.
 
-    name: str
+    ``cron`` is a 5-field crontab expression evaluated in UTC (APScheduler
+    :meth:`~apscheduler.triggers.cron.CronTrigger.from_crontab`), e.g. ``"0 8 * * *"`` (daily 08:00 UTC).
+    """
+
+    name: str = Field(min_length=1)
     cron: str
     receiver: str
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        check_cron(v)
+        return v
+
+
+def check_cron(expr: str) -> CronTrigger:
+    """The APScheduler trigger of a 5-field crontab expression (UTC).
+
+    Raises:
+        ValueError: not a valid crontab expression (the message says what is expected).
+    """
+    try:
+        return CronTrigger.from_crontab(expr, timezone="UTC")
+    except ValueError as exc:
+        raise ValueError(
+            f"not a valid cron expression ({exc}); expected 5 fields: minute hour day month day-of-week, "
+            "e.g. '0 8 * * *'"
+        ) from None
 
 
 class Config(_Model):
@@ -321,9 +385,19 @@ class Config(_Model):
                 raise ValueError(
                     f"routes[{i}].receiver: no receiver named {route.receiver!r} (have: {', '.join(names) or 'none'})"
                 )
+        kinds = {r.name: r.type for r in self.receivers}
         for i, report in enumerate(self.reports):
             if report.receiver not in names:
                 raise ValueError(f"reports[{i}].receiver: no receiver named {report.receiver!r}")
+            if kinds[report.receiver] == "alertmanager":
+                raise ValueError(
+                    f"reports[{i}].receiver: {report.receiver!r} is an alertmanager receiver; "
+                    "reports go to webhook or slack receivers"
+                )
+        report_names = [r.name for r in self.reports]
+        dupes = sorted({n for n in report_names if report_names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"reports: names must be unique; repeated: {', '.join(dupes)}")
         return self
 
 

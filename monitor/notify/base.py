@@ -10,6 +10,8 @@ grouping, repeats and silences live in :mod:`monitor.notify.dispatcher` (Alertma
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlencode
 
@@ -17,13 +19,17 @@ import httpx
 
 from monitor.alerts.notification import NotificationBatch
 from monitor.errors import DeliveryError
+from monitor.reports import HealthReport
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "USER_AGENT",
     "Notifier",
+    "ReportBatch",
+    "ReportNotifier",
     "dashboard_link",
     "is_retryable_status",
+    "job_title",
     "post",
     "raise_for_status",
     "redact",
@@ -51,6 +57,38 @@ class Notifier(Protocol):
     def send(self, batch: NotificationBatch, client: httpx.Client) -> None:
         """Deliver ``batch`` through ``client``; raise :class:`DeliveryError` on failure."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReportBatch:
+    """One health report for one receiver: ``idempotency_key`` is the same on every retry (from the
+    report name and scheduled minute, :func:`monitor.reports.report_key`); ``sent_at`` is the
+    dispatcher's ``now`` for this attempt."""
+
+    receiver: str
+    idempotency_key: str
+    report: HealthReport
+    sent_at: datetime
+
+
+@runtime_checkable
+class ReportNotifier(Protocol):
+    """A receiver that can also deliver health reports (webhook, Slack; not Alertmanager)."""
+
+    @property
+    def name(self) -> str:
+        """Receiver name."""
+        ...
+
+    def send_report(self, batch: ReportBatch, client: httpx.Client) -> None:
+        """Deliver one report; raise :class:`DeliveryError` on failure (as :meth:`Notifier.send`)."""
+        ...
+
+
+def job_title(engine: str | None, job_id: str | None, name: str | None) -> str:
+    """How a job is named in messages: ``"clicks (spark q-1)"``, or ``"spark q-1"`` without a name."""
+    ident = f"{engine or '?'} {job_id or '?'}"
+    return f"{name} ({ident})" if name else ident
 
 
 def is_retryable_status(status_code: int) -> bool:

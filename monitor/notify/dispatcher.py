@@ -7,7 +7,9 @@ One :func:`dispatch_due` call (the composition root calls it on each tick with t
    never overtakes its ``firing``), suppress rows whose alert a silence mutes and resolved rows whose
    firing was never delivered to that receiver, give up on batches older than ``max_age``, and seal the
    due rows into batches: one per receiver and job (grouping), with an idempotency key that is kept for
-   every retry of that batch.
+   every retry of that batch. A health-report row (:func:`monitor.store.alert_repo.enqueue_report`) is
+   its own batch, keyed by report name and scheduled minute; silences do not apply to it, and a
+   receiver without ``send_report`` (Alertmanager) gives it up.
 2. Send each batch through its notifier, outside any transaction.
 3. Record each outcome in its own transaction: 2xx -> ``delivered``; a retryable
    :class:`~monitor.errors.DeliveryError` (429, 5xx, timeout, connection error) -> ``attempts + 1`` and
@@ -38,17 +40,19 @@ from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence, is_silenced
 from monitor.errors import DeliveryError
 from monitor.model import ensure_utc
-from monitor.notify.base import Notifier
+from monitor.notify.base import Notifier, ReportBatch, ReportNotifier
 from monitor.store.alert_repo import (
     OUTBOX_DELIVERED,
     OUTBOX_GAVE_UP,
     OUTBOX_SUPPRESSED,
     OutboxItem,
+    ReportOutboxItem,
     enqueue_repeats,
     finish_outbox,
     last_firing_told,
     list_silences,
     open_outbox,
+    open_report_outbox,
     retry_outbox,
     seal_outbox,
 )
@@ -110,7 +114,7 @@ class _Batch:
     receiver: str
     group_key: str
     key: str
-    items: tuple[OutboxItem, ...]
+    items: tuple[OutboxItem, ...] | tuple[ReportOutboxItem]
 
     @property
     def oldest(self) -> datetime:
@@ -194,6 +198,8 @@ def _plan(
         seal_outbox(session, [i.id for i in group_items], key)
         batches.append(_Batch(receiver, group, key, tuple(group_items)))
 
+    batches.extend(_report_batches(session, notifiers, now, report))
+
     due: list[_Batch] = []
     for batch in sorted(batches, key=lambda b: min(i.id for i in b.items)):
         if now - batch.oldest > policy.max_age:
@@ -205,18 +211,37 @@ def _plan(
     return due
 
 
+def _report_batches(
+    session: Session, notifiers: Mapping[str, Notifier], now: datetime, report: DispatchReport
+) -> list[_Batch]:
+    """Health-report rows: each is its own batch (silences and grouping do not apply to reports)."""
+    out: list[_Batch] = []
+    for item in open_report_outbox(session):
+        notifier = notifiers.get(item.receiver)
+        if not isinstance(notifier, ReportNotifier):
+            why = "no notifier configured" if notifier is None else "the receiver cannot deliver reports"
+            finish_outbox(session, [item], OUTBOX_GAVE_UP, now, error=f"{why}: {item.receiver!r}")
+            report.gave_up += 1
+        elif item.next_attempt_at <= now:
+            out.append(_Batch(item.receiver, item.group_key, item.batch_key or item.idempotency_key, (item,)))
+    return out
+
+
+def _deliver(notifier: Notifier, batch: _Batch, client: httpx.Client, now: datetime) -> None:
+    first = batch.items[0]
+    if isinstance(first, ReportOutboxItem):
+        assert isinstance(notifier, ReportNotifier)  # checked by _report_batches
+        notifier.send_report(ReportBatch(batch.receiver, batch.key, first.report, now), client)
+        return
+    alerts = tuple(i.notification for i in batch.items if isinstance(i, OutboxItem))
+    notifier.send(NotificationBatch(batch.receiver, batch.group_key, batch.key, alerts, now), client)
+
+
 def _send(
     notifier: Notifier, batch: _Batch, client: httpx.Client, now: datetime
 ) -> DeliveryError | None:
-    payload = NotificationBatch(
-        receiver=batch.receiver,
-        group_key=batch.group_key,
-        idempotency_key=batch.key,
-        alerts=tuple(i.notification for i in batch.items),
-        sent_at=now,
-    )
     try:
-        notifier.send(payload, client)
+        _deliver(notifier, batch, client, now)
     except DeliveryError as exc:
         return exc
     except Exception as exc:  # a notifier bug must not stop the other receivers' deliveries

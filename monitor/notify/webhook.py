@@ -7,7 +7,9 @@ Request::
     Idempotency-Key: <batch idempotency key, identical on every retry>
     X-Tidegauge-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
 
-The body is documented by ``webhook_payload.schema.json`` (JSON Schema 2020-12, beside this module).
+The body is documented by ``webhook_payload.schema.json`` (JSON Schema 2020-12, beside this module):
+either the alerts of one job (:func:`webhook_payload`) or a scheduled health report
+(:func:`report_payload`, ``"type": "report"``), signed and keyed the same way.
 A receiver verifies the signature by recomputing the HMAC over the ASCII timestamp, a ``.`` and the raw
 body bytes, comparing in constant time, and rejecting stale ``t`` values (Stripe's scheme); it deduplicates
 by ``Idempotency-Key``.
@@ -19,13 +21,14 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from importlib import resources
 from typing import Any
 
 import httpx
 
 from monitor.alerts.notification import NotificationBatch, format_time
-from monitor.notify.base import DEFAULT_TIMEOUT_SECONDS, dashboard_link, post
+from monitor.notify.base import DEFAULT_TIMEOUT_SECONDS, ReportBatch, dashboard_link, post
 
 __all__ = [
     "IDEMPOTENCY_HEADER",
@@ -33,6 +36,7 @@ __all__ = [
     "SIGNATURE_HEADER",
     "WebhookNotifier",
     "payload_schema",
+    "report_payload",
     "sign",
     "webhook_payload",
 ]
@@ -59,6 +63,20 @@ def webhook_payload(batch: NotificationBatch, dashboard_url: str | None = None) 
         },
         "dashboard_url": dashboard_link(dashboard_url, first),
         "alerts": [a.to_json() for a in batch.alerts],
+    }
+
+
+def report_payload(batch: ReportBatch, dashboard_url: str | None = None) -> dict[str, Any]:
+    """The JSON document sent for a health report (``"type": "report"``; shape: the schema's
+    ``report_payload``)."""
+    return {
+        "version": PAYLOAD_VERSION,
+        "type": "report",
+        "receiver": batch.receiver,
+        "idempotency_key": batch.idempotency_key,
+        "sent_at": format_time(batch.sent_at),
+        "dashboard_url": dashboard_url,
+        "report": batch.report.to_json(),
     }
 
 
@@ -94,13 +112,18 @@ class WebhookNotifier:
 
     def send(self, batch: NotificationBatch, client: httpx.Client) -> None:
         """POST the signed payload. Raises :class:`~monitor.errors.DeliveryError` (see :func:`post`)."""
-        body = json.dumps(
-            webhook_payload(batch, self.dashboard_url), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        ).encode()
-        timestamp = int(batch.sent_at.timestamp())
+        self._post(webhook_payload(batch, self.dashboard_url), batch.idempotency_key, batch.sent_at, client)
+
+    def send_report(self, batch: ReportBatch, client: httpx.Client) -> None:
+        """POST the signed report payload. Raises :class:`~monitor.errors.DeliveryError` (see :func:`post`)."""
+        self._post(report_payload(batch, self.dashboard_url), batch.idempotency_key, batch.sent_at, client)
+
+    def _post(self, doc: dict[str, Any], idempotency_key: str, sent_at: datetime, client: httpx.Client) -> None:
+        body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        timestamp = int(sent_at.timestamp())
         headers = {
             SIGNATURE_HEADER: f"t={timestamp},v1={sign(self.secret, timestamp, body)}",
-            IDEMPOTENCY_HEADER: batch.idempotency_key,
+            IDEMPOTENCY_HEADER: idempotency_key,
         }
         post(
             client,

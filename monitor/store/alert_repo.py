@@ -21,23 +21,28 @@ from monitor.alerts.notification import AlertNotification, NotificationStatus, n
 from monitor.alerts.routing import Route, routes_for
 from monitor.alerts.silences import Matcher, Silence, is_silenced
 from monitor.model import AlertState, Severity
+from monitor.reports import HealthReport, report_fingerprint, report_key
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow, SilenceRow
 
 __all__ = [
     "OUTBOX_DELIVERED",
     "OUTBOX_GAVE_UP",
     "OUTBOX_PENDING",
+    "OUTBOX_REPORT_STATUS",
     "OUTBOX_SUPPRESSED",
     "OutboxItem",
+    "ReportOutboxItem",
     "add_silence",
     "apply_transitions",
     "enqueue_repeats",
+    "enqueue_report",
     "expire_silence",
     "finish_outbox",
     "last_firing_told",
     "list_silences",
     "load_alerts",
     "open_outbox",
+    "open_report_outbox",
     "retry_outbox",
     "seal_outbox",
 ]
@@ -51,6 +56,8 @@ _FINISHED_AT: Final = {
     OUTBOX_GAVE_UP: "gave_up_at",
     OUTBOX_SUPPRESSED: "suppressed_at",
 }
+#: ``outbox.status`` of a health report row (alert rows are ``firing``/``resolved``).
+OUTBOX_REPORT_STATUS: Final = "report"
 _NOTIFY: Final = {EventKind.FIRING: NotificationStatus.FIRING, EventKind.RESOLVED: NotificationStatus.RESOLVED}
 _CHUNK: Final = 500
 
@@ -225,6 +232,32 @@ class OutboxItem:
     next_attempt_at: datetime
     batch_key: str | None
 
+    @property
+    def status(self) -> str:
+        """The row's ``status`` (``firing``/``resolved``)."""
+        return self.notification.status.value
+
+
+@dataclass(frozen=True, slots=True)
+class ReportOutboxItem:
+    """An open outbox row holding a health report (``status`` ``report``), detached from the session."""
+
+    id: int
+    receiver: str
+    fingerprint: str
+    group_key: str
+    idempotency_key: str
+    report: HealthReport
+    created_at: datetime
+    attempts: int
+    next_attempt_at: datetime
+    batch_key: str | None
+
+    @property
+    def status(self) -> str:
+        """Always :data:`OUTBOX_REPORT_STATUS`."""
+        return OUTBOX_REPORT_STATUS
+
 
 def _item(row: OutboxRow) -> OutboxItem:
     return OutboxItem(
@@ -242,9 +275,65 @@ def _item(row: OutboxRow) -> OutboxItem:
 
 
 def open_outbox(session: Session) -> list[OutboxItem]:
-    """Every pending outbox row, oldest first (by id)."""
-    query = select(OutboxRow).where(OutboxRow.state == OUTBOX_PENDING).order_by(OutboxRow.id)
+    """Every pending alert outbox row (not reports: :func:`open_report_outbox`), oldest first (by id)."""
+    query = (
+        select(OutboxRow)
+        .where(OutboxRow.state == OUTBOX_PENDING, OutboxRow.status != OUTBOX_REPORT_STATUS)
+        .order_by(OutboxRow.id)
+    )
     return [_item(row) for row in session.scalars(query)]
+
+
+def open_report_outbox(session: Session) -> list[ReportOutboxItem]:
+    """Every pending health-report outbox row, oldest first (by id)."""
+    query = (
+        select(OutboxRow)
+        .where(OutboxRow.state == OUTBOX_PENDING, OutboxRow.status == OUTBOX_REPORT_STATUS)
+        .order_by(OutboxRow.id)
+    )
+    return [
+        ReportOutboxItem(
+            id=row.id,
+            receiver=row.receiver,
+            fingerprint=row.fingerprint,
+            group_key=row.group_key,
+            idempotency_key=row.idempotency_key,
+            report=HealthReport.from_json(row.payload),
+            created_at=row.created_at,
+            attempts=row.attempts,
+            next_attempt_at=row.next_attempt_at,
+            batch_key=row.batch_key,
+        )
+        for row in session.scalars(query)
+    ]
+
+
+def enqueue_report(session: Session, receiver: str, report: HealthReport, now: datetime) -> bool:
+    """Queue one outbox row delivering ``report`` to ``receiver``, unless its idempotency key
+    (:func:`monitor.reports.report_key` of receiver, report name and ``report.scheduled_at``) is already
+    queued: a run repeated for the same scheduled minute queues nothing. The row is its own batch (its
+    ``batch_key`` is the idempotency key). Returns whether a row was queued.
+    """
+    key = report_key(receiver, report.name, report.scheduled_at)
+    if _existing_keys(session, receiver, {key}):
+        return False
+    session.add(
+        OutboxRow(
+            receiver=receiver,
+            fingerprint=report_fingerprint(report.name),
+            group_key=f"report/{report.name}",
+            status=OUTBOX_REPORT_STATUS,
+            idempotency_key=key,
+            payload=report.to_json(),
+            created_at=now,
+            state=OUTBOX_PENDING,
+            attempts=0,
+            next_attempt_at=now,
+            batch_key=key,
+        )
+    )
+    session.flush()
+    return True
 
 
 def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
@@ -272,7 +361,7 @@ def retry_outbox(
 
 def finish_outbox(
     session: Session,
-    items: Sequence[OutboxItem],
+    items: Sequence[OutboxItem | ReportOutboxItem],
     outcome: str,
     now: datetime,
     *,
@@ -298,7 +387,7 @@ def finish_outbox(
         NotificationLogRow(
             receiver=i.receiver,
             fingerprint=i.fingerprint,
-            status=i.notification.status.value,
+            status=i.status,
             outcome=outcome,
             at=now,
             idempotency_key=i.batch_key or i.idempotency_key,
