@@ -13,8 +13,9 @@
    ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; Flink REST and Kafka
    targets are refused with a :class:`~monitor.errors.ConfigError` until their collectors exist) at its
    ``poll_interval``, rule
-   evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``) and retention clean-up
-   (hourly). Every job runs at most one instance at a time and coalesces missed runs; each run reads the
+   evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``), retention clean-up
+   (hourly) and one job per ``reports[]`` entry on its cron schedule (APScheduler ``CronTrigger``, UTC),
+   which queues the health report in the outbox for the dispatcher to deliver. Every job runs at most one instance at a time and coalesces missed runs; each run reads the
    clock once and passes that ``now`` down (:mod:`monitor.runtime`).
 
 :func:`run` serves until SIGTERM or SIGINT, then stops the parts in reverse order: the scheduler first,
@@ -48,7 +49,7 @@ from collectors.spark.prometheus import SparkPrometheusCollector
 from monitor.alerts.notification import parse_time
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
-from monitor.config import Config, SecretRef, resolve_secret
+from monitor.config import Config, SecretRef, check_cron, resolve_secret
 from monitor.errors import ConfigError, InputError
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
@@ -66,7 +67,7 @@ from monitor.store import Store, open_store, redact_url
 from monitor.web import HttpService, create_app
 from rules.registry import validate as check_rules
 
-__all__ = ["CLEANUP_INTERVAL", "Daemon", "SchedulerService", "build", "run", "wall_clock"]
+__all__ = ["CLEANUP_INTERVAL", "Daemon", "SchedulerService", "build", "report_jobs", "run", "wall_clock"]
 
 log = logging.getLogger("tidegauge.daemon")
 
@@ -83,12 +84,14 @@ def wall_clock() -> datetime:
 
 @dataclass(frozen=True)
 class ScheduledJob:
-    """A periodic job: ``tick(now)`` every ``interval``, first run ``first_delay`` after start."""
+    """A periodic job: ``tick(now)`` every ``interval``, first run ``first_delay`` after start; or, when
+    ``cron`` is set (5-field crontab, UTC), at the times it names (``interval``/``first_delay`` unused)."""
 
     name: str
     interval: timedelta
     tick: Callable[[datetime], object]
     first_delay: timedelta = timedelta(0)
+    cron: str | None = None
 
 
 class SchedulerService:
@@ -137,15 +140,22 @@ class SchedulerService:
         )
         start = self._clock()
         for job in self._jobs:
+            if job.cron is not None:
+                scheduler.add_job(self._wrap(job), check_cron(job.cron), id=job.name, name=job.name)
+                continue
+            trigger = IntervalTrigger(seconds=job.interval.total_seconds(), timezone=UTC)
             scheduler.add_job(
-                self._wrap(job),
-                IntervalTrigger(seconds=job.interval.total_seconds(), timezone=UTC),
-                id=job.name,
-                name=job.name,
-                next_run_time=start + job.first_delay,
+                self._wrap(job), trigger, id=job.name, name=job.name, next_run_time=start + job.first_delay
             )
         scheduler.start()
         self._scheduler = scheduler
+
+    def next_run_times(self) -> dict[str, datetime | None]:
+        """Each job's next run time (aware UTC; ``None`` when paused); empty when not running."""
+        scheduler = self._scheduler
+        if scheduler is None:
+            return {}
+        return {job.id: job.next_run_time for job in scheduler.get_jobs()}
 
     def stop(self, timeout_s: float) -> None:
         """Stop scheduling and wait up to ``timeout_s`` for running jobs to finish; idempotent."""
@@ -259,6 +269,21 @@ def build_silences(config: Config) -> list[Silence]:
     return out
 
 
+def _reporter(runtime: Runtime, name: str, receiver: str) -> Callable[[datetime], object]:
+    def tick(now: datetime) -> object:
+        return runtime.report(name, receiver, now)
+
+    return tick
+
+
+def report_jobs(config: Config, runtime: Runtime) -> list[ScheduledJob]:
+    """One cron :class:`ScheduledJob` per ``reports[]`` entry (named ``report <name>``)."""
+    return [
+        ScheduledJob(f"report {r.name}", timedelta(0), _reporter(runtime, r.name, r.receiver), cron=r.cron)
+        for r in config.reports
+    ]
+
+
 def build_targets(
     config: Config, store: Store, environ: Mapping[str, str], clients: list[httpx.Client]
 ) -> list[Target]:
@@ -369,6 +394,7 @@ def build(
     jobs.append(ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate))
     jobs.append(ScheduledJob("dispatch", timedelta(milliseconds=delivery.interval), runtime.dispatch))
     jobs.append(ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1)))
+    jobs.extend(report_jobs(config, runtime))
     scheduler = SchedulerService(jobs, clock)
 
     def health() -> tuple[bool, dict[str, Any]]:

@@ -16,6 +16,9 @@ environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
 * :meth:`Runtime.dispatch` delivers the outbox (:func:`monitor.notify.dispatcher.dispatch_due`): a row is
   marked delivered only after a 2xx, so a kill between send and record re-sends it with the same
   ``Idempotency-Key``.
+* :meth:`Runtime.report` builds a scheduled health report (:func:`monitor.reports.build_report`) from the
+  stored samples and alerts and queues it in the outbox for its receiver (one row per run, keyed by report
+  name and scheduled minute); :meth:`Runtime.dispatch` delivers it like any notification.
 * :meth:`Runtime.clean_up` deletes samples, raw documents and collector errors older than the retention.
 """
 
@@ -43,9 +46,10 @@ from monitor.alerts.silences import Silence
 from monitor.config import RulesConfig
 from monitor.exporter import AlertCount, CollectorStat
 from monitor.latest import LatestSamples
-from monitor.model import CollectorError, Engine, PollResult, Sample, ensure_utc
+from monitor.model import AlertState, CollectorError, Engine, PollResult, Sample, ensure_utc
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
+from monitor.reports import HealthReport, build_report
 from monitor.store import (
     PurgeCounts,
     get_cursor,
@@ -56,7 +60,13 @@ from monitor.store import (
     save_poll,
     set_cursor,
 )
-from monitor.store.alert_repo import add_silence, apply_transitions, list_silences, load_alerts
+from monitor.store.alert_repo import (
+    add_silence,
+    apply_transitions,
+    enqueue_report,
+    list_silences,
+    load_alerts,
+)
 from rules.registry import evaluate, rule_timing
 from rules.registry import validate as check_rules
 
@@ -359,6 +369,30 @@ class Runtime:
         )
         with self._lock:
             self.last_dispatch_at = when
+        return report
+
+    def report(self, name: str, receiver: str, now: datetime) -> HealthReport:
+        """One scheduled run of report ``name`` at ``now``: build it from the stored samples (each job's
+        last ``lookback``) and current alerts, and queue it for ``receiver`` in the outbox, in one
+        transaction. A second run for the same scheduled minute queues nothing (same idempotency key).
+
+        Returns:
+            The report built.
+        """
+        when = _utc(now)
+        with self._sessions.begin() as session:
+            samples = load_recent_samples(session, self._lookback)
+            alerts = load_alerts(session, states=[AlertState.FIRING, AlertState.PENDING])
+            report = build_report(name, when, samples, alerts.values())
+            queued = enqueue_report(session, receiver, report, when)
+        log.info(
+            "report %s for %s (%d jobs, %s) %s",
+            name,
+            receiver,
+            len(report.jobs),
+            report.health.label(),
+            "queued" if queued else "already queued for this minute",
+        )
         return report
 
     def clean_up(self, now: datetime) -> PurgeCounts:
