@@ -30,7 +30,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -40,7 +40,7 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from monitor.alerts.lifecycle import AlertEvent, step_all
+from monitor.alerts.lifecycle import Alert, AlertEvent, step_all
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence
 from monitor.config import RulesConfig
@@ -321,12 +321,8 @@ class Runtime:
             changed, events = step_all(alerts, findings, self._timing, when)
             apply_transitions(session, changed.values(), events, self._routes, when)
         alerts.update(changed)
-        counts: dict[tuple[str, str, str], int] = {}
-        for alert in alerts.values():
-            key = (alert.rule, alert.severity.label(), alert.state.value)
-            counts[key] = counts.get(key, 0) + 1
+        self._set_alert_counts(alerts.values())
         with self._lock:
-            self._counts.alerts = [AlertCount(r, sev, st, n) for (r, sev, st), n in sorted(counts.items())]
             self.last_evaluation_at = when
         for event in events:
             log.info("alert %s %s at %s", event.fingerprint, event.kind.value, event.at.isoformat())
@@ -437,8 +433,12 @@ class Runtime:
         """Initialise :meth:`alert_counts` from the store (at start, before the first evaluation)."""
         with self._sessions() as session:
             alerts = load_alerts(session)
+        self._set_alert_counts(alerts.values())
+
+    def _set_alert_counts(self, alerts: Iterable[Alert]) -> None:
+        """Count ``alerts`` by (rule, severity, state) for :meth:`alert_counts` (``/metrics``)."""
         counts: dict[tuple[str, str, str], int] = {}
-        for alert in alerts.values():
+        for alert in alerts:
             key = (alert.rule, alert.severity.label(), alert.state.value)
             counts[key] = counts.get(key, 0) + 1
         with self._lock:
