@@ -110,6 +110,8 @@ class SchedulerService:
         self._jobs = jobs
         self._clock = clock
         self._scheduler: BackgroundScheduler | None = None
+        self._lock = threading.Lock()
+        self._failures: dict[str, tuple[int, datetime, str]] = {}  # job -> (consecutive, last at, error)
 
     @property
     def name(self) -> str:
@@ -126,8 +128,15 @@ class SchedulerService:
             now = self._clock()
             try:
                 job.tick(now)
-            except Exception:
+            except Exception as exc:
                 log.exception("%s failed at %s", job.name, now.isoformat())
+                first_line = (str(exc).splitlines() or [""])[0][:300]
+                with self._lock:
+                    count = self._failures.get(job.name, (0, now, ""))[0] + 1
+                    self._failures[job.name] = (count, now, f"{type(exc).__name__}: {first_line}".rstrip(": "))
+            else:
+                with self._lock:
+                    self._failures.pop(job.name, None)
 
         return run_once
 
@@ -149,6 +158,14 @@ class SchedulerService:
             )
         scheduler.start()
         self._scheduler = scheduler
+
+    def failing(self) -> dict[str, dict[str, Any]]:
+        """Jobs whose latest run failed: ``{name: {"consecutive_failures", "last_failure_at", "error"}}``."""
+        with self._lock:
+            return {
+                name: {"consecutive_failures": n, "last_failure_at": at.isoformat(), "error": error}
+                for name, (n, at, error) in sorted(self._failures.items())
+            }
 
     def next_run_times(self) -> dict[str, datetime | None]:
         """Each job's next run time (aware UTC; ``None`` when paused); empty when not running."""
@@ -400,7 +417,14 @@ def build(
     def health() -> tuple[bool, dict[str, Any]]:
         ok, body = runtime.health()
         body["scheduler"] = "running" if scheduler.running else "stopped"
-        return ok, body
+        failing = scheduler.failing()
+        if failing:
+            body["failing_jobs"] = failing
+        # evaluation or delivery failing again and again means alerts are not raised or not sent
+        stuck = [n for n in ("evaluate", "dispatch") if failing.get(n, {}).get("consecutive_failures", 0) >= 3]
+        if stuck:
+            body["degraded"] = stuck
+        return ok and not stuck, body
 
     ingest = None
     if token is not None:

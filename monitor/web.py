@@ -4,7 +4,8 @@
 ``GET /metrics``       Prometheus text exposition of a private :class:`prometheus_client.CollectorRegistry`
                        (tidegauge's metrics only, see :mod:`monitor.exporter`).
 ``GET /healthz``       200 ``{"status": "ok", ...}`` with the store, targets and scheduler status;
-                       503 ``{"status": "unavailable", ...}`` when the store is unreachable.
+                       503 ``{"status": "unavailable", ...}`` when the store is unreachable or rule
+                       evaluation or delivery failed 3 times in a row (``degraded`` names which).
 other paths            the ingest app (:func:`monitor.ingest.create_ingest_app`) when one is given.
 =====================  =====================================================================================
 

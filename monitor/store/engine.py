@@ -144,7 +144,12 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _on_sqlite_begin(connection: Connection) -> None:
-    connection.exec_driver_sql("BEGIN")
+    # IMMEDIATE: take SQLite's write lock when the transaction starts. A deferred transaction that reads
+    # and then writes (the alert tick: load alerts, then update them) cannot upgrade to a writer after
+    # another connection committed in between; SQLite then fails at once with "database is locked"
+    # (SQLITE_BUSY_SNAPSHOT in WAL mode) without waiting for busy_timeout. Immediate transactions queue on
+    # busy_timeout instead; WAL readers outside transactions are not blocked.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def make_engine(

@@ -94,7 +94,9 @@ def test_each_tick_passes_its_one_now_down(
         assert target.source.nows == [poll_now]
         with store.sessions() as s:
             cursor = s.scalars(select(CollectorCursorRow)).one()
-        assert cursor.updated_at == poll_now  # the cursor moved in the poll's transaction, stamped with its now
+        assert (
+            cursor.updated_at == poll_now
+        )  # the cursor moved in the poll's transaction, stamped with its now
         [stat] = runtime.collector_stats()
         assert (stat.target, stat.up, stat.errors_total) == ("live", True, 0)
 
@@ -112,7 +114,9 @@ def test_each_tick_passes_its_one_now_down(
             eval_now,
         )
         assert [(o.status, o.created_at) for o in outbox] == [("firing", eval_now)]
-        assert [(a.rule, a.state, a.count) for a in runtime.alert_counts()] == [("watermark_stall", "firing", 1)]
+        assert [(a.rule, a.state, a.count) for a in runtime.alert_counts()] == [
+            ("watermark_stall", "firing", 1)
+        ]
 
         report = runtime.dispatch(eval_now + timedelta(seconds=1))
         assert (report.delivered, report.retried) == (1, 0)
@@ -129,7 +133,9 @@ def test_each_tick_passes_its_one_now_down(
         assert len(set(keys)) == 2
 
 
-def test_a_failed_save_advances_nothing(tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver) -> None:
+def test_a_failed_save_advances_nothing(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
     log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
     log.batches(4, 4)
     with httpx.Client() as client:
@@ -220,8 +226,41 @@ def test_scheduler_reads_the_clock_once_per_run_and_passes_it_down() -> None:
     assert seen == runs
 
 
-def test_recent_history_loads_only_new_rows_and_keeps_the_window(store: Store) -> None:
+def test_scheduler_reports_jobs_whose_latest_run_failed() -> None:
+    # A job failing is logged and retried at its next time; /healthz must be able to see it (a user
+    # trial found rule evaluation failing on every tick while /healthz said "ok").
+    runs: list[datetime] = []
+    fourth_started, release = threading.Event(), threading.Event()
 
+    def tick(now: datetime) -> None:
+        runs.append(now)
+        if len(runs) <= 3:
+            raise RuntimeError("database is locked\nsecond line")
+        fourth_started.set()
+        release.wait(10.0)  # the 4th run succeeds, once the test has looked
+
+    scheduler = SchedulerService([ScheduledJob("evaluate", timedelta(milliseconds=20), tick)], lambda: T0)
+    scheduler.start()
+    try:
+        assert fourth_started.wait(10.0)
+        assert scheduler.failing() == {
+            "evaluate": {
+                "consecutive_failures": 3,
+                "last_failure_at": T0.isoformat(),
+                "error": "RuntimeError: database is locked",
+            }
+        }
+        release.set()
+        deadline = time.monotonic() + 5
+        while scheduler.failing() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert scheduler.failing() == {}  # a successful run clears it
+    finally:
+        release.set()
+        scheduler.stop(5.0)
+
+
+def test_recent_history_loads_only_new_rows_and_keeps_the_window(store: Store) -> None:
 
     job = JobRef(Engine.SPARK, "q", "r1")
 
