@@ -49,6 +49,7 @@ from monitor.latest import LatestSamples
 from monitor.model import AlertState, CollectorError, Engine, PollResult, Sample, ensure_utc
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
+from monitor.reports import INPUT_WINDOW as REPORT_INPUT_WINDOW
 from monitor.reports import HealthReport, build_report
 from monitor.store import (
     PurgeCounts,
@@ -67,7 +68,7 @@ from monitor.store.alert_repo import (
     list_silences,
     load_alerts,
 )
-from rules.registry import evaluate, rule_timing
+from rules.registry import evaluate, history_window, rule_timing
 from rules.registry import validate as check_rules
 
 JobKey = tuple[Engine, str]
@@ -80,6 +81,7 @@ log = logging.getLogger(__name__)
 #: How much of each job's history (back from its newest sample) rule evaluation looks at.
 DEFAULT_LOOKBACK = timedelta(hours=1)
 _MAX_RECENT_ERRORS = 1000
+
 
 
 class PollSource(Protocol):
@@ -217,7 +219,8 @@ class Runtime:
         self._routes = list(routes)
         self._client = http_client
         self._retention = retention
-        self._lookback = lookback
+        # keep in memory only what the enabled rules read (``lookback`` caps it)
+        self._lookback = min(lookback, history_window(rules_config))
         self._policy = retry_policy or RetryPolicy()
         self._rng = rng or random.Random()  # noqa: S311 - retry jitter, not cryptography
         self._monotonic = monotonic
@@ -242,7 +245,8 @@ class Runtime:
         """
         when = _utc(now)
         started = self._monotonic()
-        pieces: list[PollResult] = []
+        samples: list[Sample] = []
+        errors: list[CollectorError] = []
         failure: str | None = None
         try:
             with self._sessions.begin() as session, self._bound(target, session, when):
@@ -250,14 +254,13 @@ class Runtime:
                 results = iter_poll(when) if iter_poll is not None else [target.source.poll(when)]
                 for piece in results:
                     save_poll(session, piece, collector=target.source.name)
-                    pieces.append(piece)
+                    samples.extend(piece.samples)  # raw documents stay in the store only
+                    errors.extend(piece.errors)
         except Exception as exc:
             failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
             log.exception("poll of target %s failed; nothing of it was stored", target.name)
-            pieces = []
-        result = PollResult()
-        for piece in pieces:
-            result = result.merged(piece)
+            samples, errors = [], []
+        result = PollResult(tuple(samples), tuple(errors))
         self.latest.update(result.samples)
         duration = self._monotonic() - started
         with self._lock:
@@ -265,9 +268,9 @@ class Runtime:
             health.polls += 1
             health.last_poll_at = when
             health.last_poll_duration_seconds = duration
-            errors = len(result.errors) + (1 if failure else 0)
-            health.errors_total += errors
-            health.up = errors == 0
+            n_errors = len(result.errors) + (1 if failure else 0)
+            health.errors_total += n_errors
+            health.up = n_errors == 0
             if failure:
                 health.last_error = failure
                 self._recent_errors.append(CollectorError(target.source.name, target.name, failure, when))
@@ -377,7 +380,7 @@ class Runtime:
         """
         when = _utc(now)
         with self._sessions.begin() as session:
-            samples = load_recent_samples(session, self._lookback)
+            samples = load_recent_samples(session, REPORT_INPUT_WINDOW)
             alerts = load_alerts(session, states=[AlertState.FIRING, AlertState.PENDING])
             report = build_report(name, when, samples, alerts.values())
             queued = enqueue_report(session, receiver, report, when)

@@ -43,7 +43,7 @@ from rules import behind, freshness, future, health, idle, lag, late, stall, sta
 from rules.history import JobHistory, job_history
 from rules.params import RuleParams, parse_params
 
-__all__ = ["RULES", "RuleSpec", "evaluate", "rule_timing", "validate"]
+__all__ = ["RULES", "RuleSpec", "evaluate", "history_window", "rule_timing", "validate"]
 
 _MATCH_KEYS = frozenset({"job_id", "job_name", "engine"})
 
@@ -122,6 +122,19 @@ def validate(rules_config: RulesConfig) -> None:
             (``rules.<name>.<param>: ...``), or an override naming an unknown rule or match key.
     """
     _compile(rules_config)
+
+
+def history_window(rules_config: RulesConfig) -> timedelta:
+    """How much of a job's history (before its newest sample) any enabled rule reads, over the defaults
+    and every override: the daemon keeps only this much in memory.
+
+    Raises:
+        ConfigError: as :func:`validate`.
+    """
+    compiled = _compile(rules_config)
+    ids = tuple(o[0] for o in compiled.overrides)
+    combos = [(), ids, *((i,) for i in ids)]
+    return max(_resolve(compiled, combo).lookback for combo in combos)
 
 
 def rule_timing(rules_config: RulesConfig) -> Callable[[str], RuleTiming]:

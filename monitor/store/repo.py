@@ -544,11 +544,12 @@ def load_recent_samples(
     if upto_id is not None:
         stmt = stmt.where(SampleRow.id <= upto_id)
     out: dict[tuple[Engine, str], list[Sample]] = {}
-    for row, eng, jid, rid, job_newest in session.execute(stmt):
+    interned: dict[tuple[Any, ...], Any] = {}
+    for row, eng, jid, rid, job_newest in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
         # Compared in Python: date arithmetic in SQL differs between SQLite and PostgreSQL.
         if job_newest - row.observed_at > lookback:
             continue
-        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid))
+        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid, interned))
     return out
 
 
@@ -568,22 +569,40 @@ def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engi
     )
     out: dict[tuple[Engine, str], list[Sample]] = {}
     top = after_id
-    for row, eng, jid, rid in session.execute(stmt):
+    interned: dict[tuple[Any, ...], Any] = {}
+    for row, eng, jid, rid in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
         top = max(top, row.id)
-        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid))
+        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid, interned))
     for samples in out.values():
         samples.sort(key=lambda s: s.observed_at)
     return out, top
 
 
-def _to_sample(row: SampleRow, engine: str, job_id: str, run_id: str | None) -> Sample:
-    job = JobRef(Engine(engine), job_id, run_id=run_id, name=row.job_name, app_id=row.app_id)
-    scope = Scope(
-        source=row.scope_source,
-        partition=row.scope_partition,
-        subtask=row.scope_subtask,
-        operator=row.scope_operator,
-    )
+_LOAD_BATCH_ROWS = 2000  # rows fetched at a time when loading histories (bounded buffering)
+
+
+def _to_sample(
+    row: SampleRow, engine: str, job_id: str, run_id: str | None, interned: dict[tuple[Any, ...], Any] | None = None
+) -> Sample:
+    """A stored row as a :class:`Sample`. With ``interned``, equal :class:`JobRef` / :class:`Scope` values
+    are shared between the samples of one load (a daemon holds tens of thousands of them)."""
+    job_key = ("job", engine, job_id, run_id, row.job_name, row.app_id)
+    scope_key = ("scope", row.scope_source, row.scope_partition, row.scope_subtask, row.scope_operator)
+    job = interned.get(job_key) if interned is not None else None
+    if job is None:
+        job = JobRef(Engine(engine), job_id, run_id=run_id, name=row.job_name, app_id=row.app_id)
+        if interned is not None:
+            interned[job_key] = job
+    scope = interned.get(scope_key) if interned is not None else None
+    if scope is None:
+        scope = Scope(
+            source=row.scope_source,
+            partition=row.scope_partition,
+            subtask=row.scope_subtask,
+            operator=row.scope_operator,
+        )
+        if interned is not None:
+            interned[scope_key] = scope
     measures = {name: getattr(row, name) for name in _MEASURES}
     return Sample(
         job=job,
