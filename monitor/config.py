@@ -95,6 +95,9 @@ def _duration(value: Any) -> Any:
 DurationMs = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
 """A duration written ``30s``/``10m``/``1h`` in YAML, held as integer milliseconds."""
 
+PositiveDurationMs = Annotated[int, BeforeValidator(_duration), Field(gt=0)]
+"""A :data:`DurationMs` that must be above zero (poll intervals)."""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -172,7 +175,7 @@ class SparkEventLogTarget(_Model):
 
     name: str
     path: Path
-    poll_interval: DurationMs = 30_000
+    poll_interval: PositiveDurationMs = 30_000
 
 
 class HttpTarget(_Model):
@@ -180,7 +183,7 @@ class HttpTarget(_Model):
 
     name: str
     url: str
-    poll_interval: DurationMs = 15_000
+    poll_interval: PositiveDurationMs = 15_000
     timeout: DurationMs = 5_000
     bearer_token: SecretRef | None = None
 
@@ -198,7 +201,7 @@ class KafkaTarget(_Model):
     name: str
     bootstrap_servers: str
     groups: list[str] = Field(default_factory=list)
-    poll_interval: DurationMs = 30_000
+    poll_interval: PositiveDurationMs = 30_000
 
 
 class Targets(_Model):
@@ -208,6 +211,20 @@ class Targets(_Model):
     spark_prometheus: list[HttpTarget] = Field(default_factory=list)
     flink_rest: list[HttpTarget] = Field(default_factory=list)
     kafka: list[KafkaTarget] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Targets:
+        names = [
+            t.name
+            for group in (self.spark_event_logs, self.spark_prometheus, self.flink_rest, self.kafka)
+            for t in group
+        ]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(
+                f"target names must be unique (they label metrics and alerts); repeated: {', '.join(dupes)}"
+            )
+        return self
 
 
 Severity = Literal["info", "warning", "critical"]
@@ -282,7 +299,9 @@ class Route(_Model):
     @classmethod
     def _group_wait(cls, v: int) -> int:
         if v != 0:
-            raise ValueError("only 0s is supported: a group's first notification is sent at once (remove the field)")
+            raise ValueError(
+                "only 0s is supported: a group's first notification is sent at once (remove the field)"
+            )
         return v
 
 

@@ -108,7 +108,7 @@ class LateSurgeParams(RuleParams):
     """
 
     window: Duration = timedelta(minutes=10)
-    max_share: float = Field(0.01, ge=0)
+    max_share: float = Field(0.01, ge=0, lt=1)
     min_dropped: int = Field(1, ge=1)
     skew: Duration = timedelta(hours=1)
 

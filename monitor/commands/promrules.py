@@ -12,7 +12,10 @@ from monitor.promrules import PromRulesParams, render_rules
 
 
 def _ms(value: str, option: str) -> int:
-    return parse_duration_ms(value, what=option)
+    ms = parse_duration_ms(value, what=option)
+    if ms <= 0:
+        raise InputError(f"{option}: must be above 0 (PromQL range selectors need a positive duration)")
+    return ms
 
 
 def _check_share(value: float) -> float:

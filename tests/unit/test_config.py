@@ -59,6 +59,16 @@ def test_good_config_parses_durations_to_ms(tmp_path: Path) -> None:
             "receivers: [{name: s, type: slack, url: 'https://hooks.slack.com/services/T/B/X'}]",
             r"receivers\[0\]: .*Slack webhook URL is a secret",
         ),
+        # two targets with one name (names label metrics and alerts)
+        (
+            "targets: {spark_event_logs: [{name: a, path: /x}], flink_rest: [{name: a, url: 'http://h:8081'}]}",
+            r"targets: .*target names must be unique.*repeated: a",
+        ),
+        # a poll interval of zero would poll in a busy loop
+        (
+            "targets: {spark_event_logs: [{name: a, path: /x, poll_interval: 0s}]}",
+            r"targets\.spark_event_logs\[0\]\.poll_interval: Input should be greater than 0",
+        ),
         # a route pointing at a missing receiver
         ("routes: [{receiver: nobody}]", r"routes\[0\]\.receiver: no receiver named 'nobody'"),
     ],
@@ -137,7 +147,10 @@ def test_bad_database_url_is_refused_without_echoing_it(url: str, expected: str)
 def test_database_url_from_a_secret_ref(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, "database: {env: TG_DB_URL}\n")
     cfg = load_config(path)
-    assert database_url(cfg, {"TG_DB_URL": "postgresql+psycopg://u:pw@h/d"}, "f") == "postgresql+psycopg://u:pw@h/d"
+    assert (
+        database_url(cfg, {"TG_DB_URL": "postgresql+psycopg://u:pw@h/d"}, "f")
+        == "postgresql+psycopg://u:pw@h/d"
+    )
     with pytest.raises(ConfigError, match=r"^f: database: environment variable TG_DB_URL is not set$"):
         database_url(cfg, {}, "f")
     with pytest.raises(ConfigError, match=r"^f: database: the secret's value is not a database URL") as info:
@@ -190,7 +203,9 @@ def test_a_literal_secret_gets_the_ref_syntax() -> None:
     )
 
 
-def test_every_line_of_a_multi_error_message_is_prefixed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_line_of_a_multi_error_message_is_prefixed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _write(tmp_path, "receivers: [{name: s, type: slack, url: 12345}]\nserver: {port: 99999}\n")
     with pytest.raises(SystemExit):
         main(["config", "check", "-c", str(path)])

@@ -48,3 +48,13 @@ def test_state_growth_ratio_must_exceed_1(ratio: str, capsys: pytest.CaptureFixt
     code, out, err = run(capsys, "promrules", "--state-growth-ratio", ratio)
     assert (code, out) == (2, "")
     assert err.startswith("tidegauge: error: --state-growth-ratio: ") and "greater than 1" in err
+
+
+@pytest.mark.parametrize(
+    "option", ["--stall-for", "--future-skew", "--freshness-target", "--idle-for", "--state-growth-window"]
+)
+def test_durations_must_be_positive(option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # `--stall-for 0s` wrote `changes(...[0s])`, which promtool rejects ("duration must be greater than 0")
+    code, out, err = run(capsys, "promrules", option, "0s")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"tidegauge: error: {option}: must be above 0")

@@ -51,6 +51,12 @@ BAD: list[tuple[int, dict[str, object], str]] = [
         {"late_drop_surge": {"max_share": -1}},
         "rules.late_drop_surge.max_share: Input should be greater than or equal to 0",
     ),
+    # 5b. a share of 1 or more can never be exceeded: the rule could never fire
+    (
+        5,
+        {"late_drop_surge": {"max_share": 5}},
+        "rules.late_drop_surge.max_share: Input should be less than 1",
+    ),
     # 6. an override for an unknown rule
     (
         6,
@@ -201,7 +207,9 @@ def test_for_zero_still_sees_the_batches_a_stall_needs() -> None:
     t0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     job = JobRef(Engine.SPARK, "q", "r", "n")
     wm = datetime(2024, 1, 1, 12, 5, tzinfo=UTC)
-    samples = [Sample(job, t0 + timedelta(seconds=i), batch_id=i, watermark=wm, num_input_rows=6) for i in range(4)]
+    samples = [
+        Sample(job, t0 + timedelta(seconds=i), batch_id=i, watermark=wm, num_input_rows=6) for i in range(4)
+    ]
     cfg = parse_config({"rules": only_rules(watermark_stall={"for": "0s"})}).rules
     findings = evaluate(cfg, {job: samples}, t0 + timedelta(minutes=5))
     assert [(f.rule, f.batch_id) for f in findings] == [("watermark_stall", 3)]
