@@ -191,14 +191,14 @@ Row = tuple[int, Mapping[str, Any]]
 
 
 def _read_csv(p: Path) -> tuple[Iterator[Row], list[str]]:
-    with p.open(newline="", encoding="utf-8") as fh:
+    with p.open(newline="", encoding="utf-8-sig") as fh:
         try:
             header = [h.strip() for h in next(csv.reader(fh))]
         except StopIteration:
             raise EventsFileError(f"{p}: empty file (expected a header line)") from None
 
     def gen() -> Iterator[Row]:
-        with p.open(newline="", encoding="utf-8") as fh:
+        with p.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
             next(reader)
             for rec in reader:
@@ -216,7 +216,7 @@ def _read_jsonl(p: Path, time_column: str) -> tuple[Iterator[Row], list[str]]:
     lines: list[int] = []
     values: dict[str, list[Any]] = {c: [] for c in wanted}
     corrupt: dict[int, str] = {}
-    with p.open(encoding="utf-8") as fh:
+    with p.open(encoding="utf-8-sig") as fh:
         for i, line in enumerate(fh, start=1):
             s = line.strip()
             if not s:
@@ -383,7 +383,7 @@ def _fast_csv(p: Path, time_column: str, unit: str | None) -> EventsTable | None
         import pyarrow.csv as pacsv
     except ImportError:  # pragma: no cover - depends on the environment
         return None
-    data = p.read_bytes()
+    data = p.read_bytes().removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (spreadsheet exports) is not data
     first_nl = data.find(b"\n")
     if first_nl < 0:
         return None

@@ -178,3 +178,25 @@ def test_from_records_accepts_iso_datetimes_and_micros_and_rejects_naive() -> No
         EventsTable.from_records([{"event_time": datetime(2026, 1, 1)}])
     with pytest.raises(InputError, match="keys"):
         EventsTable.from_records([{"event_time": 1}, {"event_time": 2, "batch": 0}])
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # clean CSV (vectorised path) and one with a bad row (row-by-row path), and JSON lines
+        ("clean.csv", "event_time,batch\n2026-01-01T00:00:00Z,0\n2026-01-01T00:00:01Z,1\n"),
+        ("bad.csv", "event_time,batch\n2026-01-01T00:00:00Z,0\nnope,1\n"),
+        (
+            "e.jsonl",
+            '{"event_time": "2026-01-01T00:00:00Z", "batch": 0}\n{"event_time": "nope", "batch": 1}\n',
+        ),
+    ],
+)
+def test_utf8_bom_is_not_part_of_the_first_column_name(tmp_path: Path, name: str, text: str) -> None:
+    # spreadsheet exports start with a BOM; it used to end up in the header: "no column 'event_time';
+    # columns found: \ufeffevent_time"
+    f = tmp_path / name
+    f.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    ev = load_events(f)
+    assert len(ev) == 2
+    assert ev.valid.tolist()[0] is True
