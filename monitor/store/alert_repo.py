@@ -259,19 +259,23 @@ class ReportOutboxItem:
         return OUTBOX_REPORT_STATUS
 
 
+def _row_fields(row: OutboxRow) -> dict[str, Any]:
+    """The delivery bookkeeping every outbox item carries, whatever its payload."""
+    return {
+        "id": row.id,
+        "receiver": row.receiver,
+        "fingerprint": row.fingerprint,
+        "group_key": row.group_key,
+        "idempotency_key": row.idempotency_key,
+        "created_at": row.created_at,
+        "attempts": row.attempts,
+        "next_attempt_at": row.next_attempt_at,
+        "batch_key": row.batch_key,
+    }
+
+
 def _item(row: OutboxRow) -> OutboxItem:
-    return OutboxItem(
-        id=row.id,
-        receiver=row.receiver,
-        fingerprint=row.fingerprint,
-        group_key=row.group_key,
-        idempotency_key=row.idempotency_key,
-        notification=AlertNotification.from_json(row.payload),
-        created_at=row.created_at,
-        attempts=row.attempts,
-        next_attempt_at=row.next_attempt_at,
-        batch_key=row.batch_key,
-    )
+    return OutboxItem(**_row_fields(row), notification=AlertNotification.from_json(row.payload))
 
 
 def open_outbox(session: Session) -> list[OutboxItem]:
@@ -292,18 +296,7 @@ def open_report_outbox(session: Session) -> list[ReportOutboxItem]:
         .order_by(OutboxRow.id)
     )
     return [
-        ReportOutboxItem(
-            id=row.id,
-            receiver=row.receiver,
-            fingerprint=row.fingerprint,
-            group_key=row.group_key,
-            idempotency_key=row.idempotency_key,
-            report=HealthReport.from_json(row.payload),
-            created_at=row.created_at,
-            attempts=row.attempts,
-            next_attempt_at=row.next_attempt_at,
-            batch_key=row.batch_key,
-        )
+        ReportOutboxItem(**_row_fields(row), report=HealthReport.from_json(row.payload))
         for row in session.scalars(query)
     ]
 
