@@ -87,30 +87,40 @@ class _Compiled:
 
 
 def _compile(rules_config: RulesConfig) -> _Compiled:
+    """Validate every rule's parameters and every override; all problems are reported together."""
     extra = dict(rules_config.model_extra or {})
+    problems: list[str] = []
     unknown = sorted(set(extra) - set(RULES))
-    if unknown:
-        names = ", ".join(sorted(RULES))
-        raise ConfigError("\n".join(f"rules.{name}: unknown rule (rules are: {names})" for name in unknown))
+    names = ", ".join(sorted(RULES))
+    problems.extend(f"rules.{name}: unknown rule (rules are: {names})" for name in unknown)
     base: dict[str, dict[str, Any]] = {}
     defaults: dict[str, RuleParams] = {}
     for name, spec in RULES.items():
         data = extra.get(name)
-        defaults[name] = parse_params(spec.params, data, f"rules.{name}")
-        base[name] = dict(data or {})
+        try:
+            defaults[name] = parse_params(spec.params, data, f"rules.{name}")
+        except ConfigError as exc:
+            problems.append(str(exc))
+        base[name] = dict(data) if isinstance(data, Mapping) else {}
     overrides: list[tuple[int, dict[str, str], str, dict[str, Any]]] = []
     for i, override in enumerate(rules_config.overrides):
         where = f"rules.overrides[{i}]"
         if override.rule not in RULES:
-            raise ConfigError(
-                f"{where}.rule: unknown rule {override.rule!r} (rules are: {', '.join(sorted(RULES))})"
-            )
+            problems.append(f"{where}.rule: unknown rule {override.rule!r} (rules are: {names})")
+            continue
         bad = sorted(set(override.match) - _MATCH_KEYS)
         if bad:
-            raise ConfigError(f"{where}.match.{bad[0]}: unknown key (match on job_id, job_name, engine)")
+            problems.append(f"{where}.match.{bad[0]}: unknown key (match on job_id, job_name, engine)")
+            continue
         merged = {**base[override.rule], **override.params}
-        parse_params(RULES[override.rule].params, merged, f"rules.{override.rule}")
+        try:
+            parse_params(RULES[override.rule].params, merged, f"rules.{override.rule}")
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
         overrides.append((i, dict(override.match), override.rule, dict(override.params)))
+    if problems:
+        raise ConfigError("\n".join(dict.fromkeys(problems)))
     return _Compiled(base, defaults, tuple(overrides))
 
 
@@ -157,6 +167,7 @@ def rule_timing(rules_config: RulesConfig) -> Callable[[str], RuleTiming]:
 
 _K = TypeVar("_K", bound=Hashable)
 _MIN_LOOKBACK = timedelta(minutes=10)
+
 
 @dataclass(frozen=True, slots=True)
 class _Resolved:

@@ -213,3 +213,25 @@ def test_for_zero_still_sees_the_batches_a_stall_needs() -> None:
     cfg = parse_config({"rules": only_rules(watermark_stall={"for": "0s"})}).rules
     findings = evaluate(cfg, {job: samples}, t0 + timedelta(minutes=5))
     assert [(f.rule, f.batch_id) for f in findings] == [("watermark_stall", 3)]
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    # a user fixing a config one error per run found it slow: all rules' problems come in one error,
+    # one line each (an unknown rule, two bad parameters of two rules, a bad override)
+    config = RulesConfig.model_validate(
+        {
+            "watermark_stal": {},
+            "state_growth": {"metric": "cells"},
+            "late_drop_surge": {"max_share": 5},
+            "overrides": [{"match": {"job_name": "x"}, "rule": "nope", "params": {}}],
+        }
+    )
+    with pytest.raises(ConfigError) as info:
+        validate(config)
+    lines = str(info.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "rules.watermark_stal",
+        "rules.state_growth.metric",
+        "rules.late_drop_surge.max_share",
+        "rules.overrides[0].rule",
+    ]
