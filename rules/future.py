@@ -196,7 +196,7 @@ def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         return Finding(
             RULE,
             Severity.CRITICAL,
-            history.job,
+            first.job,  # the run of the batch named (a later restart has another run id)
             message,
             now,
             batch_id=first.batch_id,
@@ -273,7 +273,7 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         return Finding(
             RULE,
             Severity.CRITICAL,
-            history.job,
+            cur.job,  # the run of the batch named
             message,
             now,
             batch_id=cur.batch_id,

@@ -116,3 +116,34 @@ def test_event_time_units(case: int, samples: list[Sample], expected: list[tuple
     for finding, (_, phrase) in zip(found, expected, strict=True):
         assert phrase in finding.message
     assert all(f.rule == "event_time_units" and f.severity is Severity.CRITICAL for f in found)
+
+
+def test_the_finding_names_the_run_of_the_batch_it_names() -> None:
+    # A fresh-user trial saw an alert naming batch 6 with the run id of a later restart (which had no
+    # batches). Run r1's batch 6 carries the 2099 row; the query restarts as r2 from a checkpoint after the
+    # jump, so r2's batches still run with the future watermark. The finding names batch 6 and run r1.
+    from monitor.model import Engine, JobRef
+
+    r1, r2 = JobRef(Engine.SPARK, "q", "r1", "n"), JobRef(Engine.SPARK, "q", "r2", "n")
+    future = datetime(2099, 1, 1, tzinfo=UTC)
+    past_wm = datetime(2024, 1, 1, 12, 5, tzinfo=UTC)
+    samples = [
+        Sample(r1, T0, batch_id=5, watermark=past_wm, num_input_rows=6, event_time_max=past_wm),
+        Sample(
+            r1,
+            T0 + timedelta(seconds=10),
+            batch_id=6,
+            watermark=past_wm,
+            num_input_rows=3,
+            event_time_max=future,
+        ),
+        Sample(
+            r2,
+            T0 + timedelta(seconds=20),
+            batch_id=7,
+            watermark=future - timedelta(minutes=10),
+            num_input_rows=0,
+        ),
+    ]
+    [finding] = evaluate_future(FutureParams(), history(samples), T0 + timedelta(minutes=1))
+    assert (finding.batch_id, finding.job.run_id) == (6, "r1")
