@@ -11,6 +11,8 @@ command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertman
 if [ ${#need[@]} -gt 0 ]; then
   echo "system-deps: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}"
+  # another apt/dpkg process (unattended upgrades, a parallel install) may hold the locks: wait for it
+  lock=(-o DPkg::Lock::Timeout=600 -o Acquire::Retries=3)
+  apt-get "${lock[@]}" update -qq
+  apt-get "${lock[@]}" install -y -qq --no-install-recommends "${need[@]}"
 fi

@@ -33,7 +33,7 @@ def is_placeholder_watermark(value: datetime | None) -> bool:
       always > 0, and 0 means that no batch has computed one yet.
     - A restart reads the watermark back from the checkpoint's offset log, so only a query's very first
       batch(es) show 0 — until rows with event times arrive. The recorded Spark 4.3.0 log
-      (shared/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl) shows exactly that: batch 0 of the first run
+      (tests/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl) shows exactly that: batch 0 of the first run
       reports ``1970-01-01T00:00:00.000Z`` with 5 rows, batch 1 reports ``2024-01-01T11:57:00.000Z``, and the
       first batch of each of the 6 restarted runs reports the previous run's last watermark.
 

@@ -3,7 +3,7 @@
 Follows LinkedIn Burrow's evaluator (``core/internal/evaluator/caching.go``: ``calculatePartitionStatus``
 and its rules) over a sliding window of a partition's committed offsets, including the later additions
 exercised by Burrow's own test vectors (``caching_test.go``; 16 vectors in
-``shared/fixtures/kafka/burrow``): an ``allowedLag`` below which a partition is never in error, a rewind
+``tests/fixtures/kafka/burrow``): an ``allowedLag`` below which a partition is never in error, a rewind
 that is *recovered* (the consumer got back past the offset it rewound from) is not an error, and the
 ``recent lag zero`` check against the broker's recent log-end offsets that delays STOP.
 

@@ -11,22 +11,20 @@ import pytest
 from tests.pg import postgres_server, postgres_url  # noqa: F401
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+RECORDED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LOCAL_FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    """``../shared/fixtures`` (recorded real Spark/Flink/Kafka outputs; read-only)."""
-    if not SHARED_FIXTURES.is_dir():
-        pytest.fail(f"recorded fixtures not found at {SHARED_FIXTURES}: the repo must sit beside shared/")
-    return SHARED_FIXTURES
+def recorded_fixtures() -> Path:
+    """``tests/fixtures`` (recorded real Spark/Flink/Kafka outputs, provenance in ``RECORDED.md``)."""
+    return RECORDED_FIXTURES
 
 
 @pytest.fixture(scope="session")
-def spark_fixtures(shared_fixtures: Path) -> Path:
-    """``../shared/fixtures/spark/real-4.3.0``."""
-    return shared_fixtures / "spark" / "real-4.3.0"
+def spark_fixtures(recorded_fixtures: Path) -> Path:
+    """``tests/fixtures/spark/real-4.3.0``."""
+    return recorded_fixtures / "spark" / "real-4.3.0"
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """A "live" Spark event log written by a test, line by line, from the recorded real one.
 
-The recorded run (``../shared/fixtures/spark/real-4.3.0/eventlog_v2_fixture``, PySpark 4.3.0, query
+The recorded run (``tests/fixtures/spark/real-4.3.0/eventlog_v2_fixture``, PySpark 4.3.0, query
 ``wm_gt``: ``withWatermark("event_time", "10 minutes")``, 5-minute windows) is the source of every line:
 :class:`LiveEventLog` appends copies of its real ``QueryStartedEvent`` / ``QueryProgressEvent`` lines
 with the query id, run id, batch id and trigger ``timestamp`` rewritten consistently, so a daemon tailing

@@ -2,7 +2,7 @@
 (tests/integration/test_migrations_postgres.py) store tests, so both databases run the same assertions.
 
 Expected values are written out by hand: the Spark samples transcribe two recorded real Spark 4.3.0
-progress documents (``../shared/fixtures/spark/real-4.3.0/progress_*.json``) field by field, as the model's
+progress documents (``tests/fixtures/spark/real-4.3.0/progress_*.json``) field by field, as the model's
 docstring maps them; they are not produced by any tidegauge parser.
 """
 

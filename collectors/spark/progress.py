@@ -6,7 +6,7 @@ place that knows the JSON shape of ``org.apache.spark.sql.streaming.StreamingQue
 ``sql/core/.../streaming/progress.scala``) and of the listener events
 ``StreamingQueryListener.Query{Started,Progress,Idle,Terminated}Event``.
 
-Shapes handled, all seen in real outputs (``shared/fixtures/spark``):
+Shapes handled, all seen in real outputs (``tests/fixtures/spark``):
 - ``numInputRows`` at top level is absent in Spark 4 event logs (it is a derived getter there): it is then
   the sum of ``sources[].numInputRows``.
 - ``eventTime`` is ``{}`` (or absent) without a watermark / without rows: unknown, not epoch.

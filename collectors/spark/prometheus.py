@@ -31,7 +31,7 @@ gauge                       Spark source                         sample field
 
 ``0`` handling: ``MetricsReporter`` answers ``0`` for the watermark when the progress has no watermark key
 *and* the first batch of a watermarked query reports ``1970-01-01T00:00:00.000Z`` (see
-``shared/fixtures/spark/real-4.3.0/prometheus_streaming_gauges_timeline.txt``: ``0`` in the idle scrape
+``tests/fixtures/spark/real-4.3.0/prometheus_streaming_gauges_timeline.txt``: ``0`` in the idle scrape
 and after data batch 0, a real watermark only after the following no-data batch). Epoch 0 is never a real
 event-time watermark, so it is reported as unknown (``None``), not as 1970. Likewise ``latency`` is ``0``
 when ``triggerExecution`` is missing from the progress (it disappears when the UI statistics page is

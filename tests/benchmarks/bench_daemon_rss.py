@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from monitor.store import migrate
-from tests.conftest import SHARED_FIXTURES
+from tests.conftest import RECORDED_FIXTURES
 from tests.daemon_process import DaemonProcess, free_port, metric_values, wait_for
 from tests.live_eventlog import LiveEventLog
 
@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6, help="rounds of new batches while the daemon runs")
     parser.add_argument("--history", type=int, default=60, help="batches per query written before start")
     args = parser.parse_args()
-    spark = SHARED_FIXTURES / "spark" / "real-4.3.0"
+    spark = RECORDED_FIXTURES / "spark" / "real-4.3.0"
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         start = datetime.now(UTC) - timedelta(seconds=10 * (args.history + 1))

@@ -5,7 +5,7 @@ does not grow with the file size.
 
 The logs are made of recorded real lines: the ordinary Spark events (jobs, stages, tasks, SQL executions)
 of a real PySpark 4.3.0 run (tests/fixtures/spark-codecs/local-1795956025902, one-time events left out) and
-the streaming-listener lines of one query run of shared/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl
+the streaming-listener lines of one query run of tests/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl
 (started, two progress, terminated), repeated block after block up to the target size. A second, worst-case
 profile holds only streaming-listener lines (every line is parsed). zstd files are written at level 1
 (Spark's default ``spark.io.compression.zstd.level``) with a frame closed after every block, as Spark's
@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 ORDINARY_SRC = REPO / "tests" / "fixtures" / "spark-codecs" / "local-1795956025902"
-STREAMING_SRC = REPO.parent / "shared" / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
+STREAMING_SRC = REPO / "tests" / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
 ONE_TIME = (b"SparkListenerLogStart", b"SparkListenerEnvironmentUpdate", b"SparkListenerApplication",
             b"SparkListenerExecutorAdded", b"SparkListenerBlockManagerAdded", b"SparkListenerResourceProfileAdded")
 MARKER = b"StreamingQueryListener$Query"

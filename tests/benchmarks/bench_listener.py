@@ -12,7 +12,7 @@ Measured:
 3. ``parse_event_document`` throughput (events/s) on its own.
 
 Events are PySpark ``QueryProgressEvent`` objects built with ``fromJson`` from the recorded real lines of
-shared/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl (12 progress events, repeated).
+tests/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl (12 progress events, repeated).
 
 Usage: ``python -m tests.benchmarks.bench_listener [--events 5000]``
 """
@@ -36,7 +36,7 @@ from monitor.model import PollResult
 from tests.servers import black_hole, refused_port, serve_in_thread
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCE = REPO.parent / "shared" / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
+SOURCE = REPO / "tests" / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
 TOKEN = "bench-token-0123456789abcdef"
 
 

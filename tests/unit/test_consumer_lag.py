@@ -1,6 +1,6 @@
 """Consumer-lag evaluator: Burrow's 16 evaluator vectors plus tidegauge's additions.
 
-The vectors are ``shared/fixtures/kafka/burrow/burrow_evaluator_testvectors.json``, converted from
+The vectors are ``tests/fixtures/kafka/burrow/burrow_evaluator_testvectors.json``, converted from
 Burrow's ``caching_test.go``; each carries upstream's comment saying why its status is right, and the
 expected outcome of each individual rule, which we check too.
 """
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from rules.consumer_lag import CommitObservation, LagStatus, compute_lag, evaluate_partition
-from tests.conftest import SHARED_FIXTURES
+from tests.conftest import RECORDED_FIXTURES
 
-VECTORS = SHARED_FIXTURES / "kafka/burrow/burrow_evaluator_testvectors.json"
+VECTORS = RECORDED_FIXTURES / "kafka/burrow/burrow_evaluator_testvectors.json"
 
 
 def _cases() -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 (Real HTTP rather than Starlette's httpx.Client, which warns about httpx in this Starlette version.)
 
-Events come from shared/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl (query ``wm_gt``, id
+Events come from tests/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl (query ``wm_gt``, id
 be3a4786-..., one run per availableNow trigger); expected values are read off that file by hand.
 """
 

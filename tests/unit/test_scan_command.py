@@ -65,9 +65,9 @@ def test_fail_on(capsys: pytest.CaptureFixture[str], fail_on: str, expected: int
     assert run(["scan", "--demo", "--fail-on", fail_on], capsys)[0] == expected
 
 
-def test_fail_on_not_reached(capsys: pytest.CaptureFixture[str], shared_fixtures: Path) -> None:
+def test_fail_on_not_reached(capsys: pytest.CaptureFixture[str], recorded_fixtures: Path) -> None:
     # the Spark 3.1 excerpt: no watermark, 0 late rows, one batch -> no finding at all
-    path = shared_fixtures / "spark" / "public" / "eventlog_local-1596020211915_streaming_excerpt.jsonl"
+    path = recorded_fixtures / "spark" / "public" / "eventlog_local-1596020211915_streaming_excerpt.jsonl"
     code, out, _ = run(["scan", str(path), "--fail-on", "warning"], capsys)
     assert code == 0 and "Findings: none." in out
 
@@ -104,10 +104,10 @@ def test_bad_inputs_exit_2_and_others_still_scanned(
 
 
 def test_progress_files_object_array_and_lines(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path, shared_fixtures: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path, recorded_fixtures: Path
 ) -> None:
     single = spark_fixtures / "progress_pt_idle_after_14s_b12.json"  # batchId 12 of query wm_metrics
-    docs = [json.loads((shared_fixtures / "spark" / "public" / n).read_text()) for n in (
+    docs = [json.loads((recorded_fixtures / "spark" / "public" / n).read_text()) for n in (
         "sqsps_testProgress1_prettyJson.json", "sqsps_testProgress2_prettyJson_no_eventTime.json")]
     array = tmp_path / "array.json"
     array.write_text(json.dumps(docs, indent=1))

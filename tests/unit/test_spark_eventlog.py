@@ -1,4 +1,4 @@
-"""Event-log collector over recorded real Spark logs (shared/fixtures/spark).
+"""Event-log collector over recorded real Spark logs (tests/fixtures/spark).
 
 Expected values were read off the files by hand (``zstd -dc`` / a text editor), not from this code:
 - real-4.3.0 ``eventlog_trimmed.jsonl`` is byte-identical to the decompressed
@@ -83,8 +83,8 @@ def test_plain_file_gives_same_samples_as_zstd(spark_fixtures: Path, rolling_dir
     assert strip == [(s.kind, s.batch_id, s.observed_at, s.watermark, s.num_input_rows) for s in zstd.samples]
 
 
-def test_spark31_excerpt_num_late_inputs(shared_fixtures: Path) -> None:
-    path = shared_fixtures / "spark" / "public" / "eventlog_local-1596020211915_streaming_excerpt.jsonl"
+def test_spark31_excerpt_num_late_inputs(recorded_fixtures: Path) -> None:
+    path = recorded_fixtures / "spark" / "public" / "eventlog_local-1596020211915_streaming_excerpt.jsonl"
     q = _query_samples(EventLogCollector([path]).poll(NOW))
     progress = [s for s in q if s.kind is SampleKind.PROGRESS]
     assert len(progress) == 1

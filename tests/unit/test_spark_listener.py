@@ -1,6 +1,6 @@
 """TidegaugeListener (collectors.spark.listener) without a running Spark: PySpark's own event classes are
 built with their ``fromJson`` constructors from recorded real event-log lines
-(shared/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl), and delivered over real loopback HTTP.
+(tests/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl), and delivered over real loopback HTTP.
 """
 
 from __future__ import annotations

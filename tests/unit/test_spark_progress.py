@@ -1,4 +1,4 @@
-"""Parser tests for Spark progress documents over recorded real outputs (shared/fixtures/spark)."""
+"""Parser tests for Spark progress documents over recorded real outputs (tests/fixtures/spark)."""
 
 from __future__ import annotations
 
@@ -37,11 +37,11 @@ def test_spark_4_memory_sink_progress(spark_fixtures: Path) -> None:
     assert src.num_input_rows == 0
 
 
-def test_old_spark_num_late_inputs_and_empty_event_time(shared_fixtures: Path) -> None:
+def test_old_spark_num_late_inputs_and_empty_event_time(recorded_fixtures: Path) -> None:
     # Spark 3.1 event log excerpt: "eventTime":{}, stateOperators[0].numLateInputs 0, numRowsTotal 1,
     # one Kafka source with numInputRows 36 and offsets as JSON-in-strings; no top-level numInputRows.
     lines = (
-        shared_fixtures / "spark/public/eventlog_local-1596020211915_streaming_excerpt.jsonl"
+        recorded_fixtures / "spark/public/eventlog_local-1596020211915_streaming_excerpt.jsonl"
     ).read_text()
     event = next(json.loads(x) for x in lines.splitlines() if "QueryProgressEvent" in x)
     q, src = parse_listener_event(event, collector="t")
@@ -53,19 +53,19 @@ def test_old_spark_num_late_inputs_and_empty_event_time(shared_fixtures: Path) -
     assert src.scope.source == "KafkaV2[Subscribe[test5]]"
 
 
-def test_kafka_offsets_behind_latest_as_lag(shared_fixtures: Path) -> None:
+def test_kafka_offsets_behind_latest_as_lag(recorded_fixtures: Path) -> None:
     # sqsps_testProgress5: metrics.maxOffsetsBehindLatest = "270941269" (Spark's own test, SPARK-53690)
-    doc = _load(shared_fixtures / "spark/public/sqsps_testProgress5_kafka_offsets_behind_latest.json")
+    doc = _load(recorded_fixtures / "spark/public/sqsps_testProgress5_kafka_offsets_behind_latest.json")
     q, src = parse_progress(doc, collector="t")
     assert src.lag_offsets == 270_941_269
     assert q.lag_offsets == 270_941_269
     assert q.state_rows_total is None  # no state operators: unknown, not 0
 
 
-def test_no_event_time_key(shared_fixtures: Path) -> None:
+def test_no_event_time_key(recorded_fixtures: Path) -> None:
     # sqsps_testProgress2: no eventTime key, name null, no inputRowsPerSecond (NaN omitted)
     q = parse_progress(
-        _load(shared_fixtures / "spark/public/sqsps_testProgress2_prettyJson_no_eventTime.json"),
+        _load(recorded_fixtures / "spark/public/sqsps_testProgress2_prettyJson_no_eventTime.json"),
         collector="t",
     )[0]
     assert q.watermark is None and q.event_time_max is None

@@ -1,4 +1,4 @@
-"""Spark driver PrometheusServlet collector, over recorded real scrapes (shared/fixtures/spark/real-4.3.0).
+"""Spark driver PrometheusServlet collector, over recorded real scrapes (tests/fixtures/spark/real-4.3.0).
 
 Expected values are read off the fixture files by hand; epoch-ms -> UTC conversions are worked out in
 the comments (1704067200000 ms = 2024-01-01T00:00:00Z; 4070908800000 ms = 2099-01-01T00:00:00Z).
