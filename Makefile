@@ -19,14 +19,17 @@ demo: $(STAMP)
 ## Installs everything the tests need (Python deps, Java 17, PostgreSQL, ...) and runs the whole suite.
 test: $(STAMP) system-deps
 	$(BIN)/ruff check monitor collectors rules dashboard tests
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest
 
 system-deps:
 	bash .ci/system-deps.sh
 
+## ruff, and the layers of DESIGN.md as import-linter contracts (pyproject.toml [tool.importlinter]).
 lint: $(STAMP)
 	$(BIN)/ruff check monitor collectors rules dashboard tests
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

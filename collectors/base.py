@@ -7,12 +7,13 @@ One unreachable job or unreadable file is an error entry, never an exception tha
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from monitor.model import PollResult
 
-__all__ = ["Collector"]
+__all__ = ["Collector", "PollsOnce"]
 
 
 @runtime_checkable
@@ -28,3 +29,20 @@ class Collector(Protocol):
     def poll(self, now: datetime) -> PollResult:
         """Read what is new since the last poll. Must not raise for per-target failures."""
         ...
+
+    def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+        """The same as :meth:`poll`, in pieces: the daemon stores each piece before asking for the next,
+        so a collector that reads much (a long event log) keeps memory bounded and advances its cursor
+        only past what was stored. A collector with nothing to split inherits :class:`PollsOnce`."""
+        ...
+
+
+class PollsOnce:
+    """Mixin for collectors whose poll is one piece: ``iter_poll`` yields ``poll(now)``."""
+
+    def poll(self, now: datetime) -> PollResult:  # pragma: no cover - always overridden
+        raise NotImplementedError
+
+    def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+        """Yield the one result of :meth:`poll`."""
+        yield self.poll(now)

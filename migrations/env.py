@@ -1,7 +1,7 @@
 """Alembic environment: runs migrations against ``Base.metadata``.
 
 The connection comes from ``config.attributes["connection"]`` when tidegauge runs the migration
-(:mod:`monitor.store.migrate`, which opens it with :func:`monitor.store.engine.make_engine` so SQLite gets
+(:mod:`monitor.store.migrate`, which opens it with :func:`monitor.store.database.make_engine` so SQLite gets
 WAL, foreign keys and transactional DDL). When a developer runs ``alembic`` directly, the URL comes from
 ``-x db=URL`` or ``sqlalchemy.url``.
 
@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 import monitor.store.alert_tables
 import monitor.store.tables  # noqa: F401
 from monitor.store.base import Base
-from monitor.store.engine import make_engine
+from monitor.store.database import make_engine
 from monitor.store.types import UTCDateTime
 
 config = context.config

@@ -64,6 +64,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
 from monitor.ingest import DEFAULT_MAX_BODY_BYTES
+from rules.config import RulesConfig
 
 __all__ = [
     "Config",
@@ -228,21 +229,6 @@ class Targets(_Model):
 
 
 Severity = Literal["info", "warning", "critical"]
-
-
-class RuleOverride(_Model):
-    """Per-job parameter overrides: ``match`` on ``job_id``/``job_name``/``engine``."""
-
-    match: dict[str, str]
-    rule: str
-    params: dict[str, Any]
-
-
-class RulesConfig(_Model):
-    """Rule parameters by rule name (free-form here; each rule validates its own) plus overrides."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-    overrides: list[RuleOverride] = Field(default_factory=list)
 
 
 class Receiver(_Model):

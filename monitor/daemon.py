@@ -98,7 +98,10 @@ class SchedulerService:
     """An APScheduler ``BackgroundScheduler`` running :class:`ScheduledJob` s (a :class:`Service`).
 
     Each run reads ``clock`` once and passes that ``now`` to its job; an exception is logged and the job
-    runs again at its next time. ``max_instances=1`` (a slow poll is not started twice) and
+    runs again at its next time. *When* jobs run is APScheduler's business and follows its own wall clock
+    (it has no clock to inject): the first runs are placed ``first_delay`` after the real start, never
+    on ``clock``'s time base, so a test's fake clock far from today cannot make APScheduler replay every
+    slot missed since then. ``max_instances=1`` (a slow poll is not started twice) and
     ``coalesce=True`` (missed runs collapse into one).
 
     Args:
@@ -147,7 +150,7 @@ class SchedulerService:
         scheduler = BackgroundScheduler(
             timezone=UTC, job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         )
-        start = self._clock()
+        start = wall_clock()  # APScheduler's time base (see the class docstring), not ``clock``
         for job in self._jobs:
             if job.cron is not None:
                 scheduler.add_job(self._wrap(job), check_cron(job.cron), id=job.name, name=job.name)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import hashlib
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "Finding",
     "JobRef",
     "PollResult",
+    "RuleTiming",
     "Sample",
     "SampleKind",
     "Scope",
@@ -341,3 +342,19 @@ class Finding:
     def fingerprint(self) -> str:
         """Stable identity of the alert this finding raises."""
         return fingerprint(self.rule, self.identity_labels())
+
+
+@dataclass(frozen=True, slots=True)
+class RuleTiming:
+    """A rule's ``for`` and ``keep_firing_for`` durations (Prometheus alerting-rule fields of those names).
+
+    Raises:
+        ValueError: a duration is negative.
+    """
+
+    for_duration: timedelta = timedelta(0)
+    keep_firing_for: timedelta = timedelta(0)
+
+    def __post_init__(self) -> None:
+        if self.for_duration < timedelta(0) or self.keep_firing_for < timedelta(0):
+            raise ValueError("RuleTiming durations must not be negative")

@@ -34,16 +34,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from collectors.base import Collector
 from monitor.alerts.lifecycle import Alert, AlertEvent, step_all
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence
-from monitor.config import RulesConfig
 from monitor.exporter import AlertCount, CollectorStat
 from monitor.latest import LatestSamples
 from monitor.model import AlertState, CollectorError, Engine, PollResult, Sample, ensure_utc
@@ -68,13 +68,14 @@ from monitor.store.alert_repo import (
     list_silences,
     load_alerts,
 )
+from rules.config import RulesConfig
 from rules.registry import evaluate, history_window, rule_timing
 from rules.registry import validate as check_rules
 
 JobKey = tuple[Engine, str]
 """A job's identity in histories: (engine, job id); run ids change on restart, jobs don't."""
 
-__all__ = ["DEFAULT_LOOKBACK", "PollSource", "Runtime", "StoreCursors", "Target", "TargetHealth"]
+__all__ = ["DEFAULT_LOOKBACK", "Runtime", "StoreCursors", "Target", "TargetHealth"]
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +83,6 @@ log = logging.getLogger(__name__)
 DEFAULT_LOOKBACK = timedelta(hours=1)
 _MAX_RECENT_ERRORS = 1000
 
-
-
-class PollSource(Protocol):
-    """What a target polls: a :class:`collectors.base.Collector` (``iter_poll`` is used when present)."""
-
-    name: str
-
-    def poll(self, now: datetime) -> PollResult:
-        """Read what is new since the last poll; per-target failures are error entries, not exceptions."""
-        ...
 
 
 class StoreCursors:
@@ -151,7 +142,7 @@ class Target:
     """
 
     name: str
-    source: PollSource
+    source: Collector
     interval: timedelta
     cursors: StoreCursors | None = None
 
@@ -250,9 +241,7 @@ class Runtime:
         failure: str | None = None
         try:
             with self._sessions.begin() as session, self._bound(target, session, when):
-                iter_poll = getattr(target.source, "iter_poll", None)
-                results = iter_poll(when) if iter_poll is not None else [target.source.poll(when)]
-                for piece in results:
+                for piece in target.source.iter_poll(when):
                     save_poll(session, piece, collector=target.source.name)
                     samples.extend(piece.samples)  # raw documents stay in the store only
                     errors.extend(piece.errors)

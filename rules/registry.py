@@ -35,11 +35,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from monitor.alerts.lifecycle import RuleTiming
-from monitor.config import RulesConfig
 from monitor.errors import ConfigError
-from monitor.model import CollectorError, Finding, JobRef, Sample
-from rules import behind, freshness, future, health, idle, lag, late, stall, state_growth
+from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample
+from rules import behind, consumer_lag, freshness, future, health, idle, late, stall, state_growth
+from rules.config import RulesConfig
 from rules.history import JobHistory, job_history
 from rules.params import RuleParams, parse_params
 
@@ -71,7 +70,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(idle.RULE, idle.IdleParams, idle.evaluate_idle, consumes_for=True),
         RuleSpec(state_growth.RULE, state_growth.StateGrowthParams, state_growth.evaluate_state_growth),
         RuleSpec(late.SURGE_RULE, late.LateSurgeParams, late.evaluate_late_surge),
-        RuleSpec(lag.RULE, lag.LagParams, lag.evaluate_lag),
+        RuleSpec(consumer_lag.RULE, consumer_lag.LagParams, consumer_lag.evaluate_lag),
         RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),
         RuleSpec(freshness.RULE, freshness.FreshnessParams, freshness.evaluate_freshness),
         RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),

@@ -16,7 +16,7 @@ from monitor.alerts.lifecycle import AlertEvent, RuleTiming, step_all
 from monitor.alerts.routing import Route
 from monitor.model import Finding
 from monitor.store.alert_repo import apply_transitions, load_alerts
-from monitor.store.engine import make_engine, make_session_factory
+from monitor.store.database import make_engine, make_session_factory
 from monitor.store.migrate import upgrade
 
 NO_DELAY = RuleTiming()

@@ -62,6 +62,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from collectors.base import PollsOnce
 from collectors.http import HttpFailure, check_url, get_text, safe_url
 from monitor.errors import InputError
 from monitor.model import CollectorError, Engine, JobRef, PollResult, Sample, SampleKind, ms_to_datetime
@@ -219,7 +220,7 @@ def gauges_to_sample(
     )
 
 
-class SparkPrometheusCollector:
+class SparkPrometheusCollector(PollsOnce):
     """Polls one Spark driver's ``/metrics/prometheus`` and returns one ``GAUGE`` sample per running query.
 
     Implements :class:`collectors.base.Collector`. Every failure (connection refused, timeout, HTTP 404

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from monitor.model import AlertState, Finding, Severity, ensure_utc
+from monitor.model import AlertState, Finding, RuleTiming, Severity, ensure_utc
 
 __all__ = [
     "Alert",
@@ -62,22 +62,6 @@ class AlertEvent:
     kind: EventKind
     fingerprint: str
     at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class RuleTiming:
-    """A rule's ``for`` and ``keep_firing_for`` durations (Prometheus alerting-rule fields of those names).
-
-    Raises:
-        ValueError: a duration is negative.
-    """
-
-    for_duration: timedelta = _ZERO
-    keep_firing_for: timedelta = _ZERO
-
-    def __post_init__(self) -> None:
-        if self.for_duration < _ZERO or self.keep_firing_for < _ZERO:
-            raise ValueError("RuleTiming durations must not be negative")
 
 
 @dataclass(frozen=True, slots=True)

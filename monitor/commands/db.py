@@ -1,7 +1,7 @@
 """``tidegauge db upgrade|downgrade|current``: manage the database schema (Alembic migrations).
 
 ``--db URL`` takes any SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user@host/db``);
-without it the per-user default SQLite file is used (see :func:`monitor.store.engine.default_db_path`).
+without it the per-user default SQLite file is used (see :func:`monitor.store.database.default_db_path`).
 URLs are printed with the password hidden. Only ``db upgrade`` creates a new SQLite file; the other
 commands report ``no database at PATH`` (exit code 2) for a missing one.
 
@@ -15,7 +15,7 @@ import os
 
 import typer
 
-from monitor.store.engine import default_db_url, redact_url
+from monitor.store.database import default_db_url, redact_url
 from monitor.store.migrate import current, downgrade, head, upgrade
 
 _DB_OPTION = typer.Option(

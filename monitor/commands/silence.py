@@ -24,9 +24,9 @@ from monitor.alerts.notification import format_time, parse_time
 from monitor.alerts.silences import KNOWN_LABELS, Silence, parse_matcher, unknown_label_names
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
+from monitor.store import Store, open_store
 from monitor.store.alert_repo import add_silence, expire_silence, list_silences
-from monitor.store.engine import database_errors
-from monitor.store.migrate import Store, open_store
+from monitor.store.database import database_errors
 
 __all__ = ["register"]
 

@@ -18,24 +18,24 @@ from typing import Annotated, Any, TextIO
 import typer
 
 from monitor.durations import format_duration_ms, parse_duration_list_ms, parse_duration_ms
-from monitor.engine import (
+from monitor.errors import InputError
+from monitor.model import ms_to_datetime
+from monitor.watermark import (
     BatchResult,
     Dedup,
-    EngineConfig,
     EventsTable,
     Replay,
     Session,
     Sliding,
     Summary,
     Tumbling,
+    WatermarkConfig,
     WindowSpec,
     plan_batches,
     replay,
 )
-from monitor.engine.io import load_events
-from monitor.engine.sweep import Recommendation, recommend_delay, sweep
-from monitor.errors import InputError
-from monitor.model import ms_to_datetime
+from monitor.watermark.io import load_events
+from monitor.watermark.sweep import Recommendation, recommend_delay, sweep
 
 __all__ = ["register", "run_whatif"]
 
@@ -71,8 +71,8 @@ def build_config(
     group_by_key: bool,
     no_data_batches: bool,
     need_delay: bool,
-) -> EngineConfig:
-    """Turn the command-line options into an :class:`EngineConfig`.
+) -> WatermarkConfig:
+    """Turn the command-line options into an :class:`WatermarkConfig`.
 
     Raises:
         WhatifUsageError / DurationError / EngineConfigError: options that do not parse or fit.
@@ -114,7 +114,7 @@ def build_config(
         raise WhatifUsageError(f"--policy must be min or max, got {policy!r}")
     if output_mode not in ("append", "update"):
         raise WhatifUsageError(f"--output-mode must be append or update, got {output_mode!r}")
-    return EngineConfig(
+    return WatermarkConfig(
         delay_ms=delay_ms,
         window=spec,
         dedup=dd,
@@ -130,7 +130,7 @@ def build_config(
     )
 
 
-def _describe(config: EngineConfig) -> str:
+def _describe(config: WatermarkConfig) -> str:
     w = config.window
     if isinstance(w, Tumbling):
         shape = f"window {_dur(w.size_ms)} tumbling"
@@ -315,7 +315,7 @@ def _recommendation_text(rec: Recommendation) -> list[str]:
 def run_whatif(
     events_path: Path,
     *,
-    config: EngineConfig,
+    config: WatermarkConfig,
     time_unit: str | None,
     time_column: str,
     fmt: str,

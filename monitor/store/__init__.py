@@ -9,11 +9,11 @@ Typical use (composition root)::
     with store.sessions() as session:
         samples = load_samples(session, job_id=..., since=..., until=...)
 
-Modules: :mod:`.engine` (engines, default path), :mod:`.migrate` (Alembic, schema check),
+Modules: :mod:`.database` (SQLAlchemy engines, URLs, default path), :mod:`.store` (:class:`Store`), :mod:`.migrate` (Alembic, schema check),
 :mod:`.repo` (reads/writes), :mod:`.tables` (tables), :mod:`.types`, :mod:`.keys`, :mod:`.base`.
 """
 
-from monitor.store.engine import (
+from monitor.store.database import (
     database_errors,
     default_db_path,
     default_db_url,
@@ -21,7 +21,7 @@ from monitor.store.engine import (
     make_session_factory,
     redact_url,
 )
-from monitor.store.migrate import Store, check_schema, current, downgrade, head, open_store, upgrade
+from monitor.store.migrate import check_schema, current, downgrade, head, upgrade
 from monitor.store.repo import (
     PurgeCounts,
     RawDocument,
@@ -37,6 +37,7 @@ from monitor.store.repo import (
     save_poll,
     set_cursor,
 )
+from monitor.store.store import Store, open_store
 
 __all__ = [
     "PurgeCounts",

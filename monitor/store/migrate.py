@@ -6,14 +6,13 @@ at the code's head revision (:func:`check_schema`, :func:`open_store`); ``tidega
 
 Every function taking ``url`` accepts a URL string, a :class:`sqlalchemy.engine.URL`, an existing
 :class:`sqlalchemy.Engine` (used as is, not disposed), or ``None`` for the default per-user SQLite database
-of ``environ`` (see :func:`monitor.store.engine.default_db_path`).
+of ``environ`` (see :func:`monitor.store.database.default_db_path`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
@@ -23,27 +22,24 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
-from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
 from monitor.errors import InputError, SchemaOutdatedError
-from monitor.store.engine import (
+from monitor.store.database import (
     database_errors,
     default_db_url,
     make_engine,
-    make_session_factory,
     redact_url,
 )
 
 __all__ = [
     "MIGRATIONS_DIR",
-    "Store",
     "alembic_config",
     "check_schema",
     "current",
     "downgrade",
     "head",
-    "open_store",
+    "target_url",
     "upgrade",
 ]
 
@@ -77,7 +73,12 @@ def head() -> str:
     return heads[0]
 
 
-def _target_url(url: str | URL | None, environ: Mapping[str, str] | None) -> str | URL:
+def target_url(url: str | URL | None, environ: Mapping[str, str] | None) -> str | URL:
+    """``url``, or the default database of ``environ`` when ``url`` is None.
+
+    Raises:
+        ValueError: neither is given.
+    """
     if url is not None:
         return url
     if environ is None:
@@ -92,7 +93,7 @@ def _engine(url: DbTarget, environ: Mapping[str, str] | None, *, create: bool = 
         with database_errors(url.url):
             yield url
         return
-    target = _target_url(url, environ)
+    target = target_url(url, environ)
     engine = make_engine(target, create=create)
     try:
         with database_errors(target):
@@ -189,35 +190,3 @@ def check_schema(engine: Engine) -> None:
             "the database was migrated by a newer tidegauge; upgrade tidegauge"
         )
     raise SchemaOutdatedError(f"database schema at {have}, code needs {need}: {fix}")
-
-
-@dataclass(frozen=True, slots=True)
-class Store:
-    """An open database: its engine and a session factory (``with store.sessions.begin() as s:``)."""
-
-    engine: Engine
-    sessions: sessionmaker[Session]
-
-    def dispose(self) -> None:
-        """Close the engine's pooled connections."""
-        self.engine.dispose()
-
-
-def open_store(url: str | URL | None, *, environ: Mapping[str, str] | None = None) -> Store:
-    """Open the database at ``url`` (or the default of ``environ``) after checking its schema is current.
-
-    Raises:
-        SchemaOutdatedError: see :func:`check_schema` (the engine is disposed first).
-        StoreError: the database cannot be reached, its driver is not installed, or there is no SQLite
-            file at the path (none is created): one line with the password hidden.
-        monitor.errors.ConfigError: invalid URL, or no URL and no default location.
-    """
-    target = _target_url(url, environ)
-    engine = make_engine(target)
-    try:
-        with database_errors(target):
-            check_schema(engine)
-    except BaseException:
-        engine.dispose()
-        raise
-    return Store(engine, make_session_factory(engine))

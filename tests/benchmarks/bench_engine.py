@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from monitor.engine import EngineConfig, EventsTable, Tumbling, plan_batches, replay
+from monitor.watermark import EventsTable, Tumbling, WatermarkConfig, plan_batches, replay
 
 DELAYS_MS = [0, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000]
 BASE_MS = 1_790_000_000_000  # 2026-09-21
@@ -43,14 +43,14 @@ def make_events(n: int, seed: int = 7) -> EventsTable:
     return EventsTable.from_columns(event_us, arrival_ms=arrival)
 
 
-def bench(n: int, config: EngineConfig) -> tuple[float, list[tuple[int, float, int, float]]]:
+def bench(n: int, config: WatermarkConfig) -> tuple[float, list[tuple[int, float, int, float]]]:
     t0 = time.perf_counter()
     events = make_events(n)
     plan = plan_batches(events, config)
     t_prep = time.perf_counter() - t0
     rows = []
     for d in DELAYS_MS:
-        cfg = EngineConfig(
+        cfg = WatermarkConfig(
             delay_ms=d, window=config.window, trigger_ms=config.trigger_ms, keep_late_rows=False
         )
         t1 = time.perf_counter()
@@ -60,7 +60,7 @@ def bench(n: int, config: EngineConfig) -> tuple[float, list[tuple[int, float, i
     return t_prep, rows
 
 
-def spark_whatif(n: int, config: EngineConfig, delay_ms: int) -> tuple[float, int]:
+def spark_whatif(n: int, config: WatermarkConfig, delay_ms: int) -> tuple[float, int]:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -114,7 +114,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--spark", action="store_true", help="also time real PySpark on the first size")
     args = ap.parse_args()
-    config = EngineConfig(delay_ms=0, window=Tumbling(60_000), trigger_ms=10_000)
+    config = WatermarkConfig(delay_ms=0, window=Tumbling(60_000), trigger_ms=10_000)
     for n in [int(s) for s in args.sizes.split(",")]:
         t_prep, rows = bench(n, config)
         print(f"\n{n:,} events (generate + plan {t_prep:.2f}s); tumbling 1m, trigger 10s, append, min")
@@ -131,7 +131,7 @@ def main() -> None:
         t0 = time.perf_counter()
         replay(
             events,
-            EngineConfig(delay_ms=delay, window=Tumbling(60_000), trigger_ms=10_000, keep_late_rows=False),
+            WatermarkConfig(delay_ms=delay, window=Tumbling(60_000), trigger_ms=10_000, keep_late_rows=False),
         )
         dt_engine = time.perf_counter() - t0
         print(

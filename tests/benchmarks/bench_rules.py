@@ -24,8 +24,8 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 
-from monitor.config import RulesConfig
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
+from rules.config import RulesConfig
 from rules.registry import evaluate
 
 T0 = datetime(2026, 11, 29, 11, 0, tzinfo=UTC)

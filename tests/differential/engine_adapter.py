@@ -1,12 +1,12 @@
 """Replays a :class:`~tests.differential.scenarios.Scenario` through the reference watermark engine
-(:mod:`monitor.engine`) and reduces the result to :class:`~tests.differential.compare.BatchView`.
+(:mod:`monitor.watermark`) and reduces the result to :class:`~tests.differential.compare.BatchView`.
 
 The events table mirrors what Spark reads: one row per input row, in the order of the step files
 (``Scenario.step_rows``), with
 
 - ``batch`` = the step (explicit micro-batches; the engine may run a no-data batch between two steps,
   as ``processAllAvailable()`` lets Spark do),
-- ``source`` = the input name (every input declared up front in ``EngineConfig.sources``, so an input
+- ``source`` = the input name (every input declared up front in ``WatermarkConfig.sources``, so an input
   that never gets a row still holds the ``min`` policy at 0, as in Spark's ``WatermarkTracker``),
 - ``partition`` = the input's index: in the Spark plan every input is a ``filter`` over the same file
   scan, one file per step, so each input is exactly one partition of the ``Union`` feeding the
@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.engine import (
+from monitor.watermark import (
     Dedup,
-    EngineConfig,
     EventsTable,
     LateRows,
     Session,
     Sliding,
     Tumbling,
+    WatermarkConfig,
     replay,
 )
 from tests.differential.compare import BatchView
@@ -37,8 +37,8 @@ _DEDUP_MODES = {
 }
 
 
-def engine_config(scenario: Scenario) -> EngineConfig:
-    """The :class:`EngineConfig` equivalent to the scenario's Spark query."""
+def engine_config(scenario: Scenario) -> WatermarkConfig:
+    """The :class:`WatermarkConfig` equivalent to the scenario's Spark query."""
     operation = scenario.operation
     window: Any = None
     dedup: Dedup | None = None
@@ -54,7 +54,7 @@ def engine_config(scenario: Scenario) -> EngineConfig:
         group_by_key = operation.by_key and operation.kind != "session"
     elif isinstance(operation, DedupSpec):
         dedup = Dedup(mode=_DEDUP_MODES[operation.kind])  # type: ignore[arg-type]
-    return EngineConfig(
+    return WatermarkConfig(
         delay_ms=scenario.inputs[0].delay_ms,
         window=window,
         dedup=dedup,

@@ -1,7 +1,7 @@
 """Issue 3 acceptance: the reference watermark engine against real PySpark 4.3.0, scenario by scenario.
 
 Each seed is a random scenario (``scenarios.generate``) run through a real local Spark streaming query
-(``spark_runner``) and through ``monitor.engine`` (``engine_adapter``); every batch is compared: batch
+(``spark_runner``) and through ``monitor.watermark`` (``engine_adapter``); every batch is compared: batch
 ids including no-data batches, the step each data batch read, the watermark in effect, the emitted
 windows with their counts (dedup: the number of rows passed), state rows total/removed, and
 ``numRowsDroppedByWatermark`` against the engine's reproduction of it. The expected values come from

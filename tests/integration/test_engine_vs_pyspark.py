@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from monitor.engine import EngineConfig, EventsTable, Tumbling, replay
+from monitor.watermark import EventsTable, Tumbling, WatermarkConfig, replay
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -97,7 +97,7 @@ def test_engine_matches_pyspark_batch_by_batch(tmp_path: Path) -> None:
         for i, b in enumerate(BATCHES)
         for s in b
     )
-    result = replay(events, EngineConfig(delay_ms=10_000, window=Tumbling(5_000)))
+    result = replay(events, WatermarkConfig(delay_ms=10_000, window=Tumbling(5_000)))
     spark_view = []
     for p in progress:
         op = p["stateOperators"][0]

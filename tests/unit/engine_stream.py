@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.engine import BatchResult, EventsTable
+from monitor.watermark import BatchResult, EventsTable
 
 SEC_US = 1_000_000
 

@@ -14,7 +14,7 @@ from alembic.migration import MigrationContext
 
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow, SilenceRow
 from monitor.store.base import Base
-from monitor.store.engine import make_engine, make_session_factory
+from monitor.store.database import make_engine, make_session_factory
 from monitor.store.migrate import current, downgrade, head, upgrade
 from tests.alerting import sqlite_url
 

@@ -23,7 +23,7 @@ from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.notify.webhook import WebhookNotifier
 from monitor.store.alert_repo import add_silence, apply_transitions, load_alerts
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow
-from monitor.store.engine import make_engine, make_session_factory
+from monitor.store.database import make_engine, make_session_factory
 from monitor.store.migrate import upgrade
 from tests.alerting import migrated_sessions, sqlite_url, tick
 from tests.http_receiver import Receiver, running_receiver

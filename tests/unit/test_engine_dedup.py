@@ -7,7 +7,7 @@ numRowsRemoved, numRowsDroppedByWatermark). Times in seconds (engine_stream.py).
 
 from __future__ import annotations
 
-from monitor.engine import Dedup, EngineConfig, replay
+from monitor.watermark import Dedup, WatermarkConfig, replay
 from tests.unit.engine_stream import stream
 
 
@@ -45,7 +45,7 @@ def test_dedup_within_watermark_real_run() -> None:
     #   3 nd 01:55 (0,0,3,0) | 4 (2,2,0,1) out a@02:10 b@02:11 | 5 nd 02:01 (2,0,0,0).
     # Hand: expiresAt = first row's time + 10 s: a 110, b 112, c 105 -> all <= 115 at batch 3.
     # Batch 4: 114 s <= late wm 115 -> dropped before dedup.
-    r = replay(stream(*BATCHES_C), EngineConfig(delay_ms=10_000, dedup=Dedup("within_watermark")))
+    r = replay(stream(*BATCHES_C), WatermarkConfig(delay_ms=10_000, dedup=Dedup("within_watermark")))
     assert metrics(r) == [
         ("data", 0, 2, 2, 0, 0),
         ("no-data", 92, 2, 0, 0, 0),
@@ -73,7 +73,7 @@ def test_dedup_on_key_and_event_time_evicts_by_event_time_real_run() -> None:
         [k("a", 130)],
         [k("b", 102)],
     )
-    r = replay(events, EngineConfig(delay_ms=10_000, dedup=Dedup("key_and_event_time")))
+    r = replay(events, WatermarkConfig(delay_ms=10_000, dedup=Dedup("key_and_event_time")))
     assert metrics(r) == [
         ("data", 0, 2, 2, 0, 0),
         ("no-data", 92, 2, 0, 0, 0),
@@ -88,7 +88,7 @@ def test_dedup_on_key_and_event_time_evicts_by_event_time_real_run() -> None:
 def test_dedup_without_event_time_never_evicts_but_still_drops_late_rows() -> None:
     # Real run (dropDuplicates(["k"]), batches C): 0 (2,2,0,0) | 1 nd | 2 (3,1,0,0) out c |
     #   3 nd 01:55 (3,0,0,0) | 4 (3,0,0,1) | 5 nd (3,0,0,0): state only grows; a@114 is late.
-    r = replay(stream(*BATCHES_C), EngineConfig(delay_ms=10_000, dedup=Dedup("key")))
+    r = replay(stream(*BATCHES_C), WatermarkConfig(delay_ms=10_000, dedup=Dedup("key")))
     assert metrics(r) == [
         ("data", 0, 2, 2, 0, 0),
         ("no-data", 92, 2, 0, 0, 0),
@@ -104,15 +104,15 @@ def test_dedup_null_event_time_is_never_late_and_never_evicted() -> None:
     # The late predicate `event_time <= wm` is null for a null time (row kept); with event time in
     # the key, (b, null) stays in state forever; within-watermark reads null as 0: expiresAt = delay.
     events = stream([k("a", 100), k("b", None)], [k("b", None), k("c", 200)])
-    r = replay(events, EngineConfig(delay_ms=10_000, dedup=Dedup("key_and_event_time")))
+    r = replay(events, WatermarkConfig(delay_ms=10_000, dedup=Dedup("key_and_event_time")))
     assert [b.output_rows for b in r.batches] == [2, 0, 1, 0]
     assert r.batches[-1].state_rows == 2  # (b, null) and (c, 200); (a, 100) went at wm 90
-    r2 = replay(events, EngineConfig(delay_ms=10_000, dedup=Dedup("within_watermark")))
+    r2 = replay(events, WatermarkConfig(delay_ms=10_000, dedup=Dedup("within_watermark")))
     # b's entry expires at 0 + 10 s: evicted by the no-data batch at wm 90, so the second b passes.
     assert [b.output_rows for b in r2.batches] == [2, 0, 2, 0]
 
 
 def test_dedup_late_rows_report_lateness_against_event_time() -> None:
-    r = replay(stream([k("a", 100)], [k("b", 85)]), EngineConfig(delay_ms=10_000, dedup=Dedup("key")))
+    r = replay(stream([k("a", 100)], [k("b", 85)]), WatermarkConfig(delay_ms=10_000, dedup=Dedup("key")))
     late = r.batches[2].late_rows.to_list()
     assert [(x.key, x.window_end_ms, x.lateness_ms) for x in late] == [("b", None, 5_000)]

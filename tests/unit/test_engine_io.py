@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.engine.io import EventsFileError, load_events
+from monitor.watermark.io import EventsFileError, load_events
 
 SEC_US = 1_000_000
 
@@ -128,7 +128,7 @@ def test_vectorised_csv_path_equals_row_by_row_path(
     tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("pyarrow")
-    import monitor.engine.io as io_mod
+    import monitor.watermark.io as io_mod
 
     f = write(tmp_path / f"{name}.csv", CLEAN_FILES[name])
     unit = "ms" if name == "numeric" else ("s" if name == "mixed" else None)
@@ -159,8 +159,8 @@ def test_vectorised_csv_path_equals_row_by_row_path(
 def test_from_records_accepts_iso_datetimes_and_micros_and_rejects_naive() -> None:
     from datetime import UTC, datetime
 
-    from monitor.engine import EventsTable
     from monitor.errors import InputError
+    from monitor.watermark import EventsTable
 
     ev = EventsTable.from_records(
         [

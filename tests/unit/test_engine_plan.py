@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from monitor.engine import EngineConfig, EngineConfigError, EventsTable, Tumbling, plan_batches, replay
+from monitor.watermark import EngineConfigError, EventsTable, Tumbling, WatermarkConfig, plan_batches, replay
 from tests.unit.engine_stream import SEC_US
 
 
-def cfg(**kw: object) -> EngineConfig:
+def cfg(**kw: object) -> WatermarkConfig:
     base: dict[str, object] = {"delay_ms": 10_000, "window": Tumbling(5_000)}
     base.update(kw)
-    return EngineConfig(**base)  # type: ignore[arg-type]
+    return WatermarkConfig(**base)  # type: ignore[arg-type]
 
 
 def table(times_s: list[int], **cols: object) -> EventsTable:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from monitor.engine import EngineConfig, EngineConfigError, EventsTable, Tumbling
-from monitor.engine.sweep import recommend_delay, sweep
+from monitor.watermark import EngineConfigError, EventsTable, Tumbling, WatermarkConfig
+from monitor.watermark.sweep import recommend_delay, sweep
 
 SEC_US = 1_000_000
 
@@ -21,8 +21,8 @@ def events() -> EventsTable:
     return EventsTable.from_columns(np.array([x * SEC_US for x in t], dtype=np.int64), batch=list(range(6)))
 
 
-def cfg() -> EngineConfig:
-    return EngineConfig(delay_ms=0, window=Tumbling(5_000))
+def cfg() -> WatermarkConfig:
+    return WatermarkConfig(delay_ms=0, window=Tumbling(5_000))
 
 
 def test_sweep_dropped_rows_per_delay() -> None:

@@ -12,16 +12,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from monitor.engine import EngineConfig, EventsTable, Runtime, Tumbling, replay
+from monitor.watermark import EventsTable, Tumbling, WatermarkConfig, WatermarkRuntime, replay
 from tests.unit.engine_stream import SEC_US, emitted_s, stream, summary_rows
 
 W5 = Tumbling(size_ms=5_000)
 
 
-def cfg(**kw: object) -> EngineConfig:
+def cfg(**kw: object) -> WatermarkConfig:
     base: dict[str, object] = {"delay_ms": 10_000, "window": W5}
     base.update(kw)
-    return EngineConfig(**base)  # type: ignore[arg-type]
+    return WatermarkConfig(**base)  # type: ignore[arg-type]
 
 
 def test_watermark_after_batch_is_max_event_time_minus_delay_and_applies_to_next_batch() -> None:
@@ -136,7 +136,7 @@ def test_input_that_never_had_a_row_holds_min_policy_at_epoch() -> None:
 
 
 def test_declared_source_without_rows_holds_the_watermark_forever() -> None:
-    # EngineConfig.sources declares an input "late" that never sends: min(90, 0) = 0 always.
+    # WatermarkConfig.sources declares an input "late" that never sends: min(90, 0) = 0 always.
     r = replay(stream([{"t": 100, "source": "s1"}], [{"t": 200, "source": "s1"}]), cfg(sources=("late",)))
     assert all(b.watermark_ms == 0 for b in r.batches)
     assert r.summary.no_data_batches == 0
@@ -188,7 +188,7 @@ def test_watermark_uses_floor_division_of_microseconds() -> None:
     ev = EventsTable.from_columns(np.array([100 * SEC_US + 999], dtype=np.int64))
     assert replay(ev, cfg()).batches[0].next_watermark_ms == 90_000
     neg = EventsTable.from_columns(np.array([-1500], dtype=np.int64))
-    rt = Runtime(neg, cfg())
+    rt = WatermarkRuntime(neg, cfg())
     b = rt.run_data_batch(np.array([0]))
     assert b.event_time is not None and b.event_time.max_ms == -2
     assert b.source_watermarks_ms == {"": -10_002}
@@ -240,7 +240,7 @@ def test_no_data_batch_has_no_event_time_stats() -> None:
 
 
 def test_runtime_snapshot_is_plain_data() -> None:
-    rt = Runtime(stream([100, 103]), cfg())
+    rt = WatermarkRuntime(stream([100, 103]), cfg())
     rt.run_data_batch(np.array([0, 1]))
     snap = rt.snapshot()
     assert snap == {
@@ -276,7 +276,7 @@ def test_future_skew_filter_removes_rows_before_the_watermark() -> None:
 
 
 def test_watermark_assertion_guards_the_runtime() -> None:
-    rt = Runtime(stream([100]), cfg())
+    rt = WatermarkRuntime(stream([100]), cfg())
     rt.run_data_batch(np.array([0]))
     rt._wm = -5  # corrupt the state on purpose
     with pytest.raises(AssertionError, match="went back"):

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.model import Engine, JobRef, PollResult, Sample, SampleKind, Scope
-from monitor.store.engine import make_engine, make_session_factory
+from monitor.store.database import make_engine, make_session_factory
 from monitor.store.migrate import current, downgrade, upgrade
 from monitor.store.repo import load_samples, save_poll
 from tests.alerting import sqlite_url

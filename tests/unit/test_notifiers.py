@@ -96,8 +96,18 @@ def test_status_classification(status: int, retryable: bool) -> None:
 
 @pytest.mark.parametrize("status", [200, 201, 202, 204])
 def test_2xx_is_success(status: int) -> None:
-    client = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(status)))
+    # success is "no DeliveryError": the request must really have been sent, once, to the receiver's URL
+    # (a notifier that returned early without posting would otherwise pass)
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(status)
+
+    client = httpx.Client(transport=httpx.MockTransport(answer))
     WebhookNotifier("hook", "http://receiver.invalid/x", SECRET).send(batch(FIRING), client)
+    assert [(r.method, str(r.url)) for r in seen] == [("POST", "http://receiver.invalid/x")]
+    assert json.loads(seen[0].content)["alerts"][0]["status"] == "firing"
 
 
 def test_timeouts_and_connection_errors_are_retryable_and_do_not_leak_the_url() -> None:

@@ -1,5 +1,5 @@
-"""Table test of ``consumer_lag`` (rules.lag.evaluate_lag, wrapping Burrow's evaluator in
-rules.consumer_lag); each row's comment says why. Polls every 15 s; window 10 observations; allowed_lag 0.
+"""Table test of ``consumer_lag`` (rules.consumer_lag.evaluate_lag, wrapping Burrow's evaluator in
+rules.consumer_lag.burrow); each row's comment says why. Polls every 15 s; window 10 observations; allowed_lag 0.
 A row is a partition's (committed offset, log-end offset) per poll."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from monitor.model import Sample, Severity
-from rules.lag import LagParams, evaluate_lag
+from rules.consumer_lag import LagParams, evaluate_lag
 from tests.rule_samples import T0, history, kafka
 
 Poll = tuple[int | None, int | None]

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from collectors.spark.eventlog import EventLogCollector
 from monitor.cli import app
-from monitor.config import RulesConfig
 from monitor.errors import ConfigError
 from monitor.model import CollectorError, Engine, JobRef, Sample, Severity
+from rules.config import RulesConfig
 from rules.registry import RULES, evaluate, rule_timing, validate
 from tests.rule_samples import SPARK, T0, source, spark
 

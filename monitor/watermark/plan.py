@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from monitor.engine.config import EngineConfig, EngineConfigError
-from monitor.engine.events import EventsTable
+from monitor.watermark.config import EngineConfigError, WatermarkConfig
+from monitor.watermark.events import EventsTable
 
 __all__ = ["BatchPlan", "plan_batches"]
 
@@ -69,7 +69,7 @@ def _chunks(start: int, end: int, cap: int | None) -> list[tuple[int, int]]:
     return [(s, min(s + cap, end)) for s in range(start, end, cap)]
 
 
-def plan_batches(events: EventsTable, config: EngineConfig) -> BatchPlan:
+def plan_batches(events: EventsTable, config: WatermarkConfig) -> BatchPlan:
     """Assign rows to data batches (see the module docstring).
 
     Raises:

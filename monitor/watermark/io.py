@@ -1,4 +1,4 @@
-"""Load an EVENTS file (CSV, JSON lines or Parquet) into an :class:`~monitor.engine.EventsTable`.
+"""Load an EVENTS file (CSV, JSON lines or Parquet) into an :class:`~monitor.watermark.EventsTable`.
 
 Columns (names fixed except the event-time column, see ``time_column``):
 
@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from monitor.engine.events import BadRow, EventsTable, parse_iso_to_us
 from monitor.errors import InputError
+from monitor.watermark.events import BadRow, EventsTable, parse_iso_to_us
 
 __all__ = ["EventsFileError", "TimeUnit", "load_events"]
 

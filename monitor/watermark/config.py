@@ -10,11 +10,11 @@ from monitor.errors import ConfigError
 
 __all__ = [
     "Dedup",
-    "EngineConfig",
     "EngineConfigError",
     "Session",
     "Sliding",
     "Tumbling",
+    "WatermarkConfig",
     "WindowSpec",
 ]
 
@@ -24,7 +24,7 @@ DedupMode = Literal["key", "key_and_event_time", "within_watermark"]
 
 
 class EngineConfigError(ConfigError):
-    """An :class:`EngineConfig` (or a window/dedup spec) is invalid; the message names the field."""
+    """An :class:`WatermarkConfig` (or a window/dedup spec) is invalid; the message names the field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ class Dedup:
 
 
 @dataclass(frozen=True, slots=True)
-class EngineConfig:
+class WatermarkConfig:
     """What to replay. All durations are integer milliseconds.
 
     Attributes:

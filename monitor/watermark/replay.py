@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from monitor.engine.config import EngineConfig
-from monitor.engine.events import EventsTable
-from monitor.engine.plan import BatchPlan, plan_batches
-from monitor.engine.results import BatchResult, LatencyStats, Replay, Summary
-from monitor.engine.runtime import Runtime
+from monitor.watermark.config import WatermarkConfig
+from monitor.watermark.events import EventsTable
+from monitor.watermark.plan import BatchPlan, plan_batches
+from monitor.watermark.results import BatchResult, LatencyStats, Replay, Summary
+from monitor.watermark.runtime import WatermarkRuntime
 
 __all__ = ["replay"]
 
@@ -18,7 +18,7 @@ I64 = npt.NDArray[np.int64]
 
 def replay(
     events: EventsTable,
-    config: EngineConfig,
+    config: WatermarkConfig,
     *,
     plan: BatchPlan | None = None,
     late_filter_uses_previous_batch: bool = True,
@@ -28,20 +28,20 @@ def replay(
     Args:
         events: the input rows.
         config: query, watermark and trigger.
-        plan: a precomputed :func:`~monitor.engine.plan.plan_batches` result (sweeps reuse one plan).
+        plan: a precomputed :func:`~monitor.watermark.plan.plan_batches` result (sweeps reuse one plan).
         late_filter_uses_previous_batch: Spark's default
             ``spark.sql.streaming.statefulOperator.allowMultiple=true`` (see :mod:`.runtime`).
 
     Returns:
-        :class:`~monitor.engine.Replay` with one :class:`~monitor.engine.BatchResult` per batch
-        (data and no-data, in batch-id order) and a :class:`~monitor.engine.Summary`.
+        :class:`~monitor.watermark.Replay` with one :class:`~monitor.watermark.BatchResult` per batch
+        (data and no-data, in batch-id order) and a :class:`~monitor.watermark.Summary`.
 
     Raises:
         EngineConfigError: the config does not fit the events (e.g. a trigger without arrival times).
     """
     if plan is None:
         plan = plan_batches(events, config)
-    rt = Runtime(events, config, late_filter_uses_previous_batch=late_filter_uses_previous_batch)
+    rt = WatermarkRuntime(events, config, late_filter_uses_previous_batch=late_filter_uses_previous_batch)
     events = rt.events
     batches: list[BatchResult] = []
     fin_end: list[I64] = []

@@ -1,7 +1,7 @@
-"""Consumer lag: Burrow's partition evaluation (:mod:`rules.consumer_lag`) over Kafka lag samples.
+"""Consumer lag: Burrow's partition evaluation (:mod:`rules.consumer_lag.burrow`) over Kafka lag samples.
 
 Follows LinkedIn Burrow's evaluator (``core/internal/evaluator/caching.go``), whose pure port
-:func:`rules.consumer_lag.evaluate_partition` is wrapped here unchanged. A Kafka lag sample
+:func:`rules.consumer_lag.burrow.evaluate_partition` is wrapped here unchanged. A Kafka lag sample
 (``Engine.KAFKA``, ``scope.source`` = topic, ``scope.partition``) is one observation of a consumer group's
 committed offset (:attr:`Sample.committed_offset`) and the partition's log-end offset
 (:attr:`Sample.log_end_offset`); Burrow's window of commits is the partition's last ``window_samples``
@@ -18,7 +18,7 @@ from pydantic import Field
 from monitor.model import Engine, Finding, Sample, Scope, Severity, datetime_to_ms
 from rules.batches import fmt_time
 from rules.common import scope_name
-from rules.consumer_lag import (
+from rules.consumer_lag.burrow import (
     CommitObservation,
     LagStatus,
     PartitionLagEvaluation,

@@ -11,14 +11,14 @@ Build the input::
         {"event_time": None, "batch": 1},                     # null: filtered, yet in eventTime stats
     ])
     # or EventsTable.from_columns(event_time_us=..., batch=..., arrival_ms=..., source=..., key=...,
-    #                             partition=...), or monitor.engine.io.load_events(path, time_unit=...)
+    #                             partition=...), or monitor.watermark.io.load_events(path, time_unit=...)
 
 Describe the query (all durations integer **ms**)::
 
-    config = EngineConfig(delay_ms=10_000, window=Tumbling(size_ms=5_000))          # append, min
-    config = EngineConfig(delay_ms=10_000, window=Sliding(10_000, 5_000), output_mode="update")
-    config = EngineConfig(delay_ms=10_000, window=Session(gap_ms=5_000))            # per key, append
-    config = EngineConfig(delay_ms=10_000, dedup=Dedup("within_watermark"))         # on `key`
+    config = WatermarkConfig(delay_ms=10_000, window=Tumbling(size_ms=5_000))          # append, min
+    config = WatermarkConfig(delay_ms=10_000, window=Sliding(10_000, 5_000), output_mode="update")
+    config = WatermarkConfig(delay_ms=10_000, window=Session(gap_ms=5_000))            # per key, append
+    config = WatermarkConfig(delay_ms=10_000, dedup=Dedup("within_watermark"))         # on `key`
 
 Replay::
 
@@ -52,8 +52,8 @@ Mapping to a Spark run (``withWatermark("event_time", delay)`` → ``groupBy(win
 
 Batch membership: an explicit ``batch`` column (each value one data batch, ascending; the engine is
 assumed idle between feeds, as with ``processAllAvailable()`` after each file, so no-data batches can
-run in between), or ``arrival_ms`` + ``EngineConfig.trigger_ms`` (``ProcessingTimeTrigger``), or all
-rows at once. ``EngineConfig.max_rows_per_batch`` caps a data batch. See :mod:`monitor.engine.plan`.
+run in between), or ``arrival_ms`` + ``WatermarkConfig.trigger_ms`` (``ProcessingTimeTrigger``), or all
+rows at once. ``WatermarkConfig.max_rows_per_batch`` caps a data batch. See :mod:`monitor.watermark.plan`.
 
 Semantics (Spark 3.5–4.x; checked against the Spark source and a PySpark 4.3.0 run, see the tests):
 
@@ -71,25 +71,25 @@ Semantics (Spark 3.5–4.x; checked against the Spark source and a PySpark 4.3.0
 * A no-data batch runs (own batch id) when the watermark advanced past the last batch's and no new
   data is available; it emits/evicts only.
 
-Runtime: :class:`Runtime` runs batch by batch (``run_data_batch``, ``needs_no_data_batch``,
+WatermarkRuntime: :class:`WatermarkRuntime` runs batch by batch (``run_data_batch``, ``needs_no_data_batch``,
 ``run_no_data_batch``) and ``snapshot()`` returns its state as a plain dict. Errors:
 :class:`EngineConfigError` (a :class:`monitor.errors.ConfigError`) for invalid configs or a config
 that does not fit the events.
 """
 
-from monitor.engine.config import (
+from monitor.watermark.config import (
     Dedup,
-    EngineConfig,
     EngineConfigError,
     Session,
     Sliding,
     Tumbling,
+    WatermarkConfig,
     WindowSpec,
 )
-from monitor.engine.events import BadRow, EventsTable
-from monitor.engine.plan import BatchPlan, plan_batches
-from monitor.engine.replay import replay
-from monitor.engine.results import (
+from monitor.watermark.events import BadRow, EventsTable
+from monitor.watermark.plan import BatchPlan, plan_batches
+from monitor.watermark.replay import replay
+from monitor.watermark.results import (
     BatchResult,
     EventTimeStats,
     LatencyStats,
@@ -100,14 +100,13 @@ from monitor.engine.results import (
     Window,
     Windows,
 )
-from monitor.engine.runtime import Runtime
+from monitor.watermark.runtime import WatermarkRuntime
 
 __all__ = [
     "BadRow",
     "BatchPlan",
     "BatchResult",
     "Dedup",
-    "EngineConfig",
     "EngineConfigError",
     "EventTimeStats",
     "EventsTable",
@@ -115,11 +114,12 @@ __all__ = [
     "LateRows",
     "LatencyStats",
     "Replay",
-    "Runtime",
     "Session",
     "Sliding",
     "Summary",
     "Tumbling",
+    "WatermarkConfig",
+    "WatermarkRuntime",
     "Window",
     "WindowSpec",
     "Windows",

@@ -25,22 +25,22 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from monitor.engine.config import EngineConfig
-from monitor.engine.events import EventsTable
-from monitor.engine.operators import Operator, OpResult, make_operator
-from monitor.engine.results import BatchResult, EventTimeStats
+from monitor.watermark.config import WatermarkConfig
+from monitor.watermark.events import EventsTable
+from monitor.watermark.operators import Operator, OpResult, make_operator
+from monitor.watermark.results import BatchResult, EventTimeStats
 
-__all__ = ["Runtime"]
+__all__ = ["WatermarkRuntime"]
 
 I64 = npt.NDArray[np.int64]
 
 
-class Runtime:
+class WatermarkRuntime:
     """Step-by-step replay of one query over one events table.
 
     Use :meth:`run_data_batch` with the row indices of each data batch, :meth:`needs_no_data_batch`
     and :meth:`run_no_data_batch` between them; :meth:`snapshot` returns the state as plain data.
-    :func:`monitor.engine.replay` drives it from a :class:`~monitor.engine.plan.BatchPlan`.
+    :func:`monitor.watermark.replay` drives it from a :class:`~monitor.watermark.plan.BatchPlan`.
 
     Args:
         events: the events (row indices refer to it).
@@ -50,7 +50,7 @@ class Runtime:
     """
 
     def __init__(
-        self, events: EventsTable, config: EngineConfig, *, late_filter_uses_previous_batch: bool = True
+        self, events: EventsTable, config: WatermarkConfig, *, late_filter_uses_previous_batch: bool = True
     ) -> None:
         if config.sources:
             events = events.with_source_names(config.sources)

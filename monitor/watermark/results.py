@@ -40,7 +40,7 @@ class LateRow:
     """One input row dropped by the watermark (for sliding windows: one (row, window) pair).
 
     Attributes:
-        row_index: index of the row in the :class:`~monitor.engine.EventsTable`.
+        row_index: index of the row in the :class:`~monitor.watermark.EventsTable`.
         event_time_us: its event time (epoch microseconds).
         window_start_ms / window_end_ms: the window it was late for (``None`` for deduplication; for
             session windows the row's own session ``[t, t + gap)``).
@@ -363,7 +363,7 @@ class Summary:
 
 @dataclass(frozen=True, eq=False)
 class Replay:
-    """The result of :func:`monitor.engine.replay`: the batches in order and their summary."""
+    """The result of :func:`monitor.watermark.replay`: the batches in order and their summary."""
 
     batches: list[BatchResult]
     summary: Summary

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from monitor.engine.config import EngineConfig, EngineConfigError
-from monitor.engine.events import EventsTable
-from monitor.engine.plan import BatchPlan, plan_batches
-from monitor.engine.replay import replay
-from monitor.engine.results import Summary
+from monitor.watermark.config import EngineConfigError, WatermarkConfig
+from monitor.watermark.events import EventsTable
+from monitor.watermark.plan import BatchPlan, plan_batches
+from monitor.watermark.replay import replay
+from monitor.watermark.results import Summary
 
 __all__ = ["DEFAULT_LADDER_MS", "Recommendation", "recommend_delay", "sweep"]
 
@@ -19,17 +19,17 @@ DEFAULT_LADDER_MS: tuple[int, ...] = tuple(
 )
 
 
-def _with_delay(config: EngineConfig, delay_ms: int) -> EngineConfig:
+def _with_delay(config: WatermarkConfig, delay_ms: int) -> WatermarkConfig:
     return dataclasses.replace(config, delay_ms=delay_ms, keep_late_rows=False)
 
 
 def sweep(
-    events: EventsTable, config: EngineConfig, delays_ms: list[int], *, plan: BatchPlan | None = None
+    events: EventsTable, config: WatermarkConfig, delays_ms: list[int], *, plan: BatchPlan | None = None
 ) -> list[Summary]:
     """Replay once per delay (same batches, same query) and return the summaries in ``delays_ms`` order.
 
     Raises:
-        EngineConfigError: see :func:`monitor.engine.replay`.
+        EngineConfigError: see :func:`monitor.watermark.replay`.
     """
     if plan is None:
         plan = plan_batches(events, config)
@@ -60,7 +60,7 @@ class Recommendation:
 
 def recommend_delay(
     events: EventsTable,
-    config: EngineConfig,
+    config: WatermarkConfig,
     target_completeness_pct: float,
     *,
     candidates_ms: list[int] | None = None,

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from monitor.engine.config import Dedup, EngineConfig, EngineConfigError, Session, Sliding, Tumbling
-from monitor.engine.events import EventsTable
-from monitor.engine.results import LateRows, Windows
+from monitor.watermark.config import Dedup, EngineConfigError, Session, Sliding, Tumbling, WatermarkConfig
+from monitor.watermark.events import EventsTable
+from monitor.watermark.results import LateRows, Windows
 
 __all__ = ["OpResult", "Operator", "make_operator"]
 
@@ -33,7 +33,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 @dataclass(eq=False)
 class OpResult:
-    """What an operator did in one batch (see :class:`monitor.engine.BatchResult` for meanings)."""
+    """What an operator did in one batch (see :class:`monitor.watermark.BatchResult` for meanings)."""
 
     late: LateRows
     late_rows: I64  # distinct late row indices
@@ -64,7 +64,7 @@ class Operator(Protocol):
         ...
 
 
-def make_operator(events: EventsTable, config: EngineConfig) -> Operator:
+def make_operator(events: EventsTable, config: WatermarkConfig) -> Operator:
     """Build the operator for ``config`` over ``events``."""
     w = config.window
     if isinstance(w, Tumbling | Sliding):
@@ -77,7 +77,7 @@ def make_operator(events: EventsTable, config: EngineConfig) -> Operator:
 
 def _late_rows(
     events: EventsTable,
-    config: EngineConfig,
+    config: WatermarkConfig,
     idx: I64,
     start_us: I64 | None,
     end_us: I64 | None,
@@ -118,7 +118,7 @@ class WindowAggregation:
 
     MAX_PAIRS = 1 << 24
 
-    def __init__(self, events: EventsTable, config: EngineConfig, spec: Tumbling | Sliding) -> None:
+    def __init__(self, events: EventsTable, config: WatermarkConfig, spec: Tumbling | Sliding) -> None:
         self._events = events
         self._config = config
         self._size_us = spec.size_ms * 1000
@@ -287,7 +287,7 @@ class SessionWindowAggregation:
     then sessions with ``end <= evict_wm`` are removed and emitted. Pure Python.
     """
 
-    def __init__(self, events: EventsTable, config: EngineConfig, spec: Session) -> None:
+    def __init__(self, events: EventsTable, config: WatermarkConfig, spec: Session) -> None:
         self._events = events
         self._config = config
         self._gap_us = spec.gap_ms * 1000
@@ -411,7 +411,7 @@ class Deduplication:
     ``key`` never evicts. Pure Python.
     """
 
-    def __init__(self, events: EventsTable, config: EngineConfig, spec: Dedup) -> None:
+    def __init__(self, events: EventsTable, config: WatermarkConfig, spec: Dedup) -> None:
         self._events = events
         self._config = config
         self._mode = spec.mode
