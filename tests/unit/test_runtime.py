@@ -298,3 +298,77 @@ def test_recent_history_loads_only_new_rows_and_keeps_the_window(store: Store) -
         lookback=timedelta(minutes=30),
     )
     assert again.recent_history() == runtime.recent_history()
+
+
+def _outbox(store: Store) -> list[tuple[str, dict[str, str]]]:
+    with store.sessions() as s:
+        rows = s.scalars(select(OutboxRow).order_by(OutboxRow.id)).all()
+    return [(o.status, o.payload.get("annotations", {}) if isinstance(o.payload, dict) else {}) for o in rows]
+
+
+def test_stall_that_began_and_ended_while_the_daemon_was_stopped_fires_and_resolves(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        runtime.poll(target, T0)
+        assert runtime.evaluate(T0) == []  # nothing written yet
+        # stopped; meanwhile four stalled batches (three with rows not moving the watermark) and the
+        # recovering one (recorded batch 5: the watermark moved) are written
+        log.batches(4, 4, 4, 4, 5)
+        restarted, target = _runtime(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(minutes=1)
+        restarted.poll(target, now)
+        events = restarted.evaluate(now)
+        # fired at the fourth batch's time, resolved at the fifth's: both notified
+        assert [(e.kind.value, e.at) for e in events] == [
+            ("pending", log.times[3]), ("firing", log.times[3]), ("resolved", log.times[4])
+        ]
+        assert [status for status, _ in _outbox(store)] == ["firing", "resolved"]
+        assert restarted.evaluate(now + timedelta(seconds=15)) == []  # evaluated once, not again
+
+
+def test_history_older_than_the_horizon_is_stored_but_notifies_nobody(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    # a daemon pointed at an old log: the same stall, two hours before the daemon first sees it (the
+    # default horizon is the longest rule window, 30 min): the alert is stored and shown, nobody paged
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4, 5, 4, 4, 4, 4)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(hours=2)
+        runtime.poll(target, now)
+        events = runtime.evaluate(now)
+        assert [e.kind.value for e in events] == ["pending", "firing", "resolved", "pending", "firing"]
+        assert _outbox(store) == []
+        with store.sessions() as s:
+            [alert] = load_alerts(s).values()
+        assert alert.state is AlertState.FIRING and "not notified" in alert.annotations["history"]
+        # the stall ends live, now: still that history episode, so its resolution is not notified either
+        log.clock = now
+        log.batches(5)
+        runtime.poll(target, now + timedelta(seconds=5))
+        assert [e.kind.value for e in runtime.evaluate(now + timedelta(seconds=5))] == ["resolved"]
+        assert _outbox(store) == []
+        # a new stall live: notified
+        log.batches(4, 4, 4, 4)
+        runtime.poll(target, now + timedelta(seconds=10))
+        assert [e.kind.value for e in runtime.evaluate(now + timedelta(seconds=10))] == ["pending", "firing"]
+        assert [status for status, _ in _outbox(store)] == ["firing"]
+
+
+def test_terminated_query_resolves_its_alerts_with_the_reason(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4)
+    log.terminate()  # a clean stop (no exception) right after the stalled batch
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(minutes=1)
+        runtime.poll(target, now)
+        assert [e.kind.value for e in runtime.evaluate(now)] == ["pending", "firing", "resolved"]
+        (_, fired), (_, resolved) = _outbox(store)
+        assert resolved.get("resolved_reason") == "terminated" and "resolved_reason" not in fired
