@@ -17,6 +17,7 @@ from monitor.model import Finding, Severity
 from rules.batches import fmt_duration, fmt_time
 from rules.common import tail_since
 from rules.history import JobHistory
+from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
 from rules.params import Duration, RuleParams
 
 __all__ = ["SURGE_RULE", "LateSurgeParams", "evaluate_late_surge"]
@@ -66,7 +67,21 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     share = dropped / rows if rows else float("inf")
     newest = known[-1]
     wm = newest.watermark
-    if wm is not None and wm > newest.observed_at + params.skew:
+    leap = find_leap(history.batches, DEFAULT_MIN_JUMP, DEFAULT_JUMP_FACTOR)
+    dropping = next((b for b in reversed(known) if b.dropped_by_watermark), newest)
+    if leap is not None and leap.batch.observed_at < dropping.observed_at:
+        moved = (
+            f"moved the watermark +{fmt_duration(leap.watermark_advance)}"
+            if leap.watermark_advance is not None
+            else f"carried an event time {fmt_duration(leap.leap)} beyond the rest"
+        )
+        rows_text = "row" if dropping.dropped_by_watermark == 1 else "rows"
+        cause = (
+            f"{dropping.dropped_by_watermark} {rows_text} dropped at batch {dropping.batch_id} because batch "
+            f"{leap.batch.batch_id} {moved} (a mis-dated row: see future_timestamp). A longer delay does not "
+            "help: filter implausible event times before the watermark is assigned."
+        )
+    elif wm is not None and wm > newest.observed_at + params.skew:
         cause = (
             f"the watermark {fmt_time(wm)} is {fmt_duration(wm - newest.observed_at)} ahead of the observation "
             "time: a future event time moved it, so honest rows are dropped — see future_timestamp; filter "

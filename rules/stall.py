@@ -63,7 +63,9 @@ class StallParams(RuleParams):
 
     Attributes:
         for_ (``for``): how long the watermark must be flat while rows arrive (default 10m); measured on
-            the sample times, so the finding is true as soon as the stretch is that long.
+            the sample times, so the finding is true as soon as the stretch is that long. Not waited for when
+            Spark still reports its initial 1970 watermark after batches with event times (an input that
+            never produced data): `min_data_batches` suffice.
         min_rows: rows that must have arrived in the flat stretch.
         min_data_batches: batches/polls with rows in the stretch.
         delay: the job's watermark delay (``withWatermark`` / ``forBoundedOutOfOrderness``), when known;
@@ -183,9 +185,14 @@ _REMEDY = {
         "spark.sql.streaming.multipleWatermarkPolicy=max if the other inputs may run ahead."
     ),
     StallCause.NEVER_SEEN_INPUT: (
-        "the watermark is still Spark's initial 1970 value: under the default min policy an input that has "
-        "never delivered rows pins it there. Feed that input, remove it, or set "
-        "spark.sql.streaming.multipleWatermarkPolicy=max."
+        "the watermark is still Spark's initial 1970 value: under the default min policy "
+        "(spark.sql.streaming.multipleWatermarkPolicy=min) an input that has never produced data keeps its "
+        "own watermark at 0 and pins the global one there, so no window is ever emitted and state rows "
+        "climb. Remedies: feed that input, or drop it from the query, or set "
+        "spark.sql.streaming.multipleWatermarkPolicy=max (the fastest input then drives the watermark and "
+        "rows of slower inputs older than it are dropped as late). Per-input watermarks are not "
+        "checkpointed: with Trigger.AvailableNow or once, an input without data in a run pins it again in "
+        "every run."
     ),
     StallCause.DELAY_EXCEEDS_SPAN: (
         "the rows' event times do not reach past watermark + delay: the delay is larger than the span of "
@@ -223,7 +230,11 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         start -= 1
     first = batches[start]
     flat = newest.observed_at - first.observed_at
-    if flat < params.flat_for():
+    # Spark's initial 1970 watermark after batches with event times is never a lull in the data: with the
+    # min policy it means an input has never produced data (WatermarkTracker keeps 0 for it), so it is
+    # reported after min_data_batches batches, without waiting for `for`
+    never_computed = history.engine is Engine.SPARK and wm is not None and is_epoch(wm)
+    if flat < params.flat_for() and not never_computed:
         return []
     stretch = batches[start:]
     movers = stretch[:-1] if history.engine is Engine.SPARK else stretch[1:]
@@ -232,8 +243,13 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
     if rows < params.min_rows or len(data) < params.min_data_batches:
         return []  # includes the quiet source: a flat watermark without rows is not a stall
     diagnosis = classify_stall(batches[:start], movers, wm, history, params.delay)
-    what = f"the watermark stayed at {fmt_time(wm)}" if wm is not None else "there was no watermark"
+    if never_computed:
+        what = "the watermark stayed at Spark's initial 1970-01-01 (none computed)"
+    else:
+        what = f"the watermark stayed at {fmt_time(wm)}" if wm is not None else "there was no watermark"
     culprit = f" {scope_name(diagnosis.culprit)} holds it:" if diagnosis.culprit is not None else ""
+    if diagnosis.culprit is not None and diagnosis.cause is StallCause.NEVER_SEEN_INPUT:
+        culprit = f" {scope_name(diagnosis.culprit)} has produced no rows (numInputRows 0 in every batch):"
     at_least = "at least " if start == 0 else ""  # the stretch reaches back to the oldest batch read
     newest_text = (
         f"; the newest event time was {fmt_time(diagnosis.newest_event_time)}"
