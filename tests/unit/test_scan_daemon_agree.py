@@ -32,6 +32,7 @@ from monitor.store.alert_repo import load_alerts
 from rules.config import RulesConfig
 from rules.registry import Evaluator
 from tests.live_eventlog import recorded_events
+from tests.rule_samples import RULE_CASES
 
 Triple = tuple[str, str, int | None]
 #: a day after every recording: the scan's poll time (scan judges batches by their own times)
@@ -121,6 +122,24 @@ def test_recorded_log_live_and_scanned_agree(spark_fixtures: Path, store: Store,
     assert ("future_timestamp", "be3a4786-e9ff-44d2-9c1a-ffa8ffe6c0c8", 6) in scanned
     assert {r for r, _, _ in scanned} == {"future_timestamp", "late_drop_surge", "target_health"}
     assert live == scanned
+
+
+#: the section-3 recordings and the rules each must raise (read off the logs, see their PROVENANCE.md)
+CASES = {
+    "never_seen_input": {"watermark_stall", "target_health"},
+    "backfill_future_row": {"future_timestamp", "late_drop_surge"},
+    "backfill_fast": set(),
+    "epoch_units": {"event_time_units", "late_drop_surge"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_recorded_rule_cases_live_and_scanned_agree(case: str, store: Store, tmp_path: Path) -> None:
+    (log,) = (RULE_CASES / case).iterdir()
+    lines = _lines_with_times([json.loads(line) for line in log.read_text().splitlines()])
+    scanned = _scan_triples(RULE_CASES / case, RULES)
+    assert {r for r, _, _ in scanned} == CASES[case]
+    assert _live_triples(store, tmp_path, lines, RULES) == scanned
 
 
 def test_daemon_started_after_the_log_was_written_catches_up(
