@@ -7,8 +7,8 @@ time given as a number is minutes after ``T0`` too (negative = before it). ``Non
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
