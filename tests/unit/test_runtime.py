@@ -372,3 +372,59 @@ def test_terminated_query_resolves_its_alerts_with_the_reason(
         assert [e.kind.value for e in runtime.evaluate(now)] == ["pending", "firing", "resolved"]
         (_, fired), (_, resolved) = _outbox(store)
         assert resolved.get("resolved_reason") == "terminated" and "resolved_reason" not in fired
+
+
+def _runtime_all_rules(store: Store, tmp_path: Path, receiver_url: str, client: httpx.Client) -> tuple[Runtime, Target]:
+    cursors = StoreCursors(store.sessions, COLLECTOR_NAME)
+    target = Target("logs", EventLogCollector([tmp_path / "events"], cursors), timedelta(seconds=1), cursors)
+    runtime = Runtime(
+        sessions=store.sessions,
+        targets=[target],
+        latest=LatestSamples(),
+        rules_config=parse_config({}).rules,  # every rule, defaults
+        notifiers=[WebhookNotifier("ops", receiver_url, "s3cret-for-tests", timeout_seconds=5.0)],
+        routes=[Route("ops")],
+        http_client=client,
+    )
+    return runtime, target
+
+
+def test_history_only_log_directory_raises_no_notification(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    # a recorded-style log that ended two hours before the daemon first sees it, with the 2099 row
+    # (future_timestamp, late drops) and no termination: findings are stored, nobody is paged, and
+    # the two hours of silence since are not a no_progress page either
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4, 5, 6, 7, 4)
+    with httpx.Client() as client:
+        runtime, target = _runtime_all_rules(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(hours=2)
+        runtime.poll(target, now)
+        events = runtime.evaluate(now)
+        assert {e.kind.value for e in events} >= {"pending", "firing"}
+        with store.sessions() as s:
+            rules = {a.rule for a in load_alerts(s).values()}
+        assert "future_timestamp" in rules and "no_progress" not in rules
+        assert _outbox(store) == []
+
+
+def test_live_query_that_stops_reporting_is_a_no_progress_page(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0, step=timedelta(minutes=1))
+    log.batches(5, 5, 5)  # no-data batches a minute apart: nothing wrong
+    with httpx.Client() as client:
+        runtime, target = _runtime_all_rules(store, tmp_path, hook.url, client)
+        runtime.poll(target, T0 + timedelta(minutes=3))
+        runtime.evaluate(T0 + timedelta(minutes=3))
+        assert _outbox(store) == []
+        # the last batch at 12:03; silent (no batch, no idle event, no termination) for 11 min at 12:14,
+        # more than 10 trigger intervals of 1 min
+        quiet = T0 + timedelta(minutes=14)
+        runtime.poll(target, quiet)
+        runtime.evaluate(quiet)
+        [(status, _)] = _outbox(store)
+        with store.sessions() as s:
+            [alert] = [a for a in load_alerts(s).values() if a.rule == "no_progress"]
+        assert status == "firing" and alert.message.startswith("no progress for 11 min; last batch 2")
