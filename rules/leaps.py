@@ -78,6 +78,18 @@ def find_leap(batches: Sequence[Sample], min_jump: timedelta, jump_factor: float
     """The newest leap (see the module docstring) among one job's batches (oldest first) that still holds:
     the newest batch with rows after it is still behind it. Cost O(len(batches)) plus a pass over the
     batches after each candidate (candidates are rare)."""
+    # exact fast path (most calls): a leap that still holds needs the newest batch with rows either to
+    # be far below an earlier max (fell back by at least half of a leap >= min_jump) or to be the leap
+    maxes = [
+        m
+        for b in batches
+        if b.num_input_rows and (m := b.event_time_max) is not None and m.year < _UNITS_HIGH_YEAR and not is_epoch(m)
+    ]
+    if len(maxes) < 2:
+        return None
+    newest, top = maxes[-1], max(maxes[:-1])
+    if newest >= top - min_jump / 2 and newest - top < min_jump:
+        return None
     running: datetime | None = None
     increments: list[timedelta] = []
     delay: timedelta | None = None

@@ -40,7 +40,7 @@ from monitor.errors import ConfigError
 from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample, SampleKind
 from rules import behind, consumer_lag, freshness, future, health, idle, late, progress, stall, state_growth
 from rules.config import RulesConfig
-from rules.history import JobHistory, job_history
+from rules.history import JobHistory, RollingHistory, job_history
 from rules.params import RuleParams, parse_params
 
 __all__ = [
@@ -281,6 +281,16 @@ class Evaluator:
         hist = job_history(samples, resolved.lookback, resolved.series_lookback)
         if hist is None:
             return []
+        return self.evaluate_history(hist, now, clock=clock)
+
+    def rolling(self, job: JobRef) -> RollingHistory:
+        """An empty :class:`RollingHistory` with ``job``'s windows (for :func:`rules.replay.replay`)."""
+        resolved = self.resolved(job)
+        return RollingHistory(resolved.lookback, resolved.series_lookback)
+
+    def evaluate_history(self, hist: JobHistory, now: datetime, *, clock: bool | None = False) -> list[Finding]:
+        """As :meth:`evaluate_job`, on a job's history already split (and windowed)."""
+        resolved = self.resolved(hist.job)
         terminated = is_terminated(hist)
         out: list[Finding] = []
         for spec, params in resolved.rules:

@@ -8,8 +8,9 @@ evaluated through :class:`rules.registry.Evaluator` with ``now`` = that time and
 including it. Time comes from the data only (Prometheus's rule manager evaluating a recorded series in
 ``promtool test rules`` works the same way).
 
-Cost: each instant sees only the window its rules read (:meth:`Evaluator.lookback`), found by bisection,
-so a replay is linear in the number of samples (times the window size).
+Cost: the job's history is kept up to date sample by sample (:class:`rules.history.RollingHistory`, the
+window its rules read), so a replay is linear in the number of samples (times what the rules do with the
+window at each instant).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def replay(
     times = list(map(_TIME, samples))
     lookback = evaluator.lookback(samples[-1].job)
     start = 0 if after is None else bisect_right(times, after)
+    rolling = evaluator.rolling(samples[-1].job)
+    if start:
+        rolling.extend(samples[bisect_left(times, times[start - 1] - lookback, 0, start) : start])
     batch_id: int | None = None
     if start:
         for s in reversed(samples[:start]):
@@ -82,9 +86,9 @@ def replay(
             if s.kind is SampleKind.PROGRESS and s.scope.is_job() and s.batch_id is not None:
                 batch_id = s.batch_id
             j += 1
-        lo = bisect_left(times, at - lookback, 0, i + 1)
-        window = samples[lo:j]
-        findings = evaluator.evaluate_job(window, at)
+        history = rolling.extend(samples[i:j])
+        assert history is not None
+        findings = evaluator.evaluate_history(history, at)
         findings.sort(key=finding_order)
         last = samples[j - 1]
         terminated = last.kind is SampleKind.TERMINATED and not any(
