@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from monitor.model import Sample
+from rules.common import NULL_EVENT_TIME_BEFORE as _NULL_BEFORE
 from rules.common import is_epoch
 
 __all__ = ["DEFAULT_JUMP_FACTOR", "DEFAULT_MIN_JUMP", "Leap", "find_leap"]
@@ -38,6 +39,7 @@ DEFAULT_JUMP_FACTOR = 50.0
 
 #: event times from here on are unit mistakes (``event_time_units``), not leaps
 _UNITS_HIGH_YEAR = 2200
+_UNITS_HIGH = datetime(_UNITS_HIGH_YEAR, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +83,7 @@ def find_leap(batches: Sequence[Sample], min_jump: timedelta, jump_factor: float
     # exact fast path (most calls): a leap that still holds needs the newest batch with rows either to
     # be far below an earlier max (fell back by at least half of a leap >= min_jump) or to be the leap
     maxes = [
-        m
-        for b in batches
-        if b.num_input_rows and (m := b.event_time_max) is not None and m.year < _UNITS_HIGH_YEAR and not is_epoch(m)
+        m for b in batches if b.num_input_rows and (m := b.event_time_max) is not None and _NULL_BEFORE <= m < _UNITS_HIGH
     ]
     if len(maxes) < 2:
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from itertools import pairwise
+from operator import attrgetter
 from typing import Literal
 
 from pydantic import Field
@@ -35,6 +36,7 @@ __all__ = [
 
 
 RULE = "state_growth"
+_REMOVED = attrgetter("state_rows_removed")
 
 
 class StateGrowthParams(RuleParams):
@@ -107,10 +109,10 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
         return []
     window = tail_since(batches, batches[-1].observed_at - params.window)
     field = "state_rows_total" if params.metric == "rows" else "state_memory_bytes"
+    if any(map(_REMOVED, window)):
+        return []  # eviction works (checked first: it is the common case, and C-level)
     points = [b for b in window if getattr(b, field) is not None]
     if len(points) < params.min_points:
-        return []
-    if any(b.state_rows_removed for b in points):
         return []
     steps = sum(
         1
