@@ -194,7 +194,7 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
 
 
 def _leap_finding(params: FutureParams, history: JobHistory, now: datetime) -> Finding | None:
-    leap = find_leap(history.batches, params.min_jump, params.jump_factor)
+    leap = find_leap(history.batches, params.min_jump, params.jump_factor, history.event_max_top)
     if leap is None:
         return None
     batch = leap.batch

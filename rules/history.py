@@ -16,6 +16,7 @@ sample once plus each rule's window at the tail.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -49,6 +50,9 @@ class JobHistory:
     lifecycle: list[Sample] = field(default_factory=list)
     idle: list[Sample] = field(default_factory=list)
     newest_at: datetime | None = None
+    event_max_top: tuple[datetime, datetime | None] | None = None
+    """Kept by :class:`RollingHistory`: the newest batch's ``event_time_max`` and the largest of the earlier
+    batches' (``None``: not kept; compute from ``batches``)."""
 
     @property
     def engine(self) -> Engine:
@@ -187,6 +191,20 @@ class RollingHistory:
         self._lookback = lookback
         self._series_lookback = min(series_lookback, lookback)
         self.history: JobHistory | None = None
+        # sliding maximum of the batches' event_time_max before the newest one (monotonic deque)
+        self._tops: deque[tuple[datetime, datetime]] = deque()
+        self._newest_max: tuple[datetime, datetime] | None = None
+
+    def _push_max(self, sample: Sample) -> None:
+        value = sample.event_time_max
+        if value is None:
+            return
+        if self._newest_max is not None:
+            tops = self._tops
+            while tops and tops[-1][1] <= self._newest_max[1]:
+                tops.pop()
+            tops.append(self._newest_max)
+        self._newest_max = (sample.observed_at, value)
 
     def extend(self, samples: Sequence[Sample]) -> JobHistory | None:
         """Add ``samples`` (none older than those added before) and return the trimmed history."""
@@ -203,6 +221,7 @@ class RollingHistory:
                 if scope.is_job():
                     if not (history.batches and _duplicate(history.batches, sample)):
                         history.batches.append(sample)
+                        self._push_max(sample)
                 else:
                     history.series.setdefault(scope, []).append(sample)
             elif kind is idle_kind:
@@ -216,6 +235,14 @@ class RollingHistory:
         for kept in (history.batches, history.idle, history.lifecycle):
             if kept and kept[0].observed_at < cutoff:
                 del kept[: bisect_left(kept, cutoff, key=_TIME)]
+        tops = self._tops
+        while tops and tops[0][0] < cutoff:
+            tops.popleft()
+        if self._newest_max is not None and self._newest_max[0] < cutoff:
+            self._newest_max = None
+        history.event_max_top = (
+            None if self._newest_max is None else (self._newest_max[1], tops[0][1] if tops else None)
+        )
         series_cutoff = newest.observed_at - self._series_lookback
         empty: list[Scope] = []
         for scope, kept in history.series.items():

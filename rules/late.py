@@ -10,6 +10,7 @@ silently: the count is the only trace.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from pydantic import Field
 
@@ -23,6 +24,7 @@ from rules.params import Duration, RuleParams
 __all__ = ["SURGE_RULE", "LateSurgeParams", "evaluate_late_surge"]
 
 SURGE_RULE = "late_drop_surge"
+_DROPPED = attrgetter("dropped_by_watermark")
 
 RULE = "late_rows_dropped"
 
@@ -59,6 +61,8 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     if not batches:
         return []
     window = tail_since(batches, batches[-1].observed_at - params.window)
+    if not any(map(_DROPPED, window)):
+        return []  # nothing dropped (the common case, checked at C level)
     known = [b for b in window if b.dropped_by_watermark is not None]
     dropped = sum(b.dropped_by_watermark or 0 for b in known)
     rows = sum(b.num_input_rows or 0 for b in known)
@@ -67,7 +71,7 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     share = dropped / rows if rows else float("inf")
     newest = known[-1]
     wm = newest.watermark
-    leap = find_leap(history.batches, DEFAULT_MIN_JUMP, DEFAULT_JUMP_FACTOR)
+    leap = find_leap(history.batches, DEFAULT_MIN_JUMP, DEFAULT_JUMP_FACTOR, history.event_max_top)
     dropping = next((b for b in reversed(known) if b.dropped_by_watermark), newest)
     if leap is not None and leap.batch.observed_at < dropping.observed_at:
         moved = (

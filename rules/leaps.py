@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 
 from monitor.model import Sample
 from rules.common import NULL_EVENT_TIME_BEFORE as _NULL_BEFORE
@@ -40,6 +41,7 @@ DEFAULT_JUMP_FACTOR = 50.0
 #: event times from here on are unit mistakes (``event_time_units``), not leaps
 _UNITS_HIGH_YEAR = 2200
 _UNITS_HIGH = datetime(_UNITS_HIGH_YEAR, 1, 1, tzinfo=UTC)
+_EVENT_MAX = attrgetter("event_time_max")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,19 +78,29 @@ def _event_max(sample: Sample) -> datetime | None:
     return value
 
 
-def find_leap(batches: Sequence[Sample], min_jump: timedelta, jump_factor: float) -> Leap | None:
+def find_leap(
+    batches: Sequence[Sample],
+    min_jump: timedelta,
+    jump_factor: float,
+    tops: tuple[datetime, datetime | None] | None = None,
+) -> Leap | None:
     """The newest leap (see the module docstring) among one job's batches (oldest first) that still holds:
-    the newest batch with rows after it is still behind it. Cost O(len(batches)) plus a pass over the
-    batches after each candidate (candidates are rare)."""
+    the newest batch with rows after it is still behind it. ``tops``: the newest ``event_time_max`` and the
+    largest before it, when the caller keeps them (:attr:`rules.history.JobHistory.event_max_top`); then
+    the common case (no leap possible) costs O(1), else O(len(batches)) plus a pass over the batches after
+    each candidate (candidates are rare)."""
     # exact fast path (most calls): a leap that still holds needs the newest batch with rows either to
     # be far below an earlier max (fell back by at least half of a leap >= min_jump) or to be the leap
-    maxes = [
-        m for b in batches if b.num_input_rows and (m := b.event_time_max) is not None and _NULL_BEFORE <= m < _UNITS_HIGH
-    ]
-    if len(maxes) < 2:
+    if tops is None:  # (newest, largest before it), as rules.history.RollingHistory keeps them
+        maxes = [m for m in map(_EVENT_MAX, batches) if m is not None]
+        tops = (maxes[-1], max(maxes[:-1]) if len(maxes) > 1 else None) if maxes else None
+    if tops is None or tops[1] is None:
         return None
-    newest, top = maxes[-1], max(maxes[:-1])
-    if newest >= top - min_jump / 2 and newest - top < min_jump:
+    newest, top = tops[0], tops[1]
+    # (a batch reports an event-time max only when it had rows, as Spark's eventTime stats do; values
+    # outside [1970 + 1 s, 2200) are left to the full pass)
+    plain = top < _UNITS_HIGH and newest >= _NULL_BEFORE
+    if plain and newest >= top - min_jump / 2 and newest - top < min_jump:
         return None
     running: datetime | None = None
     increments: list[timedelta] = []

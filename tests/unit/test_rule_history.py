@@ -77,3 +77,6 @@ def test_rolling_history_equals_job_history_at_every_step() -> None:
             want.job, want.batches, want.lifecycle, want.idle, want.newest_at
         )
         assert dict(got.series) == dict(want.series)
+        maxes = [b.event_time_max for b in want.batches if b.event_time_max is not None]
+        expected = (maxes[-1], max(maxes[:-1]) if len(maxes) > 1 else None) if maxes else None
+        assert got.event_max_top == expected  # the sliding maximum find_leap's fast path reads
