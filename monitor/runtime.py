@@ -9,10 +9,12 @@ environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
   reads the same data again; :func:`monitor.store.save_poll` is idempotent). Stored samples then update
   the in-memory :class:`~monitor.latest.LatestSamples` behind ``/metrics``. Per-target health (up, last
   poll duration, error count) is kept for ``/metrics`` and ``/healthz``.
-* :meth:`Runtime.evaluate` loads each job's recent history, runs :func:`monitor.evaluation.evaluate`,
-  steps every alert (:func:`monitor.alerts.step_all`) and stores the changed alerts with their outbox rows
-  in one transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a
-  transition without its notifications.
+* :meth:`Runtime.evaluate` replays every batch stored since the last tick through the rules, job by job
+  (:func:`rules.replay.replay`, from each job's evaluation cursor), stepping the job's alerts at each
+  batch's own time (:func:`monitor.alerts.step_all`), then the clock rules (``no_progress``) and collector
+  errors at the tick's ``now``; changed alerts, their outbox rows and the cursors are stored in one
+  transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a transition
+  without its notifications. Batches older than the history horizon when first seen notify nobody.
 * :meth:`Runtime.dispatch` delivers the outbox (:func:`monitor.notify.dispatcher.dispatch_due`): a row is
   marked delivered only after a 2xx, so a kill between send and record re-sends it with the same
   ``Idempotency-Key``.
