@@ -280,6 +280,7 @@ class Runtime:
         self._evaluated: dict[JobKey, datetime] = {}
         self._first_seen: dict[JobKey, tuple[datetime, datetime]] = {}
         self._pending: set[JobKey] = set()
+        self._unseen: set[JobKey] = set()
         self._policy = retry_policy or RetryPolicy()
         self._rng = rng or random.Random()  # noqa: S311 - retry jitter, not cryptography
         self._monotonic = monotonic
@@ -454,6 +455,7 @@ class Runtime:
         job's window, reaching back to its evaluation cursor); the jobs that got samples not evaluated yet
         join ``_pending``. ``when`` (the tick's time) records when a job's newest sample was first seen."""
         touched: list[JobKey] = []
+        first_load = self._history is None
         if self._history is None:
             top = max_sample_id(session)  # read first: rows stored meanwhile are picked up next time
             self._history = load_recent_samples(session, self._lookback, upto_id=top)
@@ -479,12 +481,17 @@ class Runtime:
                 touched.append(key)
             self._history_id = top
         self._pending.update(touched)
-        for key in touched if when is not None else ():
+        if first_load:
+            self._unseen.update(self._history)
+        if when is None:
+            return
+        # jobs loaded before the first tick (by seed_latest) are first seen at that tick
+        for key in {*touched, *self._unseen}:
             newest = self._history[key][-1].observed_at
             seen = self._first_seen.get(key)
             if seen is None or seen[0] != newest:
-                assert when is not None
                 self._first_seen[key] = (newest, when)
+        self._unseen.clear()
 
     def _trim(self) -> None:
         """Keep each job's samples from its newest one back ``lookback``."""

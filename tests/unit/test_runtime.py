@@ -407,6 +407,13 @@ def test_history_only_log_directory_raises_no_notification(
             rules = {a.rule for a in load_alerts(s).values()}
         assert "future_timestamp" in rules and "no_progress" not in rules
         assert _outbox(store) == []
+    # a restarted daemon (seeding /metrics from the store first, as `tidegauge run` does) still sees the
+    # two-hour-old job as history: its silence is no page
+    with httpx.Client() as client:
+        restarted, _ = _runtime_all_rules(store, tmp_path, hook.url, client)
+        restarted.seed_latest()
+        restarted.evaluate(now + timedelta(minutes=1))
+        assert _outbox(store) == []
 
 
 def test_live_query_that_stops_reporting_is_a_no_progress_page(
