@@ -277,7 +277,7 @@ class Runtime:
         self._lookback = min(lookback, history_window(rules_config))
         self._evaluator = Evaluator(rules_config)
         self._horizon = history_horizon if history_horizon is not None else history_window(rules_config)
-        self._evaluated: dict[JobKey, datetime] = {}
+        self._evaluated: dict[JobKey, tuple[datetime, int]] = {}
         self._first_seen: dict[JobKey, tuple[datetime, datetime]] = {}
         self._pending: set[JobKey] = set()
         self._unseen: set[JobKey] = set()
@@ -391,7 +391,7 @@ class Runtime:
             errors = list(self._recent_errors)
         horizon = self._horizon
         out: list[AlertEvent] = []
-        evaluated: dict[JobKey, datetime] = {}
+        evaluated: dict[JobKey, tuple[datetime, int]] = {}
         with self._sessions.begin() as session:
             self._catch_up(session, when)
             touched = sorted(self._pending, key=lambda k: (k[0].value, k[1]))
@@ -413,7 +413,7 @@ class Runtime:
                 for instant in replay(self._evaluator, samples, last):
                     historical = when - instant.at > horizon
                     changed, events = step_all(mine, instant.findings, self._timing, instant.at)
-                    last = instant.at
+                    last = (instant.at, instant.at_count)
                     if not changed:
                         continue
                     changed = {fp: _carry_marks(mine.get(fp), alert, events, instant.terminated, historical)
@@ -425,7 +425,8 @@ class Runtime:
                     out.extend(events)
                 if last is not None:
                     evaluated[key] = last
-                    set_cursor(session, _EVAL_CURSOR, _job_target(key), {"evaluated_at": last.isoformat()}, when)
+                    state = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
+                    set_cursor(session, _EVAL_CURSOR, _job_target(key), state, when)
             findings = [f for key, samples in self._history.items()
                         for f in self._evaluator.evaluate_job(samples, when, clock=True)
                         if not self._seen_as_history(key)]
@@ -461,15 +462,19 @@ class Runtime:
             self._history = load_recent_samples(session, self._lookback, upto_id=top)
             for key, samples in self._history.items():
                 cursor = get_cursor(session, _EVAL_CURSOR, _job_target(key))
-                last = _parse_time(cursor.get("evaluated_at")) if cursor else None
-                if last is not None:
+                at = _parse_time(cursor.get("evaluated_at")) if cursor else None
+                last = None
+                if at is not None and cursor is not None:
+                    count = cursor.get("at_count")
+                    last = (at, count if isinstance(count, int) else 0)
                     self._evaluated[key] = last
-                    start = last - self._lookback
+                    start = at - self._lookback
                     if samples and start < samples[0].observed_at:
                         older = load_samples(session, job_id=key[1], engine=key[0], since=start,
                                              until=samples[0].observed_at)
                         samples[:0] = older
-                if samples and (last is None or samples[-1].observed_at > last):
+                if samples and (last is None or samples[-1].observed_at > last[0]
+                                or sum(1 for s in samples if s.observed_at == last[0]) > last[1]):
                     touched.append(key)
             self._history_id = top
         else:

@@ -43,18 +43,22 @@ class Instant:
     batch_id: int | None
     findings: list[Finding]
     terminated: bool = False
+    at_count: int = 0
+    """How many of the job's samples observed at ``at`` this instant has seen (a termination logged with
+    its batch's time is a later instant at the same time): with ``at``, the replay's resume position."""
 
 
 def replay(
-    evaluator: Evaluator, samples: Sequence[Sample], after: datetime | None = None
+    evaluator: Evaluator, samples: Sequence[Sample], after: tuple[datetime, int] | None = None
 ) -> Iterator[Instant]:
-    """Evaluate ONE job at each of its instants later than ``after`` (all when ``None``).
+    """Evaluate ONE job at each of its instants after ``after`` (all when ``None``).
 
     Args:
         evaluator: the compiled rules.
         samples: the job's samples (its history from before ``after`` included, so windows are whole),
-            sorted by ``observed_at``.
-        after: the last instant already evaluated (the daemon's per-job evaluation cursor).
+            sorted by ``observed_at`` (a termination after the other samples of its time).
+        after: the last instant already evaluated, as ``(at, at_count)`` of its :class:`Instant` (the
+            daemon's per-job evaluation cursor): samples at ``at`` beyond the first ``at_count`` are new.
 
     Yields:
         One :class:`Instant` per distinct observation time, oldest first, with the findings of
@@ -64,7 +68,7 @@ def replay(
         return
     times = list(map(_TIME, samples))
     lookback = evaluator.lookback(samples[-1].job)
-    start = 0 if after is None else bisect_right(times, after)
+    start = 0 if after is None else min(bisect_left(times, after[0]) + after[1], bisect_right(times, after[0]))
     rolling = evaluator.rolling(samples[-1].job)
     if start:
         rolling.extend(samples[bisect_left(times, times[start - 1] - lookback, 0, start) : start])
@@ -94,7 +98,7 @@ def replay(
         terminated = last.kind is SampleKind.TERMINATED and not any(
             samples[k].kind is SampleKind.STARTED for k in range(i, j)
         )
-        yield Instant(at, batch_id, findings, terminated)
+        yield Instant(at, batch_id, findings, terminated, j - bisect_left(times, at, 0, i + 1))
         i = j
 
 

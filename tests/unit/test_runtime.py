@@ -435,3 +435,22 @@ def test_live_query_that_stops_reporting_is_a_no_progress_page(
         with store.sessions() as s:
             [alert] = [a for a in load_alerts(s).values() if a.rule == "no_progress"]
         assert status == "firing" and alert.message.startswith("no progress for 11 min; last batch 2")
+
+
+def test_termination_read_after_its_last_batch_still_resolves(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    # Spark logs QueryTerminatedEvent without a time (it takes its last batch's): read by a later poll
+    # than that batch, it is still a new instant at the same time, after the one already evaluated
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(minutes=1)
+        runtime.poll(target, now)
+        assert [e.kind.value for e in runtime.evaluate(now)] == ["pending", "firing"]
+        log.terminate()
+        runtime.poll(target, now + timedelta(seconds=15))
+        events = runtime.evaluate(now + timedelta(seconds=15))
+        assert [(e.kind.value, e.at) for e in events] == [("resolved", log.times[3])]
+        assert _outbox(store)[-1][1].get("resolved_reason") == "terminated"
