@@ -102,7 +102,12 @@ def build_report(evaluator: Evaluator, samples: Sequence[Sample], errors: Sequen
                 idle_events=sum(1 for s in ordered if s.kind is SampleKind.IDLE and s.scope.is_job()),
             )
         )
-        findings.extend(episode_finding(e) for e in episodes(replay(evaluator, ordered)))
+        findings.extend(
+            episode_finding(e)
+            for e in episodes(replay(evaluator, ordered))
+            # the daemon notifies an episode once it held for the rule's lifecycle `for`
+            if e.last_at - e.first_at >= evaluator.timing(e.first.rule).for_duration
+        )
     return ScanReport(tuple(queries), tuple(findings), tuple(errors))
 
 

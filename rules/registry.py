@@ -172,7 +172,10 @@ def rule_timing(rules_config: RulesConfig) -> Callable[[str], RuleTiming]:
     Raises:
         ConfigError: as :func:`validate`.
     """
-    compiled = _compile(rules_config)
+    return _timing(_compile(rules_config))
+
+
+def _timing(compiled: _Compiled) -> Callable[[str], RuleTiming]:
     timings: dict[str, RuleTiming] = {}
     for name, params in compiled.defaults.items():
         pending = timedelta(0) if RULES[name].consumes_for or params.for_ is None else params.for_
@@ -253,6 +256,7 @@ class Evaluator:
     def __init__(self, rules_config: RulesConfig) -> None:
         self._compiled = _compile(rules_config)
         self._resolved: dict[tuple[int, ...], _Resolved] = {}
+        self._timings = _timing(self._compiled)
 
     def resolved(self, job: JobRef) -> _Resolved:
         """The enabled rules and history windows for ``job`` (its matching overrides applied)."""
@@ -261,6 +265,10 @@ class Evaluator:
         if found is None:
             found = self._resolved[matched] = _resolve(self._compiled, matched)
         return found
+
+    def timing(self, rule: str) -> RuleTiming:
+        """The rule's lifecycle timing (as :func:`rule_timing`)."""
+        return self._timings(rule)
 
     def lookback(self, job: JobRef) -> timedelta:
         """How far back from a job's newest sample its rules read."""

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
-from typing import Any
 
 from monitor.model import Finding, Sample, SampleKind
 from rules.registry import Evaluator, finding_order
@@ -122,7 +121,6 @@ class Episode:
     first_batch_id: int | None
     last_batch_id: int | None
     ended_by: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
 
     def key(self) -> tuple[str, str, int | None]:
         """``(rule, job id, batch the finding named when it first held)``: what scan and the daemon

@@ -331,3 +331,13 @@ def test_config_rules_section_is_used(capsys: pytest.CaptureFixture[str], tmp_pa
     config.write_text("rules:\n  watermark_stall: {for: soon}\n")
     code, _, err = run(["scan", "--demo", "-c", str(config)], capsys)
     assert code == 2 and "rules.watermark_stall.for" in err
+
+
+def test_lifecycle_for_applies_as_in_the_daemon(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # late_drop_surge with `for: 1h`: the daemon would keep each episode pending (the demo log spans 10 s
+    # of batch time) and notify none, so scan reports none; future_timestamp keeps its for 0
+    config = tmp_path / "tidegauge.yaml"
+    config.write_text("rules:\n  late_drop_surge: {for: 1h}\n")
+    code, out, _ = run(["scan", "--demo", "-c", str(config), "--format", "json"], capsys)
+    assert code == 0
+    assert {f["rule"] for f in json.loads(out)["findings"]} == {"future_timestamp", "target_health"}
