@@ -369,6 +369,9 @@ class Config(_Model):
     silences: list[SilenceConfig] = Field(default_factory=list)
     reports: list[ReportConfig] = Field(default_factory=list)
     evaluation_interval: DurationMs = 15_000
+    #: batches already older than this when first seen are stored, shown and scanned but notify nobody
+    #: (``None``: the longest window of the enabled rules, :func:`rules.registry.history_window`)
+    history_horizon: DurationMs | None = None
     retention: DurationMs = 14 * 86_400_000
     delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
 

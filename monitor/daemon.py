@@ -400,6 +400,7 @@ def build(
         routes=routes,
         http_client=client,
         retention=timedelta(milliseconds=config.retention),
+        history_horizon=None if config.history_horizon is None else timedelta(milliseconds=config.history_horizon),
         retry_policy=RetryPolicy(
             initial_backoff=timedelta(milliseconds=delivery.initial_backoff),
             max_backoff=timedelta(milliseconds=delivery.max_backoff),

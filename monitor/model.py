@@ -307,7 +307,7 @@ class Finding:
     """What a rule concluded: something a person can act on.
 
     Attributes:
-        rule: rule name, e.g. ``"watermark_stall"``, ``"future_timestamp"``, ``"late_rows_dropped"``,
+        rule: rule name, e.g. ``"watermark_stall"``, ``"future_timestamp"``, ``"late_drop_surge"``,
             ``"state_growth"``, ``"idle_source"``.
         severity: how bad.
         job: which job.
