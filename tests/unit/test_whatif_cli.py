@@ -66,7 +66,9 @@ def test_whatif_json_shape_and_values(events_csv: Path, capsys: pytest.CaptureFi
     s = doc["summary"]
     assert (s["dropped_rows"], s["rows_with_time"], s["peak_state_rows"]) == (2, 6, 3)
     assert s["dropped_by_source"] == {"a": 2}
-    assert doc["bad_rows"] == [{"line": 6, "value": "garbage", "reason": "not ISO-8601 nor a number"}]
+    assert doc["bad_rows"] == [
+        {"line": 6, "value": "garbage", "reason": "not ISO-8601 nor a number", "kind": "event_time"}
+    ]
     assert [
         (e["batch_id"], e["line"], e["window_end_ms"], e["lateness_ms"]) for e in doc["late_row_details"]
     ] == [
