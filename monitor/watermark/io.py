@@ -226,23 +226,26 @@ def unit_mismatches(values: np.ndarray, lines: np.ndarray, unit: str) -> tuple[U
         return ()
     out: list[UnitMismatch] = []
     idx = np.flatnonzero(far)
-    for other in ("s", "ms", "us"):
-        if other == unit:
-            continue
-        alt = values[idx] * _UNIT_US[other]
-        hit = idx[np.abs(alt - med) <= _PLAUSIBLE_US]
-        for i in hit[: _MISMATCH_LIMIT - len(out)].tolist():
-            v = float(values[i])
-            out.append(
-                UnitMismatch(
-                    line=int(lines[i]),
-                    value=int(v) if v.is_integer() else v,
-                    unit=unit,
-                    read_as_us=math.floor(v * f),
-                    likely_unit=other,
-                    likely_us=math.floor(v * _UNIT_US[other]),
-                )
+    others = [u for u in ("s", "ms", "us") if u != unit]
+    # per row, the other unit that lands closest to the median date
+    dist = np.stack([np.abs(values[idx] * _UNIT_US[u] - med) for u in others])
+    best = dist.argmin(axis=0)
+    close = dist[best, np.arange(len(idx))] <= _PLAUSIBLE_US
+    for i, k in zip(
+        idx[close][:_MISMATCH_LIMIT].tolist(), best[close][:_MISMATCH_LIMIT].tolist(), strict=True
+    ):
+        v = float(values[i])
+        other = others[k]
+        out.append(
+            UnitMismatch(
+                line=int(lines[i]),
+                value=int(v) if v.is_integer() else v,
+                unit=unit,
+                read_as_us=math.floor(v * f),
+                likely_unit=other,
+                likely_us=math.floor(v * _UNIT_US[other]),
             )
+        )
     return tuple(sorted(out, key=lambda m: m.line))
 
 
