@@ -123,15 +123,19 @@ class Diagnosis:
     skew_unavailable: str
 
 
-def _processing_order(events: EventsTable, config: WatermarkConfig, plan: BatchPlan) -> tuple[I64, I64, I64]:
+def _processing_order(
+    events: EventsTable, config: WatermarkConfig, plan: BatchPlan, keep: npt.NDArray[np.bool_] | None = None
+) -> tuple[I64, I64, I64]:
     """``(order, batch_of_position, candidate_ms)``: rows in the order batches read them, the data
     batch index of each position, and ``floor(event_time / 1 ms) - delay`` of rows that reach the
-    watermark (``_LOW`` for null or future-filtered rows)."""
+    watermark (``_LOW`` for null, future-filtered or not-kept rows)."""
     order = plan.order
     sizes = np.diff(plan.bounds)
     pos_batch = np.repeat(np.arange(len(plan), dtype=np.int64), sizes)
     et = events.event_time_us[order]
     ok = events.valid[order].copy()
+    if keep is not None:
+        ok &= keep[order]
     if config.max_future_skew_ms is not None and len(order):
         times = np.asarray([t if t is not None else 0 for t in plan.times_ms], dtype=np.int64)
         ok &= et <= (times[pos_batch] + config.max_future_skew_ms) * 1000
@@ -179,10 +183,15 @@ def _attribute(
 
 
 def _movers(
-    events: EventsTable, config: WatermarkConfig, plan: BatchPlan, result: Replay
+    events: EventsTable,
+    config: WatermarkConfig,
+    plan: BatchPlan,
+    result: Replay,
+    keep: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[list[WatermarkMover], dict[int, _Attribution]]:
-    """Every mover with drops (most drops first) and the attribution by row index."""
-    order, pos_batch, cand = _processing_order(events, config, plan)
+    """Every mover with drops (most drops first) and the attribution by row index; ``keep`` as
+    given to the replay that made ``result``."""
+    order, pos_batch, cand = _processing_order(events, config, plan, keep)
     attribution = _attribute(events, config, plan, result, order, cand)
     et_ms = np.floor_divide(events.event_time_us[order], 1000)
     eligible = cand > _LOW
@@ -273,7 +282,7 @@ def diagnose(
         keep[[m.row_index for m in new]] = False
         again = replay(events, cfg, plan=plan, keep=keep)
         without = again.summary
-        more, _ = _movers(events, cfg, plan, again)
+        more, _ = _movers(events, cfg, plan, again, keep)
         found.extend(m for m in more if m.ahead_of_stream and keep[m.row_index])
     misdated = found
     skew_fix, why = _skew_fix(events, cfg, plan, misdated)
