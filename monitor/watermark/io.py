@@ -124,6 +124,8 @@ class _TimeParser:
             except ValueError:
                 pass
             else:
+                if math.isinf(num) and not text.lstrip("+-.").isdigit():  # "inf", "+Infinity"
+                    return None, "not ISO-8601 nor a number (infinite)"
                 digits = text.lstrip("+-")
                 exact = int(text) if digits.isdigit() and len(digits) <= 30 else None
                 return self._number(num, exact, line, pos)
@@ -163,7 +165,7 @@ class _TimeParser:
             EventsFileError: numbers without a unit where most times are numbers; a unit the numbers'
                 median contradicts (e.g. ms values read as seconds).
         """
-        if self.unitless and len(self.unitless) >= self.iso_count:
+        if self.unitless and len(self.unitless) > self.iso_count:
             line, num = self.unitless[0]
             guess = _guess_unit(abs(num))
             raise EventsFileError(
@@ -370,6 +372,13 @@ def _read_jsonl(p: Path, time_column: str) -> tuple[Iterator[Row], list[str]]:
                     columns[k] = None
             for c in wanted:
                 values[c].append(obj.get(c))
+
+    if not columns and corrupt:
+        first = min(corrupt)
+        raise EventsFileError(
+            f"{p}:{lines[first]}: {corrupt[first][1]}; no line of the file is a JSON object "
+            f"({len(corrupt)} unreadable)"
+        )
 
     def gen() -> Iterator[Row]:
         for idx, line in enumerate(lines):
