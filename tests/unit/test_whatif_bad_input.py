@@ -88,12 +88,12 @@ def test_values_spark_reads_as_null_are_listed_rows(
         ),
         (
             "batch_inf.jsonl",
-            '{"event_time": "%s", "batch": 1e400}\n' % ISO,
+            f'{{"event_time": "{ISO}", "batch": 1e400}}\n',
             "batch_inf.jsonl:1: column 'batch' must be an integer",
         ),
         (
             "batch_big.jsonl",
-            '{"event_time": "%s", "batch": 1e300}\n' % ISO,
+            f'{{"event_time": "{ISO}", "batch": 1e300}}\n',
             "batch_big.jsonl:1: column 'batch' value",
         ),
         (
@@ -108,7 +108,7 @@ def test_values_spark_reads_as_null_are_listed_rows(
         ),
         (
             "digits.jsonl",
-            '{"event_time": "%s", "batch": %s}\n' % (ISO, "1" * 5000),
+            '{{"event_time": "{}", "batch": {}}}\n'.format(ISO, "1" * 5000),
             "digits.jsonl:1: invalid JSON",
         ),
     ],
@@ -150,7 +150,7 @@ def test_a_malformed_json_line_is_reported_as_invalid_json_not_as_an_event_time(
 ) -> None:
     p = tmp_path / "e.jsonl"
     p.write_text(
-        '{"event_time": "%s"}\n{"event_time": "2026-01-01T00:00:05Z"\n[1, 2]\n' % ISO, encoding="utf-8"
+        f'{{"event_time": "{ISO}"}}\n{{"event_time": "2026-01-01T00:00:05Z"\n[1, 2]\n', encoding="utf-8"
     )
     code, out, _ = _run(_whatif(p), capsys)
     assert code == 0
@@ -162,7 +162,7 @@ def test_a_malformed_json_line_is_reported_as_invalid_json_not_as_an_event_time(
 
 def test_deeply_nested_json_is_an_invalid_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "e.jsonl"
-    p.write_text('{"event_time": "%s"}\n' % ISO + "[" * 100_000 + "\n", encoding="utf-8")
+    p.write_text(f'{{"event_time": "{ISO}"}}\n' + "[" * 100_000 + "\n", encoding="utf-8")
     code, out, err = _run(_whatif(p), capsys)
     assert code == 0, err
     assert "line 2: invalid JSON" in out
@@ -188,7 +188,7 @@ def test_a_lone_surrogate_in_a_source_name_prints(tmp_path: Path, capsys: pytest
     p = tmp_path / "e.jsonl"
     p.write_text(
         '{"event_time": "2026-01-01T00:05:00Z", "source": "\\ud800x", "batch": 0}\n'
-        '{"event_time": "%s", "source": "\\ud800x", "batch": 1}\n' % ISO,
+        f'{{"event_time": "{ISO}", "source": "\\ud800x", "batch": 1}}\n',
         encoding="utf-8",
     )
     code, out, err = _run(_whatif(p), capsys)
