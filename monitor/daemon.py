@@ -136,11 +136,7 @@ class SchedulerService:
                 first_line = (str(exc).splitlines() or [""])[0][:300]
                 with self._lock:
                     count = self._failures.get(job.name, (0, now, ""))[0] + 1
-                    self._failures[job.name] = (
-                        count,
-                        now,
-                        f"{type(exc).__name__}: {first_line}".rstrip(": "),
-                    )
+                    self._failures[job.name] = (count, now, f"{type(exc).__name__}: {first_line}".rstrip(": "))
             else:
                 with self._lock:
                     self._failures.pop(job.name, None)
@@ -197,12 +193,7 @@ class Daemon:
     """The built daemon: its runtime and its services (see :func:`build`)."""
 
     def __init__(
-        self,
-        store: Store,
-        runtime: Runtime,
-        services: list[Service],
-        http: HttpService,
-        scheduler: SchedulerService,
+        self, store: Store, runtime: Runtime, services: list[Service], http: HttpService, scheduler: SchedulerService
     ) -> None:
         self.store = store
         self.runtime = runtime
@@ -280,9 +271,7 @@ def build_silences(config: Config) -> list[Silence]:
         try:
             ends_at = parse_time(sc.ends_at)
         except ValueError:
-            raise ConfigError(
-                f"{where}.ends_at: expected ISO 8601 with offset, e.g. 2026-12-01T18:00:00Z"
-            ) from None
+            raise ConfigError(f"{where}.ends_at: expected ISO 8601 with offset, e.g. 2026-12-01T18:00:00Z") from None
         identity = json.dumps([sorted(sc.matchers.items()), ends_at.isoformat(), sc.comment])
         try:
             out.append(
@@ -328,18 +317,14 @@ def build_targets(
     for t in config.targets.spark_event_logs:
         cursors = StoreCursors(store.sessions, EVENTLOG_COLLECTOR)
         targets.append(
-            Target(
-                t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors
-            )
+            Target(t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors)
         )
     for i, h in enumerate(config.targets.spark_prometheus):
         headers = {}
         if h.bearer_token is not None:
             token = resolve_secret(h.bearer_token, environ, f"targets.spark_prometheus[{i}].bearer_token")
             headers["Authorization"] = f"Bearer {token.get_secret_value()}"
-        client = make_client(
-            connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers
-        )
+        client = make_client(connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers)
         clients.append(client)
         targets.append(
             Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
@@ -424,18 +409,12 @@ def build(
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(
-        TidegaugeCollector(
-            runtime.latest, clock, alerts=runtime.alert_counts, collectors=runtime.collector_stats
-        )
+        TidegaugeCollector(runtime.latest, clock, alerts=runtime.alert_counts, collectors=runtime.collector_stats)
     )
     jobs = [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t)) for t in targets]
-    jobs.append(
-        ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate)
-    )
+    jobs.append(ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate))
     jobs.append(ScheduledJob("dispatch", timedelta(milliseconds=delivery.interval), runtime.dispatch))
-    jobs.append(
-        ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1))
-    )
+    jobs.append(ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1)))
     jobs.extend(report_jobs(config, runtime))
     scheduler = SchedulerService(jobs, clock)
 
@@ -446,9 +425,7 @@ def build(
         if failing:
             body["failing_jobs"] = failing
         # evaluation or delivery failing again and again means alerts are not raised or not sent
-        stuck = [
-            n for n in ("evaluate", "dispatch") if failing.get(n, {}).get("consecutive_failures", 0) >= 3
-        ]
+        stuck = [n for n in ("evaluate", "dispatch") if failing.get(n, {}).get("consecutive_failures", 0) >= 3]
         if stuck:
             body["degraded"] = stuck
         return ok and not stuck, body
@@ -459,9 +436,7 @@ def build(
         def sink(result: PollResult) -> None:
             runtime.ingest(result, INGEST_COLLECTOR)
 
-        ingest = create_ingest_app(
-            token=token, sink=sink, clock=clock, max_body_bytes=config.server.max_body_bytes
-        )
+        ingest = create_ingest_app(token=token, sink=sink, clock=clock, max_body_bytes=config.server.max_body_bytes)
     http = HttpService(create_app(registry, health, ingest), config.server.host, config.server.port)
 
     def close_clients() -> None:
@@ -506,9 +481,7 @@ def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIME
     try:
         daemon = build(config, db_url=db_url, environ=os.environ)
         daemon.start()
-        log.info(
-            "tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port
-        )
+        log.info("tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port)
         try:
             while not stop.wait(1.0):
                 pass

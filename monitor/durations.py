@@ -22,13 +22,7 @@ from decimal import Decimal, InvalidOperation
 
 from monitor.errors import InputError
 
-__all__ = [
-    "DurationError",
-    "format_duration_ms",
-    "parse_duration_list_ms",
-    "parse_duration_ms",
-    "parse_timedelta",
-]
+__all__ = ["DurationError", "format_duration_ms", "parse_duration_list_ms", "parse_duration_ms", "parse_timedelta"]
 
 _UNIT_MS: dict[str, int] = {}
 for _names, _ms in (

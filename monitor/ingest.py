@@ -104,14 +104,10 @@ def _decode_json(body: bytes) -> Any:
     try:
         return json.loads(text, parse_constant=_constant_to_none)
     except json.JSONDecodeError as exc:
-        raise InputError(
-            f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
+        raise InputError(f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         # CPython's json scanner recurses once per nesting level; Spark's listener events nest a few levels.
-        raise InputError(
-            "body is not valid JSON for this endpoint: arrays/objects nested too deeply"
-        ) from None
+        raise InputError("body is not valid JSON for this endpoint: arrays/objects nested too deeply") from None
 
 
 def parse_event_document(
@@ -248,9 +244,7 @@ def create_ingest_app(
 
     async def events(request: Request) -> JSONResponse:
         if not _authorized(request, expected):
-            return _error(
-                401, "missing or invalid bearer token", {"WWW-Authenticate": 'Bearer realm="tidegauge"'}
-            )
+            return _error(401, "missing or invalid bearer token", {"WWW-Authenticate": 'Bearer realm="tidegauge"'})
         content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if content_type != "application/json":
             return _error(415, f"Content-Type must be application/json, got {content_type[:60]!r}")
@@ -269,9 +263,7 @@ def create_ingest_app(
         except InputError as exc:
             return _error(400, str(exc))
         try:
-            result = parse_event_document(
-                document, received_at=received_at, app_id=app_id, collector=collector
-            )
+            result = parse_event_document(document, received_at=received_at, app_id=app_id, collector=collector)
         except ProgressFormatError as exc:
             _LOG.info("ingest: rejected a request: %s", exc)
             return _error(422, str(exc))

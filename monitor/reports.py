@@ -312,8 +312,7 @@ def build_report(
     for key in sorted(set(histories) | set(by_job)):
         history = histories.get(key, [])
         current = sorted(
-            by_job.get(key, []),
-            key=lambda a: (-a.severity, a.state is not AlertState.FIRING, a.rule, a.fingerprint),
+            by_job.get(key, []), key=lambda a: (-a.severity, a.state is not AlertState.FIRING, a.rule, a.fingerprint)
         )
         firing = [a.severity for a in current if a.state is AlertState.FIRING]
         job_name = max(history, key=lambda s: s.observed_at).job.name if history else None
@@ -326,8 +325,7 @@ def build_report(
                 name=job_name,
                 health=max(firing, default=Severity.OK),
                 alerts=tuple(
-                    ReportAlert(a.rule, a.severity, a.state, a.message, a.active_at, a.fingerprint)
-                    for a in current
+                    ReportAlert(a.rule, a.severity, a.state, a.message, a.active_at, a.fingerprint) for a in current
                 ),
                 numbers=_numbers(history, when),
             )

@@ -144,6 +144,7 @@ DEFAULT_LOOKBACK = timedelta(hours=1)
 _MAX_RECENT_ERRORS = 1000
 
 
+
 class StoreCursors:
     """A collector cursor store (:class:`collectors.spark.eventlog.CursorStore`) in the database.
 
@@ -522,13 +523,7 @@ class Runtime:
         if self._client is None or not self._notifiers:
             return DispatchReport()
         report = dispatch_due(
-            self._sessions,
-            self._notifiers,
-            self._client,
-            when,
-            routes=self._routes,
-            policy=self._policy,
-            rng=self._rng,
+            self._sessions, self._notifiers, self._client, when, routes=self._routes, policy=self._policy, rng=self._rng
         )
         with self._lock:
             self.last_dispatch_at = when
@@ -643,9 +638,7 @@ class Runtime:
             body: dict[str, Any] = {
                 "store": "ok" if store_ok else "unreachable",
                 "targets": targets,
-                "last_evaluation_at": self.last_evaluation_at.isoformat()
-                if self.last_evaluation_at
-                else None,
+                "last_evaluation_at": self.last_evaluation_at.isoformat() if self.last_evaluation_at else None,
                 "last_dispatch_at": self.last_dispatch_at.isoformat() if self.last_dispatch_at else None,
             }
         if store_error is not None:

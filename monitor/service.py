@@ -134,11 +134,7 @@ class ServiceGroup:
                 try:
                     service.start()
                 except BaseException:
-                    log.exception(
-                        "%s failed to start; stopping the %d started before it",
-                        service.name,
-                        len(self._started),
-                    )
+                    log.exception("%s failed to start; stopping the %d started before it", service.name, len(self._started))
                     started, self._started = self._started, []
                     self._stop_all(started, 10.0)
                     raise

@@ -37,8 +37,7 @@ __all__ = [
 #: ``job_name`` and ``rule`` (routing and notification payloads), and the finding labels rules set
 #: (``scope``, by ``rules/late.py``).
 KNOWN_LABELS: frozenset[str] = frozenset(
-    {"alertname", "severity", "engine", "job_id", "job_name", "rule", "scope"}
-    | {f.name for f in fields(Scope)}
+    {"alertname", "severity", "engine", "job_id", "job_name", "rule", "scope"} | {f.name for f in fields(Scope)}
 )
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -99,14 +99,9 @@ def register(app: typer.Typer) -> None:
 
         token = read_token(token_file, os.environ)
         if len(token) < _MIN_TOKEN_CHARS:
-            typer.echo(
-                f"tidegauge: warning: the ingest token is shorter than {_MIN_TOKEN_CHARS} characters",
-                err=True,
-            )
+            typer.echo(f"tidegauge: warning: the ingest token is shorter than {_MIN_TOKEN_CHARS} characters", err=True)
         if token_file is not None and token_file.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            typer.echo(
-                f"tidegauge: warning: {token_file} is readable by other users (chmod 600 it)", err=True
-            )
+            typer.echo(f"tidegauge: warning: {token_file} is readable by other users (chmod 600 it)", err=True)
         store = open_store(db, environ=os.environ)
         try:
             ingest = create_ingest_app(

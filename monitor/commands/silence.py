@@ -56,9 +56,7 @@ def _time_option(text: str | None, name: str) -> datetime | None:
     try:
         return parse_time(text)
     except ValueError:
-        raise InputError(
-            f"{name}: expected an ISO 8601 time with offset, e.g. 2026-11-29T18:00:00Z"
-        ) from None
+        raise InputError(f"{name}: expected an ISO 8601 time with offset, e.g. 2026-11-29T18:00:00Z") from None
 
 
 def _with_store(db: str | None, action: Callable[[Store], T]) -> T:
@@ -74,9 +72,7 @@ def _with_store(db: str | None, action: Callable[[Store], T]) -> T:
 def _row(s: Silence, now: datetime) -> str:
     state = s.state(now)
     matchers = ",".join(str(m) for m in s.matchers)
-    return "\t".join(
-        [s.id, state, format_time(s.starts_at), format_time(s.ends_at), matchers, s.created_by, s.comment]
-    )
+    return "\t".join([s.id, state, format_time(s.starts_at), format_time(s.ends_at), matchers, s.created_by, s.comment])
 
 
 def register(app: typer.Typer) -> None:
@@ -150,9 +146,7 @@ def register(app: typer.Typer) -> None:
 
     @silence_app.command("expire")
     def expire_cmd(
-        silence_id: str = typer.Argument(
-            ..., metavar="ID", help="Silence id (from `silence add` or `list`)."
-        ),
+        silence_id: str = typer.Argument(..., metavar="ID", help="Silence id (from `silence add` or `list`)."),
         db: str | None = _DB_OPTION,
     ) -> None:
         """End a silence now."""

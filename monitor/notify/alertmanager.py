@@ -36,16 +36,11 @@ def label_name(name: str) -> str:
 
 
 def _alert(
-    alert: AlertNotification,
-    batch: NotificationBatch,
-    dashboard_url: str | None,
-    firing_ttl: timedelta | None,
+    alert: AlertNotification, batch: NotificationBatch, dashboard_url: str | None, firing_ttl: timedelta | None
 ) -> dict[str, Any]:
     labels = {label_name(k): v for k, v in sorted(alert.labels.items()) if v != ""}
     annotations = {label_name(k): v for k, v in sorted(alert.annotations.items())}
-    annotations.setdefault(
-        "summary", f"{alert.rule} on {labels.get('engine', '?')} job {labels.get('job_id', '?')}"
-    )
+    annotations.setdefault("summary", f"{alert.rule} on {labels.get('engine', '?')} job {labels.get('job_id', '?')}")
     annotations["tidegauge_fingerprint"] = alert.fingerprint
     item: dict[str, Any] = {
         "labels": labels,

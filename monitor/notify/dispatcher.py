@@ -237,7 +237,9 @@ def _deliver(notifier: Notifier, batch: _Batch, client: httpx.Client, now: datet
     notifier.send(NotificationBatch(batch.receiver, batch.group_key, batch.key, alerts, now), client)
 
 
-def _send(notifier: Notifier, batch: _Batch, client: httpx.Client, now: datetime) -> DeliveryError | None:
+def _send(
+    notifier: Notifier, batch: _Batch, client: httpx.Client, now: datetime
+) -> DeliveryError | None:
     try:
         _deliver(notifier, batch, client, now)
     except DeliveryError as exc:
@@ -305,12 +307,7 @@ def dispatch_due(
                 report.retried += len(batch.items)
             else:
                 finish_outbox(
-                    session,
-                    batch.items,
-                    OUTBOX_GAVE_UP,
-                    now_utc,
-                    error=str(error),
-                    attempts=batch.attempts + 1,
+                    session, batch.items, OUTBOX_GAVE_UP, now_utc, error=str(error), attempts=batch.attempts + 1
                 )
                 report.gave_up += len(batch.items)
         if error is None:

@@ -46,16 +46,11 @@ def _when(value: datetime) -> str:
 
 
 def _job_title(alert: AlertNotification) -> str:
-    return job_title(
-        alert.labels.get("engine"), alert.labels.get("job_id"), alert.annotations.get("job_name")
-    )
+    return job_title(alert.labels.get("engine"), alert.labels.get("job_id"), alert.annotations.get("job_name"))
 
 
 def _header(title: str) -> dict[str, Any]:
-    return {
-        "type": "header",
-        "text": {"type": "plain_text", "text": _clip(title, _HEADER_MAX), "emoji": True},
-    }
+    return {"type": "header", "text": {"type": "plain_text", "text": _clip(title, _HEADER_MAX), "emoji": True}}
 
 
 def _more(count: int) -> dict[str, Any]:
@@ -65,9 +60,7 @@ def _more(count: int) -> dict[str, Any]:
 def _button(link: str) -> dict[str, Any]:
     return {
         "type": "actions",
-        "elements": [
-            {"type": "button", "text": {"type": "plain_text", "text": "Open dashboard"}, "url": link}
-        ],
+        "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Open dashboard"}, "url": link}],
     }
 
 
@@ -95,11 +88,7 @@ def slack_message(batch: NotificationBatch, dashboard_url: str | None = None) ->
     firing, resolved = batch.firing(), batch.resolved()
     job = _job_title(batch.alerts[0]) if batch.alerts else batch.group_key
     counts = ", ".join(
-        part
-        for part in (
-            f"{len(firing)} firing" if firing else "",
-            f"{len(resolved)} resolved" if resolved else "",
-        )
+        part for part in (f"{len(firing)} firing" if firing else "", f"{len(resolved)} resolved" if resolved else "")
         if part
     )
     title = f"[{batch.status.value.upper()}] {job}: {counts}"
@@ -136,10 +125,7 @@ def _job_section(job: JobHealth) -> dict[str, Any]:
         f"watermark {watermark} (lag {lag}); input rows last hour {_known(n.input_rows_last_hour)}; "
         f"dropped by watermark last hour {_known(n.dropped_by_watermark_last_hour)}; state rows {_known(n.state_rows)}",
     ]
-    lines.extend(
-        f"• {a.state.value} *{_escape(a.rule)}* ({a.severity.label()}): {_escape(a.message)}"
-        for a in job.alerts
-    )
+    lines.extend(f"• {a.state.value} *{_escape(a.rule)}* ({a.severity.label()}): {_escape(a.message)}" for a in job.alerts)
     return {"type": "section", "text": {"type": "mrkdwn", "text": _clip("\n".join(lines), _SECTION_MAX)}}
 
 

@@ -118,9 +118,7 @@ class WebhookNotifier:
         """POST the signed report payload. Raises :class:`~monitor.errors.DeliveryError` (see :func:`post`)."""
         self._post(report_payload(batch, self.dashboard_url), batch.idempotency_key, batch.sent_at, client)
 
-    def _post(
-        self, doc: dict[str, Any], idempotency_key: str, sent_at: datetime, client: httpx.Client
-    ) -> None:
+    def _post(self, doc: dict[str, Any], idempotency_key: str, sent_at: datetime, client: httpx.Client) -> None:
         body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         timestamp = int(sent_at.timestamp())
         headers = {

@@ -58,10 +58,7 @@ _FINISHED_AT: Final = {
 }
 #: ``outbox.status`` of a health report row (alert rows are ``firing``/``resolved``).
 OUTBOX_REPORT_STATUS: Final = "report"
-_NOTIFY: Final = {
-    EventKind.FIRING: NotificationStatus.FIRING,
-    EventKind.RESOLVED: NotificationStatus.RESOLVED,
-}
+_NOTIFY: Final = {EventKind.FIRING: NotificationStatus.FIRING, EventKind.RESOLVED: NotificationStatus.RESOLVED}
 _CHUNK: Final = 500
 
 
@@ -123,10 +120,7 @@ def _upsert_alerts(session: Session, alerts: Sequence[Alert]) -> None:
     rows: dict[str, AlertRow] = {}
     for start in range(0, len(fps), _CHUNK):
         chunk = fps[start : start + _CHUNK]
-        rows.update(
-            (r.fingerprint, r)
-            for r in session.scalars(select(AlertRow).where(AlertRow.fingerprint.in_(chunk)))
-        )
+        rows.update((r.fingerprint, r) for r in session.scalars(select(AlertRow).where(AlertRow.fingerprint.in_(chunk))))
     for alert in alerts:
         values = _alert_values(alert)
         row = rows.get(alert.fingerprint)
@@ -149,7 +143,9 @@ def _existing_keys(session: Session, receiver: str, keys: set[str]) -> set[str]:
     return set(session.scalars(query))
 
 
-def _outbox_row(receiver: str, notification: AlertNotification, key: str, now: datetime) -> OutboxRow:
+def _outbox_row(
+    receiver: str, notification: AlertNotification, key: str, now: datetime
+) -> OutboxRow:
     return OutboxRow(
         receiver=receiver,
         fingerprint=notification.fingerprint,
@@ -201,9 +197,7 @@ def apply_transitions(
             continue
         subject = by_fp.get(event.fingerprint)
         if subject is None:
-            raise ValueError(
-                f"event {event.kind.value} for alert {event.fingerprint} that is not being stored"
-            )
+            raise ValueError(f"event {event.kind.value} for alert {event.fingerprint} that is not being stored")
         notification = AlertNotification.of(subject, status)
         for route in routes_for(routes, subject.all_labels(), subject.severity):
             if status is NotificationStatus.RESOLVED and not route.send_resolved:

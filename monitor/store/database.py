@@ -116,9 +116,7 @@ def database_errors(url: str | URL, *, drivers: bool = False) -> Iterator[None]:
     Raises:
         StoreError: as described; other exceptions pass through.
     """
-    caught: tuple[type[BaseException], ...] = (
-        (SQLAlchemyError, ModuleNotFoundError) if drivers else (SQLAlchemyError,)
-    )
+    caught: tuple[type[BaseException], ...] = (SQLAlchemyError, ModuleNotFoundError) if drivers else (SQLAlchemyError,)
     try:
         yield
     except caught as exc:
@@ -180,7 +178,9 @@ def make_engine(
         if path is not None and create:
             path.parent.mkdir(parents=True, exist_ok=True)
         elif path is not None and not path.exists():
-            raise StoreError(f"no database at {path}: run `tidegauge db upgrade --db {redact_url(parsed)}`")
+            raise StoreError(
+                f"no database at {path}: run `tidegauge db upgrade --db {redact_url(parsed)}`"
+            )
     else:
         kwargs.setdefault("pool_pre_ping", True)
     with database_errors(parsed, drivers=True):

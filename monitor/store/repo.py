@@ -582,11 +582,7 @@ _LOAD_BATCH_ROWS = 2000  # rows fetched at a time when loading histories (bounde
 
 
 def _to_sample(
-    row: SampleRow,
-    engine: str,
-    job_id: str,
-    run_id: str | None,
-    interned: dict[tuple[Any, ...], Any] | None = None,
+    row: SampleRow, engine: str, job_id: str, run_id: str | None, interned: dict[tuple[Any, ...], Any] | None = None
 ) -> Sample:
     """A stored row as a :class:`Sample`. With ``interned``, equal :class:`JobRef` / :class:`Scope` values
     are shared between the samples of one load (a daemon holds tens of thousands of them)."""
