@@ -232,3 +232,23 @@ def test_an_unreadable_path_is_a_one_line_error(tmp_path: Path, capsys: pytest.C
     d.mkdir()
     code, _, err = _run(_whatif(d), capsys)
     assert code == 2 and "dir.csv: no such file" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        # found by the property tests: a carriage return before the header crashed the fast path
+        (b"\revent_time\n1767225600\n", "no column 'event_time'"),
+        # an unclosed quote swallows the file: one line naming the column as read; with Arrow's
+        # thread pool the fast path's parse error sometimes aborted the process at exit (code 134)
+        (b'"event_time\n2026-01-01T00:00:00Z\n', "columns found: 'event_time\\n2026-01-01T00:00:00Z'"),
+    ],
+)
+def test_broken_csv_structure_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    p = tmp_path / "e.csv"
+    p.write_bytes(content)
+    code, _, err = _run(_whatif(p), capsys)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
