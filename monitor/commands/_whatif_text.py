@@ -291,6 +291,17 @@ def recommendation_text(rec: Recommendation) -> list[str]:
     return out
 
 
+def recommendation_without_text(rec: Recommendation, lines: list[int]) -> list[str]:
+    """The recommendation once the mis-dated rows are filtered out."""
+    which = ", ".join(str(n) for n in lines[:5]) + (" ..." if len(lines) > 5 else "")
+    s = rec.summary
+    return [
+        f"  without the mis-dated row{'s' if len(lines) > 1 else ''} (line {which}): {dur(rec.delay_ms)} "
+        f"(drops {s.dropped_rows} of {s.rows_with_time} rows = {s.dropped_share * 100:.3f}%"
+        + ("; confirmed by replay)" if rec.confirmed else ")")
+    ]
+
+
 def mover_json(m: WatermarkMover) -> dict[str, Any]:
     """A watermark mover as JSON."""
     d = dataclasses.asdict(m)

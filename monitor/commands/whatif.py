@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
+import numpy as np
 import typer
 
 from monitor.commands import _whatif_text as T
@@ -152,6 +153,12 @@ def _spark_report(
             largest = max(sweep_delays) if sweep_delays else DEFAULT_LADDER_MS[-1]
             diagnosed_at = dataclasses.replace(config, delay_ms=largest)
         diagnosis = diagnose(events, diagnosed_at, plan=plan)
+        if target_completeness is not None and diagnosis.misdated:
+            keep = np.ones(len(events), dtype=np.bool_)
+            keep[[m.row_index for m in diagnosis.misdated]] = False
+            rec2 = recommend_delay(events, config, target_completeness, plan=plan, keep=keep)
+            doc["recommendation"]["without_misdated_rows"] = T.recommendation_json(rec2)
+            text += T.recommendation_without_text(rec2, [m.line for m in diagnosis.misdated])
     else:
         result = replay(events, config, plan=plan)
         doc.update(result.to_json())

@@ -95,6 +95,7 @@ def recommend_delay(
     *,
     candidates_ms: list[int] | None = None,
     plan: BatchPlan | None = None,
+    keep: npt.NDArray[np.bool_] | None = None,
 ) -> Recommendation:
     """Find the smallest delay whose replay drops at most ``100 - target_completeness_pct`` % of rows.
 
@@ -105,7 +106,8 @@ def recommend_delay(
     watermark's floor at 0 or no-data batches that run at one delay and not another make the shift
     inexact), a bisection to 1 ms between a failing and a passing delay settles it (dropped rows are
     non-increasing in the delay). ``candidates_ms`` (e.g. the ``--sweep`` delays) are replayed only to
-    report the smallest of them that meets the target.
+    report the smallest of them that meets the target. ``keep``: as for
+    :func:`~monitor.watermark.replay` (recommend for the events without some rows).
 
     Raises:
         EngineConfigError: the target is not in ``(0, 100]``.
@@ -119,10 +121,10 @@ def recommend_delay(
 
     def run(d: int) -> Summary:
         if d not in done:
-            done[d] = replay(events, _with_delay(config, d), plan=plan).summary
+            done[d] = replay(events, _with_delay(config, d), plan=plan, keep=keep).summary
         return done[d]
 
-    base = replay(events, dataclasses.replace(config, delay_ms=0, keep_late_rows=True), plan=plan)
+    base = replay(events, dataclasses.replace(config, delay_ms=0, keep_late_rows=True), plan=plan, keep=keep)
     done[0] = base.summary
     allowed_rows = int(allowed * base.summary.rows_with_time + 1e-9)
 
