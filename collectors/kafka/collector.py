@@ -188,7 +188,7 @@ class KafkaLagCollector(PollsOnce):
                 p.lag_seconds, p.lag_seconds_min = est.seconds, est.at_least
                 p.lag_seconds_method = "interpolated"
                 if est.note:
-                    p.lag_seconds_note = est.note
+                    p.lag_seconds_note = f"{p.lag_seconds_note}; {est.note}" if p.lag_seconds_note else est.note
 
     def poll(self, now: datetime) -> PollResult:
         """One poll as samples and errors (never raises for the cluster's failures)."""
