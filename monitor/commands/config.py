@@ -25,6 +25,11 @@ def _secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
         for i, t in enumerate(getattr(cfg.targets, group)):
             if t.bearer_token is not None:
                 refs.append((f"targets.{group}[{i}].bearer_token", t.bearer_token))
+    for i, k in enumerate(cfg.targets.kafka):
+        for field in ("sasl_password", "ssl_key_password"):
+            ref = getattr(k, field)
+            if ref is not None:
+                refs.append((f"targets.kafka[{i}].{field}", ref))
     return refs
 
 
