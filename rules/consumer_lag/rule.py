@@ -160,6 +160,8 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
         # always look caught up compared with the newest commit, and STOP could never be reported)
         brokers = [samples[-1].log_end_offset] if samples[-1].log_end_offset is not None else []
         result = evaluate_partition(commits, brokers, _lag(window[-1]), now_ms, params.allowed_lag)
+        if len(commits) < 2 and result.status is not LagStatus.STOP:
+            continue  # a single commit shows no trend; it can only be too old (STOP)
         severity = SEVERITY.get(result.status)
         if severity is None:
             continue

@@ -114,3 +114,10 @@ OWNERSHIP: list[tuple[int, list[Sample], object, str | None]] = [
 def test_commit_windows_follow_ownership(case: int, samples: list[Sample], now: object, expected: str | None) -> None:
     found = evaluate_lag(LagParams(), history(samples), now)  # type: ignore[arg-type]
     assert [f.details["status"] for f in found] == ([] if expected is None else [expected])
+
+
+def test_a_single_commit_of_an_empty_group_is_no_trend_until_it_is_old() -> None:
+    one = unowned([(100, 140)])
+    assert evaluate_lag(LagParams(), history(one), T0) == []  # judged at its own time: nothing yet
+    (f,) = evaluate_lag(LagParams(), history(one), T0 + timedelta(seconds=15))
+    assert f.details["status"] == "STOP"
