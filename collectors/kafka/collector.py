@@ -25,7 +25,7 @@ interpolated lag needs two polls again (it says so).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -189,6 +189,26 @@ class KafkaLagCollector(PollsOnce):
                 p.lag_seconds_method = "interpolated"
                 if est.note:
                     p.lag_seconds_note = f"{p.lag_seconds_note}; {est.note}" if p.lag_seconds_note else est.note
+
+    def checkpoint_lag(self, query: str, end_offsets: Mapping[TopicPartition, int], now: datetime) -> GroupLag:
+        """Lag of a reader that keeps its offsets itself (a Spark query's checkpoint,
+        :mod:`collectors.kafka.spark`): ``end_offsets`` taken as its committed offsets, against the
+        broker's log offsets now; lag in seconds as for a group (same tables, same method).
+
+        Raises:
+            KafkaUnreachable: the cluster did not answer.
+        """
+        partitions_of = self.source.topics()
+        log_offsets, topic_errors = self.source.log_offsets(
+            k for k in end_offsets if k[0] in partitions_of
+        )
+        lag = group_lag(
+            query, state="Spark checkpoint", members=0, committed=dict(end_offsets), assigned=tuple(end_offsets),
+            partitions_of=partitions_of, log_offsets=log_offsets,
+        )
+        snap = Snapshot([lag], [f"topic {t}: {e}" for t, e in sorted(topic_errors.items())])
+        self._lag_seconds(snap, log_offsets, now)
+        return lag
 
     def poll(self, now: datetime) -> PollResult:
         """One poll as samples and errors (never raises for the cluster's failures)."""
