@@ -1,5 +1,7 @@
 """``tidegauge check kafka``: poll a Kafka cluster's consumer groups once (or twice), run the lag rules,
-print lag per group, topic and partition.
+print lag per group, topic and partition. ``--spark-progress FILE`` adds Spark queries, whose offsets live in
+their checkpoint: the Kafka source's ``endOffset`` of the newest progress per query against the broker's
+log-end offsets (:mod:`collectors.kafka.spark`); without ``--group``/``--include`` only those are shown.
 
 Composition root of a one-shot check: it reads the wall clock (each poll's ``now``), sleeps ``--interval``
 between two polls, reads the SASL password from the environment variable ``--sasl-password-env`` names,
@@ -13,10 +15,14 @@ import os
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import typer
 
-from collectors.kafka import KafkaLagCollector, KafkaOptions, group_samples
+from collectors.kafka import KafkaLagCollector, KafkaOptions, Snapshot, group_samples
+from collectors.kafka.spark import SparkKafkaSource, source_offsets
+from collectors.spark.progress_files import read_progress_file
 from monitor.commands.scan import _parse_fail_on
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
@@ -28,8 +34,38 @@ from rules.registry import evaluate
 __all__ = ["register", "run_check"]
 
 
+def _spark_queries(paths: list[Path]) -> tuple[list[tuple[str, SparkKafkaSource]], list[str]]:
+    """The newest progress of each query in the given progress files, as (name, Kafka source) pairs."""
+    newest: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    for path in paths:
+        try:
+            read = read_progress_file(path)
+        except (InputError, OSError) as exc:
+            errors.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
+            continue
+        errors.extend(read.errors)
+        for job, _at, _kind, doc in read.raw:
+            progress = doc.get("progress", doc)
+            if isinstance(progress, dict) and "sources" in progress:
+                newest[job.name or job.job_id] = progress
+    out: list[tuple[str, SparkKafkaSource]] = []
+    for name, progress in sorted(newest.items()):
+        try:
+            out.extend((f"spark:{name}", src) for src in source_offsets(progress, name))
+        except InputError as exc:
+            errors.append(str(exc))
+    return out, errors
+
+
 def run_check(
-    options: KafkaOptions, *, interval_s: float | None, threshold: str | None, fail_on: str | None, fmt: str
+    options: KafkaOptions,
+    *,
+    interval_s: float | None,
+    threshold: str | None,
+    fail_on: str | None,
+    fmt: str,
+    spark_progress: list[Path] | None = None,
 ) -> tuple[int, str, list[str]]:
     """Poll (once, or twice ``interval_s`` apart), evaluate, render.
 
@@ -55,8 +91,17 @@ def run_check(
             if i:
                 time.sleep(interval_s or 0)
             now = datetime.now(UTC)
+            spark_only = bool(spark_progress) and not options.groups and not options.include
             try:
-                snap = collector.snapshot(now)
+                snap = Snapshot() if spark_only else collector.snapshot(now)
+                if spark_progress:
+                    queries, bad = _spark_queries(spark_progress)
+                    snap.errors.extend(bad)
+                    for name, src in queries:
+                        lag = collector.checkpoint_lag(name, src.end_offsets, now)
+                        for key, value in sorted(src.metrics.items()):
+                            lag.notes.append(f"Spark's own {key}: {value:g} (when the batch was planned)")
+                        snap.groups.append(lag)
             except KafkaUnreachable as exc:
                 raise InputError(str(exc)) from None
             for g in snap.groups:
@@ -103,6 +148,10 @@ def register(app: typer.Typer) -> None:
             None, "--sasl-password-env", metavar="VAR", help="Environment variable holding the SASL password."
         ),
         ssl_ca: str | None = typer.Option(None, "--ssl-ca", help="CA certificate file (PEM)."),
+        spark_progress: list[Path] = typer.Option(
+            [], "--spark-progress", help="Spark progress JSON (query.lastProgress, JSON lines or an event log's progress "
+            "events): lag of the query's Kafka source endOffset against the broker (repeatable)."
+        ),
     ) -> None:
         """Check consumer-group lag on a Kafka cluster: per group, topic and partition the committed, log-start and log-end offsets, the lag in records and seconds and Burrow's status (OK, WARN, STALL, STOP, REWIND).
 
@@ -137,7 +186,10 @@ def register(app: typer.Typer) -> None:
             )
         except ValueError as exc:
             raise InputError(str(exc)) from None
-        code, text, errors = run_check(options, interval_s=interval_s, threshold=threshold, fail_on=fail_on, fmt=fmt)
+        code, text, errors = run_check(
+            options, interval_s=interval_s, threshold=threshold, fail_on=fail_on, fmt=fmt,
+            spark_progress=list(spark_progress),
+        )
         for line in errors:
             print(f"tidegauge: error: {line}", file=sys.stderr)
         typer.echo(text)

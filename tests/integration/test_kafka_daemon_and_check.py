@@ -113,3 +113,27 @@ def test_check_kafka_json_text_and_exit_codes(kafka_broker: KafkaBroker) -> None
     down = _check("127.0.0.1:1", "--timeout", "2s")
     assert down.returncode == 2 and "tidegauge: error: kafka check (127.0.0.1:1, PLAINTEXT)" in down.stderr
     assert _check(kafka_broker.bootstrap, "--format", "yaml").returncode == 2
+
+
+def test_check_kafka_spark_progress_compares_end_offset_with_the_broker(
+    kafka_broker: KafkaBroker, recorded_fixtures: Path, tmp_path: Path
+) -> None:
+    topic = unique("spark-ckpt")
+    create_topic(kafka_broker.bootstrap, topic, 1)
+    produce(kafka_broker.bootstrap, topic, 30)
+    # the recorded Kafka-source progress (sqsps_testProgress5), pointed at this broker's topic: Spark read up
+    # to offset 12 of the topic, and thought it 18 behind the latest offset when it planned the batch
+    doc = json.loads((recorded_fixtures / "spark/public/sqsps_testProgress5_kafka_offsets_behind_latest.json").read_text())
+    src = doc["sources"][0]
+    src["endOffset"] = {topic: {"0": 12}}
+    src["latestOffset"] = {topic: {"0": 30}}
+    src["metrics"] = {"avgOffsetsBehindLatest": "18.0", "maxOffsetsBehindLatest": "18", "minOffsetsBehindLatest": "18"}
+    path = tmp_path / "progress.json"
+    path.write_text(json.dumps(doc))
+    run = _check(kafka_broker.bootstrap, "--spark-progress", str(path), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    (g,) = json.loads(run.stdout)["groups"]  # only the query: no --group given
+    assert (g["group"], g["state"], g["lag"]) == ("spark:KafkaMetricsTest", "Spark checkpoint", 18)
+    (p,) = g["partitions"]
+    assert (p["committed"], p["log_end"], p["lag"]) == (12, 30, 18)
+    assert "Spark's own maxOffsetsBehindLatest: 18 (when the batch was planned)" in g["notes"]
