@@ -232,28 +232,24 @@ def group_samples(cluster: str, lag: GroupLag, now: datetime) -> Iterable[Sample
     job = _job(cluster, lag.group)
     for p in lag.partitions:
         extra: dict[str, object] = {"assigned": p.assigned}
-        for key, value in (
-            ("log_start_offset", p.log_start),
-            ("lost", p.lost or None),
-            ("skew", p.skew or None),
-            ("lag_seconds_min", p.lag_seconds_min),
-            ("lag_seconds_method", p.lag_seconds_method),
-            ("note", p.note),
-            ("lag_seconds_note", p.lag_seconds_note),
-        ):
-            if value is not None:
-                extra[key] = value
+        if p.log_start is not None:
+            extra["log_start_offset"] = p.log_start
+        if p.lost:
+            extra["lost"] = p.lost
+        if p.skew:
+            extra["skew"] = True
+        if p.lag_seconds_min is not None:
+            extra["lag_seconds_min"] = p.lag_seconds_min
+        if p.lag_seconds_method is not None:
+            extra["lag_seconds_method"] = p.lag_seconds_method
+        if p.note is not None:
+            extra["note"] = p.note
+        if p.lag_seconds_note is not None:
+            extra["lag_seconds_note"] = p.lag_seconds_note
         yield Sample(
-            job=job,
-            observed_at=now,
-            kind=SampleKind.GAUGE,
-            collector=COLLECTOR_NAME,
-            scope=Scope(source=p.topic, partition=p.partition),
-            committed_offset=p.committed,
-            log_end_offset=p.log_end,
-            lag_offsets=p.lag,
-            lag_seconds=p.lag_seconds,
-            extra=extra,
+            job=job, observed_at=now, kind=SampleKind.GAUGE, collector=COLLECTOR_NAME,
+            scope=Scope(source=p.topic, partition=p.partition), committed_offset=p.committed,
+            log_end_offset=p.log_end, lag_offsets=p.lag, lag_seconds=p.lag_seconds, extra=extra,
         )
     by_topic: dict[str, list[PartitionLag]] = {}
     for p in lag.partitions:

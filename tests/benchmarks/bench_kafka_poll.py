@@ -15,6 +15,7 @@ Not a test: it prints figures for the issue note.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
@@ -30,6 +31,12 @@ from tests.kafka_broker import quiet_logger, start_kafka
 def _rss_mib(pid: int | str) -> tuple[float, float]:
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def _cpu_s(pid: int) -> float:
+    """utime + stime of a process, seconds (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -75,13 +82,19 @@ def main() -> None:
         collector = KafkaLagCollector(options)
         now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
         times: list[float] = []
+        cpu: list[float] = []
+        broker_cpu: list[float] = []
+        assert broker.process is not None
         for i in range(args.polls):
-            started = time.monotonic()
+            started, cpu0, b0 = time.monotonic(), time.process_time(), _cpu_s(broker.process.pid)
             result = collector.poll(now + timedelta(seconds=30 * i))
             times.append(time.monotonic() - started)
+            cpu.append(time.process_time() - cpu0)
+            broker_cpu.append(_cpu_s(broker.process.pid) - b0)
             n = sum(1 for s in result.samples if s.scope.partition is not None)
             lagged = sum(1 for s in result.samples if s.scope.partition is not None and s.lag_offsets == 2)
-            print(f"poll {i}: {times[-1]:.2f} s, {n} partition samples ({lagged} with lag 2), "
+            print(f"poll {i}: {times[-1]:.2f} s wall, {cpu[-1]:.2f} s CPU here, {broker_cpu[-1]:.2f} s CPU in the "
+                  f"broker, {n} partition samples ({lagged} with lag 2), "
                   f"{len(result.samples)} samples, {len(result.errors)} errors", flush=True)
         offsets = args.groups * len(parts)
         med = statistics.median(times)
@@ -89,6 +102,10 @@ def main() -> None:
         b_rss, b_hwm = _rss_mib(broker.process.pid) if broker.process else (0.0, 0.0)
         print(f"median poll {med:.2f} s (min {min(times):.2f}, max {max(times):.2f}) for {offsets} offsets: "
               f"{offsets / med:,.0f} offsets/s")
+        cpu_med = statistics.median(cpu)
+        print(f"median CPU per poll: {cpu_med:.2f} s in the collector ({offsets / cpu_med:,.0f} offsets per CPU "
+              f"second), {statistics.median(broker_cpu):.2f} s in the broker; load average "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(f"collector process RSS {rss:.0f} MiB (peak {hwm:.0f}); broker RSS {b_rss:.0f} MiB (peak {b_hwm:.0f})")
     finally:
         broker.stop()
