@@ -13,7 +13,8 @@ be installed by hand beyond Java 17 and Maven (``.ci/system-deps.sh``):
 2. **Storage**: ``kafka.tools.StorageTool random-uuid`` (stderr discarded: SLF4J warnings would otherwise
    end up inside the cluster id), then ``StorageTool format -t ID -c server.properties --standalone``.
 3. **Broker**: ``java -Xmx512m -cp 'lib/*' kafka.Kafka server.properties`` with
-   ``process.roles=broker,controller``, a client and a controller listener on free 127.0.0.1 ports,
+   ``process.roles=broker,controller``, a PLAINTEXT client listener, a SASL_PLAINTEXT one (mechanism
+   PLAIN, one user: :data:`SASL_USER`) and a controller listener on free 127.0.0.1 ports,
    replication factor and min ISR 1 for the internal topics, ``group.initial.rebalance.delay.ms=0``
    (consumers join at once), and a 1 s log-retention check interval (the retention tests delete
    records with ``delete_records`` instead of waiting for it anyway).
@@ -43,6 +44,9 @@ import pytest
 __all__ = ["KAFKA_VERSION", "KafkaBroker", "KafkaUnavailable", "ensure_kafka_jars", "kafka_broker"]
 
 KAFKA_VERSION = "4.4.0"
+#: The SASL/PLAIN user of the broker's SASL_PLAINTEXT listener (test credentials, loopback only).
+SASL_USER = "tidegauge"
+SASL_PASSWORD = "tg-test-password-0123"
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 60.0
@@ -124,6 +128,7 @@ class KafkaBroker:
     base_dir: Path
     port: int
     controller_port: int
+    sasl_port: int = 0
     process: subprocess.Popen[bytes] | None = None
     startup_seconds: float = 0.0
     _stopped: bool = field(default=False, repr=False)
@@ -131,6 +136,12 @@ class KafkaBroker:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """The SASL_PLAINTEXT listener (mechanism PLAIN, user :data:`SASL_USER`, password
+        :data:`SASL_PASSWORD`)."""
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def log_file(self) -> Path:
@@ -143,14 +154,22 @@ class KafkaBroker:
         )
 
     def properties(self) -> str:
+        listeners = (
+            f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}"
+        )
         return "\n".join([
             "process.roles=broker,controller",
             "node.id=1",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port},"
-            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"listeners={listeners}",
+            f"advertised.listeners={listeners}",
             "controller.listener.names=CONTROLLER",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms=PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config="
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'user_{SASL_USER}="{SASL_PASSWORD}";',
             f"controller.quorum.bootstrap.servers=127.0.0.1:{self.controller_port}",
             f"log.dirs={self.base_dir / 'data'}",
             "offsets.topic.replication.factor=1",
@@ -253,7 +272,9 @@ def start_kafka() -> KafkaBroker:
     if shutil.which("java") is None:
         raise KafkaUnavailable("java is not installed: .ci/system-deps.sh installs openjdk-17-jre-headless")
     lib = ensure_kafka_jars()
-    broker = KafkaBroker(lib, Path(tempfile.mkdtemp(prefix="tidegauge-kafka-")), free_port(), free_port())
+    broker = KafkaBroker(
+        lib, Path(tempfile.mkdtemp(prefix="tidegauge-kafka-")), free_port(), free_port(), sasl_port=free_port()
+    )
     try:
         broker.start()
     except BaseException:

@@ -14,7 +14,7 @@ from collectors.kafka import KafkaLagCollector, KafkaOptions
 from collectors.kafka.admin import KafkaAdminSource
 from collectors.kafka.lag import group_lag
 from monitor.model import datetime_to_ms
-from tests.kafka_broker import KafkaBroker, quiet_logger
+from tests.kafka_broker import SASL_PASSWORD, SASL_USER, KafkaBroker, quiet_logger
 from tests.kafka_clients import admin, commit, consume, consumer, create_topic, produce, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
@@ -156,7 +156,7 @@ def test_empty_rebalancing_and_dead_groups(kafka_broker: KafkaBroker) -> None:
     produce(kafka_broker.bootstrap, topic, 4, partition=0)
     produce(kafka_broker.bootstrap, topic, 4, partition=1)
     dead = unique("never-existed")
-    first = consumer(kafka_broker.bootstrap, group, **{"session.timeout.ms": 10000, "max.poll.interval.ms": 20000})
+    first = consumer(kafka_broker.bootstrap, group, **{"session.timeout.ms": 45000, "max.poll.interval.ms": 90000})
     first.subscribe([topic])
     second = None
     try:
@@ -283,3 +283,23 @@ def test_lag_seconds_exact_reads_the_record_at_the_committed_offset(kafka_broker
     assert p1.lag_seconds_method == "interpolated" and "budget" in (p1.lag_seconds_note or "")
     both = collector(kafka_broker, group, lag_seconds="exact").snapshot(T0).groups[0].partitions
     assert [r.lag_seconds for r in both] == [pytest.approx(360.0), pytest.approx(60.0)]
+
+
+def test_sasl_plain_listener_and_a_wrong_password_never_shown(kafka_broker: KafkaBroker) -> None:
+    topic, group = unique("sasl"), unique("g")
+    create_topic(kafka_broker.bootstrap, topic)
+    produce(kafka_broker.bootstrap, topic, 4)
+    commit(kafka_broker.bootstrap, group, [(topic, 0, 1)])
+    security = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": SASL_USER}
+
+    def over_sasl(password: str) -> KafkaLagCollector:
+        return KafkaLagCollector(KafkaOptions("sasl", kafka_broker.sasl_bootstrap, groups=(group,),
+                                              lag_seconds="none", request_timeout_s=5, security=security,
+                                              secrets={"sasl.password": password}))
+
+    result = over_sasl(SASL_PASSWORD).poll(T0)
+    assert result.errors == ()
+    assert [s.lag_offsets for s in result.samples if s.scope.partition == 0] == [3]
+    (err,) = over_sasl("wrong-password-xyz").poll(T0).errors
+    assert "SASL_PLAINTEXT" in err.target
+    assert "wrong-password-xyz" not in err.message + err.target
