@@ -92,8 +92,8 @@ class OffsetTimeTable:
                 ),
             )
         target = committed + 1
-        offsets = list(self._offsets)
-        i = bisect_left(offsets, target)
+        offsets = self._offsets
+        i = bisect_left(offsets, target)  # a deque indexes in O(1) at this size (max_points, default 60)
         if i == 0:
             oldest = self._times[0]
             return Estimate(
