@@ -268,7 +268,9 @@ def test_lag_seconds_is_not_extrapolated_past_the_oldest_sample(kafka_broker: Ka
 
 def test_lag_seconds_exact_reads_the_record_at_the_committed_offset(kafka_broker: KafkaBroker) -> None:
     topic, group = unique("exact"), unique("g")
-    create_topic(kafka_broker.bootstrap, topic, 2)
+    # records dated by the fixed clock, whatever today's date: no time retention, no future-timestamp limit
+    create_topic(kafka_broker.bootstrap, topic, 2, **{"retention.ms": "-1",
+                                                      "message.timestamp.after.max.ms": str(2**62)})
     base = datetime_to_ms(T0 - timedelta(minutes=10))
     assert base is not None
     produce(kafka_broker.bootstrap, topic, 10, partition=0, timestamp_ms=base, step_ms=60_000)
