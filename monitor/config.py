@@ -181,7 +181,7 @@ class SparkEventLogTarget(_Model):
 
 
 class HttpTarget(_Model):
-    """An HTTP target (Spark driver PrometheusServlet, Flink REST)."""
+    """An HTTP target (Spark driver PrometheusServlet, Flink REST, a Kafka lag exporter's ``/metrics``)."""
 
     name: str
     url: str
@@ -265,12 +265,14 @@ class Targets(_Model):
     spark_prometheus: list[HttpTarget] = Field(default_factory=list)
     flink_rest: list[HttpTarget] = Field(default_factory=list)
     kafka: list[KafkaTarget] = Field(default_factory=list)
+    kafka_exporters: list[HttpTarget] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Targets:
         names = [
             t.name
-            for group in (self.spark_event_logs, self.spark_prometheus, self.flink_rest, self.kafka)
+            for group in (self.spark_event_logs, self.spark_prometheus, self.flink_rest, self.kafka,
+                          self.kafka_exporters)
             for t in group
         ]
         dupes = sorted({n for n in names if names.count(n) > 1})

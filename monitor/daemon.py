@@ -11,7 +11,8 @@
 5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (``spark_event_logs``:
    :class:`collectors.spark.eventlog.EventLogCollector` with cursors in the database;
    ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; ``kafka``:
-   :class:`collectors.kafka.KafkaLagCollector`; Flink REST targets are refused with a
+   :class:`collectors.kafka.KafkaLagCollector`; ``kafka_exporters``:
+   :class:`collectors.kafka.exporter_scrape.ExporterScrapeCollector`; Flink REST targets are refused with a
    :class:`~monitor.errors.ConfigError` until their collector exists) at its
    ``poll_interval``, rule
    evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``), retention clean-up
@@ -45,13 +46,14 @@ from prometheus_client import CollectorRegistry
 
 from collectors.http import make_client
 from collectors.kafka import KafkaLagCollector, KafkaOptions
+from collectors.kafka.exporter_scrape import ExporterScrapeCollector
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
 from collectors.spark.prometheus import SparkPrometheusCollector
 from monitor.alerts.notification import parse_time
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
-from monitor.config import Config, KafkaTarget, SecretRef, check_cron, resolve_secret
+from monitor.config import Config, HttpTarget, KafkaTarget, SecretRef, check_cron, resolve_secret
 from monitor.errors import ConfigError, InputError
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
@@ -306,6 +308,17 @@ def report_jobs(config: Config, runtime: Runtime) -> list[ScheduledJob]:
     ]
 
 
+def _http_client(target: HttpTarget, environ: Mapping[str, str], where: str, clients: list[httpx.Client]) -> httpx.Client:
+    headers = {}
+    if target.bearer_token is not None:
+        token = resolve_secret(target.bearer_token, environ, f"{where}.bearer_token")
+        headers["Authorization"] = f"Bearer {token.get_secret_value()}"
+    timeout_s = target.timeout / 1000.0
+    client = make_client(connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers)
+    clients.append(client)
+    return client
+
+
 def build_targets(
     config: Config, store: Store, environ: Mapping[str, str], clients: list[httpx.Client]
 ) -> list[Target]:
@@ -322,14 +335,14 @@ def build_targets(
             Target(t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors)
         )
     for i, h in enumerate(config.targets.spark_prometheus):
-        headers = {}
-        if h.bearer_token is not None:
-            token = resolve_secret(h.bearer_token, environ, f"targets.spark_prometheus[{i}].bearer_token")
-            headers["Authorization"] = f"Bearer {token.get_secret_value()}"
-        client = make_client(connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers)
-        clients.append(client)
+        client = _http_client(h, environ, f"targets.spark_prometheus[{i}]", clients)
         targets.append(
             Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
+        )
+    for i, h in enumerate(config.targets.kafka_exporters):
+        client = _http_client(h, environ, f"targets.kafka_exporters[{i}]", clients)
+        targets.append(
+            Target(h.name, ExporterScrapeCollector(h.url, client, h.name), timedelta(milliseconds=h.poll_interval))
         )
     for i, k in enumerate(config.targets.kafka):
         options = kafka_options(k, environ, f"targets.kafka[{i}]")

@@ -227,8 +227,8 @@ def _job(cluster: str, group: str) -> JobRef:
     return JobRef(Engine.KAFKA, f"{cluster}/{group}", name=group, app_id=cluster)
 
 
-def group_samples(cluster: str, lag: GroupLag, now: datetime) -> Iterable[Sample]:
-    """The samples of one group's lag (shapes: the module docstring)."""
+def group_samples(cluster: str, lag: GroupLag, now: datetime, collector: str = COLLECTOR_NAME) -> Iterable[Sample]:
+    """The samples of one group's lag (shapes: the module docstring); ``collector`` names their source."""
     job = _job(cluster, lag.group)
     for p in lag.partitions:
         extra: dict[str, object] = {"assigned": p.assigned}
@@ -247,7 +247,7 @@ def group_samples(cluster: str, lag: GroupLag, now: datetime) -> Iterable[Sample
         if p.lag_seconds_note is not None:
             extra["lag_seconds_note"] = p.lag_seconds_note
         yield Sample(
-            job=job, observed_at=now, kind=SampleKind.GAUGE, collector=COLLECTOR_NAME,
+            job=job, observed_at=now, kind=SampleKind.GAUGE, collector=collector,
             scope=Scope(source=p.topic, partition=p.partition), committed_offset=p.committed,
             log_end_offset=p.log_end, lag_offsets=p.lag, lag_seconds=p.lag_seconds, extra=extra,
         )

@@ -21,7 +21,7 @@ def _secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
             refs.append((f"receivers[{i}].url", r.url))
         if r.secret is not None:
             refs.append((f"receivers[{i}].secret", r.secret))
-    for group in ("spark_prometheus", "flink_rest"):
+    for group in ("spark_prometheus", "flink_rest", "kafka_exporters"):
         for i, t in enumerate(getattr(cfg.targets, group)):
             if t.bearer_token is not None:
                 refs.append((f"targets.{group}[{i}].bearer_token", t.bearer_token))
@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
         for where, ref in _secret_refs(cfg):
             resolve_secret(ref, os.environ, f"{config}: {where}")
         t = cfg.targets
-        n_targets = len(t.spark_event_logs) + len(t.spark_prometheus) + len(t.flink_rest) + len(t.kafka)
+        n_targets = len(t.spark_event_logs) + len(t.spark_prometheus) + len(t.flink_rest) + len(t.kafka) + len(t.kafka_exporters)
         typer.echo(
             f"{config}: ok ({n_targets} targets, {len(cfg.receivers)} receivers, {len(cfg.routes)} routes)"
         )
