@@ -10,8 +10,10 @@
    endpoint (:mod:`monitor.ingest`) when ``server.ingest_token`` is configured;
 5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (``spark_event_logs``:
    :class:`collectors.spark.eventlog.EventLogCollector` with cursors in the database;
-   ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; Flink REST and Kafka
-   targets are refused with a :class:`~monitor.errors.ConfigError` until their collectors exist) at its
+   ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; ``kafka``:
+   :class:`collectors.kafka.KafkaLagCollector`; ``kafka_exporters``:
+   :class:`collectors.kafka.exporter_scrape.ExporterScrapeCollector`; Flink REST targets are refused with a
+   :class:`~monitor.errors.ConfigError` until their collector exists) at its
    ``poll_interval``, rule
    evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``), retention clean-up
    (hourly) and one job per ``reports[]`` entry on its cron schedule (APScheduler ``CronTrigger``, UTC),
@@ -43,13 +45,15 @@ from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
 from collectors.http import make_client
+from collectors.kafka import KafkaLagCollector, KafkaOptions
+from collectors.kafka.exporter_scrape import ExporterScrapeCollector
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
 from collectors.spark.prometheus import SparkPrometheusCollector
 from monitor.alerts.notification import parse_time
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
-from monitor.config import Config, SecretRef, check_cron, resolve_secret
+from monitor.config import Config, HttpTarget, KafkaTarget, SecretRef, check_cron, resolve_secret
 from monitor.errors import ConfigError, InputError
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
@@ -304,6 +308,17 @@ def report_jobs(config: Config, runtime: Runtime) -> list[ScheduledJob]:
     ]
 
 
+def _http_client(target: HttpTarget, environ: Mapping[str, str], where: str, clients: list[httpx.Client]) -> httpx.Client:
+    headers = {}
+    if target.bearer_token is not None:
+        token = resolve_secret(target.bearer_token, environ, f"{where}.bearer_token")
+        headers["Authorization"] = f"Bearer {token.get_secret_value()}"
+    timeout_s = target.timeout / 1000.0
+    client = make_client(connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers)
+    clients.append(client)
+    return client
+
+
 def build_targets(
     config: Config, store: Store, environ: Mapping[str, str], clients: list[httpx.Client]
 ) -> list[Target]:
@@ -320,23 +335,63 @@ def build_targets(
             Target(t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors)
         )
     for i, h in enumerate(config.targets.spark_prometheus):
-        headers = {}
-        if h.bearer_token is not None:
-            token = resolve_secret(h.bearer_token, environ, f"targets.spark_prometheus[{i}].bearer_token")
-            headers["Authorization"] = f"Bearer {token.get_secret_value()}"
-        client = make_client(connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers)
-        clients.append(client)
+        client = _http_client(h, environ, f"targets.spark_prometheus[{i}]", clients)
         targets.append(
             Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
         )
-    for kind in ("flink_rest", "kafka"):
-        if getattr(config.targets, kind):
-            raise ConfigError(f"targets.{kind}: not supported by `tidegauge run` yet (spark_event_logs is)")
+    for i, h in enumerate(config.targets.kafka_exporters):
+        client = _http_client(h, environ, f"targets.kafka_exporters[{i}]", clients)
+        targets.append(
+            Target(h.name, ExporterScrapeCollector(h.url, client, h.name), timedelta(milliseconds=h.poll_interval))
+        )
+    for i, k in enumerate(config.targets.kafka):
+        options = kafka_options(k, environ, f"targets.kafka[{i}]")
+        targets.append(Target(k.name, KafkaLagCollector(options), timedelta(milliseconds=k.poll_interval)))
+    if config.targets.flink_rest:
+        raise ConfigError("targets.flink_rest: not supported by `tidegauge run` yet (spark_event_logs is)")
     names = [t.name for t in targets]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ConfigError(f"targets: names must be unique; repeated: {', '.join(dupes)}")
     return targets
+
+
+def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -> KafkaOptions:
+    """The collector options of one ``targets.kafka[]`` entry, secrets resolved from ``environ``.
+
+    Raises:
+        ConfigError: a secret reference does not resolve (the message names ``where`` and the field).
+    """
+    security: dict[str, str] = {"security.protocol": target.security_protocol}
+    secrets: dict[str, str] = {}
+    if target.sasl_mechanism is not None:
+        security["sasl.mechanism"] = target.sasl_mechanism
+    if target.sasl_username is not None:
+        security["sasl.username"] = target.sasl_username
+    if target.sasl_password is not None:
+        secrets["sasl.password"] = _secret(target.sasl_password, environ, f"{where}.sasl_password")
+    for key, path in (
+        ("ssl.ca.location", target.ssl_ca_location),
+        ("ssl.certificate.location", target.ssl_certificate_location),
+        ("ssl.key.location", target.ssl_key_location),
+    ):
+        if path is not None:
+            security[key] = str(path)
+    if target.ssl_key_password is not None:
+        secrets["ssl.key.password"] = _secret(target.ssl_key_password, environ, f"{where}.ssl_key_password")
+    return KafkaOptions(
+        cluster=target.name,
+        bootstrap_servers=target.bootstrap_servers,
+        groups=tuple(target.groups),
+        include=tuple(target.include),
+        exclude=tuple(target.exclude),
+        lag_seconds=target.lag_seconds,
+        max_record_fetches=target.max_record_fetches,
+        request_timeout_s=target.timeout / 1000.0,
+        concurrency=target.concurrency,
+        security=security,
+        secrets=secrets,
+    )
 
 
 def _poller(runtime: Runtime, target: Target) -> Callable[[datetime], object]:

@@ -249,7 +249,10 @@ class Sample:
         backpressure_ratio: share of time the subtask/vertex was back-pressured, ``0.0``-``1.0`` (Flink
             ``backPressuredTimeMsPerSecond / 1000``, or the REST ``backpressure-level`` ratio).
         restart_count: how often the job has restarted (Flink ``numRestarts``), a counter.
-        extra: small engine-specific numeric extras (kept JSON-serializable; never needed by rules).
+        extra: small engine-specific extras (kept JSON-serializable). Rules read only two, both from
+            the Kafka lag collector: ``assigned`` (a live group member owns the partition: ``consumer_lag``
+            tells STALL from STOP by it) and ``lag_seconds_min`` (a lower bound when ``lag_seconds`` is
+            unknown: ``consumer_lag_seconds``).
     """
 
     job: JobRef
