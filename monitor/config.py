@@ -81,6 +81,8 @@ __all__ = [
     "load_config",
     "parse_config",
     "resolve_secret",
+    "secret_refs",
+    "secret_values",
 ]
 
 
@@ -480,6 +482,56 @@ def database_url(cfg: Config, environ: Mapping[str, str], source: str) -> str | 
     except ValueError as exc:
         raise ConfigError(f"{where}: the secret's value is {exc}") from None
     return url
+
+
+def secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
+    """Every secret reference of ``cfg`` with its field path (``receivers[1].url``), in file order."""
+    refs: list[tuple[str, SecretRef]] = []
+    if isinstance(cfg.database, SecretRef):
+        refs.append(("database", cfg.database))
+    if cfg.server.ingest_token is not None:
+        refs.append(("server.ingest_token", cfg.server.ingest_token))
+    for i, r in enumerate(cfg.receivers):
+        if isinstance(r.url, SecretRef):
+            refs.append((f"receivers[{i}].url", r.url))
+        if r.secret is not None:
+            refs.append((f"receivers[{i}].secret", r.secret))
+    for group in ("spark_prometheus", "flink_rest", "kafka_exporters"):
+        for i, t in enumerate(getattr(cfg.targets, group)):
+            if t.bearer_token is not None:
+                refs.append((f"targets.{group}[{i}].bearer_token", t.bearer_token))
+    for i, k in enumerate(cfg.targets.kafka):
+        for field in ("sasl_password", "ssl_key_password"):
+            ref = getattr(k, field)
+            if ref is not None:
+                refs.append((f"targets.kafka[{i}].{field}", ref))
+    return refs
+
+
+def secret_values(cfg: Config, environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """What the process's redactor (:class:`monitor.redaction.Redactor`) must know about ``cfg``.
+
+    Returns:
+        ``(secrets, urls)``: the value of every secret reference that resolves (one that does not is
+        reported by whoever needs it) and the configured URLs that are not secrets as a whole (webhook
+        and Alertmanager receivers written in the file, HTTP targets, the database URL), whose passwords
+        and query values are hidden. A plain webhook receiver URL is listed among the secrets: a
+        receiver's path is often its credential.
+    """
+    secrets: list[str] = []
+    for where, ref in secret_refs(cfg):
+        try:
+            secrets.append(resolve_secret(ref, environ, where).get_secret_value())
+        except ConfigError:
+            continue
+    urls: list[str] = []
+    for r in cfg.receivers:
+        if isinstance(r.url, str):
+            (secrets if r.type == "webhook" else urls).append(r.url)
+    urls += [t.url for t in (*cfg.targets.spark_prometheus, *cfg.targets.flink_rest, *cfg.targets.kafka_exporters)]
+    if isinstance(cfg.database, str):
+        urls.append(cfg.database)
+    return secrets, urls
 
 
 _PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
