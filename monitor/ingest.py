@@ -64,7 +64,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_r
 from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
 from monitor.errors import InputError, ProgressFormatError
 from monitor.model import JobRef, PollResult, Sample, ensure_utc
-from monitor.store.engine import is_transient
+from monitor.store.database import is_transient
 
 __all__ = [
     "APP_ID_HEADER",
@@ -375,7 +375,7 @@ def create_ingest_app(
         collector: ``Sample.collector`` of the produced samples.
         body_timeout_s: the whole body must arrive within this many seconds (408 after).
         store_retry_s: how long a busy database is retried.
-        transient: which sink exceptions are retried (default :func:`monitor.store.engine.is_transient`).
+        transient: which sink exceptions are retried (default :func:`monitor.store.database.is_transient`).
 
     Raises:
         ValueError: empty token or non-positive ``max_body_bytes``/``body_timeout_s``.
