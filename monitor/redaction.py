@@ -16,7 +16,7 @@ What is hidden (each replaced by ``***``):
 * by **pattern**, in any text, configured or not: the password of ``scheme://user:password@host``, every
   query parameter value of a URL (``?password=...``, ``?token=...``), the path of ``hooks.slack.com``
   URLs and Slack's ``/services/T…/B…/…`` paths, ``Authorization: Bearer …`` / ``Basic …`` credentials and
-  ``password=``/``token=``/``secret=`` pairs.
+  ``password=``/``token=``/``secret=`` pairs (and their quoted JSON form ``"token": "…"``).
 
 Fragments shorter than :data:`MIN_FRAGMENT_CHARS` are not replaced on their own (they would mask
 unrelated text); whole configured secrets of any length are.
@@ -55,7 +55,7 @@ _SLACK_HOST_RE = re.compile(r"(hooks\.slack\.com)/[^\s\"'<>`]*", re.IGNORECASE)
 _SLACK_PATH_RE = re.compile(r"/services/[A-Z0-9]{6,}/[A-Za-z0-9/_\-]+")
 _AUTH_RE = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{4,}", re.IGNORECASE)
 _PAIR_RE = re.compile(
-    r"\b(password|passwd|pwd|token|access_token|api[_-]?key|secret|signature)([\"']?\s*[=:]\s*[\"']?)"
+    r"\b(password|passwd|pwd|token|access_token|api[_-]?key|secret|signature)(=|[\"']\s*:\s*[\"'])"
     r"(?!\*\*\*)[^\s&\"',;}]+",
     re.IGNORECASE,
 )
