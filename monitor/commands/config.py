@@ -120,10 +120,15 @@ def check_problems(path: Path, environ: Mapping[str, str]) -> tuple[Config | Non
         except ConfigError as exc:
             problems += _lines(exc, f"{source}: ")
 
+    if cfg is not None:
+        try:
+            database_url(cfg, environ, source)
+        except ConfigError as exc:
+            problems += _lines(exc)
     refs = secret_refs(cfg) if cfg is not None else _raw_secret_refs(raw)
     for where, ref in refs:
         if where == "database":
-            continue  # resolved and checked as a URL below
+            continue  # resolved and checked as a URL above
         try:
             resolve_secret(ref, environ, f"{source}: {where}")
         except ConfigError as exc:
@@ -132,7 +137,7 @@ def check_problems(path: Path, environ: Mapping[str, str]) -> tuple[Config | Non
     if cfg is not None:
         from monitor.daemon import build_routes, build_silences  # what `run` checks before it starts
 
-        for check in (lambda c: database_url(c, environ, source), build_routes, build_silences):
+        for check in (build_routes, build_silences):
             try:
                 check(cfg)
             except ConfigError as exc:
