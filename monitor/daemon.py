@@ -76,7 +76,7 @@ from monitor.notify.slack import SlackNotifier
 from monitor.notify.webhook import WebhookNotifier
 from monitor.runtime import Runtime, StoreCursors, Target
 from monitor.service import CallbackService, Service, ServiceGroup
-from monitor.store import Store, open_store, redact_url
+from monitor.store import Store, database_errors, open_store, redact_url
 from monitor.web import HttpService, create_app
 from rules.registry import validate as check_rules
 
@@ -538,6 +538,10 @@ def build(
             c.close()
 
     def warm_up() -> None:
+        with database_errors(store.engine.url):
+            _warm_up()
+
+    def _warm_up() -> None:
         loaded = runtime.seed_latest()
         runtime.load_alert_counts()
         runtime.refresh_outbox_backlog()
