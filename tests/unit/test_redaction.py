@@ -157,3 +157,43 @@ def test_installed_redactor_masks_every_log_line_and_traceback(caplog: pytest.Lo
         handler_logger.removeHandler(handler)
     assert records and all("sup3r-secret-value" not in r for r in records)
     assert "RuntimeError: connect with *** failed" in records[0]
+
+
+def test_collector_errors_and_poll_failures_are_stored_and_shown_redacted(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from collectors.base import PollsOnce
+    from monitor.latest import LatestSamples
+    from monitor.model import CollectorError, PollResult
+    from monitor.runtime import Runtime, Target
+    from monitor.store.tables import CollectorErrorRow
+
+    token = "bearer-token-of-the-target-5501"
+
+    class Quoting(PollsOnce):
+        """Stands in for a collector quoting what a server answered (a fault injected for the test)."""
+
+        name = "spark-prometheus"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def poll(self, now: datetime) -> PollResult:
+            self.calls += 1
+            if self.calls == 1:
+                return PollResult(errors=(CollectorError(self.name, "driver", f"HTTP 401: bad token {token}", now),))
+            raise RuntimeError(f"connection reset while sending Authorization: Bearer {token}")
+
+    with migrated_sessions(sqlite_url(tmp_path)) as sessions:
+        runtime = Runtime(
+            sessions=sessions, targets=[Target("driver", Quoting(), timedelta(seconds=15))],
+            latest=LatestSamples(), rules_config=parse_config({}).rules, redactor=Redactor(secrets=[token]),
+        )  # fmt: skip
+        runtime.poll(runtime.targets[0], T0)
+        with sessions() as session:
+            [stored] = session.scalars(select(CollectorErrorRow.message))
+        runtime.poll(runtime.targets[0], T0)
+        _, body = runtime.health()
+    assert stored == "HTTP 401: bad token ***"
+    assert body["targets"][0]["last_error"] == "RuntimeError: connection reset while sending Authorization: Bearer ***"
+    assert token not in str(body)
