@@ -346,10 +346,6 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _transient(exc: BaseException) -> bool:
-    return is_transient(exc)
-
-
 def create_ingest_app(
     *,
     token: str,
@@ -359,7 +355,7 @@ def create_ingest_app(
     collector: str = COLLECTOR_NAME,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     store_retry_s: float = DEFAULT_STORE_RETRY_S,
-    transient: Callable[[BaseException], bool] = _transient,
+    transient: Callable[[BaseException], bool] = is_transient,
 ) -> Starlette:
     """Build the ingest Starlette app.
 
@@ -395,12 +391,13 @@ def create_ingest_app(
             stop=stop_after_delay(store_retry_s),
             reraise=True,
         )
+        attempts = 0
         async for attempt in retrying:
             with attempt:
+                attempts += 1
                 await run_in_threadpool(sink, result)
-            number = attempt.retry_state.attempt_number
-            if number > 1 and not attempt.retry_state.outcome.failed:  # type: ignore[union-attr]
-                _LOG.info("ingest: stored after %d attempts (the database was busy)", number)
+        if attempts > 1:
+            _LOG.info("ingest: stored after %d attempts (the database was busy)", attempts)
 
     async def events(request: Request) -> JSONResponse:
         if not _authorized(request, expected):

@@ -172,3 +172,8 @@ def test_kill_9_at_random_points_with_a_flaky_receiver_delivers_everything_once(
     assert set(slack) == set(expected)
     assert len(slack) - len(expected) <= kills
     assert sorted(_outbox_states(db_url)) == ["delivered"] * (2 * len(expected))
+    # the log names rule, job and receiver of every transition and delivery
+    log = daemon.log()
+    for job in logs:
+        assert f"alert {STALL} firing for spark job {job.query_id}" in log
+        assert f"to receiver 'ops': firing {STALL} for wm_gt (spark {job.query_id})" in log
