@@ -142,15 +142,49 @@ def check_document(document: Any, root: str) -> None:
         ProgressFormatError: ``"<path>: <what>"``, e.g. ``events[2].progress.numInputRows: integer
             9223372036854775808 is outside the 64-bit range``.
     """
+    # Fast pass without paths; only a document with a problem is walked again to name the field.
+    stack: list[tuple[Any, int]] = [(document, 0)] if isinstance(document, dict | list) else []
+    while stack:
+        container, depth = stack.pop()
+        if depth >= _MAX_DEPTH:
+            _locate(document, root)
+        if isinstance(container, dict):
+            items: Any = container.values()
+            if not all(k.isascii() for k in container):
+                _locate(document, root)
+        else:
+            items = container
+        for value in items:
+            if isinstance(value, str):
+                if type(value) is not str or not value.isascii() or (len(value) >= 10 and value[4:5] == "-"):
+                    try:
+                        _check_scalar(value, root)
+                    except ProgressFormatError:
+                        _locate(document, root)  # raises it again, naming the field
+                        raise
+            elif isinstance(value, dict | list):
+                stack.append((value, depth + 1))
+    if isinstance(document, str):
+        _check_scalar(document, root)
+
+
+def _check_scalar(value: str, where: str) -> None:
+    """Raise :class:`ProgressFormatError` for an out-of-range integer, invalid text or impossible time
+    named ``where``."""
+    if isinstance(value, _OutOfRange):
+        shown = value if len(value) <= 30 else f"{value[:12]}...({len(value.lstrip('-'))} digits)"
+        raise ProgressFormatError(f"{where}: integer {shown} is outside the 64-bit range [-2^63, 2^63-1]")
+    _check_text(value, where)
+    _check_time(value, where)
+
+
+def _locate(document: Any, root: str) -> None:
+    """Walk ``document`` with paths and raise the first problem :func:`check_document` looks for."""
     stack: list[tuple[str, Any, int]] = [(root, document, 0)]
     while stack:
         where, value, depth = stack.pop()
-        if isinstance(value, _OutOfRange):
-            shown = value if len(value) <= 30 else f"{value[:12]}...({len(value.lstrip('-'))} digits)"
-            raise ProgressFormatError(f"{where}: integer {shown} is outside the 64-bit range [-2^63, 2^63-1]")
         if isinstance(value, str):
-            _check_text(value, where)
-            _check_time(value, where)
+            _check_scalar(value, where)
             continue
         if depth >= _MAX_DEPTH and isinstance(value, dict | list):
             raise ProgressFormatError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
@@ -163,6 +197,8 @@ def check_document(document: Any, root: str) -> None:
 
 
 def _check_text(text: str, where: str) -> None:
+    if text.isascii():
+        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -178,7 +214,7 @@ _TIMESTAMP_RE = re.compile(r"^[+-]?\d{4,}-\d\d-\d\d[T ]")
 def _check_time(text: str, where: str) -> None:
     """A timestamp string must name an instant within ``datetime``'s UTC range (years 1-9999 after its
     offset is applied): ``9999-12-31T23:59:59-23:59`` and ``0001-01-01T00:00:00+01:00`` are not."""
-    if not _TIMESTAMP_RE.match(text):
+    if not 10 <= len(text) <= 64 or text[4:5] != "-" or not _TIMESTAMP_RE.match(text):
         return
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -194,12 +230,15 @@ def _check_time(text: str, where: str) -> None:
         ) from None
 
 
+_INT_FIELDS = tuple(f.name for f in dataclasses.fields(Sample) if "int" in str(f.type))
+
+
 def _check_storable(sample: Sample, where: str) -> None:
     """Integers a parser derived (sums, float-to-int conversions) must fit the 64-bit columns too."""
-    for f in dataclasses.fields(sample):
-        value = getattr(sample, f.name)
+    for name in _INT_FIELDS:
+        value = getattr(sample, name)
         if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
-            raise ProgressFormatError(f"{where}: {f.name} {float(value):.3g} is outside the 64-bit range")
+            raise ProgressFormatError(f"{where}: {name} {float(value):.3g} is outside the 64-bit range")
 
 
 def _decode_json(body: bytes) -> Any:

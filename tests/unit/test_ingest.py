@@ -382,3 +382,18 @@ def test_a_body_dribbled_too_slowly_is_408(events: list[dict[str, Any]]) -> None
     assert answer.startswith(b"HTTP/1.1 408")
     assert b"request body not received within 0.5s" in answer
     assert waited < 5.0
+
+
+def test_valid_unicode_is_accepted_and_deep_nesting_named(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]]
+) -> None:
+    # non-ASCII names and keys are fine (only lone surrogates are not)
+    response = _post(client, {**_with(_progress(events, 2), "name", "flüsse-Ström ✓"), "clé": "é"})
+    assert response.status_code == 202, response.text
+    assert stored[0].samples[0].job.name == "flüsse-Ström ✓"
+    # 70 levels of arrays inside the event: within the JSON parser's limit, beyond the endpoint's
+    deep = _with(_progress(events, 2), "extra", json.loads("[" * 70 + "]" * 70))
+    response = _post(client, deep)
+    assert response.status_code == 422
+    # event (level 0), progress (1), extra (2) and 62 more levels: the 64th
+    assert response.json()["error"] == "event.progress.extra" + "[0]" * 62 + ": nested deeper than 64 levels"
