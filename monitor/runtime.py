@@ -585,11 +585,13 @@ class Runtime:
                 d.failed += outcome.failed
                 d.retried += outcome.retried
                 d.given_up += outcome.gave_up
-                if outcome.last_error is not None:
-                    d.consecutive_failures += 1
+                if outcome.delivered_any:
+                    d.consecutive_failures = outcome.failed_sends_since_success
+                else:
+                    d.consecutive_failures += outcome.failed_sends_since_success
+                if outcome.failed_sends_since_success:
                     d.last_error = outcome.last_error
-                elif outcome.sent:
-                    d.consecutive_failures = 0
+                elif outcome.delivered_any:
                     d.last_error = None
         return report
 

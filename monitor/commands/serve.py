@@ -86,7 +86,6 @@ _LOG_LEVEL_OPTION = typer.Option(
 )
 
 
-
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 

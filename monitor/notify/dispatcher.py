@@ -123,6 +123,9 @@ class ReceiverOutcome:
         retried: failed and scheduled again.
         gave_up: given up (a non-retryable failure, ``max_age``, no notifier).
         last_error: the latest failure's text (redacted), ``None`` if the latest send succeeded.
+        delivered_any: whether a send succeeded.
+        failed_sends_since_success: failed sends (batches) after the last successful one (all of them
+            when none succeeded).
     """
 
     sent: int = 0
@@ -130,6 +133,8 @@ class ReceiverOutcome:
     retried: int = 0
     gave_up: int = 0
     last_error: str | None = None
+    delivered_any: bool = False
+    failed_sends_since_success: int = 0
 
 
 @dataclass
@@ -370,6 +375,8 @@ def dispatch_due(
                 report.delivered += len(batch.items)
                 outcome.sent += len(batch.items)
                 outcome.last_error = None
+                outcome.delivered_any = True
+                outcome.failed_sends_since_success = 0
             elif error.retryable:
                 assert text is not None
                 next_at = now_utc + policy.backoff(attempts, rng)
@@ -378,12 +385,14 @@ def dispatch_due(
                 outcome.failed += len(batch.items)
                 outcome.retried += len(batch.items)
                 outcome.last_error = text
+                outcome.failed_sends_since_success += 1
             else:
                 finish_outbox(session, batch.items, OUTBOX_GAVE_UP, now_utc, error=text, attempts=attempts)
                 report.gave_up += len(batch.items)
                 outcome.failed += len(batch.items)
                 outcome.gave_up += len(batch.items)
                 outcome.last_error = text
+                outcome.failed_sends_since_success += 1
         if error is None:
             log.info("delivered %d notification(s) to %s (attempt %d)", len(batch.items), described, attempts)
             if on_sent is not None:
