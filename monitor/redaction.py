@@ -15,7 +15,8 @@ What is hidden (each replaced by ``***``):
   (``/services/T000/B000/XXXX`` and ``XXXX`` alone);
 * by **pattern**, in any text, configured or not: the password of ``scheme://user:password@host``, every
   query parameter value of a URL (``?password=...``, ``?token=...``), the path of ``hooks.slack.com``
-  URLs and Slack's ``/services/T…/B…/…`` paths, ``Authorization: Bearer …`` / ``Basic …`` credentials and
+  URLs and Slack's ``/services/T…/B…/…`` paths, the value of ``Authorization:``/``Cookie:`` headers,
+  ``Bearer …``/``Basic …`` credentials and
   ``password=``/``token=``/``secret=`` pairs (and their quoted JSON form ``"token": "…"``).
 
 Fragments shorter than :data:`MIN_FRAGMENT_CHARS` are not replaced on their own (they would mask
@@ -53,7 +54,10 @@ _USERINFO_RE = re.compile(r"(://[^/\s:@]*):[^@\s/]*@")
 _QUERY_VALUE_RE = re.compile(r"([?&;][^=&#;\s]+=)[^&#;\s]*")
 _SLACK_HOST_RE = re.compile(r"(hooks\.slack\.com)/[^\s\"'<>`]*", re.IGNORECASE)
 _SLACK_PATH_RE = re.compile(r"/services/[A-Z0-9]{6,}/[A-Za-z0-9/_\-]+")
-_AUTH_RE = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{4,}", re.IGNORECASE)
+# An HTTP credential as written in a header: the scheme, then a credential-looking word (8+ characters
+# with a digit or one of ._~+/=-), so that prose such as "token expired" is left alone.
+_AUTH_RE = re.compile(r"\b(Bearer|Basic|Token|bearer)\s+(?=\S*[0-9._~+/=\-])[A-Za-z0-9._~+/=\-]{8,}")
+_HEADER_RE = re.compile(r"\b((?:Proxy-)?Authorization|X-Api-Key|Cookie)(\s*:\s*)[^\s'\"]+(?:\s+[^\s'\"]+)?", re.IGNORECASE)
 _PAIR_RE = re.compile(
     r"\b(password|passwd|pwd|token|access_token|api[_-]?key|secret|signature)(=|[\"']\s*:\s*[\"'])"
     r"(?!\*\*\*)[^\s&\"',;}]+",
@@ -138,6 +142,7 @@ class Redactor:
                 text = text.replace(fragment, MASK)
         text = _URL_RE.sub(lambda m: _mask_url(m.group(0)), text)
         text = _SLACK_PATH_RE.sub(f"/services/{MASK}", text)
+        text = _HEADER_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
         text = _AUTH_RE.sub(lambda m: f"{m.group(1)} {MASK}", text)
         return _PAIR_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
 

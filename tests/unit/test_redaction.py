@@ -47,9 +47,12 @@ DB_PASSWORD = "db-pass-in-the-query-7731"
         ("https://hooks.slack.com/services/T000/B000/XXXX", "https://hooks.slack.com/***"),
         (f"no_service: {SLACK_PATH}", "no_service: /services/***"),
         # credentials in headers and key=value pairs
-        ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30", "Authorization: Bearer ***"),
+        ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30", "Authorization: ***"),
+        ("sent with Bearer eyJhbGciOiJIUzI1NiJ9.e30 to the driver", "sent with Bearer *** to the driver"),
         ("login failed: password=s3cr3t user=tg", "login failed: password=*** user=tg"),
+        ("curl -H 'Authorization: Basic dXNlcjpwYXNz'", "curl -H 'Authorization: ***'"),
         # nothing secret: unchanged
+        ("the token expired; Basic authentication refused", "the token expired; Basic authentication refused"),
         ("receiver 'ops': HTTP 503: upstream busy", "receiver 'ops': HTTP 503: upstream busy"),
         ("http://127.0.0.1:8321/healthz", "http://127.0.0.1:8321/healthz"),
     ],
@@ -195,5 +198,5 @@ def test_collector_errors_and_poll_failures_are_stored_and_shown_redacted(tmp_pa
         runtime.poll(runtime.targets[0], T0)
         _, body = runtime.health()
     assert stored == "HTTP 401: bad token ***"
-    assert body["targets"][0]["last_error"] == "RuntimeError: connection reset while sending Authorization: Bearer ***"
+    assert body["targets"][0]["last_error"] == "RuntimeError: connection reset while sending Authorization: ***"
     assert token not in str(body)
