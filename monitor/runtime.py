@@ -483,14 +483,14 @@ class Runtime:
         with self._lock:
             self.last_evaluation_at = when
         for event in out:
-            alert = alerts.get(event.fingerprint)
-            if alert is None:
+            which = alerts.get(event.fingerprint)
+            if which is None:
                 log.info("alert %s %s at %s", event.fingerprint, event.kind.value, event.at.isoformat())
                 continue
             log.info(
                 "alert %s %s for %s (%s) at %s: %s [fingerprint %s]",
-                alert.rule, event.kind.value, _job_of(alert.labels), alert.severity.label(),
-                event.at.isoformat(), alert.message, event.fingerprint,
+                which.rule, event.kind.value, _job_of(which.labels), which.severity.label(),
+                event.at.isoformat(), which.message, event.fingerprint,
             )  # fmt: skip
         return out
 
