@@ -113,10 +113,11 @@ def test_kill_9_at_random_points_with_a_flaky_receiver_delivers_everything_once(
     webhook_rx.delay_seconds = slack_rx.delay_seconds = 0.15
     env = {"TG_WEBHOOK_SECRET": "chaos-secret", "TG_SLACK_URL": slack_rx.url}
     daemon = DaemonProcess(_config(tmp_path, webhook_rx.url), db_url, tmp_path, env)
-    start = datetime.now(UTC) - timedelta(minutes=30)
+    # recent trigger times: batches older than the rules' history horizon when first seen notify nobody
+    start = datetime.now(UTC) - timedelta(minutes=2)
     logs = [
         LiveEventLog(
-            tmp_path / "events" / f"app-{i}.inprogress", spark_fixtures, start + timedelta(minutes=i),
+            tmp_path / "events" / f"app-{i}.inprogress", spark_fixtures, start + timedelta(seconds=10 * i),
             query_id=str(uuid.UUID(int=rng.getrandbits(128))),
         )
         for i in range(JOBS)
