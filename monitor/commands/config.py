@@ -59,10 +59,13 @@ def _raw_secret_refs(raw: Mapping[str, Any]) -> list[tuple[str, SecretRef]]:
         if isinstance(r, Mapping):
             candidates += [(f"receivers[{i}].url", r.get("url")), (f"receivers[{i}].secret", r.get("secret"))]
     targets = _section(raw, "targets")
-    for group in ("spark_prometheus", "flink_rest"):
+    for group in ("spark_prometheus", "flink_rest", "kafka_exporters"):
         for i, t in enumerate(_list(targets.get(group))):
             if isinstance(t, Mapping):
                 candidates.append((f"targets.{group}[{i}].bearer_token", t.get("bearer_token")))
+    for i, k in enumerate(_list(targets.get("kafka"))):
+        if isinstance(k, Mapping):
+            candidates += [(f"targets.kafka[{i}].{f}", k.get(f)) for f in ("sasl_password", "ssl_key_password")]
     refs: list[tuple[str, SecretRef]] = []
     for where, value in candidates:
         if isinstance(value, Mapping):
@@ -166,7 +169,8 @@ def register(app: typer.Typer) -> None:
         if problems or cfg is None:
             raise ConfigError("\n".join(problems))
         t = cfg.targets
-        n_targets = len(t.spark_event_logs) + len(t.spark_prometheus) + len(t.flink_rest) + len(t.kafka) + len(t.kafka_exporters)
+        groups = (t.spark_event_logs, t.spark_prometheus, t.flink_rest, t.kafka, t.kafka_exporters)
+        n_targets = sum(len(g) for g in groups)
         typer.echo(
             f"{config}: ok ({n_targets} targets, {len(cfg.receivers)} receivers, {len(cfg.routes)} routes)"
         )
