@@ -2,8 +2,9 @@
 
 Each sub-command lives in its own module under :mod:`monitor.commands`; this module only registers them
 and maps tidegauge's own errors (:class:`monitor.errors.TidegaugeError`: bad input, an outdated schema, a
-database that cannot be opened) to ``tidegauge: error: MESSAGE`` on stderr and exit code 2 (a multi-line
-message gets the prefix on every line).
+database that cannot be opened, a part that cannot start) to ``tidegauge: error: MESSAGE`` on stderr and
+exit code 2 (a multi-line message gets the prefix on every line), through the process's redactor
+(:mod:`monitor.redaction`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 
 import typer
 
+from monitor import redaction
 from monitor.errors import TidegaugeError
 
 app = typer.Typer(
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, standalone_mode=True)
     except TidegaugeError as exc:
-        for line in str(exc).splitlines() or [type(exc).__name__]:
+        for line in redaction.redact(str(exc)).splitlines() or [type(exc).__name__]:
             print(f"tidegauge: error: {line}", file=sys.stderr)
         raise SystemExit(2) from None
 

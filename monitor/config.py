@@ -79,8 +79,12 @@ __all__ = [
     "check_database_url",
     "database_url",
     "load_config",
+    "load_document",
     "parse_config",
+    "reference_problems",
     "resolve_secret",
+    "secret_refs",
+    "secret_values",
 ]
 
 
@@ -439,29 +443,50 @@ class Config(_Model):
 
     @model_validator(mode="after")
     def _references(self) -> Config:
-        names = [r.name for r in self.receivers]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"receivers: names must be unique; repeated: {', '.join(dupes)}")
-        for i, route in enumerate(self.routes):
-            if route.receiver not in names:
-                raise ValueError(
-                    f"routes[{i}].receiver: no receiver named {route.receiver!r} (have: {', '.join(names) or 'none'})"
-                )
-        kinds = {r.name: r.type for r in self.receivers}
-        for i, report in enumerate(self.reports):
-            if report.receiver not in names:
-                raise ValueError(f"reports[{i}].receiver: no receiver named {report.receiver!r}")
-            if kinds[report.receiver] == "alertmanager":
-                raise ValueError(
-                    f"reports[{i}].receiver: {report.receiver!r} is an alertmanager receiver; "
-                    "reports go to webhook or slack receivers"
-                )
-        report_names = [r.name for r in self.reports]
-        dupes = sorted({n for n in report_names if report_names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"reports: names must be unique; repeated: {', '.join(dupes)}")
+        problems = reference_problems(
+            [(r.name, r.type) for r in self.receivers],
+            [r.receiver for r in self.routes],
+            [(r.name, r.receiver) for r in self.reports],
+        )
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
+
+
+def reference_problems(
+    receivers: list[tuple[str, str]], route_receivers: list[str], reports: list[tuple[str, str]]
+) -> list[str]:
+    """Problems of the references between sections, one line each (``routes[2].receiver: no receiver
+    named 'pager' ...``): receiver and report names unique, routes and reports naming a receiver,
+    reports not going to an Alertmanager receiver.
+
+    Args:
+        receivers: ``(name, type)`` of each receiver; route_receivers: each route's receiver;
+            reports: ``(name, receiver)`` of each report.
+    """
+    problems: list[str] = []
+    names = [name for name, _ in receivers]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        problems.append(f"receivers: names must be unique; repeated: {', '.join(dupes)}")
+    for i, receiver in enumerate(route_receivers):
+        if receiver not in names:
+            problems.append(
+                f"routes[{i}].receiver: no receiver named {receiver!r} (have: {', '.join(names) or 'none'})"
+            )
+    kinds = dict(receivers)
+    for i, (_, receiver) in enumerate(reports):
+        if receiver not in names:
+            problems.append(f"reports[{i}].receiver: no receiver named {receiver!r}")
+        elif kinds[receiver] == "alertmanager":
+            problems.append(
+                f"reports[{i}].receiver: {receiver!r} is an alertmanager receiver; reports go to webhook or slack receivers"
+            )
+    report_names = [name for name, _ in reports]
+    dupes = sorted({n for n in report_names if report_names.count(n) > 1})
+    if dupes:
+        problems.append(f"reports: names must be unique; repeated: {', '.join(dupes)}")
+    return problems
 
 
 def database_url(cfg: Config, environ: Mapping[str, str], source: str) -> str | None:
@@ -480,6 +505,56 @@ def database_url(cfg: Config, environ: Mapping[str, str], source: str) -> str | 
     except ValueError as exc:
         raise ConfigError(f"{where}: the secret's value is {exc}") from None
     return url
+
+
+def secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
+    """Every secret reference of ``cfg`` with its field path (``receivers[1].url``), in file order."""
+    refs: list[tuple[str, SecretRef]] = []
+    if isinstance(cfg.database, SecretRef):
+        refs.append(("database", cfg.database))
+    if cfg.server.ingest_token is not None:
+        refs.append(("server.ingest_token", cfg.server.ingest_token))
+    for i, r in enumerate(cfg.receivers):
+        if isinstance(r.url, SecretRef):
+            refs.append((f"receivers[{i}].url", r.url))
+        if r.secret is not None:
+            refs.append((f"receivers[{i}].secret", r.secret))
+    for group in ("spark_prometheus", "flink_rest", "kafka_exporters"):
+        for i, t in enumerate(getattr(cfg.targets, group)):
+            if t.bearer_token is not None:
+                refs.append((f"targets.{group}[{i}].bearer_token", t.bearer_token))
+    for i, k in enumerate(cfg.targets.kafka):
+        for field in ("sasl_password", "ssl_key_password"):
+            ref = getattr(k, field)
+            if ref is not None:
+                refs.append((f"targets.kafka[{i}].{field}", ref))
+    return refs
+
+
+def secret_values(cfg: Config, environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """What the process's redactor (:class:`monitor.redaction.Redactor`) must know about ``cfg``.
+
+    Returns:
+        ``(secrets, urls)``: the value of every secret reference that resolves (one that does not is
+        reported by whoever needs it) and the configured URLs that are not secrets as a whole (webhook
+        and Alertmanager receivers written in the file, HTTP targets, the database URL), whose passwords
+        and query values are hidden. A plain webhook receiver URL is listed among the secrets: a
+        receiver's path is often its credential.
+    """
+    secrets: list[str] = []
+    for where, ref in secret_refs(cfg):
+        try:
+            secrets.append(resolve_secret(ref, environ, where).get_secret_value())
+        except ConfigError:
+            continue
+    urls: list[str] = []
+    for r in cfg.receivers:
+        if isinstance(r.url, str):
+            (secrets if r.type == "webhook" else urls).append(r.url)
+    urls += [t.url for t in (*cfg.targets.spark_prometheus, *cfg.targets.flink_rest, *cfg.targets.kafka_exporters)]
+    if isinstance(cfg.database, str):
+        urls.append(cfg.database)
+    return secrets, urls
 
 
 _PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
@@ -523,10 +598,11 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
             elif err["type"] == "literal_error" and "ctx" in err:
                 msg = f"must be one of {err['ctx'].get('expected')}"
             where = _loc(err["loc"])
-            # Top-level (whole-file) checks name their own field path at the start of the message.
-            line = f"{source}: {where}: {msg}" if where else f"{source}: {msg}"
-            if line not in seen:
-                seen.append(line)
+            # Top-level (whole-file) checks name their own field path at the start of each line.
+            for part in msg.splitlines() or [msg]:
+                line = f"{source}: {where}: {part}" if where else f"{source}: {part}"
+                if line not in seen:
+                    seen.append(line)
         raise ConfigError("\n".join(seen)) from None
 
 
@@ -535,6 +611,16 @@ def load_config(path: Path) -> Config:
 
     Raises:
         ConfigError: unreadable file, YAML syntax error (with line/column) or invalid fields.
+    """
+    return parse_config(load_document(path), str(path))
+
+
+def load_document(path: Path) -> Any:
+    """Read a YAML config file into plain data, not validated (``config check`` looks at the parts
+    that are valid when others are not).
+
+    Raises:
+        ConfigError: unreadable file or YAML syntax error (with line/column).
     """
     try:
         text = path.read_text()
@@ -547,4 +633,4 @@ def load_config(path: Path) -> Config:
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ConfigError(f"{path}:{where}: {problem}") from None
-    return parse_config(data, str(path))
+    return data

@@ -50,10 +50,19 @@ from collectors.kafka.exporter_scrape import ExporterScrapeCollector
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
 from collectors.spark.prometheus import SparkPrometheusCollector
+from monitor import redaction
 from monitor.alerts.notification import parse_time
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
-from monitor.config import Config, HttpTarget, KafkaTarget, SecretRef, check_cron, resolve_secret
+from monitor.config import (
+    Config,
+    HttpTarget,
+    KafkaTarget,
+    SecretRef,
+    check_cron,
+    resolve_secret,
+    secret_values,
+)
 from monitor.errors import ConfigError, InputError
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
@@ -67,11 +76,20 @@ from monitor.notify.slack import SlackNotifier
 from monitor.notify.webhook import WebhookNotifier
 from monitor.runtime import Runtime, StoreCursors, Target
 from monitor.service import CallbackService, Service, ServiceGroup
-from monitor.store import Store, open_store, redact_url
+from monitor.store import Store, database_errors, open_store, redact_url
 from monitor.web import HttpService, create_app
 from rules.registry import validate as check_rules
 
-__all__ = ["CLEANUP_INTERVAL", "Daemon", "SchedulerService", "build", "report_jobs", "run", "wall_clock"]
+__all__ = [
+    "CLEANUP_INTERVAL",
+    "Daemon",
+    "SchedulerService",
+    "build",
+    "build_redactor",
+    "report_jobs",
+    "run",
+    "wall_clock",
+]
 
 log = logging.getLogger("tidegauge.daemon")
 
@@ -137,7 +155,7 @@ class SchedulerService:
                 job.tick(now)
             except Exception as exc:
                 log.exception("%s failed at %s", job.name, now.isoformat())
-                first_line = (str(exc).splitlines() or [""])[0][:300]
+                first_line = redaction.redact((str(exc).splitlines() or [""])[0][:300])
                 with self._lock:
                     count = self._failures.get(job.name, (0, now, ""))[0] + 1
                     self._failures[job.name] = (count, now, f"{type(exc).__name__}: {first_line}".rstrip(": "))
@@ -394,6 +412,15 @@ def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -
     )
 
 
+def build_redactor(config: Config, db_url: str | None, environ: Mapping[str, str]) -> redaction.Redactor:
+    """The process's redactor: every secret of ``config`` that resolves in ``environ`` and every
+    configured URL (:func:`monitor.config.secret_values`), plus ``--db``'s URL."""
+    secrets, urls = secret_values(config, environ)
+    if db_url is not None:
+        urls.append(db_url)
+    return redaction.Redactor(secrets, urls)
+
+
 def _poller(runtime: Runtime, target: Target) -> Callable[[datetime], object]:
     def tick(now: datetime) -> object:
         return runtime.poll(target, now)
@@ -407,6 +434,7 @@ def build(
     db_url: str | None,
     environ: Mapping[str, str],
     clock: Callable[[], datetime] = wall_clock,
+    redactor: redaction.Redactor | None = None,
 ) -> Daemon:
     """Wire the daemon's parts (nothing runs until :meth:`Daemon.start`).
 
@@ -415,6 +443,8 @@ def build(
         db_url: database URL (``None``: ``config.database``, else the per-user default of ``environ``).
         environ: the environment (secrets, default database location).
         clock: aware-UTC clock.
+        redactor: what stored errors, ``/healthz`` and delivery logs pass through (default:
+            :func:`build_redactor`).
 
     Raises:
         SchemaOutdatedError: the database schema is not current (run ``tidegauge db upgrade``).
@@ -427,6 +457,7 @@ def build(
         url = resolve_secret(config.database, environ, "database").get_secret_value()
     else:
         url = config.database
+    redactor = redactor or build_redactor(config, db_url, environ)
     notifiers = build_notifiers(config, environ)
     routes = build_routes(config)
     silences = build_silences(config)
@@ -435,7 +466,7 @@ def build(
     if config.server.ingest_token is not None:
         token = resolve_secret(config.server.ingest_token, environ, "server.ingest_token").get_secret_value()
     store = open_store(url, environ=environ)
-    log.info("database %s", redact_url(store.engine.url))
+    log.info("database %s", redactor.url(redact_url(store.engine.url)))
     clients: list[httpx.Client] = []
     try:
         targets = build_targets(config, store, environ, clients)
@@ -461,10 +492,17 @@ def build(
             max_backoff=timedelta(milliseconds=delivery.max_backoff),
             max_age=timedelta(milliseconds=delivery.max_age),
         ),
+        redactor=redactor,
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(
-        TidegaugeCollector(runtime.latest, clock, alerts=runtime.alert_counts, collectors=runtime.collector_stats)
+        TidegaugeCollector(
+            runtime.latest,
+            clock,
+            alerts=runtime.alert_counts,
+            collectors=runtime.collector_stats,
+            deliveries=runtime.delivery_stats,
+        )
     )
     jobs = [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t)) for t in targets]
     jobs.append(ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate))
@@ -482,8 +520,8 @@ def build(
         # evaluation or delivery failing again and again means alerts are not raised or not sent
         stuck = [n for n in ("evaluate", "dispatch") if failing.get(n, {}).get("consecutive_failures", 0) >= 3]
         if stuck:
-            body["degraded"] = stuck
-        return ok and not stuck, body
+            body["degraded"] = stuck + list(body.get("degraded", []))
+        return ok and not stuck, redactor.redact_json(body)
 
     ingest = None
     if token is not None:
@@ -500,8 +538,13 @@ def build(
             c.close()
 
     def warm_up() -> None:
+        with database_errors(store.engine.url):
+            _warm_up()
+
+    def _warm_up() -> None:
         loaded = runtime.seed_latest()
         runtime.load_alert_counts()
+        runtime.refresh_outbox_backlog()
         if silences:
             log.info("%d silence(s) from the config file added", runtime.sync_silences(silences, clock()))
         log.info("loaded %d recent samples from the store", loaded)
@@ -534,7 +577,9 @@ def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIME
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        daemon = build(config, db_url=db_url, environ=os.environ)
+        redactor = build_redactor(config, db_url, os.environ)
+        redaction.install(redactor)
+        daemon = build(config, db_url=db_url, environ=os.environ, redactor=redactor)
         daemon.start()
         log.info("tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port)
         try:

@@ -9,6 +9,7 @@ Exception tree::
     │   └── ConfigError            the YAML config is invalid (names file and field path)
     ├── SchemaOutdatedError        the database schema is older than this code: run `tidegauge db upgrade`
     ├── StoreError                 the database cannot be opened or used: unreachable, missing driver, no file
+    ├── StartupError               a part of the daemon could not start (the port is taken); CLI exit code 2
     └── DeliveryError              a notification could not be delivered (``retryable`` says whether to retry)
 
 Messages never contain secrets (tokens, webhook URLs with credentials, passwords).
@@ -23,6 +24,7 @@ __all__ = [
     "InputError",
     "ProgressFormatError",
     "SchemaOutdatedError",
+    "StartupError",
     "StoreError",
     "TidegaugeError",
 ]
@@ -56,6 +58,11 @@ class StoreError(TidegaugeError):
     """The database cannot be opened or used (server unreachable, login refused, driver not installed,
     unknown dialect, no SQLite file); the message names the URL with the password hidden and the cause.
     """
+
+
+class StartupError(TidegaugeError):
+    """A part of the daemon or of ``serve`` could not start, e.g. ``cannot listen on 127.0.0.1:8321:
+    address already in use``; the CLI prints it on one line and exits with code 2."""
 
 
 class DeliveryError(TidegaugeError):

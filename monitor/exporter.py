@@ -26,7 +26,16 @@ Metrics (the names :mod:`monitor.promrules` writes PromQL against):
 ``tidegauge_collector_poll_duration_seconds``                gauge    last poll duration by ``collector``/``target``
 ``tidegauge_collector_errors_total``                         counter  poll errors by ``collector``/``target``
 ``tidegauge_target_up``                                      gauge    1 if the last poll of the target succeeded
+``tidegauge_notifications_sent_total``                       counter  notifications delivered, by ``receiver``
+``tidegauge_notifications_failed_total``                     counter  notifications in a failed send
+``tidegauge_notifications_retried_total``                    counter  failed notifications scheduled again
+``tidegauge_notifications_given_up_total``                   counter  notifications given up
+``tidegauge_outbox_depth``                                   gauge    notifications waiting, by ``receiver``
+``tidegauge_outbox_oldest_age_seconds``                      gauge    age of the oldest waiting one (0: none)
+``tidegauge_receiver_consecutive_failures``                  gauge    failed sends since the last success
 ==========================================================  =======  ==========================================
+
+Delivery counters count since the process started (Prometheus's ``rate()`` handles restarts).
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from prometheus_client.registry import Collector
 from monitor.latest import LatestSamples, SeriesKey
 from monitor.model import Sample
 
-__all__ = ["JOB_LABELS", "AlertCount", "CollectorStat", "TidegaugeCollector"]
+__all__ = ["JOB_LABELS", "AlertCount", "CollectorStat", "DeliveryStat", "TidegaugeCollector"]
 
 JOB_LABELS = ("engine", "job_id", "job_name", "source", "partition", "subtask", "operator")
 
@@ -67,6 +76,24 @@ class CollectorStat:
     errors_total: int
 
 
+@dataclass(frozen=True, slots=True)
+class DeliveryStat:
+    """Delivery to one receiver: counters since start (notifications), the outbox backlog, failures in a row.
+
+    Attributes:
+        oldest_pending_at: creation time of the oldest waiting notification (``None``: nothing waits).
+    """
+
+    receiver: str
+    sent: int
+    failed: int
+    retried: int
+    given_up: int
+    depth: int
+    oldest_pending_at: datetime | None
+    consecutive_failures: int
+
+
 def _labels(key: SeriesKey, s: Sample) -> list[str]:
     sc = key.scope
     return [
@@ -88,6 +115,7 @@ class TidegaugeCollector(Collector):
         now: clock callable giving aware UTC "now" (injected by the composition root).
         alerts: callable returning the current alert counts.
         collectors: callable returning the health of each target.
+        deliveries: callable returning the delivery state of each receiver.
     """
 
     def __init__(
@@ -96,11 +124,13 @@ class TidegaugeCollector(Collector):
         now: Callable[[], datetime],
         alerts: Callable[[], Iterable[AlertCount]] = lambda: (),
         collectors: Callable[[], Iterable[CollectorStat]] = lambda: (),
+        deliveries: Callable[[], Iterable[DeliveryStat]] = lambda: (),
     ) -> None:
         self._latest = latest
         self._now = now
         self._alerts = alerts
         self._collectors = collectors
+        self._deliveries = deliveries
 
     def describe(self) -> list[Metric]:
         """Empty: metrics are only known at scrape time (avoids a collect() at registration)."""
@@ -188,3 +218,31 @@ class TidegaugeCollector(Collector):
             dur.add_metric([c.collector, c.target], c.last_poll_duration_seconds)
             errs.add_metric([c.collector, c.target], c.errors_total)
         yield from (up, dur, errs)
+
+        by = ("receiver",)
+        counters = {
+            "sent": CounterMetricFamily("tidegauge_notifications_sent", "Notifications delivered.", labels=by),
+            "failed": CounterMetricFamily(
+                "tidegauge_notifications_failed", "Notifications in a send that failed.", labels=by
+            ),
+            "retried": CounterMetricFamily(
+                "tidegauge_notifications_retried", "Failed notifications scheduled for another attempt.", labels=by
+            ),
+            "given_up": CounterMetricFamily("tidegauge_notifications_given_up", "Notifications given up.", labels=by),
+        }
+        depth = GaugeMetricFamily("tidegauge_outbox_depth", "Notifications waiting in the outbox.", labels=by)
+        age = GaugeMetricFamily(
+            "tidegauge_outbox_oldest_age_seconds", "Age of the oldest waiting notification (0: none).", labels=by
+        )
+        streak = GaugeMetricFamily(
+            "tidegauge_receiver_consecutive_failures", "Failed sends since the last delivery.", labels=by
+        )
+        for d in self._deliveries():
+            for name, family in counters.items():
+                family.add_metric([d.receiver], getattr(d, name))
+            depth.add_metric([d.receiver], d.depth)
+            oldest = d.oldest_pending_at
+            age.add_metric([d.receiver], max(0.0, now_s - oldest.timestamp()) if oldest is not None else 0.0)
+            streak.add_metric([d.receiver], d.consecutive_failures)
+        yield from counters.values()
+        yield from (depth, age, streak)

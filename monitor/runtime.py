@@ -48,11 +48,12 @@ from collectors.base import Collector
 from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, step_all
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence
-from monitor.exporter import AlertCount, CollectorStat
+from monitor.exporter import AlertCount, CollectorStat, DeliveryStat
 from monitor.latest import LatestSamples
 from monitor.model import AlertState, CollectorError, Engine, PollResult, Sample, SampleKind, ensure_utc
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
+from monitor.redaction import Redactor, current
 from monitor.reports import INPUT_WINDOW as REPORT_INPUT_WINDOW
 from monitor.reports import HealthReport, build_report
 from monitor.store import (
@@ -72,6 +73,7 @@ from monitor.store.alert_repo import (
     enqueue_report,
     list_silences,
     load_alerts,
+    outbox_backlog,
 )
 from rules.config import RulesConfig
 from rules.registry import RULES, Evaluator, history_window, rule_timing
@@ -142,6 +144,8 @@ log = logging.getLogger(__name__)
 #: How much of each job's history (back from its newest sample) rule evaluation looks at.
 DEFAULT_LOOKBACK = timedelta(hours=1)
 _MAX_RECENT_ERRORS = 1000
+#: Failed sends in a row after which a receiver makes ``/healthz`` say ``degraded``.
+RECEIVER_DEGRADED_AFTER = 3
 
 
 
@@ -226,6 +230,20 @@ class _Counts:
     alerts: list[AlertCount] = field(default_factory=list)
 
 
+@dataclass
+class _Delivery:
+    """One receiver's delivery counters (since start), failures in a row and its outbox backlog."""
+
+    sent: int = 0
+    failed: int = 0
+    retried: int = 0
+    given_up: int = 0
+    consecutive_failures: int = 0
+    last_error: str | None = None
+    depth: int = 0
+    oldest_pending_at: datetime | None = None
+
+
 class Runtime:
     """The daemon's ticks over its parts (see the module docstring).
 
@@ -244,6 +262,8 @@ class Runtime:
         retry_policy: delivery retry timing.
         rng: random source of the retry jitter.
         monotonic: monotonic clock (seconds) for poll durations.
+        redactor: what collector errors, delivery errors and ``/healthz`` texts pass through before they
+            are stored, logged or shown (default: the process's, :func:`monitor.redaction.current`).
     """
 
     def __init__(
@@ -262,8 +282,10 @@ class Runtime:
         retry_policy: RetryPolicy | None = None,
         rng: random.Random | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        redactor: Redactor | None = None,
     ) -> None:
         self._sessions = sessions
+        self._redactor = redactor
         self.targets = list(targets)
         self.latest = latest
         check_rules(rules_config)
@@ -287,6 +309,7 @@ class Runtime:
         self._lock = threading.Lock()
         self._health = {t.name: TargetHealth(t.source.name, t.name) for t in self.targets}
         self._counts = _Counts()
+        self._deliveries: dict[str, _Delivery] = {n.name: _Delivery() for n in notifiers}
         self._history: dict[JobKey, list[Sample]] | None = None
         self._history_id = 0
         # recent collector errors for target_health (bounded; the rule looks at its own window)
@@ -310,12 +333,14 @@ class Runtime:
         failure: str | None = None
         try:
             with self._sessions.begin() as session, self._bound(target, session, when):
-                for piece in target.source.iter_poll(when):
+                for raw_piece in target.source.iter_poll(when):
+                    piece = self._redacted(raw_piece)
                     save_poll(session, piece, collector=target.source.name)
                     samples.extend(piece.samples)  # raw documents stay in the store only
                     errors.extend(piece.errors)
         except Exception as exc:
             failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+            failure = self.redactor.redact(failure)
             log.exception("poll of target %s failed; nothing of it was stored", target.name)
             samples, errors = [], []
         result = PollResult(tuple(samples), tuple(errors))
@@ -338,6 +363,21 @@ class Runtime:
         for error in result.errors:
             log.warning("target %s: %s: %s", target.name, error.target, error.message)
         return result
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redactor of every text this runtime stores or shows."""
+        return self._redactor if self._redactor is not None else current()
+
+    def _redacted(self, piece: PollResult) -> PollResult:
+        """``piece`` with its error messages and targets redacted (they are stored and shown)."""
+        if not piece.errors:
+            return piece
+        redact = self.redactor.redact
+        errors = tuple(
+            dataclasses.replace(e, message=redact(e.message), target=redact(e.target)) for e in piece.errors
+        )
+        return dataclasses.replace(piece, errors=errors)
 
     def ingest(self, result: PollResult, collector: str) -> None:
         """Store what the listener ingest endpoint accepted (one transaction, raw documents under
@@ -443,7 +483,15 @@ class Runtime:
         with self._lock:
             self.last_evaluation_at = when
         for event in out:
-            log.info("alert %s %s at %s", event.fingerprint, event.kind.value, event.at.isoformat())
+            which = alerts.get(event.fingerprint)
+            if which is None:
+                log.info("alert %s %s at %s", event.fingerprint, event.kind.value, event.at.isoformat())
+                continue
+            log.info(
+                "alert %s %s for %s (%s) at %s: %s [fingerprint %s]",
+                which.rule, event.kind.value, _job_of(which.labels), which.severity.label(),
+                event.at.isoformat(), which.message, event.fingerprint,
+            )  # fmt: skip
         return out
 
     def _seen_as_history(self, key: JobKey) -> bool:
@@ -522,12 +570,65 @@ class Runtime:
         when = _utc(now)
         if self._client is None or not self._notifiers:
             return DispatchReport()
-        report = dispatch_due(
-            self._sessions, self._notifiers, self._client, when, routes=self._routes, policy=self._policy, rng=self._rng
-        )
+        try:
+            report = dispatch_due(
+                self._sessions, self._notifiers, self._client, when,
+                routes=self._routes, policy=self._policy, rng=self._rng, redactor=self.redactor,
+            )  # fmt: skip
+        finally:
+            self.refresh_outbox_backlog()
         with self._lock:
             self.last_dispatch_at = when
+            for name, outcome in report.by_receiver.items():
+                d = self._deliveries.setdefault(name, _Delivery())
+                d.sent += outcome.sent
+                d.failed += outcome.failed
+                d.retried += outcome.retried
+                d.given_up += outcome.gave_up
+                if outcome.delivered_any:
+                    d.consecutive_failures = outcome.failed_sends_since_success
+                else:
+                    d.consecutive_failures += outcome.failed_sends_since_success
+                if outcome.failed_sends_since_success:
+                    d.last_error = outcome.last_error
+                elif outcome.delivered_any:
+                    d.last_error = None
         return report
+
+    def refresh_outbox_backlog(self) -> None:
+        """Re-read each receiver's waiting notifications (count, oldest) for ``/metrics``; a database
+        failure keeps the previous figures (it is reported by the failing tick)."""
+        try:
+            with self._sessions() as session:
+                backlog = outbox_backlog(session)
+        except Exception:  # the dispatch tick that failed reports it; metrics keep the last figures
+            log.debug("outbox backlog not refreshed", exc_info=True)
+            return
+        with self._lock:
+            for name in set(self._deliveries) | set(backlog):
+                d = self._deliveries.setdefault(name, _Delivery())
+                d.depth, d.oldest_pending_at = backlog.get(name, (0, None))
+
+    def delivery_stats(self) -> list[DeliveryStat]:
+        """Delivery to every receiver, for ``/metrics``."""
+        with self._lock:
+            return [
+                DeliveryStat(
+                    name, d.sent, d.failed, d.retried, d.given_up, d.depth, d.oldest_pending_at,
+                    d.consecutive_failures,
+                )
+                for name, d in sorted(self._deliveries.items())
+            ]
+
+    def failing_receivers(self) -> dict[str, dict[str, Any]]:
+        """Receivers whose last :data:`RECEIVER_DEGRADED_AFTER` or more sends failed:
+        ``{name: {"consecutive_failures", "last_error"}}`` (errors redacted)."""
+        with self._lock:
+            return {
+                name: {"consecutive_failures": d.consecutive_failures, "last_error": d.last_error}
+                for name, d in sorted(self._deliveries.items())
+                if d.consecutive_failures >= RECEIVER_DEGRADED_AFTER
+            }
 
     def report(self, name: str, receiver: str, now: datetime) -> HealthReport:
         """One scheduled run of report ``name`` at ``now``: build it from the stored samples (each job's
@@ -643,7 +744,19 @@ class Runtime:
             }
         if store_error is not None:
             body["store_error"] = store_error
-        return store_ok, body
+        failing = self.failing_receivers()
+        if failing:
+            body["failing_receivers"] = failing
+            body["degraded"] = [
+                f"receiver {name}: {info['consecutive_failures']} failed sends in a row ({info['last_error']})"
+                for name, info in failing.items()
+            ]
+        return store_ok, self.redactor.redact_json(body)
+
+
+def _job_of(labels: Any) -> str:
+    """``spark job q-1`` from an alert's labels (log lines)."""
+    return f"{labels.get('engine', '?')} job {labels.get('job_id', '?')}"
 
 
 def _utc(now: datetime) -> datetime:

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from monitor.errors import TidegaugeError
+
 __all__ = ["CallbackService", "Service", "ServiceGroup"]
 
 log = logging.getLogger(__name__)
@@ -96,7 +98,8 @@ class ServiceGroup:
     """Starts services in the given order and stops them in reverse (itself a :class:`Service`).
 
     If a service fails to start, the ones already started are stopped (in reverse) and the error is
-    raised. :meth:`stop` stops every started service even if one of them raises, then re-raises the
+    raised (logged with its traceback unless it is one of tidegauge's own errors, which the CLI prints
+    on one line). :meth:`stop` stops every started service even if one of them raises, then re-raises the
     first error. Stopping twice is a no-op.
 
     Args:
@@ -133,8 +136,11 @@ class ServiceGroup:
             for service in self._services:
                 try:
                     service.start()
-                except BaseException:
-                    log.exception("%s failed to start; stopping the %d started before it", service.name, len(self._started))
+                except BaseException as exc:
+                    if isinstance(exc, TidegaugeError):  # one line, said by whoever reports the error
+                        log.info("%s failed to start; stopping the %d started before it", service.name, len(self._started))
+                    else:
+                        log.exception("%s failed to start; stopping the %d started before it", service.name, len(self._started))
                     started, self._started = self._started, []
                     self._stop_all(started, 10.0)
                     raise

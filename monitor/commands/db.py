@@ -1,7 +1,8 @@
 """``tidegauge db upgrade|downgrade|current``: manage the database schema (Alembic migrations).
 
 ``--db URL`` takes any SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user@host/db``);
-without it the per-user default SQLite file is used (see :func:`monitor.store.database.default_db_path`).
+``-c FILE`` uses the configuration file's ``database`` (as ``run`` does); without either the per-user
+default SQLite file is used (see :func:`monitor.store.database.default_db_path`).
 URLs are printed with the password hidden. Only ``db upgrade`` creates a new SQLite file; the other
 commands report ``no database at PATH`` (exit code 2) for a missing one.
 
@@ -12,23 +13,18 @@ at head (so scripts can test it); a database that cannot be opened is exit code 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import typer
 
+from monitor.commands._database import CONFIG_OPTION, DB_OPTION, database_of
 from monitor.store.database import default_db_url, redact_url
 from monitor.store.migrate import current, downgrade, head, upgrade
 
-_DB_OPTION = typer.Option(
-    None,
-    "--db",
-    metavar="URL",
-    help="SQLAlchemy database URL (default: $XDG_DATA_HOME/tidegauge/tidegauge.db, "
-    "else ~/.local/share/tidegauge/tidegauge.db).",
-)
 
-
-def _url(db: str | None) -> str:
-    return db if db is not None else default_db_url(os.environ)
+def _url(db: str | None, config: Path | None) -> str:
+    url = database_of(db, config)
+    return url if url is not None else default_db_url(os.environ)
 
 
 def _show(revision: str | None) -> str:
@@ -42,10 +38,11 @@ def register(app: typer.Typer) -> None:
     @db_app.command("upgrade")
     def upgrade_cmd(
         revision: str = typer.Argument("head", help="Target revision (default: head)."),
-        db: str | None = _DB_OPTION,
+        db: str | None = DB_OPTION,
+        config: Path | None = CONFIG_OPTION,
     ) -> None:
         """Create or migrate the database schema up to REVISION (default: the newest)."""
-        url = _url(db)
+        url = _url(db, config)
         before, after = upgrade(url, revision)
         verb = "already at" if before == after else f"upgraded from {_show(before)} to"
         typer.echo(f"{redact_url(url)}: {verb} {_show(after)}")
@@ -53,21 +50,24 @@ def register(app: typer.Typer) -> None:
     @db_app.command("downgrade")
     def downgrade_cmd(
         revision: str = typer.Argument(..., help="Target revision, or 'base' to drop every table."),
-        db: str | None = _DB_OPTION,
+        db: str | None = DB_OPTION,
+        config: Path | None = CONFIG_OPTION,
     ) -> None:
         """Migrate the database schema down to REVISION (data in dropped tables is lost)."""
-        url = _url(db)
+        url = _url(db, config)
         before, after = downgrade(url, revision)
         verb = "already at" if before == after else f"downgraded from {_show(before)} to"
         typer.echo(f"{redact_url(url)}: {verb} {_show(after)}")
 
     @db_app.command("current")
-    def current_cmd(db: str | None = _DB_OPTION) -> None:
+    def current_cmd(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
         """Print the database's schema revision; exit code 1 if it is empty or not the newest."""
-        url = _url(db)
+        url = _url(db, config)
         have = current(url)
         need = head()
-        fix = "tidegauge db upgrade" + ("" if db is None else f" --db {redact_url(url)}")
+        fix = "tidegauge db upgrade" + (
+            f" --db {redact_url(url)}" if db is not None else f" -c {config}" if config is not None else ""
+        )
         status = "head" if have == need else f"code needs {need}: run `{fix}`"
         typer.echo(f"{redact_url(url)}: {_show(have)} ({status})")
         if have != need:

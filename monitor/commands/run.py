@@ -6,7 +6,6 @@ file. The schema must be current (``tidegauge db upgrade`` first); logs go to st
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import typer
@@ -33,12 +32,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Poll the configured targets, evaluate rules, deliver notifications and serve /metrics and
         /healthz until SIGTERM or SIGINT."""
+        from monitor.commands._logging import configure_logging
         from monitor.daemon import run
 
-        level = logging.getLevelName(log_level.upper())
-        if not isinstance(level, int):
-            raise typer.BadParameter(f"unknown log level {log_level!r}", param_hint="--log-level")
-        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        logging.getLogger("apscheduler").setLevel(max(level, logging.WARNING))
-        logging.getLogger("httpx").setLevel(max(level, logging.WARNING))
+        configure_logging(log_level)
         raise typer.Exit(run(load_config(config), db_url=db))

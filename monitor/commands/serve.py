@@ -3,7 +3,10 @@
 This is a composition root: it reads the token (``--token-file`` or ``TIDEGAUGE_INGEST_TOKEN``), opens the
 store (``--db``, refusing an outdated schema: run ``tidegauge db upgrade`` first), wires the store's
 :func:`monitor.store.save_poll` as the ingest sink, the wall clock as the ingest clock, and serves
-:func:`monitor.ingest.create_ingest_app` with uvicorn.
+:func:`monitor.ingest.create_ingest_app` with uvicorn through :func:`monitor.web.server_config` (header
+deadline, an access log without query strings) on a socket bound by :func:`monitor.web.bind_socket` (a
+taken port is one error line, exit code 2). Logs go to stderr through the process's redactor
+(:mod:`monitor.redaction`), which knows the token and the database URL.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from pathlib import Path
 
 import typer
 
+from monitor import redaction
+from monitor.commands._logging import configure_logging
 from monitor.errors import InputError
 from monitor.ingest import COLLECTOR_NAME, DEFAULT_MAX_BODY_BYTES, Sink, create_ingest_app
 from monitor.model import PollResult
 from monitor.store import Store, open_store, save_poll
+from monitor.web import bind_socket, server_config
 
 __all__ = ["TOKEN_ENV", "read_token", "register", "store_sink"]
 
@@ -75,7 +81,9 @@ _TOKEN_FILE_OPTION = typer.Option(
 _MAX_BODY_OPTION = typer.Option(
     DEFAULT_MAX_BODY_BYTES, "--max-body-bytes", min=1024, help="Largest accepted request body, in bytes."
 )
-_LOG_LEVEL_OPTION = typer.Option("info", "--log-level", help="uvicorn log level.")
+_LOG_LEVEL_OPTION = typer.Option(
+    "info", "--log-level", help="Log level (debug, info, warning, error); info logs each request."
+)
 
 
 def _utc_now() -> datetime:
@@ -97,18 +105,25 @@ def register(app: typer.Typer) -> None:
         """Serve POST /api/v1/spark/events (listener push) and GET /healthz, storing into the database."""
         import uvicorn
 
+        configure_logging(log_level)
         token = read_token(token_file, os.environ)
+        redaction.install(redaction.Redactor(secrets=[token], urls=[db] if db else []))
         if len(token) < _MIN_TOKEN_CHARS:
             typer.echo(f"tidegauge: warning: the ingest token is shorter than {_MIN_TOKEN_CHARS} characters", err=True)
         if token_file is not None and token_file.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             typer.echo(f"tidegauge: warning: {token_file} is readable by other users (chmod 600 it)", err=True)
         store = open_store(db, environ=os.environ)
         try:
-            ingest = create_ingest_app(
-                token=token, sink=store_sink(store), clock=_utc_now, max_body_bytes=max_body_bytes
-            )
-            uvicorn.run(ingest, host=host, port=port, log_level=log_level.lower())
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
+            try:
+                ingest = create_ingest_app(
+                    token=token, sink=store_sink(store), clock=_utc_now, max_body_bytes=max_body_bytes
+                )
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+            sock = bind_socket(host, port)
+            try:
+                uvicorn.Server(server_config(ingest, log_level=log_level.lower())).run(sockets=[sock])
+            finally:
+                sock.close()
         finally:
             store.dispose()

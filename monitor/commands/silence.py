@@ -5,8 +5,9 @@ from its start until its end; see :mod:`monitor.alerts.silences` for the matcher
 to matchers: ``alertname`` (the rule), ``severity``, ``engine``, ``job_id``, the scope labels (``source``,
 ``partition``, ``subtask``, ``operator``) and rule labels.
 
-This module is part of the composition root: it reads the wall clock and the environment (for the
-default database), and passes ``now`` down.
+The database is ``--db URL``, else the ``database:`` of ``-c FILE`` (as ``run``), else the per-user
+default. This module is part of the composition root: it reads the wall clock and the environment (for
+the database), and passes ``now`` down.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import os
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TypeVar
 
 import typer
 
 from monitor.alerts.notification import format_time, parse_time
 from monitor.alerts.silences import KNOWN_LABELS, Silence, parse_matcher, unknown_label_names
+from monitor.commands._database import CONFIG_OPTION, DB_OPTION, database_of
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.store import Store, open_store
@@ -33,11 +36,6 @@ __all__ = ["register"]
 T = TypeVar("T")
 
 _MATCHERS_ARG = typer.Argument(..., help="Matchers: name=value, name!=value, name=~regex, name!~regex.")
-_DB_OPTION = typer.Option(
-    None, "--db", metavar="URL", help="SQLAlchemy database URL (default: the per-user SQLite file)."
-)
-
-
 def _positive_duration(text: str) -> timedelta:
     """``--duration`` of a silence: a positive duration (``30m``, ``2h``, ``1h30m``, ``1d``).
 
@@ -59,9 +57,9 @@ def _time_option(text: str | None, name: str) -> datetime | None:
         raise InputError(f"{name}: expected an ISO 8601 time with offset, e.g. 2026-11-29T18:00:00Z") from None
 
 
-def _with_store(db: str | None, action: Callable[[Store], T]) -> T:
+def _with_store(db: str | None, config: Path | None, action: Callable[[Store], T]) -> T:
     """Open the store (schema must be current), run ``action``, dispose; database errors -> StoreError."""
-    store = open_store(db, environ=os.environ)
+    store = open_store(database_of(db, config), environ=os.environ)
     try:
         with database_errors(store.engine.url):
             return action(store)
@@ -85,9 +83,10 @@ def register(app: typer.Typer) -> None:
         duration: str | None = typer.Option(None, "--duration", "-d", help="How long, e.g. 2h (default 1h)."),
         until: str | None = typer.Option(None, "--until", help="End time (ISO 8601 with offset)."),
         starts: str | None = typer.Option(None, "--starts", help="Start time (default: now)."),
-        comment: str = typer.Option("", "--comment", "-c", help="Why."),
+        comment: str = typer.Option("", "--comment", "-m", help="Why."),
         author: str | None = typer.Option(None, "--author", help="Who (default: $USER)."),
-        db: str | None = _DB_OPTION,
+        db: str | None = DB_OPTION,
+        config: Path | None = CONFIG_OPTION,
     ) -> None:
         """Create a silence and print its id."""
         now = datetime.now(UTC)
@@ -117,14 +116,15 @@ def register(app: typer.Typer) -> None:
             with store.sessions.begin() as session:
                 add_silence(session, silence, now)
 
-        _with_store(db, store_it)
+        _with_store(db, config, store_it)
         typer.echo(silence.id)
 
     @silence_app.command("list")
     def list_cmd(
         all_: bool = typer.Option(False, "--all", help="Include expired and not yet started silences."),
         as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
-        db: str | None = _DB_OPTION,
+        db: str | None = DB_OPTION,
+        config: Path | None = CONFIG_OPTION,
     ) -> None:
         """List active silences (tab-separated: id, state, starts, ends, matchers, author, comment)."""
         now = datetime.now(UTC)
@@ -133,7 +133,7 @@ def register(app: typer.Typer) -> None:
             with store.sessions() as session:
                 return list_silences(session, active_at=None if all_ else now)
 
-        for s in _with_store(db, read):
+        for s in _with_store(db, config, read):
             if as_json:
                 doc = {
                     "id": s.id, "starts_at": format_time(s.starts_at), "ends_at": format_time(s.ends_at),
@@ -147,7 +147,8 @@ def register(app: typer.Typer) -> None:
     @silence_app.command("expire")
     def expire_cmd(
         silence_id: str = typer.Argument(..., metavar="ID", help="Silence id (from `silence add` or `list`)."),
-        db: str | None = _DB_OPTION,
+        db: str | None = DB_OPTION,
+        config: Path | None = CONFIG_OPTION,
     ) -> None:
         """End a silence now."""
         now = datetime.now(UTC)
@@ -156,7 +157,7 @@ def register(app: typer.Typer) -> None:
             with store.sessions.begin() as session:
                 return expire_silence(session, silence_id, now)
 
-        if not _with_store(db, expire):
+        if not _with_store(db, config, expire):
             raise InputError(f"no active or pending silence with id {silence_id!r}")
         typer.echo(f"expired {silence_id}")
 

@@ -81,6 +81,8 @@ class AlertmanagerNotifier:
     dashboard_url: str | None = None
     firing_ttl: timedelta | None = None
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    #: Alertmanager deduplicates alerts by their labels.
+    honours_idempotency_key: bool = field(default=True, init=False)
 
     def send(self, batch: NotificationBatch, client: httpx.Client) -> None:
         """POST the batch's alerts. Raises :class:`~monitor.errors.DeliveryError` (see :func:`post`)."""

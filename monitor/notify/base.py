@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 import httpx
 
+from monitor import redaction
 from monitor.alerts.notification import NotificationBatch
 from monitor.errors import DeliveryError
 from monitor.reports import HealthReport
@@ -98,11 +99,10 @@ def is_retryable_status(status_code: int) -> bool:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every non-empty secret replaced by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` through the process's redactor (:mod:`monitor.redaction`) that also knows ``secrets``
+    (the notifier's URL and keys): whole values and their secret parts, so a receiver echoing only its
+    URL's path (Slack's ``no_service`` answers do) leaks nothing either."""
+    return redaction.current().with_secrets(secrets).redact(text)
 
 
 def raise_for_status(response: httpx.Response, receiver: str, secrets: Iterable[str] = ()) -> None:

@@ -10,14 +10,26 @@ One :func:`dispatch_due` call (the composition root calls it on each tick with t
    every retry of that batch. A health-report row (:func:`monitor.store.alert_repo.enqueue_report`) is
    its own batch, keyed by report name and scheduled minute; silences do not apply to it, and a
    receiver without ``send_report`` (Alertmanager) gives it up.
-2. Send each batch through its notifier, outside any transaction.
+2. For each batch, first record the attempt in its own transaction (``attempts + 1``, ``next_attempt_at``
+   = now + backoff, ``last_error`` saying the attempt's outcome was not recorded): if the process dies
+   during the send, the row says so and is sent again only after the backoff, the one message that was
+   in flight. Then send it through its notifier, outside any transaction.
 3. Record each outcome in its own transaction: 2xx -> ``delivered``; a retryable
    :class:`~monitor.errors.DeliveryError` (429, 5xx, timeout, connection error) -> ``attempts + 1`` and
    ``next_attempt_at = now + full-jitter backoff``; any other failure -> ``gave_up`` with the error.
 
 A row is marked delivered only after a 2xx, so a crash between send and record re-sends the same batch
-with the same ``Idempotency-Key`` (at-least-once; exactly-once for receivers that honour the key). The
-dispatcher assumes it is the only one running against the database.
+with the same ``Idempotency-Key`` (at-least-once; exactly-once for receivers that honour the key). Slack
+incoming webhooks have no idempotency key: there a crash during a send can duplicate that one message
+(never more: batches are sent one at a time and each outcome is committed before the next send), and the
+re-send is logged as a possible duplicate. The dispatcher assumes it is the only one running against the
+database.
+
+Every error text is stored and logged through the process's redactor (:mod:`monitor.redaction`), so a
+receiver echoing its URL's path or a token in its error body leaks nothing. Log lines name the receiver,
+the rules and the job; each delivery is logged (INFO), each failure too (WARNING).
+:attr:`DispatchReport.by_receiver` counts, per receiver, the notifications sent, failed, retried and
+given up (``/metrics``).
 
 Backoff follows "exponential backoff with full jitter" (AWS Architecture Blog, 2015): after the n-th
 failed attempt the delay is ``uniform(0, min(max_backoff, initial_backoff * 2**(n-1)))``. The random
@@ -40,7 +52,8 @@ from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence, is_silenced
 from monitor.errors import DeliveryError
 from monitor.model import ensure_utc
-from monitor.notify.base import Notifier, ReportBatch, ReportNotifier
+from monitor.notify.base import Notifier, ReportBatch, ReportNotifier, job_title
+from monitor.redaction import Redactor, current
 from monitor.store.alert_repo import (
     OUTBOX_DELIVERED,
     OUTBOX_GAVE_UP,
@@ -53,11 +66,15 @@ from monitor.store.alert_repo import (
     list_silences,
     open_outbox,
     open_report_outbox,
+    outbox_errors,
     retry_outbox,
     seal_outbox,
 )
 
-__all__ = ["DispatchReport", "RetryPolicy", "dispatch_due"]
+__all__ = ["IN_FLIGHT", "DispatchReport", "ReceiverOutcome", "RetryPolicy", "dispatch_due"]
+
+#: Start of ``last_error`` while an attempt is in flight (what a row says after a crash during a send).
+IN_FLIGHT = "attempt started"
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +114,30 @@ class RetryPolicy:
 
 
 @dataclass
+class ReceiverOutcome:
+    """One receiver's part of a :class:`DispatchReport`, in notifications (outbox rows).
+
+    Attributes:
+        sent: delivered (2xx).
+        failed: in a send that failed (retryable or not).
+        retried: failed and scheduled again.
+        gave_up: given up (a non-retryable failure, ``max_age``, no notifier).
+        last_error: the latest failure's text (redacted), ``None`` if the latest send succeeded.
+        delivered_any: whether a send succeeded.
+        failed_sends_since_success: failed sends (batches) after the last successful one (all of them
+            when none succeeded).
+    """
+
+    sent: int = 0
+    failed: int = 0
+    retried: int = 0
+    gave_up: int = 0
+    last_error: str | None = None
+    delivered_any: bool = False
+    failed_sends_since_success: int = 0
+
+
+@dataclass
 class DispatchReport:
     """What one :func:`dispatch_due` call did (counts of outbox rows; ``batches_sent`` counts sends)."""
 
@@ -107,6 +148,11 @@ class DispatchReport:
     gave_up: int = 0
     suppressed: int = 0
     errors: list[str] = field(default_factory=list)
+    by_receiver: dict[str, ReceiverOutcome] = field(default_factory=dict)
+
+    def receiver(self, name: str) -> ReceiverOutcome:
+        """The (created on first use) outcome of receiver ``name``."""
+        return self.by_receiver.setdefault(name, ReceiverOutcome())
 
 
 @dataclass(frozen=True)
@@ -159,6 +205,8 @@ def _plan(
         names = sorted({i.receiver for i in unknown})
         finish_outbox(session, unknown, OUTBOX_GAVE_UP, now, error=f"no notifier configured for {names}")
         report.gave_up += len(unknown)
+        for item in unknown:
+            report.receiver(item.receiver).gave_up += 1
     heads = [i for i in heads if i.receiver in notifiers]
 
     # Silences apply to rows not yet sent; a sealed batch may already have reached the receiver.
@@ -206,6 +254,8 @@ def _plan(
             error = f"gave up: older than max_age {policy.max_age} after {batch.attempts} failed attempts"
             finish_outbox(session, batch.items, OUTBOX_GAVE_UP, now, error=error)
             report.gave_up += len(batch.items)
+            report.receiver(batch.receiver).gave_up += len(batch.items)
+            log.warning("%s: %s", _describe(batch), error)
         else:
             due.append(batch)
     return due
@@ -222,9 +272,22 @@ def _report_batches(
             why = "no notifier configured" if notifier is None else "the receiver cannot deliver reports"
             finish_outbox(session, [item], OUTBOX_GAVE_UP, now, error=f"{why}: {item.receiver!r}")
             report.gave_up += 1
+            report.receiver(item.receiver).gave_up += 1
         elif item.next_attempt_at <= now:
             out.append(_Batch(item.receiver, item.group_key, item.batch_key or item.idempotency_key, (item,)))
     return out
+
+
+def _describe(batch: _Batch) -> str:
+    """``receiver 'ops': firing watermark_stall for clicks (spark q-1), batch <key>`` (log lines)."""
+    first = batch.items[0]
+    if isinstance(first, ReportOutboxItem):
+        return f"receiver {batch.receiver!r}: report {first.report.name}, batch {batch.key}"
+    alerts = [i.notification for i in batch.items if isinstance(i, OutboxItem)]
+    labels, annotations = alerts[0].labels, alerts[0].annotations
+    job = job_title(labels.get("engine"), labels.get("job_id"), annotations.get("job_name"))
+    what = ", ".join(sorted({f"{a.status.value} {a.rule}" for a in alerts}))
+    return f"receiver {batch.receiver!r}: {what} for {job}, batch {batch.key}"
 
 
 def _deliver(notifier: Notifier, batch: _Batch, client: httpx.Client, now: datetime) -> None:
@@ -260,6 +323,7 @@ def dispatch_due(
     policy: RetryPolicy | None = None,
     rng: random.Random | None = None,
     on_sent: Callable[[str, int], None] | None = None,
+    redactor: Redactor | None = None,
 ) -> DispatchReport:
     """Deliver every due outbox batch once (see the module docstring for the policy).
 
@@ -272,6 +336,8 @@ def dispatch_due(
         policy: retry timing (default :class:`RetryPolicy`).
         rng: random source of the backoff jitter (default: a fresh :class:`random.Random`).
         on_sent: optional hook called with (receiver, number of alerts) after each 2xx (metrics).
+        redactor: what error texts pass through before they are stored or logged (default: the
+            process's, :func:`monitor.redaction.current`).
 
     Returns:
         Counts of what happened.
@@ -293,27 +359,75 @@ def dispatch_due(
     with session_factory.begin() as session:
         batches = _plan(session, by_name, routes, policy, now_utc, report)
 
+    redact = (redactor or current()).redact
     for batch in batches:
+        attempts = batch.attempts + 1
+        described = _describe(batch)
+        with session_factory.begin() as session:
+            _record_attempt(session, batch, attempts, now_utc + policy.backoff(attempts, rng), now_utc, by_name)
         error = _send(by_name[batch.receiver], batch, client, now_utc)
         report.batches_sent += 1
+        outcome = report.receiver(batch.receiver)
+        text = redact(str(error)) if error is not None else None
         with session_factory.begin() as session:
             if error is None:
-                finish_outbox(session, batch.items, OUTBOX_DELIVERED, now_utc, attempts=batch.attempts + 1)
+                finish_outbox(session, batch.items, OUTBOX_DELIVERED, now_utc, attempts=attempts)
                 report.delivered += len(batch.items)
+                outcome.sent += len(batch.items)
+                outcome.last_error = None
+                outcome.delivered_any = True
+                outcome.failed_sends_since_success = 0
             elif error.retryable:
-                attempts = batch.attempts + 1
+                assert text is not None
                 next_at = now_utc + policy.backoff(attempts, rng)
-                retry_outbox(session, [i.id for i in batch.items], attempts, next_at, str(error))
+                retry_outbox(session, [i.id for i in batch.items], attempts, next_at, text)
                 report.retried += len(batch.items)
+                outcome.failed += len(batch.items)
+                outcome.retried += len(batch.items)
+                outcome.last_error = text
+                outcome.failed_sends_since_success += 1
             else:
-                finish_outbox(
-                    session, batch.items, OUTBOX_GAVE_UP, now_utc, error=str(error), attempts=batch.attempts + 1
-                )
+                finish_outbox(session, batch.items, OUTBOX_GAVE_UP, now_utc, error=text, attempts=attempts)
                 report.gave_up += len(batch.items)
+                outcome.failed += len(batch.items)
+                outcome.gave_up += len(batch.items)
+                outcome.last_error = text
+                outcome.failed_sends_since_success += 1
         if error is None:
+            log.info("delivered %d notification(s) to %s (attempt %d)", len(batch.items), described, attempts)
             if on_sent is not None:
                 on_sent(batch.receiver, len(batch.items))
         else:
-            report.errors.append(str(error))
-            log.warning("notification batch %s not delivered: %s", batch.key, error)
+            assert text is not None
+            report.errors.append(text)
+            verdict = "will retry" if error.retryable else "gave up"
+            log.warning("not delivered (attempt %d, %s) to %s: %s", attempts, verdict, described, text)
     return report
+
+
+def _record_attempt(
+    session: Session,
+    batch: _Batch,
+    attempts: int,
+    retry_at: datetime,
+    now: datetime,
+    notifiers: Mapping[str, Notifier],
+) -> None:
+    """Commit, before the send, that attempt ``attempts`` of ``batch`` starts at ``now``: should the
+    process die during the send, the row is tried again at ``retry_at`` (not at once) and says why. A
+    batch whose previous attempt was cut off this way is logged, as a possible duplicate where the
+    receiver has no idempotency key."""
+    previous = _previous_errors(session, batch)
+    if any(e is not None and e.startswith(IN_FLIGHT) for e in previous):
+        keyed = getattr(notifiers[batch.receiver], "honours_idempotency_key", True)
+        log.warning(
+            "%s: the previous attempt was cut off (the daemon stopped during the send); sending again%s",
+            _describe(batch),
+            "" if keyed else ": the receiver has no idempotency key, so it may show this message twice",
+        )
+    note = f"{IN_FLIGHT} at {now.isoformat()}; its outcome was not recorded (the daemon stopped during the send?)"
+    retry_outbox(session, [i.id for i in batch.items], attempts, retry_at, note)
+
+
+def _previous_errors(session: Session, batch: _Batch) -> list[str | None]:
+    return outbox_errors(session, [i.id for i in batch.items])

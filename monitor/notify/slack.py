@@ -163,6 +163,8 @@ class SlackNotifier:
     webhook_url: str = field(repr=False)
     dashboard_url: str | None = None
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    #: Slack incoming webhooks have no idempotency key: a re-send after a crash during the send shows twice.
+    honours_idempotency_key: bool = field(default=False, init=False)
 
     def send(self, batch: NotificationBatch, client: httpx.Client) -> None:
         """POST the Block Kit message. Raises :class:`~monitor.errors.DeliveryError` (see :func:`post`)."""

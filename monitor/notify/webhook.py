@@ -109,6 +109,8 @@ class WebhookNotifier:
     secret: str = field(repr=False)
     dashboard_url: str | None = None
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    #: Receivers deduplicate by ``Idempotency-Key``.
+    honours_idempotency_key: bool = field(default=True, init=False)
 
     def send(self, batch: NotificationBatch, client: httpx.Client) -> None:
         """POST the signed payload. Raises :class:`~monitor.errors.DeliveryError` (see :func:`post`)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from sqlalchemy import func, select, update
@@ -43,6 +43,8 @@ __all__ = [
     "load_alerts",
     "open_outbox",
     "open_report_outbox",
+    "outbox_backlog",
+    "outbox_errors",
     "retry_outbox",
     "seal_outbox",
 ]
@@ -338,6 +340,29 @@ def seal_outbox(session: Session, ids: Sequence[int], batch_key: str) -> None:
     """Record that rows ``ids`` form the batch ``batch_key`` (kept for every retry)."""
     for chunk in _chunks(ids):
         session.execute(update(OutboxRow).where(OutboxRow.id.in_(chunk)).values(batch_key=batch_key))
+
+
+def outbox_backlog(session: Session) -> dict[str, tuple[int, datetime]]:
+    """Pending outbox rows per receiver: ``{receiver: (count, created_at of the oldest)}``."""
+    query = (
+        select(OutboxRow.receiver, func.count(), func.min(OutboxRow.created_at))
+        .where(OutboxRow.state == OUTBOX_PENDING)
+        .group_by(OutboxRow.receiver)
+    )
+    out: dict[str, tuple[int, datetime]] = {}
+    for receiver, count, oldest in session.execute(query):
+        if isinstance(oldest, str):  # SQLite returns min() of the stored text, not through the column type
+            oldest = datetime.fromisoformat(oldest)
+        out[receiver] = (int(count), oldest if oldest.tzinfo is not None else oldest.replace(tzinfo=UTC))
+    return out
+
+
+def outbox_errors(session: Session, ids: Sequence[int]) -> list[str | None]:
+    """The ``last_error`` of rows ``ids`` (in no particular order)."""
+    out: list[str | None] = []
+    for chunk in _chunks(ids):
+        out.extend(session.scalars(select(OutboxRow.last_error).where(OutboxRow.id.in_(chunk))))
+    return out
 
 
 def retry_outbox(

@@ -24,9 +24,10 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from monitor import redaction
 from monitor.errors import ConfigError, StoreError
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "database_errors",
     "default_db_path",
     "default_db_url",
+    "is_transient",
     "make_engine",
     "make_session_factory",
     "parse_url",
@@ -89,8 +91,29 @@ def parse_url(url: str | URL) -> URL:
 
 
 def redact_url(url: str | URL) -> str:
-    """The URL as text with any password replaced by ``***`` (safe for logs and messages)."""
-    return parse_url(url).render_as_string(hide_password=True)
+    """The URL as text, safe for logs and messages: the password and every query parameter value
+    (``?password=...``) replaced by ``***`` (:func:`monitor.redaction.redact_url`)."""
+    return redaction.redact_url(parse_url(url).render_as_string(hide_password=True))
+
+
+_SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
+#: PostgreSQL SQLSTATEs worth retrying: serialization_failure, deadlock_detected, lock_not_available.
+_PG_RETRY_STATES = frozenset({"40001", "40P01", "55P03"})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a database failure is worth retrying as is: SQLite's ``database is locked``/``busy``
+    (another writer held the lock beyond ``busy_timeout``) or PostgreSQL's serialization failure,
+    deadlock or lock timeout (SQLSTATE 40001, 40P01, 55P03). Anything else (a full disk, a refused
+    login, a bad value) fails the same way again."""
+    if not isinstance(exc, OperationalError | DBAPIError):
+        return False
+    orig = getattr(exc, "orig", None)
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if state in _PG_RETRY_STATES:
+        return True
+    text = str(orig if orig is not None else exc).lower()
+    return any(marker in text for marker in _SQLITE_BUSY)
 
 
 def _reason(exc: BaseException, url: URL) -> str:
@@ -98,9 +121,7 @@ def _reason(exc: BaseException, url: URL) -> str:
         return f"database driver not installed: {exc} (install the DBAPI package for {url.drivername})"
     text = str(getattr(exc, "orig", None) or exc).strip()
     reason = text.splitlines()[0] if text else type(exc).__name__
-    if url.password:
-        reason = reason.replace(str(url.password), "***")
-    return reason
+    return redaction.current().with_secrets(urls=[url.render_as_string(hide_password=False)]).redact(reason)
 
 
 @contextmanager

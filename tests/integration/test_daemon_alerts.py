@@ -149,6 +149,12 @@ def test_stall_and_future_alerts_reach_webhook_slack_and_alertmanager(
     expected = [(STALL, "firing"), (STALL, "resolved"), (FUTURE, "firing"), (FUTURE, "resolved")]
     assert webhook_events(webhook_rx) == expected
     assert slack_events(slack_rx) == expected
+    # the log names rule, job and receiver of each transition and delivery
+    log = daemon.log()
+    assert f"alert {STALL} firing for spark job {live.query_id}" in log
+    assert f"alert {FUTURE} resolved for spark job {live.query_id}" in log
+    assert f"delivered 1 notification(s) to receiver 'ops': firing {STALL} for " in log
+    assert f"delivered 1 notification(s) to receiver 'chat': resolved {FUTURE} for " in log
     # every webhook request carried its own idempotency key and a signature
     keys = [r.headers["idempotency-key"] for r in webhook_rx.processed]
     assert len(keys) == len(set(keys)) == 4

@@ -212,3 +212,53 @@ def test_every_line_of_a_multi_error_message_is_prefixed(
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) >= 2
     assert all(line.startswith(f"tidegauge: error: {path}: ") for line in lines), lines
+
+
+def test_config_check_reports_every_problem_of_a_file_in_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reproducer: the same file took four runs (missing variables one per run, then the schema, then
+    # URLs, then routes). Every problem below is reported by the first run.
+    path = _write(
+        tmp_path,
+        """
+server: {port: 8321, ingest_token: {env: TG_MISSING_TOKEN}, colour: blue}
+targets:
+  spark_prometheus: [{name: driver, url: ftp://driver:4040/metrics}]
+receivers:
+  - {name: ops, type: webhook, url: https://hooks.example/tg, secret: {env: TG_MISSING_HOOK_SECRET}}
+  - {name: chat, type: slack, url: {env: TG_MISSING_SLACK_URL}}
+routes:
+  - {receiver: pager, match: {severity: critical}}
+rules:
+  watermark_stall: {for: -5m}
+""",
+    )
+    for name in ("TG_MISSING_TOKEN", "TG_MISSING_HOOK_SECRET", "TG_MISSING_SLACK_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit) as info:
+        main(["config", "check", "-c", str(path)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    expected = [
+        "server.colour: unknown field",  # schema
+        "targets.spark_prometheus[0].url: must start with http:// or https://",  # URLs
+        "routes[0].receiver: no receiver named 'pager'",  # references
+        "server.ingest_token: environment variable TG_MISSING_TOKEN is not set",  # every missing variable
+        "receivers[0].secret: environment variable TG_MISSING_HOOK_SECRET is not set",
+        "receivers[1].url: environment variable TG_MISSING_SLACK_URL is not set",
+        "watermark_stall",  # rule parameters
+    ]
+    for part in expected:
+        assert any(part in line for line in lines), (part, lines)
+    assert all(line.startswith(f"tidegauge: error: {path}: ") for line in lines), lines
+
+
+def test_config_check_reports_what_run_would_refuse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A silence end time `run` cannot read used to pass `config check` and stop `run`.
+    path = _write(tmp_path, "silences: [{matchers: {job_id: q-1}, ends_at: next tuesday}]\n")
+    with pytest.raises(SystemExit) as info:
+        main(["config", "check", "-c", str(path)])
+    assert info.value.code == 2
+    assert f"{path}: silences[0].ends_at: expected ISO 8601 with offset" in capsys.readouterr().err

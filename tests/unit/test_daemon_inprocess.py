@@ -97,3 +97,56 @@ def test_prometheus_target_and_ingest_reach_metrics(tmp_path: Path, driver: str,
     daemon.stop(10.0)  # idempotent
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{base}/healthz", timeout=2.0)
+
+
+def test_a_failing_receiver_degrades_healthz_and_counts_on_metrics(tmp_path: Path) -> None:
+    # Reproducer: with a webhook answering 503, /healthz said "ok" and /metrics had no notification counters.
+    from datetime import UTC, datetime
+
+    from monitor.alerts.routing import Route
+    from monitor.model import Engine, Finding, JobRef, Severity
+    from tests.alerting import migrated_sessions, tick
+    from tests.http_receiver import running_receiver
+
+    url = f"sqlite:///{tmp_path / 'tg.db'}"
+    now = datetime.now(UTC)
+    with migrated_sessions(url) as sessions:  # one firing alert waiting in the outbox
+        job = JobRef(Engine.SPARK, "q-1", "run-1", "clicks")
+        tick(sessions, [Finding("watermark_stall", Severity.CRITICAL, job, "flat", now)], now, [Route("ops")])
+    port = free_port()
+    with running_receiver() as rx:
+        rx.fail_status = 503
+        config = parse_config(
+            {
+                "server": {"host": "127.0.0.1", "port": port},
+                "receivers": [{"name": "ops", "type": "webhook", "url": rx.url, "secret": {"env": "TG_HOOK"}}],
+                "delivery": {"interval": "100ms", "initial_backoff": "50ms", "max_backoff": "100ms"},
+            }
+        )
+        daemon = build(config, db_url=url, environ={"TG_HOOK": "hook-secret"}, clock=wall_clock)
+        daemon.start()
+        base = f"http://127.0.0.1:{port}"
+        try:
+            degraded = wait_for(
+                "/healthz to say degraded",
+                lambda: (lambda b: b if b["status"] == "degraded" else None)(httpx.get(f"{base}/healthz").json()),
+                20.0,
+            )
+            text = httpx.get(f"{base}/metrics").text
+            rx.fail_status = None
+            wait_for(
+                "/healthz to recover after a delivery",
+                lambda: httpx.get(f"{base}/healthz").json()["status"] == "ok",
+                20.0,
+            )
+            sent = metric_values(httpx.get(f"{base}/metrics").text, "tidegauge_notifications_sent_total")
+        finally:
+            daemon.stop(10.0)
+    assert degraded["degraded"][0].startswith("receiver ops: ")
+    assert "HTTP 503" in degraded["degraded"][0]
+    [(failed_labels, failed)] = metric_values(text, "tidegauge_notifications_failed_total")
+    assert failed_labels == {"receiver": "ops"} and failed >= 3
+    [(depth_labels, depth)] = metric_values(text, "tidegauge_outbox_depth")
+    assert depth_labels == {"receiver": "ops"} and depth >= 1  # the firing (and perhaps its resolution) wait
+    # the firing notification, and (no samples hold the condition any more) perhaps its resolution
+    assert sent in ([({"receiver": "ops"}, 1.0)], [({"receiver": "ops"}, 2.0)])

@@ -45,7 +45,17 @@ def test_config_check_of_the_example_needs_its_secrets(
         monkeypatch.delenv(name, raising=False)
     code, _, err = check(capsys)
     assert code == 2
-    assert err == f"tidegauge: error: {EXAMPLE}: database: environment variable TIDEGAUGE_DATABASE_URL is not set\n"
+    # every missing variable in one run, in file order
+    assert err == "".join(
+        f"tidegauge: error: {EXAMPLE}: {where}: environment variable {name} is not set\n"
+        for where, name in [
+            ("database", "TIDEGAUGE_DATABASE_URL"),
+            ("server.ingest_token", "TIDEGAUGE_INGEST_TOKEN"),
+            ("receivers[0].secret", "TIDEGAUGE_WEBHOOK_SECRET"),
+            ("receivers[1].url", "SLACK_WEBHOOK_URL"),
+            ("targets.flink_rest[0].bearer_token", "FLINK_TOKEN"),
+        ]
+    )
 
 
 def test_the_example_shows_every_section() -> None:

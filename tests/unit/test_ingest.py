@@ -241,3 +241,159 @@ def test_get_on_events_is_405(client: httpx.Client) -> None:
 def test_empty_token_refused() -> None:
     with pytest.raises(ValueError, match="token must not be empty"):
         create_ingest_app(token="", sink=lambda r: None, clock=lambda: RECEIVED)
+
+
+# ---- values tidegauge cannot hold are the client's error (422 naming the field), never a 5xx ----------
+
+
+def _with(event: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    out = json.loads(json.dumps(event))
+    out["progress"][key] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        # a 5,000-digit integer: beyond Python's int-parsing limit (was 500)
+        (lambda e: json.dumps(e).replace('"batchId": 2', '"batchId": ' + "9" * 5000).encode(),
+         "event.progress.batchId: integer 999999999999...(5000 digits) is outside the 64-bit range"),
+        # 2^63 and 400 digits: beyond SQLite's INTEGER (was 503 "storage unavailable")
+        (lambda e: json.dumps(_with(e, "numInputRows", 2**63)).encode(),
+         "event.progress.numInputRows: integer 9223372036854775808 is outside the 64-bit range"),
+        (lambda e: json.dumps(_with(e, "numInputRows", -(2**63) - 1)).encode(),
+         "event.progress.numInputRows: integer -9223372036854775809 is outside the 64-bit range"),
+        (lambda e: json.dumps(_with(e, "numInputRows", 10**400)).encode(),
+         "event.progress.numInputRows: integer 100000000000...(401 digits) is outside the 64-bit range"),
+        # a float count the parser turns into an integer beyond 64 bits
+        (lambda e: json.dumps(_with(e, "numInputRows", 1e30)).encode(),
+         "event: num_input_rows 1e+30 is outside the 64-bit range"),
+        # timestamps at the edge of the calendar (was 500: OverflowError in the parser)
+        (lambda e: json.dumps(_with(e, "timestamp", "9999-12-31T23:59:59-23:59")).encode(),
+         "event.progress.timestamp: timestamp '9999-12-31T23:59:59-23:59' is outside the UTC calendar"),
+        (lambda e: json.dumps(_with(e, "timestamp", "0001-01-01T00:00:00+01:00")).encode(),
+         "event.progress.timestamp: timestamp '0001-01-01T00:00:00+01:00' is outside the UTC calendar"),
+        # a lone surrogate (JSON's \ud800 escape; UTF-8 cannot store it) in a value and in a key (was 503)
+        (lambda e: json.dumps(_with(e, "name", "wm\ud800")).encode(),
+         "event.progress.name: not valid Unicode (lone surrogate U+D800 at character 2)"),
+        (lambda e: json.dumps({**e, "\udfff": 1}).encode(),
+         "event (a key): not valid Unicode (lone surrogate U+DFFF at character 0)"),
+    ],
+    ids=["5000-digits", "2^63", "-2^63-1", "400-digits", "1e30", "year-10000", "year-0", "surrogate", "surrogate-key"],
+)
+def test_values_out_of_range_are_422_naming_the_field(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]], body: Any, message: str
+) -> None:
+    response = _post(client, body(_progress(events, 2)))
+    assert response.status_code == 422, response.text
+    assert response.json()["error"].startswith(message)
+    assert stored == []
+
+
+def test_out_of_range_in_a_later_event_names_its_index(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]]
+) -> None:
+    response = _post(client, [_progress(events, 1), _with(_progress(events, 2), "batchId", 2**64)])
+    assert response.status_code == 422
+    assert response.json()["error"].startswith("events[1].progress.batchId: integer 18446744073709551616")
+    assert stored == []
+
+
+def test_the_largest_64_bit_values_are_accepted(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]]
+) -> None:
+    # 2^63-1 in a field no sample reads (kept in the raw document) and 2^62 as a count (counts pass
+    # through a float in the parser, which holds 2^62 exactly but rounds 2^63-1 up to 2^63)
+    event = _with(_with(_progress(events, 2), "numInputRows", 2**62), "extraCounter", 2**63 - 1)
+    response = _post(client, event)
+    assert response.status_code == 202
+    assert stored[0].samples[0].num_input_rows == 2**62
+    assert stored[0].raw[0][3]["progress"]["extraCounter"] == 2**63 - 1
+
+
+def test_a_value_the_store_refuses_is_422(events: list[dict[str, Any]]) -> None:
+    def refusing(result: PollResult) -> None:
+        raise ValueError("PollResult.raw[0]: document not storable as JSON")
+
+    app = create_ingest_app(token=TOKEN, sink=refusing, clock=lambda: RECEIVED)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url) as c:
+        response = _post(c, _progress(events, 0))
+    assert response.status_code == 422
+    assert response.json()["error"] == "events cannot be stored: PollResult.raw[0]: document not storable as JSON"
+
+
+class _Busy(Exception):
+    pass
+
+
+def test_a_busy_store_is_retried_inside_the_server(stored: list[PollResult], events: list[dict[str, Any]]) -> None:
+    calls: list[int] = []
+
+    def busy_twice(result: PollResult) -> None:
+        calls.append(1)
+        if len(calls) <= 2:
+            raise _Busy("database is locked")
+        stored.append(result)
+
+    app = create_ingest_app(
+        token=TOKEN, sink=busy_twice, clock=lambda: RECEIVED, transient=lambda e: isinstance(e, _Busy)
+    )
+    with serve_in_thread(app) as url, httpx.Client(base_url=url) as c:
+        response = _post(c, _progress(events, 0))
+    assert response.status_code == 202
+    assert len(calls) == 3 and len(stored) == 1
+
+
+def test_a_store_busy_for_longer_than_the_retry_window_is_503(events: list[dict[str, Any]]) -> None:
+    calls: list[int] = []
+
+    def always_busy(result: PollResult) -> None:
+        calls.append(1)
+        raise _Busy("database is locked")
+
+    app = create_ingest_app(
+        token=TOKEN, sink=always_busy, clock=lambda: RECEIVED, store_retry_s=0.3,
+        transient=lambda e: isinstance(e, _Busy),
+    )  # fmt: skip
+    with serve_in_thread(app) as url, httpx.Client(base_url=url) as c:
+        response = _post(c, _progress(events, 0))
+    assert response.status_code == 503
+    assert len(calls) >= 2  # retried, then gave up
+
+
+def test_a_body_dribbled_too_slowly_is_408(events: list[dict[str, Any]]) -> None:
+    import socket
+    import time
+
+    app = create_ingest_app(token=TOKEN, sink=lambda r: None, clock=lambda: RECEIVED, body_timeout_s=0.5)
+    with serve_in_thread(app) as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            head = (
+                f"POST {EVENTS_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+            )
+            sock.sendall(head.encode() + b"[")
+            started = time.monotonic()
+            answer = sock.recv(4096)
+            waited = time.monotonic() - started
+            while b"0.5s" not in answer and (more := sock.recv(4096)):  # the body may come in a second packet
+                answer += more
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert b"request body not received within 0.5s" in answer
+    assert waited < 5.0
+
+
+def test_valid_unicode_is_accepted_and_deep_nesting_named(
+    client: httpx.Client, stored: list[PollResult], events: list[dict[str, Any]]
+) -> None:
+    # non-ASCII names and keys are fine (only lone surrogates are not)
+    response = _post(client, {**_with(_progress(events, 2), "name", "flüsse-Ström ✓"), "clé": "é"})
+    assert response.status_code == 202, response.text
+    assert stored[0].samples[0].job.name == "flüsse-Ström ✓"
+    # 70 levels of arrays inside the event: within the JSON parser's limit, beyond the endpoint's
+    deep = _with(_progress(events, 2), "extra", json.loads("[" * 70 + "]" * 70))
+    response = _post(client, deep)
+    assert response.status_code == 422
+    # event (level 0), progress (1), extra (2) and 62 more levels: the 64th
+    assert response.json()["error"] == "event.progress.extra" + "[0]" * 62 + ": nested deeper than 64 levels"

@@ -88,7 +88,7 @@ def test_serve_command_end_to_end(tmp_path: Path, spark_fixtures: Path) -> None:
     env["PYTHONPATH"] = str(REPO_ROOT)
     proc = subprocess.Popen(
         [sys.executable, "-m", "monitor.cli", "serve", "--port", str(port), "--db", db,
-         "--token-file", str(token_file), "--log-level", "warning"],
+         "--token-file", str(token_file), "--log-level", "info"],
         cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     base = f"http://127.0.0.1:{port}"
@@ -110,10 +110,17 @@ def test_serve_command_end_to_end(tmp_path: Path, spark_fixtures: Path) -> None:
             assert denied.status_code == 401
             ok = client.post("/api/v1/spark/events", json=event, headers={"Authorization": f"Bearer {TOKEN}"})
             assert ok.status_code == 202, ok.text
+            # a client that puts its token in the query string: the access log must not print it
+            leaked = client.get("/healthz", params={"token": "query-token-must-not-be-logged"})
+            assert leaked.status_code == 200
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     assert TOKEN not in out + err
+    # the access log names every request, never a query string
+    assert '"POST /api/v1/spark/events" 202' in err
+    assert '"GET /healthz?<query not logged>" 200' in err
+    assert "query-token-must-not-be-logged" not in out + err
     store = open_store(db)
     try:
         with store.sessions() as session:
@@ -131,3 +138,23 @@ def test_serve_refuses_an_unmigrated_database(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert "tidegauge db upgrade" in out.stderr
+
+
+def test_serve_on_a_taken_port_is_one_line_exit_2(tmp_path: Path) -> None:
+    import socket
+
+    db = f"sqlite:///{tmp_path / 'tg.db'}"
+    upgrade(db)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), TOKEN_ENV: TOKEN}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "serve", "--port", str(port), "--db", db],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60,
+        )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        f"tidegauge: error: cannot listen on 127.0.0.1:{port}: address already in use"
+    ]

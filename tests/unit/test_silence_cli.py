@@ -34,7 +34,7 @@ def test_add_list_expire(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     upgrade(url)
     before = datetime.now(UTC)
     code, out, _ = run(capsys, "silence", "add", "job_id=q-clicks", "alertname=~watermark.*", "-d", "2h",
-                       "-c", "deploying the fix", "--author", "ana", "--db", url)  # fmt: skip
+                       "-m", "deploying the fix", "--author", "ana", "--db", url)  # fmt: skip
     assert code == 0
     silence_id = out.strip()
 
@@ -130,3 +130,28 @@ def test_silence_duration_uses_the_shared_parser_and_must_be_positive() -> None:
     for bad in ("", "h", "5x", "0s", "-1h"):
         with pytest.raises(InputError, match="--duration"):
             _positive_duration(bad)
+
+
+def test_db_and_silence_take_the_database_from_the_config_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `run -c FILE` used the config's database while `db` and `silence` only knew --db (or the default)
+    url = sqlite_url(tmp_path)
+    config = tmp_path / "tidegauge.yaml"
+    config.write_text("database: {env: TG_TEST_DB}\n")
+    monkeypatch.setenv("TG_TEST_DB", url)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "elsewhere"))  # the default must not be used
+    code, out, _ = run(capsys, "db", "upgrade", "-c", str(config))
+    assert code == 0 and out.startswith(f"{url}: upgraded from empty (no schema) to ")
+    assert run(capsys, "db", "current", "-c", str(config))[0] == 0
+    code, out, _ = run(capsys, "silence", "add", "job_id=q-1", "-c", str(config), "-m", "why")
+    assert code == 0
+    silence_id = out.strip()
+    code, out, _ = run(capsys, "silence", "list", "-c", str(config))
+    assert out.split("\t")[0] == silence_id
+    assert run(capsys, "silence", "expire", silence_id, "-c", str(config))[:2] == (0, f"expired {silence_id}\n")
+    assert not (tmp_path / "elsewhere").exists()
+    # --db still wins over the file
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    code, out, _ = run(capsys, "db", "upgrade", "-c", str(config), "--db", other)
+    assert code == 0 and out.startswith(f"{other}: upgraded")

@@ -14,6 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from monitor.config import parse_config
+from monitor.errors import StartupError
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME, create_ingest_app
 from monitor.latest import LatestSamples
@@ -99,7 +100,7 @@ def test_a_taken_port_fails_start(served: tuple[str, Runtime, dict[str, Any]]) -
     port = int(base.rsplit(":", 1)[1])
     app = create_app(CollectorRegistry(), lambda: (True, {}))
     other = HttpService(app, "127.0.0.1", port, start_timeout_s=5.0)
-    with pytest.raises(RuntimeError, match="did not start"):
+    with pytest.raises(StartupError, match=f"cannot listen on 127.0.0.1:{port}: address already in use"):
         other.start()
     other.stop(1.0)
 
@@ -113,3 +114,35 @@ def test_port_zero_reports_the_bound_port() -> None:
             pass
     finally:
         service.stop(5.0)
+
+
+def test_a_client_dribbling_its_headers_is_disconnected() -> None:
+    import time
+
+    service = HttpService(create_app(CollectorRegistry(), lambda: (True, {})), "127.0.0.1", 0, header_timeout_s=0.5)
+    service.start()
+    try:
+        with socket.create_connection(("127.0.0.1", service.port), timeout=10.0) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+            started = time.monotonic()
+            assert sock.recv(1024) == b""  # closed by the server
+            assert time.monotonic() - started < 5.0
+        # a prompt client on another connection is served, and its keep-alive request too
+        with httpx.Client(base_url=f"http://127.0.0.1:{service.port}") as client:
+            assert client.get("/healthz").status_code == 200
+            time.sleep(0.7)  # longer than the header deadline, shorter than keep-alive
+            assert client.get("/healthz").status_code == 200
+    finally:
+        service.stop(5.0)
+
+
+def test_healthz_is_degraded_but_200_when_the_probe_names_a_degraded_part() -> None:
+    body = {"degraded": ["receiver ops: 3 consecutive failed deliveries"]}
+    service = HttpService(create_app(CollectorRegistry(), lambda: (True, dict(body))), "127.0.0.1", 0)
+    service.start()
+    try:
+        response = httpx.get(f"http://127.0.0.1:{service.port}/healthz")
+    finally:
+        service.stop(5.0)
+    assert response.status_code == 200
+    assert response.json() == {"status": "degraded", **body}
