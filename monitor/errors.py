@@ -41,7 +41,17 @@ class EventLogError(InputError):
 
 
 class ProgressFormatError(InputError):
-    """A streaming progress document is missing required fields or has values of the wrong type."""
+    """A streaming progress document is missing required fields or has values of the wrong type or out of
+    range (the message names the document and the field).
+
+    Attributes:
+        field: the field's JSON path in the document when one field is to blame (``progress.name``), else
+            ``None`` (the document as a whole: invalid JSON, nested too deeply).
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ConfigError(InputError):

@@ -24,22 +24,22 @@ Metrics (the names :mod:`monitor.promrules` writes PromQL against):
 ``tidegauge_last_sample_timestamp_seconds``                  gauge    observation time of the newest sample
 ``tidegauge_alerts``                                         gauge    alerts by ``rule``, ``severity``, ``state``
 ``tidegauge_collector_poll_duration_seconds``                gauge    last poll duration by ``collector``/``target``
-``tidegauge_collector_errors_total``                         counter  poll errors by ``collector``/``target``
-``tidegauge_target_up``                                      gauge    1 if the last poll of the target succeeded
+``tidegauge_collector_errors_total``                         counter  poll errors by ``collector``/``target``/``kind``
+``tidegauge_target_up``                                      gauge    1 unless the last poll could not read the target at all
 ==========================================================  =======  ==========================================
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from monitor.latest import LatestSamples, SeriesKey
-from monitor.model import Sample
+from monitor.model import ErrorKind, Sample
 
 __all__ = ["JOB_LABELS", "AlertCount", "CollectorStat", "TidegaugeCollector"]
 
@@ -58,13 +58,24 @@ class AlertCount:
 
 @dataclass(frozen=True, slots=True)
 class CollectorStat:
-    """Health of one polled target."""
+    """Health of one polled target.
+
+    Attributes:
+        errors_total: all collector errors since start.
+        errors_by_kind: the same by :class:`monitor.model.ErrorKind` value (``line``, ``field``, ``file``,
+            ``unreachable``, ...): the ``kind`` label of ``tidegauge_collector_errors_total`` (every kind is
+            exported, from 0).
+    """
 
     collector: str
     target: str
     up: bool
     last_poll_duration_seconds: float
     errors_total: int
+    errors_by_kind: Mapping[str, int] = field(default_factory=dict)
+
+
+_ERROR_KINDS = tuple(kind.value for kind in ErrorKind)
 
 
 def _labels(key: SeriesKey, s: Sample) -> list[str]:
@@ -181,10 +192,14 @@ class TidegaugeCollector(Collector):
             labels=("collector", "target"),
         )
         errs = CounterMetricFamily(
-            "tidegauge_collector_errors", "Poll errors.", labels=("collector", "target")
+            "tidegauge_collector_errors",
+            "Collector errors (quarantined lines, documents, files; unreadable targets) by kind.",
+            labels=("collector", "target", "kind"),
         )
         for c in self._collectors():
             up.add_metric([c.collector, c.target], 1.0 if c.up else 0.0)
             dur.add_metric([c.collector, c.target], c.last_poll_duration_seconds)
-            errs.add_metric([c.collector, c.target], c.errors_total)
+            for kind in _ERROR_KINDS:  # every kind, from 0 (Prometheus: initialise known label values)
+                count = c.errors_by_kind.get(kind, 0)
+                errs.add_metric([c.collector, c.target, kind], count)
         yield from (up, dur, errs)
