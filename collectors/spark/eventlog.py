@@ -378,7 +378,7 @@ class EventLogCollector:
             try:
                 files = discover_event_logs(root)
             except EventLogError as exc:
-                yield PollResult(errors=(self._error(root, str(exc), now, ErrorKind.UNREACHABLE, retryable=True),))
+                yield PollResult(errors=(self._error(root, str(exc), now, ErrorKind.UNREACHABLE),))
                 continue
             except OSError as exc:
                 message = f"{root}: {exc.strerror or exc}"

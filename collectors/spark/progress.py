@@ -96,7 +96,8 @@ def load_json(data: bytes | str, where: str) -> Any:
     except UnicodeDecodeError as exc:
         raise ProgressFormatError(f"{where}: not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise ProgressFormatError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+        at = f"line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+        raise ProgressFormatError(f"{where}: invalid JSON at {at}: {exc.msg}") from None
     except ValueError as exc:  # CPython's int-parsing limit (sys.get_int_max_str_digits)
         raise ProgressFormatError(f"{where}: invalid JSON: a number too long to read ({_first(exc)})") from None
     problem = _check_tree(document, 0)

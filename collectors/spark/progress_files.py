@@ -9,14 +9,13 @@ object per line). An element may also be a streaming listener event as written i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from collectors.spark.progress import parse_listener_event, parse_progress
+from collectors.spark.progress import load_json, parse_listener_event, parse_progress
 from monitor.errors import ProgressFormatError
 from monitor.model import JobRef, Sample
 
@@ -38,10 +37,11 @@ def _split_lines(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"{path}: line {number}"
         try:
-            docs.append((f"{path}: line {number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            errors.append(f"{path}: line {number}: invalid JSON at column {exc.colno}: {exc.msg}; line skipped")
+            docs.append((where, load_json(line, where)))
+        except ProgressFormatError as exc:
+            errors.append(f"{exc}; line skipped")
     if not any(isinstance(doc, Mapping) for _, doc in docs):
         return None
     return docs, errors
@@ -52,13 +52,11 @@ def _documents(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str]]
     if not stripped:
         raise ProgressFormatError(f"{path}: empty file (expected progress JSON)")
     try:
-        whole = json.loads(stripped)
-    except json.JSONDecodeError as exc:
+        whole = load_json(stripped, str(path))
+    except ProgressFormatError:
         split = _split_lines(path, text)
         if split is None:
-            raise ProgressFormatError(
-                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
+            raise
         return split
     if isinstance(whole, list):
         return [(f"{path}: element [{i}]", doc) for i, doc in enumerate(whole)], []

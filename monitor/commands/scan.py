@@ -24,7 +24,7 @@ from typing import Any
 
 import typer
 
-from collectors.spark.codecs import CodecError, codec_for_name
+from collectors.spark.codecs import IN_PROGRESS, CodecError, codec_for_name
 from collectors.spark.eventlog import APPSTATUS_PREFIX, EventLogCollector, MemoryCursorStore, is_rolling_dir
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.progress_files import COLLECTOR_NAME as PROGRESS_COLLECTOR
@@ -67,7 +67,8 @@ def _classify_file(path: Path, inputs: ScanInputs, implicit: bool) -> None:
         problems.append(f"{path}: cannot read: {exc.strerror or exc}{skipped}")
         return
     head = head.removeprefix(UTF8_BOM)  # Windows editors save JSON with a byte-order mark
-    if looks_like_event_log(head):
+    if looks_like_event_log(head) or (path.name.endswith(IN_PROGRESS) and not head.strip()):
+        # an empty app.inprogress is an event log Spark has not written its first line to yet
         inputs.event_logs.append(path)
     elif head.lstrip()[:1] in (b"{", b"["):
         inputs.progress_files.append(path)

@@ -214,3 +214,33 @@ def test_credentials_never_reach_the_error() -> None:
     assert "s3cret" not in err.message + err.target and "abc" not in err.message + err.target
     assert err.message == "HTTP 503 Service Unavailable from http://driver.example:4040/metrics/prometheus"
     assert err.retryable
+
+
+@pytest.mark.parametrize(
+    ("gauge", "value"),
+    [
+        ("eventTime_watermark", "1e20"),  # issue 11: raised OSError from datetime.fromtimestamp
+        ("eventTime_watermark", "-1e20"),
+        ("states_rowsTotal", "1e20"),  # beyond int64: would overflow the database column
+        ("latency", "9.3e18"),
+    ],
+)
+def test_a_gauge_the_model_cannot_hold_is_an_error_naming_the_metric(
+    spark_fixtures: Path, gauge: str, value: str
+) -> None:
+    # the recorded namespace scrape plus a second query (renamed copy) whose gauge is out of range:
+    # the collector promises never to raise; the bad query is one error entry, the good one a sample
+    text = (spark_fixtures / "prometheus_streaming_gauges_namespace_appname.txt").read_text()
+    bad_lines = [
+        line.replace("_wm_metrics_", "_bad_q_").rsplit(" ", 1)[0] + f" {value}"
+        if f"_{gauge}_" in line
+        else line.replace("_wm_metrics_", "_bad_q_")
+        for line in text.splitlines()
+        if line.startswith("metrics_")
+    ]
+    result = _collector(text + "\n".join(bad_lines) + "\n").poll(NOW)
+    assert [s.job.job_id for s in result.samples] == ["wm_metrics"]
+    [error] = result.errors
+    assert error.kind.value == "field"
+    assert f"metrics_exp_metrics_driver_spark_streaming_bad_q_{gauge}_Value" in error.message
+    assert error.message.startswith(URL)
