@@ -55,10 +55,12 @@ __all__ = [
 #: Integers are SQL ``BIGINT`` (Java's ``long``, what Spark, Flink and Kafka count in): int64.
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-#: Times: aware UTC within Python's datetime range less one year at each end, so that what rules add to a
-#: time (a skew, a window, a retention) never leaves the calendar (``datetime.max + 1h`` raises).
-MIN_TIME = datetime(2, 1, 1, tzinfo=UTC)
-MAX_TIME = datetime(9998, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+#: Times: aware UTC from year 1000 to year 8999, far beyond any real event time (tidegauge's own
+#: ``event_time_units`` rule flags times before 1971 or from 2200) yet 1,000 years inside Python's datetime
+#: range at each end, so a time plus or minus any duration tidegauge accepts (at most 100 years,
+#: ``monitor.durations.MAX_DURATION_MS``) never leaves the calendar (``datetime.max + 1h`` raises).
+MIN_TIME = datetime(1000, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(8999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MIN_MS = (MIN_TIME - _EPOCH) // timedelta(milliseconds=1)
 _MAX_MS = (MAX_TIME - _EPOCH) // timedelta(milliseconds=1)
