@@ -577,11 +577,17 @@ class _DepthLimitedLoader(yaml.SafeLoader):
 
 
 def _safe_load(text: str, source: str) -> Any:
-    """``yaml.safe_load`` with the depth limit; a ``RecursionError`` (anyway) becomes a ConfigError."""
+    """``yaml.safe_load`` with the depth limit; a ``RecursionError`` (anyway) or a scalar PyYAML cannot
+    convert becomes a ConfigError naming ``source``."""
     try:
         return yaml.load(text, Loader=_DepthLimitedLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
         raise ConfigError(f"{source}: YAML nested too deeply") from None
+    except (ValueError, OverflowError, TypeError) as exc:
+        # PyYAML's constructors on scalars it cannot convert: a 4,300+ digit int, a timestamp like
+        # 2026-13-45, a merge key on a scalar
+        reason = str(exc).split(";")[0].splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{source}: a value cannot be read: {reason}") from None
 
 
 def load_config(path: Path) -> Config:

@@ -681,7 +681,12 @@ class EventLogCollector:
         fallback = self._last_seen.get(run_key, now) if run_key is not None else now
         try:
             samples = parse_listener_event(
-                event, collector=COLLECTOR_NAME, where=where, app_id=log_file.app_id, fallback_time=fallback
+                event,
+                collector=COLLECTOR_NAME,
+                where=where,
+                app_id=log_file.app_id,
+                fallback_time=fallback,
+                checked=True,  # by load_json
             )
         except ProgressFormatError as exc:
             result.errors.append(self._error(path, str(exc), now, ErrorKind.FIELD))

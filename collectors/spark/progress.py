@@ -42,6 +42,7 @@ __all__ = [
     "EVENT_TERMINATED",
     "MAX_JSON_DEPTH",
     "STREAMING_EVENT_NAMES",
+    "check_document",
     "field_at",
     "load_json",
     "parse_iso_utc",
@@ -100,6 +101,18 @@ def load_json(data: bytes | str, where: str) -> Any:
         raise ProgressFormatError(f"{where}: invalid JSON at {at}: {exc.msg}") from None
     except ValueError as exc:  # CPython's int-parsing limit (sys.get_int_max_str_digits)
         raise ProgressFormatError(f"{where}: invalid JSON: a number too long to read ({_first(exc)})") from None
+    check_document(document, where)
+    return document
+
+
+def check_document(document: Any, where: str) -> None:
+    """The checks :func:`load_json` makes after decoding, for a document decoded elsewhere (the parsers
+    call it unless told the document came from :func:`load_json`): nesting at most :data:`MAX_JSON_DEPTH`,
+    no lone surrogate in a key or string, non-finite floats replaced by their Jackson strings in place.
+
+    Raises:
+        ProgressFormatError: naming ``where`` and the field (``field`` set when a value is to blame).
+    """
     problem = _check_tree(document, 0)
     if problem is not None:
         path, message, is_field = problem
@@ -107,7 +120,6 @@ def load_json(data: bytes | str, where: str) -> Any:
         if is_field:
             raise ProgressFormatError(f"{field_at(where, path)}: {message}", field=path)
         raise ProgressFormatError(f"{where}: {message}" + (f" (at {path})" if path else ""))
-    return document
 
 
 def _first(exc: BaseException) -> str:
@@ -281,11 +293,15 @@ def _job(doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None) ->
 
 
 def _values_checked(parse: _Parser) -> _Parser:
-    """Turn a ``ValueError`` of the model's own checks (``Sample.__post_init__``: a bound the parser did
-    not check with its field name) into :class:`ProgressFormatError` at ``where``."""
+    """The parsers' shared entry: check the whole document (:func:`check_document`) unless the caller says
+    it came from :func:`load_json` (``checked=True``), and turn a ``ValueError`` of the model's own checks
+    (``Sample.__post_init__``: a bound the parser did not check with its field name) into
+    :class:`ProgressFormatError` at ``where``."""
 
     @functools.wraps(parse)
     def checked(document: Mapping[str, Any], **kwargs: Any) -> list[Sample]:
+        if not kwargs.get("checked", False):
+            check_document(document, kwargs.get("where") or "document")
         try:
             return parse(document, **kwargs)
         except ValueError as exc:
@@ -305,6 +321,7 @@ def parse_progress(
     app_id: str | None = None,
     kind: SampleKind = SampleKind.PROGRESS,
     field_prefix: str = "",
+    checked: bool = False,
 ) -> list[Sample]:
     """Turn one ``StreamingQueryProgress`` JSON object into samples.
 
@@ -320,6 +337,8 @@ def parse_progress(
         app_id: Spark application id, if known.
         kind: ``PROGRESS`` (default) or ``IDLE`` for the idle event's progress.
         field_prefix: the path of ``progress`` inside its document (``"progress."`` in a listener event).
+        checked: the document came from :func:`load_json` (already checked); otherwise it is checked
+            first with :func:`check_document`.
 
     Raises:
         ProgressFormatError: ``id``, ``timestamp`` missing or malformed, or a field has the wrong type.
@@ -437,6 +456,7 @@ def parse_listener_event(
     where: str = "",
     app_id: str | None = None,
     fallback_time: datetime | None = None,
+    checked: bool = False,
 ) -> list[Sample]:
     """Turn one streaming listener event (as written in an event log) into samples.
 
@@ -445,22 +465,27 @@ def parse_listener_event(
     single ``IDLE`` sample without quantities is returned). Started/terminated events give one lifecycle
     sample each (``observed_at`` = the event's ``timestamp``). Spark's ``QueryTerminatedEvent`` has no
     timestamp: ``fallback_time`` (e.g. the last progress time of that run, or the time the event was
-    received) is used then.
+    received) is used then. Unless ``checked`` (the event came from :func:`load_json`), the whole event is
+    checked first (:func:`check_document`): this is what makes any caller's decoded JSON safe to store.
 
     Raises:
-        ProgressFormatError: unknown event name or malformed fields.
+        ProgressFormatError: unknown event name, malformed or out-of-range fields, a document nested too
+            deeply or holding a lone surrogate.
     """
     name = event.get("Event")
     if name == EVENT_PROGRESS:
         progress = event.get("progress")
         if not isinstance(progress, Mapping):
             raise ProgressFormatError(f"{field_at(where, 'progress')}: missing or not an object")
-        return parse_progress(progress, collector=collector, where=where, app_id=app_id, field_prefix="progress.")
+        return parse_progress(
+            progress, collector=collector, where=where, app_id=app_id, field_prefix="progress.", checked=True
+        )
     if name == EVENT_IDLE:
         progress = event.get("progress")
         if isinstance(progress, Mapping):
             return parse_progress(
                 progress,
+                checked=True,
                 collector=collector,
                 where=where,
                 app_id=app_id,

@@ -83,13 +83,15 @@ def _parse_document(where: str, doc: Any, last_time: datetime | None) -> list[Sa
     if not isinstance(doc, Mapping):
         raise ProgressFormatError(f"{where}: expected a progress JSON object, got {type(doc).__name__}")
     if "Event" in doc:
-        return parse_listener_event(doc, collector=COLLECTOR_NAME, where=where, fallback_time=last_time)
+        return parse_listener_event(
+            doc, collector=COLLECTOR_NAME, where=where, fallback_time=last_time, checked=True
+        )
     if "batchId" not in doc and "timestamp" not in doc:
         raise ProgressFormatError(
             f"{where}: not a streaming progress object (no batchId/timestamp; keys: "
             f"{', '.join(sorted(map(str, doc))[:8])})"
         )
-    return parse_progress(doc, collector=COLLECTOR_NAME, where=where)
+    return parse_progress(doc, collector=COLLECTOR_NAME, where=where, checked=True)
 
 
 def read_progress_file(path: Path, *, fallback_time: datetime | None = None) -> ProgressFileRead:
