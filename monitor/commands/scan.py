@@ -275,7 +275,7 @@ def register(app: typer.Typer) -> None:
 
         --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
 
-        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input (a named path missing or of unknown format, a corrupt frame or line in any file read). Files of unknown format inside a directory are skipped with a warning and do not change the exit code.
+        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input (a named path missing or of unknown format, a corrupt frame or line in any file read), 3 internal error (traceback with tidegauge --debug). Files of unknown format inside a directory are skipped with a warning and do not change the exit code.
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")

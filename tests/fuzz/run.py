@@ -11,8 +11,8 @@ Each family's target (:mod:`tests.fuzz.targets`) is wrapped in a Hypothesis test
 :func:`tests.fuzz.mutate.mutated` inputs and driven with :meth:`fuzz_one_input` from a seeded random byte
 stream (Hypothesis's interface for external fuzz drivers: no shrinking, no example database), so a run
 of ``--count`` inputs is reproducible from ``--seed``. An exception other than the family's contract
-(``InputError``) is a *crash*; an input running longer than ``--hang-seconds`` is a *hang* (interrupted
-with ``SIGALRM``). The first inputs of each distinct crash (exception type and raising line) are written
+(``InputError``) is a *crash*; an input using more than ``--hang-seconds`` of CPU time is a *hang*
+(interrupted by ``ITIMER_PROF``/``SIGPROF``: CPU time, so a busy shared machine does not fake hangs). The first inputs of each distinct crash (exception type and raising line) are written
 to ``<corpus>/<family>/`` for the regression test (``tests/unit/test_fuzz_corpus.py``) to replay.
 Prints per family: inputs, crashes, hangs, distinct crash signatures, inputs per second.
 """
@@ -42,7 +42,7 @@ KEEP_PER_SIGNATURE = 2
 
 
 class Hang(BaseException):
-    """Raised by the alarm in an input that ran too long (a BaseException: targets' handlers miss it)."""
+    """Raised by the CPU-time alarm in an input that ran too long (a BaseException: targets' handlers miss it)."""
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
@@ -80,7 +80,7 @@ def fuzz_family(
     crashes = hangs = 0
     started = time.monotonic()
     fuzz = one.hypothesis.fuzz_one_input  # type: ignore[attr-defined]
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    previous = signal.signal(signal.SIGPROF, _on_alarm)
     done = 0
     stop_at = started + seconds if seconds else None
     try:
@@ -90,7 +90,7 @@ def fuzz_family(
             done = i + 1
             buffer = rng.randbytes(rng.choice((64, 256, 1024)))
             last.pop("data", None)
-            signal.setitimer(signal.ITIMER_REAL, hang_seconds)
+            signal.setitimer(signal.ITIMER_PROF, hang_seconds)
             try:
                 fuzz(buffer)
             except Hang:
@@ -100,12 +100,12 @@ def fuzz_family(
                 crashes += 1
                 _keep(corpus, family, _signature(exc), last.get("data"), signatures)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
             if (i + 1) % 20000 == 0:
                 rate = (i + 1) / (time.monotonic() - started)
                 print(f"  {family.name}: {i + 1} inputs, {crashes} crashes, {hangs} hangs ({rate:.0f}/s)", flush=True)
     finally:
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous)
     elapsed = time.monotonic() - started
     return {
         "family": family.name,
