@@ -91,7 +91,9 @@ def load_json(data: bytes | str, where: str) -> Any:
         ProgressFormatError: the message starts with ``where`` and names the position or the field.
     """
     try:
-        document = json.loads(data, parse_constant=_NON_FINITE.__getitem__)
+        # decoded here, strictly: json.loads would decode bytes with "surrogatepass" (lone surrogates)
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        document = json.loads(text, parse_constant=_NON_FINITE.__getitem__, parse_float=_finite_or_text)
     except RecursionError:
         raise ProgressFormatError(f"{where}: JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)") from None
     except UnicodeDecodeError as exc:
@@ -101,8 +103,20 @@ def load_json(data: bytes | str, where: str) -> Any:
         raise ProgressFormatError(f"{where}: invalid JSON at {at}: {exc.msg}") from None
     except ValueError as exc:  # CPython's int-parsing limit (sys.get_int_max_str_digits)
         raise ProgressFormatError(f"{where}: invalid JSON: a number too long to read ({_first(exc)})") from None
-    check_document(document, where)
+    # Fast path (nearly every real line): no "\u" escape means no lone surrogate (raw surrogate bytes are
+    # not UTF-8 and fail above), and fewer brackets than the limit means not too deep.
+    if "\\u" in text or text.count("{") + text.count("[") > MAX_JSON_DEPTH:
+        check_document(document, where)
     return document
+
+
+def _finite_or_text(text: str) -> float | str:
+    """``parse_float`` of :func:`load_json`: a number too large for a float (``1e400``) becomes
+    ``"Infinity"``/``"-Infinity"``, like the ``Infinity`` literal."""
+    value = float(text)
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
 
 
 def check_document(document: Any, where: str) -> None:
@@ -128,36 +142,33 @@ def _first(exc: BaseException) -> str:
 
 def _check_tree(node: Any, depth: int) -> tuple[str, str, bool] | None:
     """``(path, problem, a field's value is to blame)`` of the first thing :func:`load_json` rejects below
-    ``node``, else ``None``; replaces non-finite floats by their Jackson strings in place."""
-    if isinstance(node, dict):
-        items: Any = node.items()
-    elif isinstance(node, list):
-        items = enumerate(node)
-    else:
-        return None
+    ``node``, else ``None``; replaces non-finite floats by their Jackson strings in place. The path is
+    built only for a problem, while the recursion unwinds."""
     if depth >= MAX_JSON_DEPTH:
         return "", f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)", False
+    items: Any = node.items() if type(node) is dict else enumerate(node)
     for key, value in items:
-        if isinstance(key, str) and not key.isascii():
+        if type(key) is str and not key.isascii():
             try:
                 check_text(key, "key")
             except ValueError as exc:
                 return f".{key!a}", str(exc), False
-        step = f"[{key}]" if isinstance(key, int) else f".{key}"
-        if isinstance(value, str):
+        kind = type(value)
+        problem: tuple[str, str, bool] | None = None
+        if kind is str:
             if not value.isascii():
                 try:
                     check_text(value, "value")
                 except ValueError as exc:
-                    return step, str(exc).removeprefix("value: "), True
-        elif isinstance(value, float):
+                    problem = "", str(exc).removeprefix("value: "), True
+        elif kind is float:
             if not math.isfinite(value):
                 node[key] = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-        elif isinstance(value, dict | list):
+        elif kind is dict or kind is list:
             problem = _check_tree(value, depth + 1)
-            if problem is not None:
-                # the path is built while the recursion unwinds: only on a problem
-                return step + problem[0], problem[1], problem[2]
+        if problem is not None:
+            step = f"[{key}]" if type(key) is int else f".{key}"
+            return step + problem[0], problem[1], problem[2]
     return None
 
 
