@@ -139,5 +139,5 @@ def test_load_json_keeps_documents_storable_and_names_what_it_refuses() -> None:
             load_json("[" * depth + "]" * depth, "w")
     with pytest.raises(ProgressFormatError, match=r"^w: invalid JSON: a number too long to read"):
         load_json("1" * 4301, "w")
-    with pytest.raises(ProgressFormatError, match=r"^w: not UTF-8 \(byte 7\)"):
+    with pytest.raises(ProgressFormatError, match=r"^w: not UTF-8 \(byte 6\)"):
         load_json(b'{"a":"\xed\xa0\x80"}', "w")
