@@ -285,10 +285,16 @@ class SparkPrometheusCollector(PollsOnce):
 
     def poll(self, now: datetime) -> PollResult:
         """Scrape once; ``now`` (aware UTC, the tick's time) becomes each sample's ``observed_at``."""
-        target = safe_url(self.url)
         body = get_text(self._client, self.url)
         if isinstance(body, HttpFailure):
-            return PollResult(errors=(body.to_error(self.name, target, now),))
+            return PollResult(errors=(body.to_error(self.name, safe_url(self.url), now),))
+        return self.read_body(body, now)
+
+    def read_body(self, body: str, now: datetime) -> PollResult:
+        """What :meth:`poll` makes of a scrape body (never raises): one sample per query, an
+        ``unreachable`` error for a body that is not Prometheus text, a ``field`` error per query with a
+        gauge the model cannot hold."""
+        target = safe_url(self.url)
         try:
             found = parse_streaming_gauges(body, namespace=self._namespace, where=target)
         except InputError as exc:

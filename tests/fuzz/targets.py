@@ -180,25 +180,19 @@ def listener_target(data: bytes) -> None:
     check_storable(result)
 
 
-_scrape_body = {"data": b""}
-
-
 @cache
 def _prometheus_collector() -> Any:
     from collectors.http import make_client
     from collectors.spark.prometheus import SparkPrometheusCollector
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=_scrape_body["data"], headers={"content-type": "text/plain"})
-
-    client = make_client(transport=httpx.MockTransport(handler))
+    client = make_client(transport=httpx.MockTransport(lambda request: httpx.Response(500)))
     return SparkPrometheusCollector("http://127.0.0.1:4040/metrics/prometheus", client)
 
 
 def prometheus_target(data: bytes) -> None:
-    """A scrape body served to :class:`~collectors.spark.prometheus.SparkPrometheusCollector` (never raises)."""
-    _scrape_body["data"] = data
-    result = _prometheus_collector().poll(NOW)
+    """A scrape body as :class:`~collectors.spark.prometheus.SparkPrometheusCollector` reads it after the
+    HTTP request (``read_body``, decoded as httpx decodes a text body without charset; never raises)."""
+    result = _prometheus_collector().read_body(data.decode("utf-8", errors="replace"), NOW)
     check_storable(result)
 
 
