@@ -18,14 +18,9 @@ import traceback
 
 import typer
 
-from monitor.errors import TidegaugeError
+from monitor.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, TidegaugeError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "app", "main"]
-
-#: Exit code for bad input or usage (a file, field or value named on stderr), or an unusable database.
-EXIT_BAD_INPUT = 2
-#: Exit code for an internal error (a bug): never used for anything the user gave us.
-EXIT_INTERNAL = 3
 
 _options = {"debug": False}
 

@@ -17,6 +17,8 @@ Messages never contain secrets (tokens, webhook URLs with credentials, passwords
 from __future__ import annotations
 
 __all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
     "ConfigError",
     "DeliveryError",
     "EventLogError",
@@ -26,6 +28,12 @@ __all__ = [
     "StoreError",
     "TidegaugeError",
 ]
+
+
+#: CLI exit code for bad input or usage (a file, field or value named on stderr), or an unusable database.
+EXIT_BAD_INPUT = 2
+#: CLI exit code for an internal error (a bug): never used for anything the user gave us.
+EXIT_INTERNAL = 3
 
 
 class TidegaugeError(Exception):

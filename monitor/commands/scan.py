@@ -30,8 +30,8 @@ from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.progress_files import COLLECTOR_NAME as PROGRESS_COLLECTOR
 from collectors.spark.progress_files import looks_like_event_log, read_progress_file
 from monitor.durations import parse_timedelta
-from monitor.errors import InputError
-from monitor.model import CollectorError, PollResult, Severity
+from monitor.errors import EXIT_INTERNAL, InputError
+from monitor.model import CollectorError, ErrorKind, PollResult, Severity
 from monitor.scan_report import build_report, render_json, render_text
 from rules.registry import Evaluator
 
@@ -205,11 +205,15 @@ def _run_scan(
     polls: list[tuple[str, PollResult]] = []
     cursors = MemoryCursorStore()
     notes: list[str] = []
+    internal: list[str] = []  # a bug met on one file or line (quarantined: the rest is scanned)
     if inputs.event_logs:
         collector = EventLogCollector(inputs.event_logs, cursors)
         poll = collector.poll(now)
         for error in poll.errors:
-            (warnings if error.retryable else bad).append(_error_line(error))
+            if error.kind is ErrorKind.INTERNAL:
+                internal.append(_error_line(error))
+            else:
+                (warnings if error.retryable else bad).append(_error_line(error))
         notes.extend(
             f"{path}: still being written by Spark (in progress); it holds no complete event yet"
             for path in collector.waiting_files
@@ -236,9 +240,13 @@ def _run_scan(
         print(f"tidegauge: warning: {line}", file=sys.stderr)
     for line in notes:
         print(f"tidegauge: note: {line}", file=sys.stderr)
+    for line in internal:
+        print(f"tidegauge: internal error: {line}", file=sys.stderr)
     if db is not None:
         print(store_polls(db, polls, cursors.states, now), file=sys.stderr)
     typer.echo(render_json(report) if fmt == "json" else render_text(report))
+    if internal:
+        return EXIT_INTERNAL
     if bad:
         return 2
     if fail_on is not None and report.findings and report.worst() >= fail_on:

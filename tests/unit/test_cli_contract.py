@@ -135,3 +135,26 @@ def test_bad_input_is_exit_2_with_the_traceback_only_with_debug(
     code, _, err = run(["scan", str(tmp_path / "missing")], capsys)
     assert code == 2 and "Traceback" not in err
     assert err.splitlines() == [f"tidegauge: error: {tmp_path / 'missing'}: no such file or directory"]
+
+
+def test_a_parser_bug_on_one_line_is_quarantined_and_scan_exits_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, spark_fixtures: Path
+) -> None:
+    import collectors.spark.eventlog as eventlog
+
+    real = eventlog.parse_listener_event
+    calls = {"n": 0}
+
+    def buggy(*args: Any, **kwargs: Any) -> Any:  # stands for a bug met on the 2nd streaming line only
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyError("a bug")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(eventlog, "parse_listener_event", buggy)
+    log = spark_fixtures / "eventlog_trimmed.jsonl"
+    code, out, err = run(["scan", str(log), "--format", "json"], capsys)
+    assert code == 3
+    [line] = err.splitlines()
+    assert line.startswith(f"tidegauge: internal error: {log}: line ") and "KeyError" in line
+    assert calls["n"] > 2 and json.loads(out)["queries"]  # the other lines were read
