@@ -176,6 +176,16 @@ def parse_streaming_gauges(text: str, *, namespace: str | None = None, where: st
     return list(found.values())
 
 
+def _json_value(value: float) -> float | str:
+    """A gauge value for the raw document: NaN and infinities (real Spark gauges, e.g. a rate before the
+    first batch) as Prometheus spells them, ``"NaN"``/``"+Inf"``/``"-Inf"``, since JSON has no such numbers."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return value
+
+
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else text
     return line[:200]
@@ -317,6 +327,6 @@ class SparkPrometheusCollector(PollsOnce):
                 errors.append(CollectorError(self.name, target, str(exc), now, retryable=True, kind=ErrorKind.FIELD))
                 continue
             samples.append(sample)
-            document = {gauges.metric_names[g]: v for g, v in gauges.values.items()}
+            document = {gauges.metric_names[g]: _json_value(v) for g, v in gauges.values.items()}
             raw.append((sample.job, now, RAW_KIND, {"url": target, "gauges": document}))
         return PollResult(samples=tuple(samples), errors=tuple(errors), raw=tuple(raw))

@@ -244,3 +244,20 @@ def test_a_gauge_the_model_cannot_hold_is_an_error_naming_the_metric(
     assert error.kind.value == "field"
     assert f"metrics_exp_metrics_driver_spark_streaming_bad_q_{gauge}_Value" in error.message
     assert error.message.startswith(URL)
+
+
+def test_nan_and_infinite_gauges_keep_the_raw_document_storable(spark_fixtures: Path) -> None:
+    # found by make fuzz: a NaN gauge made the scrape's raw document unstorable (JSON has no NaN)
+    from monitor.store.keys import canonical_json
+
+    text = (spark_fixtures / "prometheus_streaming_gauges_namespace_appname.txt").read_text()
+    text = text.replace("inputRate_total_Value{type=\"gauges\"} 1.5", "inputRate_total_Value{type=\"gauges\"} NaN")
+    text = text.replace("latency_Value{type=\"gauges\"} 632", "latency_Value{type=\"gauges\"} +Inf")
+    result = _collector(text).poll(NOW)
+    [sample] = result.samples
+    assert sample.input_rows_per_second is None and sample.batch_duration_ms is None  # unknown
+    [(_, _, _, document)] = result.raw
+    gauges = document["gauges"]
+    assert gauges["metrics_exp_metrics_driver_spark_streaming_wm_metrics_inputRate_total_Value"] == "NaN"
+    assert gauges["metrics_exp_metrics_driver_spark_streaming_wm_metrics_latency_Value"] == "+Inf"
+    canonical_json(document, "raw")
