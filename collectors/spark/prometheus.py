@@ -153,7 +153,8 @@ def parse_streaming_gauges(text: str, *, namespace: str | None = None, where: st
         ignored. A body without streaming gauges (no query running, or ``metricsEnabled`` off) gives ``[]``.
 
     Raises:
-        InputError: the text is not Prometheus exposition format (e.g. an HTML error page).
+        InputError: the text is not Prometheus exposition format (e.g. an HTML error page), or a streaming
+            gauge holds an integer too large for a float.
     """
     pattern = _name_re(namespace)
     found: dict[tuple[str, str], QueryGauges] = {}
@@ -166,7 +167,12 @@ def parse_streaming_gauges(text: str, *, namespace: str | None = None, where: st
             match = pattern.match(sample.name)
             if match is None or sample.labels.get("type", "gauges") != "gauges":
                 continue
-            value = float(sample.value)
+            try:
+                value = float(sample.value)  # the parser gives an int for a value written as one
+            except OverflowError:
+                raise InputError(
+                    f"{where}: metric {sample.name}: value out of range ({len(str(sample.value))} digits)"
+                ) from None
             key = (match["ns"], match["query"])
             entry = found.setdefault(key, QueryGauges(namespace=key[0], query=key[1]))
             gauge = match["gauge"]
