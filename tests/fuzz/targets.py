@@ -12,8 +12,10 @@ cannot hold is a crash too, found here rather than in a daemon's poll.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,9 +42,11 @@ __all__ = ["FAMILIES", "Family", "check_storable", "scratch_dir"]
 
 @cache
 def scratch_dir() -> Path:
-    """A private directory for the file-based targets (in ``/dev/shm`` where there is one)."""
+    """A private directory for the file-based targets (in ``/dev/shm`` where there is one), removed at exit."""
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    return Path(tempfile.mkdtemp(prefix="tg-fuzz-", dir=base))
+    path = Path(tempfile.mkdtemp(prefix="tg-fuzz-", dir=base))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def _write(name: str, data: bytes) -> Path:
