@@ -60,8 +60,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-import orjson
-
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
 from monitor.errors import EventLogError, ProgressFormatError
@@ -709,20 +707,6 @@ class EventLogCollector:
         self._last_seen[key] = first.observed_at
         result.samples.extend(samples)
         result.raw.append((first.job, first.observed_at, first.kind.value, event))
-
-
-def decode_json(line: bytes) -> Any:
-    """One JSON document from ``line`` with orjson (several times faster than the standard library on
-    Spark's event lines), falling back to :func:`json.loads` for what orjson refuses but Python accepts
-    (``NaN``/``Infinity`` literals, integers beyond 64 bits), so the result never depends on the decoder.
-
-    Raises:
-        ValueError: not JSON (the standard library's message, naming the position).
-    """
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
 
 
 def _app_start_id(data: bytes, end: int) -> str | None:

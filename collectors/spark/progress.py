@@ -32,8 +32,20 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
+import orjson
+
 from monitor.errors import ProgressFormatError
-from monitor.model import Engine, JobRef, Sample, SampleKind, Scope, check_int64, check_text, check_time
+from monitor.model import (
+    MAX_TIME,
+    Engine,
+    JobRef,
+    Sample,
+    SampleKind,
+    Scope,
+    check_int64,
+    check_text,
+    check_time,
+)
 
 __all__ = [
     "EVENT_IDLE",
@@ -90,6 +102,17 @@ def load_json(data: bytes | str, where: str) -> Any:
     Raises:
         ProgressFormatError: the message starts with ``where`` and names the position or the field.
     """
+    if isinstance(data, bytes):
+        # orjson first (several times faster on Spark's lines; it refuses lone surrogates, invalid UTF-8,
+        # NaN/Infinity and numbers beyond a double), the standard library for what it refuses
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if data.count(b"{") + data.count(b"[") > MAX_JSON_DEPTH:  # orjson allows 1,024 levels
+                check_document(document, where)
+            return document
     try:
         # decoded here, strictly: json.loads would decode bytes with "surrogatepass" (lone surrogates)
         text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -195,10 +218,11 @@ def parse_iso_utc(value: Any, where: str) -> datetime:
         raise ProgressFormatError(str(exc)) from None
 
 
-#: What an event time or watermark beyond year 9999 becomes (Python's ``datetime`` ends there). Spark
+#: What an event time or watermark beyond year 9999 becomes: the model's latest time
+#: (:data:`monitor.model.MAX_TIME`, year 8999; Python's ``datetime`` ends at 9999). Spark
 #: accepts such a row (epoch milliseconds read as seconds land in year ~56,000) and prints the year with a
 #: sign and five or more digits (``+56135-05-22T09:20:00.000Z``); ``event_time_units`` reports it.
-BEYOND_YEAR_9999 = datetime.max.replace(tzinfo=UTC)
+BEYOND_YEAR_9999 = MAX_TIME
 
 
 def _opt_time(mapping: Mapping[str, Any], key: str, where: str, path: str) -> datetime | None:
