@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench differential system-deps clean
+.PHONY: demo test lint typecheck bench differential fuzz system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,15 @@ typecheck: $(STAMP)
 ## Benchmarks (not part of the test suite); figures go into the issue notes.
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.run_all
+
+## Fuzzing (not part of `make test`): COUNT mutated recorded inputs per parser family (FAMILIES: comma-separated,
+## default all; SECONDS: stop each family after that long). Crashing inputs go to tests/fuzz/corpus/<family>/,
+## which `make test` replays (tests/unit/test_fuzz_corpus.py).
+COUNT ?= 1000000
+SEED ?= 0
+FAMILIES ?= eventlog,progress,listener,prometheus,config,whatif
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz.run --families $(FAMILIES) --count $(COUNT) --seed $(SEED) $(if $(SECONDS),--seconds $(SECONDS))
 
 ## Differential tests: N seeded scenarios (seeds S..S+N-1) through real PySpark and the reference engine.
 N ?= 200

@@ -1,20 +1,30 @@
 """The ``tidegauge`` command line (Typer).
 
 Each sub-command lives in its own module under :mod:`monitor.commands`; this module only registers them
-and maps tidegauge's own errors (:class:`monitor.errors.TidegaugeError`: bad input, an outdated schema, a
-database that cannot be opened, a part that cannot start) to ``tidegauge: error: MESSAGE`` on stderr and
-exit code 2 (a multi-line message gets the prefix on every line), through the process's redactor
-(:mod:`monitor.redaction`).
+and holds the one contract for failures of every command:
+
+* every message leaves through the process's redactor (:mod:`monitor.redaction`);
+* tidegauge's own errors (:class:`monitor.errors.TidegaugeError`: bad input naming its file, field or
+  value; an outdated schema; a database that cannot be opened; a part that cannot start) print ``tidegauge: error: MESSAGE`` on
+  stderr (a multi-line message gets the prefix on every line) and exit with code 2 (:data:`EXIT_BAD_INPUT`);
+* any other exception is a bug of ours: one line ``tidegauge: internal error: TYPE: MESSAGE`` and exit
+  code 3 (:data:`EXIT_INTERNAL`), distinct from ``scan``'s 1 ("a finding reached --fail-on");
+* the traceback is printed only with the global ``--debug`` (``tidegauge --debug scan ...``).
 """
 
 from __future__ import annotations
 
 import sys
+import traceback
 
 import typer
 
 from monitor import redaction
-from monitor.errors import TidegaugeError
+from monitor.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, TidegaugeError
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "app", "main"]
+
+_options = {"debug": False}
 
 app = typer.Typer(
     name="tidegauge",
@@ -42,21 +52,46 @@ def _register() -> None:
         module.register(app)
 
 
+@app.callback()
+def _global_options(
+    debug: bool = typer.Option(
+        False, "--debug", help="On an error, also print the Python traceback (for bug reports)."
+    ),
+) -> None:
+    """Watermark, late-data and state monitoring for Spark Structured Streaming and Flink jobs."""
+    _options["debug"] = debug
+
+
 _register()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tidegauge`` console script.
 
-    Exit codes: 0 ok, 1 a finding reached ``--fail-on`` (scan) or the schema is not at head
-    (``db current``), 2 bad input or usage, or the database cannot be opened.
+    Exit codes: 0 ok; 1 a finding reached ``--fail-on`` (scan) or the schema is not at head
+    (``db current``); 2 (:data:`EXIT_BAD_INPUT`) bad input or usage, or the database cannot be opened;
+    3 (:data:`EXIT_INTERNAL`) an internal error. The traceback is printed only under ``--debug``.
     """
+    _options["debug"] = False
     try:
         app(args=argv, standalone_mode=True)
     except TidegaugeError as exc:
+        if _options["debug"]:
+            traceback.print_exc(file=sys.stderr)
         for line in redaction.redact(str(exc)).splitlines() or [type(exc).__name__]:
             print(f"tidegauge: error: {line}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    except Exception as exc:
+        if _options["debug"]:
+            traceback.print_exc(file=sys.stderr)
+        text = redaction.redact(str(exc)).strip()
+        first = text.splitlines()[0][:300] if text else ""
+        hint = "" if _options["debug"] else " (run with --debug for the traceback)"
+        print(
+            f"tidegauge: internal error: {type(exc).__name__}{': ' + first if first else ''}{hint}",
+            file=sys.stderr,
+        )
+        raise SystemExit(EXIT_INTERNAL) from None
 
 
 if __name__ == "__main__":

@@ -42,7 +42,9 @@ field (``receivers[1].url``) and what is allowed.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -122,12 +124,44 @@ class SecretRef(_Model):
         return self
 
 
+#: A secret file is a token, password or URL on its first line: anything larger is not one.
+MAX_SECRET_FILE_BYTES = 64 * 1024
+#: Deepest YAML nesting read (PyYAML's composer recurses once per level; a config nests about 5 levels).
+MAX_YAML_DEPTH = 50
+
+
+def _read_secret_file(path: Path, where: str) -> str:
+    """The stripped text of a secret file: a regular file of at most :data:`MAX_SECRET_FILE_BYTES`.
+
+    Opened without blocking and checked on the open descriptor, so a FIFO or terminal never hangs the
+    daemon and a device such as ``/dev/zero`` is never read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read secret file {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ConfigError(f"{where}: secret file {path} is not a regular file (a device, FIFO or directory)")
+        try:
+            data = handle.read(MAX_SECRET_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"{where}: cannot read secret file {path}: {exc.strerror}") from None
+    if len(data) > MAX_SECRET_FILE_BYTES:
+        raise ConfigError(f"{where}: secret file {path} is larger than {MAX_SECRET_FILE_BYTES // 1024} KiB")
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: secret file {path} is not UTF-8 text (byte {exc.start})") from None
+
+
 def resolve_secret(ref: SecretRef, environ: Mapping[str, str], where: str) -> SecretStr:
     """Read a secret from the environment mapping or a file.
 
     Raises:
-        ConfigError: the variable is unset/empty or the file is unreadable; the message names ``where``
-            and the variable/file, never the value.
+        ConfigError: the variable is unset/empty, or the file is unreadable, not a regular file
+            (``/dev/stdin``, ``/dev/zero``, a FIFO), larger than :data:`MAX_SECRET_FILE_BYTES` or not UTF-8;
+            the message names ``where`` and the variable/file, never the value.
     """
     if ref.env is not None:
         value = environ.get(ref.env)
@@ -135,10 +169,7 @@ def resolve_secret(ref: SecretRef, environ: Mapping[str, str], where: str) -> Se
             raise ConfigError(f"{where}: environment variable {ref.env} is not set")
         return SecretStr(value)
     assert ref.file is not None
-    try:
-        value = ref.file.read_text().strip()
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read secret file {ref.file}: {exc.strerror}") from None
+    value = _read_secret_file(ref.file, where)
     if not value:
         raise ConfigError(f"{where}: secret file {ref.file} is empty")
     return SecretStr(value)
@@ -606,6 +637,35 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         raise ConfigError("\n".join(seen)) from None
 
 
+class _DepthLimitedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader refusing nesting deeper than :data:`MAX_YAML_DEPTH` before composing it."""
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        depth = getattr(self, "_tg_depth", 0)
+        if depth >= MAX_YAML_DEPTH:
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark)
+        self._tg_depth = depth + 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._tg_depth = depth
+
+
+def _safe_load(text: str, source: str) -> Any:
+    """``yaml.safe_load`` with the depth limit; a ``RecursionError`` (anyway) or a scalar PyYAML cannot
+    convert becomes a ConfigError naming ``source``."""
+    try:
+        return yaml.load(text, Loader=_DepthLimitedLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise ConfigError(f"{source}: YAML nested too deeply") from None
+    except (ValueError, OverflowError, TypeError) as exc:
+        # PyYAML's constructors on scalars it cannot convert: a 4,300+ digit int, a timestamp like
+        # 2026-13-45, a merge key on a scalar
+        reason = str(exc).split(";")[0].splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{source}: a value cannot be read: {reason}") from None
+
+
 def load_config(path: Path) -> Config:
     """Read and validate a YAML config file.
 
@@ -623,11 +683,16 @@ def load_document(path: Path) -> Any:
         ConfigError: unreadable file or YAML syntax error (with line/column).
     """
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: line {line}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})") from None
+    try:
+        data = _safe_load(text, str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

@@ -22,7 +22,7 @@ from decimal import Decimal, InvalidOperation
 
 from monitor.errors import InputError
 
-__all__ = ["DurationError", "format_duration_ms", "parse_duration_list_ms", "parse_duration_ms", "parse_timedelta"]
+__all__ = ["MAX_DURATION_MS", "DurationError", "format_duration_ms", "parse_duration_list_ms", "parse_duration_ms", "parse_timedelta"]
 
 _UNIT_MS: dict[str, int] = {}
 for _names, _ms in (
@@ -35,6 +35,11 @@ for _names, _ms in (
 ):
     for _n in _names:
         _UNIT_MS[_n] = _ms
+
+#: The longest duration accepted (100 years of 365.25 days): anything a delay, window, skew, interval or
+#: retention can sensibly be, and short enough that a supported time (``monitor.model.MIN_TIME`` ..
+#: ``MAX_TIME``) plus or minus it stays in the calendar.
+MAX_DURATION_MS = 100 * 36_525 * 86_400_000 // 100
 
 _TERM = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*")
 _UNITS_HELP = "ms, s, m, h, d, w (e.g. 500ms, 30s, 10m, 1h30m, '10 minutes')"
@@ -55,8 +60,8 @@ def parse_duration_ms(text: str, *, what: str = "duration") -> int:
         The duration in milliseconds (``>= 0``).
 
     Raises:
-        DurationError: empty text, an unknown unit, a bare non-zero number, a negative value or a
-            value that is not a whole number of milliseconds.
+        DurationError: empty text, an unknown unit, a bare non-zero number, a negative value, a value
+            longer than :data:`MAX_DURATION_MS` or one that is not a whole number of milliseconds.
     """
     raw = text
     text = text.strip()
@@ -80,9 +85,16 @@ def parse_duration_ms(text: str, *, what: str = "duration") -> int:
         except InvalidOperation:  # pragma: no cover - the regex only admits valid decimals
             raise DurationError(f"{what}: bad number {number!r} in {raw!r}") from None
         pos = m.end()
+    if total > MAX_DURATION_MS:
+        raise DurationError(f"{what}: {_show(raw)} is longer than the longest duration accepted (100 years)")
     if total != total.to_integral_value():
         raise DurationError(f"{what}: {raw!r} is not a whole number of milliseconds")
     return int(total)
+
+
+def _show(text: str) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 60 else f"{shown[:40]}... ({len(text)} characters)"
 
 
 def parse_duration_list_ms(text: str, *, what: str = "durations") -> list[int]:

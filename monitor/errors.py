@@ -18,6 +18,8 @@ Messages never contain secrets (tokens, webhook URLs with credentials, passwords
 from __future__ import annotations
 
 __all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
     "ConfigError",
     "DeliveryError",
     "EventLogError",
@@ -28,6 +30,12 @@ __all__ = [
     "StoreError",
     "TidegaugeError",
 ]
+
+
+#: CLI exit code for bad input or usage (a file, field or value named on stderr), or an unusable database.
+EXIT_BAD_INPUT = 2
+#: CLI exit code for an internal error (a bug): never used for anything the user gave us.
+EXIT_INTERNAL = 3
 
 
 class TidegaugeError(Exception):
@@ -43,7 +51,17 @@ class EventLogError(InputError):
 
 
 class ProgressFormatError(InputError):
-    """A streaming progress document is missing required fields or has values of the wrong type."""
+    """A streaming progress document is missing required fields or has values of the wrong type or out of
+    range (the message names the document and the field).
+
+    Attributes:
+        field: the field's JSON path in the document when one field is to blame (``progress.name``), else
+            ``None`` (the document as a whole: invalid JSON, nested too deeply).
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ConfigError(InputError):

@@ -24,8 +24,8 @@ Metrics (the names :mod:`monitor.promrules` writes PromQL against):
 ``tidegauge_last_sample_timestamp_seconds``                  gauge    observation time of the newest sample
 ``tidegauge_alerts``                                         gauge    alerts by ``rule``, ``severity``, ``state``
 ``tidegauge_collector_poll_duration_seconds``                gauge    last poll duration by ``collector``/``target``
-``tidegauge_collector_errors_total``                         counter  poll errors by ``collector``/``target``
-``tidegauge_target_up``                                      gauge    1 if the last poll of the target succeeded
+``tidegauge_collector_errors_total``                         counter  poll errors by ``collector``/``target``/``kind``
+``tidegauge_target_up``                                      gauge    1 unless the last poll could not read the target at all
 ``tidegauge_notifications_sent_total``                       counter  notifications delivered, by ``receiver``
 ``tidegauge_notifications_failed_total``                     counter  notifications in a failed send
 ``tidegauge_notifications_retried_total``                    counter  failed notifications scheduled again
@@ -40,15 +40,15 @@ Delivery counters count since the process started (Prometheus's ``rate()`` handl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from monitor.latest import LatestSamples, SeriesKey
-from monitor.model import Sample
+from monitor.model import ErrorKind, Sample
 
 __all__ = ["JOB_LABELS", "AlertCount", "CollectorStat", "DeliveryStat", "TidegaugeCollector"]
 
@@ -67,13 +67,24 @@ class AlertCount:
 
 @dataclass(frozen=True, slots=True)
 class CollectorStat:
-    """Health of one polled target."""
+    """Health of one polled target.
+
+    Attributes:
+        errors_total: all collector errors since start.
+        errors_by_kind: the same by :class:`monitor.model.ErrorKind` value (``line``, ``field``, ``file``,
+            ``unreachable``, ...): the ``kind`` label of ``tidegauge_collector_errors_total`` (every kind is
+            exported, from 0).
+    """
 
     collector: str
     target: str
     up: bool
     last_poll_duration_seconds: float
     errors_total: int
+    errors_by_kind: Mapping[str, int] = field(default_factory=dict)
+
+
+_ERROR_KINDS = tuple(kind.value for kind in ErrorKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,12 +222,16 @@ class TidegaugeCollector(Collector):
             labels=("collector", "target"),
         )
         errs = CounterMetricFamily(
-            "tidegauge_collector_errors", "Poll errors.", labels=("collector", "target")
+            "tidegauge_collector_errors",
+            "Collector errors (quarantined lines, documents, files; unreadable targets) by kind.",
+            labels=("collector", "target", "kind"),
         )
         for c in self._collectors():
             up.add_metric([c.collector, c.target], 1.0 if c.up else 0.0)
             dur.add_metric([c.collector, c.target], c.last_poll_duration_seconds)
-            errs.add_metric([c.collector, c.target], c.errors_total)
+            for kind in _ERROR_KINDS:  # every kind, from 0 (Prometheus: initialise known label values)
+                count = c.errors_by_kind.get(kind, 0)
+                errs.add_metric([c.collector, c.target, kind], count)
         yield from (up, dur, errs)
 
         by = ("receiver",)

@@ -14,15 +14,21 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import math
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_TIME",
+    "MIN_TIME",
     "UTC",
     "AlertState",
     "CollectorError",
     "Engine",
+    "ErrorKind",
     "Finding",
     "JobRef",
     "PollResult",
@@ -31,6 +37,10 @@ __all__ = [
     "SampleKind",
     "Scope",
     "Severity",
+    "check_finite",
+    "check_int64",
+    "check_text",
+    "check_time",
     "datetime_to_ms",
     "ensure_utc",
     "fingerprint",
@@ -38,25 +48,112 @@ __all__ = [
     "ms_to_datetime",
 ]
 
+# ----------------------------------------------------------------------------------------------- bounds
+#: What the model holds. Every collector's parser checks its values against these (through the
+#: ``check_*`` functions below) and reports a value outside them as bad input naming the field, so nothing
+#: beyond them is ever stored, compared or added to; :class:`Sample` checks them again on construction.
+#: Integers are SQL ``BIGINT`` (Java's ``long``, what Spark, Flink and Kafka count in): int64.
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+#: Times: aware UTC from year 1000 to year 8999, far beyond any real event time (tidegauge's own
+#: ``event_time_units`` rule flags times before 1971 or from 2200) yet 1,000 years inside Python's datetime
+#: range at each end, so a time plus or minus any duration tidegauge accepts (at most 100 years,
+#: ``monitor.durations.MAX_DURATION_MS``) never leaves the calendar (``datetime.max + 1h`` raises).
+MIN_TIME = datetime(1000, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(8999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MIN_MS = (MIN_TIME - _EPOCH) // timedelta(milliseconds=1)
+_MAX_MS = (MAX_TIME - _EPOCH) // timedelta(milliseconds=1)
+
+
+def check_int64(value: int, what: str) -> int:
+    """``value`` if it fits a signed 64-bit integer.
+
+    Raises:
+        ValueError: it does not (``what`` names the field; a huge number is shown by its digit count).
+    """
+    if INT64_MIN <= value <= INT64_MAX:
+        return value
+    digits = len(str(abs(value))) if abs(value) < 10**300 else "300+"
+    raise ValueError(f"{what}: integer out of range (a {digits}-digit number; the limit is a signed 64-bit integer)")
+
+
+def check_finite(value: float, what: str) -> float:
+    """``value`` if it is a finite float.
+
+    Raises:
+        ValueError: NaN or infinite (``what`` names the field).
+    """
+    if math.isfinite(value):
+        return value
+    raise ValueError(f"{what}: {value!r} is not a finite number")
+
+
+def check_time(value: datetime, what: str) -> datetime:
+    """``value`` in UTC if it is aware and within ``[MIN_TIME, MAX_TIME]``.
+
+    Raises:
+        ValueError: naive, or outside the range (also when converting its offset to UTC leaves the
+            calendar, e.g. ``9999-12-31T23:59:59-23:59``); ``what`` names the field.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what} must be timezone-aware UTC, got naive {value!r}")
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not MIN_TIME <= utc <= MAX_TIME:
+        raise ValueError(
+            f"{what}: time {value.isoformat()} is outside the supported range "
+            f"{MIN_TIME.date().isoformat()} .. {MAX_TIME.date().isoformat()} (UTC)"
+        )
+    return utc
+
+
+def check_text(value: str, what: str) -> str:
+    """``value`` if it can be stored as UTF-8 (no lone surrogate such as JSON's ``"\\ud800"``).
+
+    Raises:
+        ValueError: it cannot (``what`` names the field and the position).
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what}: not valid Unicode (a lone surrogate at character {exc.start})") from None
+    return value
+
 
 def ensure_utc(value: datetime | None, what: str = "datetime") -> datetime | None:
     """Return ``value`` converted to UTC; ``None`` passes through.
 
     Raises:
-        ValueError: ``value`` is naive (has no tzinfo). ``what`` names the field in the message.
+        ValueError: ``value`` is naive (has no tzinfo), or its offset takes it out of the calendar.
+            ``what`` names the field in the message.
     """
     if value is None:
         return None
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{what} must be timezone-aware UTC, got naive {value!r}")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{what}: time {value.isoformat()} is outside the calendar in UTC") from None
 
 
-def ms_to_datetime(epoch_ms: int | None) -> datetime | None:
-    """Epoch milliseconds -> aware UTC datetime (``None`` stays ``None``)."""
+def ms_to_datetime(epoch_ms: int | None, what: str = "epoch milliseconds") -> datetime | None:
+    """Epoch milliseconds -> aware UTC datetime (``None`` stays ``None``).
+
+    Raises:
+        ValueError: outside ``[MIN_TIME, MAX_TIME]`` (``what`` names the field).
+    """
     if epoch_ms is None:
         return None
-    return datetime.fromtimestamp(epoch_ms / 1000.0, tz=UTC)
+    if not _MIN_MS <= epoch_ms <= _MAX_MS:
+        raise ValueError(
+            f"{what}: {epoch_ms} ms since the epoch is outside the supported range "
+            f"{MIN_TIME.date().isoformat()} .. {MAX_TIME.date().isoformat()} (UTC)"
+        )
+    return _EPOCH + timedelta(milliseconds=epoch_ms)
 
 
 def _civil_from_days(days: int) -> tuple[int, int, int]:
@@ -211,6 +308,22 @@ class Scope:
 
 
 _TIME_FIELDS = ("observed_at", "watermark", "event_time_min", "event_time_max", "event_time_avg")
+_INT_FIELDS = (
+    "batch_id",
+    "num_input_rows",
+    "batch_duration_ms",
+    "dropped_by_watermark",
+    "state_rows_total",
+    "state_rows_updated",
+    "state_rows_removed",
+    "state_memory_bytes",
+    "lag_offsets",
+    "idle_ms",
+    "committed_offset",
+    "log_end_offset",
+    "restart_count",
+)
+_FLOAT_FIELDS = ("input_rows_per_second", "processed_rows_per_second", "lag_seconds", "backpressure_ratio")
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,12 +397,50 @@ class Sample:
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        """Check the bounds (:func:`check_time`, :func:`check_int64`, :func:`check_finite`).
+
+        Raises:
+            ValueError: a naive or out-of-range time, an integer beyond int64, a NaN/infinite float
+                (naming ``Sample.<field>``). Parsers check with their own field names first.
+        """
+        if self.observed_at is None:
+            raise ValueError("Sample.observed_at is required")
         for name in _TIME_FIELDS:
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, ensure_utc(value, f"Sample.{name}"))
-        if self.observed_at is None:
-            raise ValueError("Sample.observed_at is required")
+                object.__setattr__(self, name, check_time(value, f"Sample.{name}"))
+        for name in _INT_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                check_int64(value, f"Sample.{name}")
+        for name in _FLOAT_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                check_finite(value, f"Sample.{name}")
+
+
+class ErrorKind(enum.StrEnum):
+    """What a :class:`CollectorError` says about its target (the ``kind`` label of
+    ``tidegauge_collector_errors_total``).
+
+    Only ``UNREACHABLE`` means the target cannot be read at all (its jobs are not monitored: the target is
+    down and ``target_health`` counts it); every other kind is one quarantined piece (a file, a line, a
+    document) while the rest of the target is still read.
+    """
+
+    UNREACHABLE = "unreachable"  # the target cannot be read at all: path missing, connection refused, HTTP error
+    FILE = "file"  # one file cannot be read (unknown codec, corrupt or truncated compressed stream, permissions)
+    LINE = "line"  # a line or document that is not one (not a Spark event, invalid JSON, nested too deeply)
+    FIELD = "field"  # a document with a missing, malformed or out-of-range field
+    ROTATED = "rotated"  # a file was rewritten and is read again from its start (a notice)
+    STORE = "store"  # the poll could not be stored (database); it is read again by the next poll
+    UNSTORABLE = "unstorable"  # one sample or document the database refused as data; skipped
+    INTERNAL = "internal"  # a bug met while parsing one document; the document was skipped
+
+    @property
+    def target_down(self) -> bool:
+        """True when an error of this kind means the target could not be read at all."""
+        return self in (ErrorKind.UNREACHABLE, ErrorKind.STORE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,9 +450,10 @@ class CollectorError:
     Attributes:
         collector: collector name.
         target: what failed: a file path, URL or job id (never containing secrets).
-        message: one line saying what is wrong.
+        message: one line saying what is wrong (the file, line and field).
         observed_at: when (aware UTC).
         retryable: whether the next poll may succeed.
+        kind: what failed (:class:`ErrorKind`); the default, ``UNREACHABLE``, marks the target down.
     """
 
     collector: str
@@ -309,6 +461,7 @@ class CollectorError:
     message: str
     observed_at: datetime
     retryable: bool = True
+    kind: ErrorKind = ErrorKind.UNREACHABLE
 
 
 @dataclass(frozen=True, slots=True)

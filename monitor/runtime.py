@@ -8,7 +8,13 @@ environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
   errors and the collector's cursor advance together (a failed save advances nothing, and the next poll
   reads the same data again; :func:`monitor.store.save_poll` is idempotent). Stored samples then update
   the in-memory :class:`~monitor.latest.LatestSamples` behind ``/metrics``. Per-target health (up, last
-  poll duration, error count) is kept for ``/metrics`` and ``/healthz``.
+  poll duration, errors by kind, the recent distinct problems) is kept for ``/metrics`` and ``/healthz``.
+  Quarantine, never stop: a line, document or file the collector cannot parse is a collector error
+  (:class:`~monitor.model.ErrorKind`) and its cursor moves past it with the samples; a piece the database
+  refuses as data (not a database failure) is stored sample by sample and what is refused becomes an
+  ``unstorable`` error. A target is *down* only when it could not be read at all (an ``unreachable``
+  error, or the poll could not be stored). Each distinct problem is logged once while it lasts, not on
+  every poll.
 * :meth:`Runtime.evaluate` replays every batch stored since the last tick through the rules, job by job
   (:func:`rules.replay.replay`, from each job's evaluation cursor), stepping the job's alerts at each
   batch's own time (:func:`monitor.alerts.step_all`), then the clock rules (``no_progress``) and collector
@@ -41,6 +47,7 @@ from operator import attrgetter
 from typing import Any
 
 import httpx
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -50,7 +57,16 @@ from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence
 from monitor.exporter import AlertCount, CollectorStat, DeliveryStat
 from monitor.latest import LatestSamples
-from monitor.model import AlertState, CollectorError, Engine, PollResult, Sample, SampleKind, ensure_utc
+from monitor.model import (
+    AlertState,
+    CollectorError,
+    Engine,
+    ErrorKind,
+    PollResult,
+    Sample,
+    SampleKind,
+    ensure_utc,
+)
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.redaction import Redactor, current
@@ -146,6 +162,7 @@ DEFAULT_LOOKBACK = timedelta(hours=1)
 _MAX_RECENT_ERRORS = 1000
 #: Failed sends in a row after which a receiver makes ``/healthz`` say ``degraded``.
 RECEIVER_DEGRADED_AFTER = 3
+_RECENT_PER_TARGET = 5  # distinct recent problems shown per target on /healthz
 
 
 
@@ -223,6 +240,9 @@ class TargetHealth:
     last_poll_duration_seconds: float = 0.0
     last_poll_at: datetime | None = None
     last_error: str | None = None
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    recent_errors: deque[dict[str, str]] = field(default_factory=lambda: deque(maxlen=_RECENT_PER_TARGET))
+    logged: frozenset[str] = frozenset()  # the problems of the last poll (each is logged once while it lasts)
 
 
 @dataclass
@@ -322,46 +342,57 @@ class Runtime:
     def poll(self, target: Target, now: datetime) -> PollResult:
         """Poll ``target`` once with the tick's ``now`` and store what it read (one transaction).
 
-        Returns:
-            What was stored. A failure to store (database down) is logged and counted as an error of
-            the target; it returns an empty result and the data is read again by the next poll.
+        Never raises. Returns:
+            What was stored, with the collector errors (quarantined lines, documents, files; an unreadable
+            target). A failure to store (database down) is an ``ErrorKind.STORE`` error of the target; it
+            returns no samples and the data is read again by the next poll.
         """
         when = _utc(now)
         started = self._monotonic()
         samples: list[Sample] = []
         errors: list[CollectorError] = []
-        failure: str | None = None
+        failure: CollectorError | None = None
         try:
             with self._sessions.begin() as session, self._bound(target, session, when):
                 for raw_piece in target.source.iter_poll(when):
-                    piece = self._redacted(raw_piece)
-                    save_poll(session, piece, collector=target.source.name)
-                    samples.extend(piece.samples)  # raw documents stay in the store only
-                    errors.extend(piece.errors)
+                    stored = self._save_piece(session, self._redacted(raw_piece), target, when)
+                    samples.extend(stored.samples)  # raw documents stay in the store only
+                    errors.extend(stored.errors)
         except Exception as exc:
-            failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
-            failure = self.redactor.redact(failure)
-            log.exception("poll of target %s failed; nothing of it was stored", target.name)
+            what = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+            failure = CollectorError(
+                target.source.name,
+                target.name,
+                self.redactor.redact(f"poll not stored, read again next time ({what})"),
+                when,
+                retryable=True,
+                kind=ErrorKind.STORE,
+            )
+            log.debug("poll of target %s failed", target.name, exc_info=True)  # the traceback, for --debug
             samples, errors = [], []
         result = PollResult(tuple(samples), tuple(errors))
         self.latest.update(result.samples)
         duration = self._monotonic() - started
+        reported = [*result.errors, *([failure] if failure else [])]
         with self._lock:
             health = self._health[target.name]
             health.polls += 1
             health.last_poll_at = when
             health.last_poll_duration_seconds = duration
-            n_errors = len(result.errors) + (1 if failure else 0)
-            health.errors_total += n_errors
-            health.up = n_errors == 0
-            if failure:
-                health.last_error = failure
-                self._recent_errors.append(CollectorError(target.source.name, target.name, failure, when))
-            elif result.errors:
-                health.last_error = result.errors[-1].message
-            self._recent_errors.extend(result.errors)
-        for error in result.errors:
-            log.warning("target %s: %s: %s", target.name, error.target, error.message)
+            health.errors_total += len(reported)
+            health.up = not any(e.kind.target_down for e in reported)
+            for error in reported:
+                health.errors_by_kind[error.kind.value] = health.errors_by_kind.get(error.kind.value, 0) + 1
+                health.recent_errors.append(
+                    {"at": when.isoformat(), "kind": error.kind.value, "message": error.message}
+                )
+            if reported:
+                health.last_error = reported[-1].message
+            self._recent_errors.extend(reported)
+            previous, health.logged = health.logged, frozenset(e.message for e in reported)
+        for error in reported:
+            if error.message not in previous:
+                log.warning("target %s: %s error: %s", target.name, error.kind.value, error.message)
         return result
 
     @property
@@ -378,6 +409,56 @@ class Runtime:
             dataclasses.replace(e, message=redact(e.message), target=redact(e.target)) for e in piece.errors
         )
         return dataclasses.replace(piece, errors=errors)
+
+    def _save_piece(self, session: Session, piece: PollResult, target: Target, now: datetime) -> PollResult:
+        """Store one piece of a poll; what the database refuses as data is quarantined, not fatal.
+
+        A data error (a value the store cannot hold: ``ValueError``/``OverflowError`` of the encoding or
+        the driver, SQL ``DataError``) makes it store the piece's samples, raw documents and errors one by
+        one (each in its own savepoint) and report each refused one as an ``ErrorKind.UNSTORABLE`` error.
+        Any other failure (the database is unreachable, locked) is raised: nothing of the poll is stored.
+
+        Returns:
+            What was stored, plus the errors of the refused parts.
+        """
+        collector = target.source.name
+        try:
+            save_poll(session, piece, collector=collector)
+            return piece
+        except Exception as exc:
+            if not _is_data_error(exc):
+                raise
+        stored: list[Sample] = []
+        refused: list[CollectorError] = []
+
+        def refuse(what: str, exc: Exception) -> None:
+            reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            reason = self.redactor.redact(reason)
+            refused.append(
+                CollectorError(
+                    collector, target.name, f"{what}: cannot be stored ({reason}); skipped", now,
+                    retryable=False, kind=ErrorKind.UNSTORABLE,
+                )
+            )
+
+        for sample in piece.samples:
+            try:
+                save_poll(session, PollResult(samples=(sample,)), collector=collector)
+                stored.append(sample)
+            except Exception as exc:
+                if not _is_data_error(exc):
+                    raise
+                refuse(f"sample of job {sample.job.job_id!r} at {sample.observed_at.isoformat()}", exc)
+        for raw in piece.raw:
+            try:
+                save_poll(session, PollResult(raw=(raw,)), collector=collector)
+            except Exception as exc:
+                if not _is_data_error(exc):
+                    raise
+                refuse(f"raw {raw[2]} document of job {raw[0].job_id!r} at {raw[1].isoformat()}", exc)
+        errors = [*piece.errors, *refused]
+        save_poll(session, PollResult(errors=tuple(errors)), collector=collector)
+        return PollResult(tuple(stored), tuple(errors))
 
     def ingest(self, result: PollResult, collector: str) -> None:
         """Store what the listener ingest endpoint accepted (one transaction, raw documents under
@@ -711,7 +792,9 @@ class Runtime:
         """Health of every target, for ``/metrics``."""
         with self._lock:
             return [
-                CollectorStat(h.collector, h.target, h.up, h.last_poll_duration_seconds, h.errors_total)
+                CollectorStat(
+                    h.collector, h.target, h.up, h.last_poll_duration_seconds, h.errors_total, dict(h.errors_by_kind)
+                )
                 for h in self._health.values()
             ]
 
@@ -731,8 +814,10 @@ class Runtime:
                     "up": h.up,
                     "polls": h.polls,
                     "errors_total": h.errors_total,
+                    "errors_by_kind": dict(h.errors_by_kind),
                     "last_poll_at": h.last_poll_at.isoformat() if h.last_poll_at else None,
                     "last_error": h.last_error,
+                    "recent_errors": list(h.recent_errors),
                 }
                 for h in self._health.values()
             ]
@@ -757,6 +842,17 @@ class Runtime:
 def _job_of(labels: Any) -> str:
     """``spark job q-1`` from an alert's labels (log lines)."""
     return f"{labels.get('engine', '?')} job {labels.get('job_id', '?')}"
+
+
+def _is_data_error(exc: BaseException) -> bool:
+    """True when the store refused a value (bad data), not when the database failed."""
+    if isinstance(exc, sa_exc.DataError):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError):  # OperationalError ("database is locked"), IntegrityError, ...
+        return False
+    if isinstance(exc, sa_exc.StatementError):  # raised before reaching the database: binding a value
+        return isinstance(exc.orig, ValueError | OverflowError | TypeError)
+    return isinstance(exc, ValueError | OverflowError)
 
 
 def _utc(now: datetime) -> datetime:

@@ -17,7 +17,7 @@ from itertools import pairwise
 
 from pydantic import Field
 
-from monitor.model import Finding, Sample, Severity
+from monitor.model import MAX_TIME, Finding, Sample, Severity
 from rules.batches import fmt_duration, fmt_time
 from rules.common import is_epoch, scope_name, tail_since
 from rules.history import JobHistory
@@ -267,7 +267,7 @@ def _units_message(value: datetime, where: str) -> str | None:
             "(epoch seconds in the data, parsed as milliseconds). Convert the field with the right unit "
             "(Spark: timestamp_seconds(col); Flink: multiply by 1000 in the TimestampAssigner)."
         )
-    shown = "beyond the year 9999" if value.year == 9999 else fmt_time(value)
+    shown = "beyond the year 9999" if value >= MAX_TIME else fmt_time(value)  # the parsers' stand-in
     return (
         f"{where}: event time {shown} is after 2200 while rows flow: milliseconds read as seconds "
         "(epoch milliseconds in the data, parsed as seconds). Convert the field with the right unit "
@@ -297,7 +297,7 @@ def evaluate_units(params: UnitsParams, history: JobHistory, now: datetime) -> l
             (b for b in history.batches if b.event_time_max is not None and b.event_time_max >= UNITS_HIGH), None
         )
         where = f"since batch {carrier.batch_id}" if carrier is not None else f"batch {newest.batch_id}"
-        shown = "beyond the year 9999" if newest.watermark.year == 9999 else f"at {fmt_time(newest.watermark)}"
+        shown = "beyond the year 9999" if newest.watermark >= MAX_TIME else f"at {fmt_time(newest.watermark)}"
         text = (
             f"{where}: the watermark is {shown}, moved there by an event time read with the wrong unit "
             "(epoch milliseconds parsed as seconds). Every later row is older than it and is dropped as late. "

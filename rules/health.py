@@ -141,13 +141,16 @@ _ENGINE_PREFIX = {"spark": Engine.SPARK, "flink": Engine.FLINK, "kafka": Engine.
 
 def evaluate_targets(params: HealthParams, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:
     """``target_health`` findings for unreachable targets (``CRITICAL``, label ``check=unreachable``): at
-    least ``min_errors`` collector errors for the same collector and target in the ``error_window`` before
-    ``now``. The finding's job is the target (``job_id`` = target, engine from the collector name prefix
+    least ``min_errors`` collector errors that mean the target could not be read at all
+    (:attr:`monitor.model.ErrorKind.target_down`: unreachable, or the poll could not be stored) for the same
+    collector and target in the ``error_window`` before ``now``; quarantined lines, documents and files
+    are counted on ``/metrics`` and ``/healthz`` instead. The finding's job is the target (``job_id`` = target, engine from the collector name prefix
     ``spark-``/``flink-``/``kafka-``; Spark otherwise)."""
     since = now - params.error_window
     grouped: dict[tuple[str, str], list[CollectorError]] = {}
     for error in errors:
-        if since <= error.observed_at <= now:
+        # a quarantined line, document or file is not an unreachable target (its other data is read)
+        if error.kind.target_down and since <= error.observed_at <= now:
             grouped.setdefault((error.collector, error.target), []).append(error)
     out: list[Finding] = []
     for (collector, target), errs in sorted(grouped.items()):

@@ -136,3 +136,21 @@ class LiveEventLog:
             self.next_batch += 1
         self._append(events)
         return written
+
+    def next_progress(self, template: int) -> dict[str, Any]:
+        """The next progress event (next batch id and time, from recorded batch ``template``), not written:
+        a test changes it into a poison line and writes it with :meth:`append_line`."""
+        if not self.run_id:
+            self.start_run()
+        event = copy.deepcopy(self._progress[template])
+        at = self._tick()
+        event["progress"].update(id=self.query_id, runId=self.run_id, batchId=self.next_batch, timestamp=spark_time(at))
+        self.times[self.next_batch] = at
+        self.next_batch += 1
+        return event
+
+    def append_line(self, line: str | bytes) -> None:
+        """Append one raw line (a newline is added) as Spark would append an event."""
+        data = line.encode("utf-8", errors="surrogatepass") if isinstance(line, str) else line
+        with self.path.open("ab") as f:
+            f.write(data + b"\n")

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -61,12 +60,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-import orjson
-
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
-from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
+from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
 from monitor.errors import EventLogError, ProgressFormatError
-from monitor.model import CollectorError, JobRef, PollResult, Sample
+from monitor.model import CollectorError, ErrorKind, JobRef, PollResult, Sample
 
 __all__ = [
     "COLLECTOR_NAME",
@@ -379,17 +376,26 @@ class EventLogCollector:
             try:
                 files = discover_event_logs(root)
             except EventLogError as exc:
-                yield PollResult(errors=(self._error(root, str(exc), now),))
+                yield PollResult(errors=(self._error(root, str(exc), now, ErrorKind.UNREACHABLE),))
                 continue
             except OSError as exc:
-                yield PollResult(errors=(self._error(root, f"{root}: {exc.strerror or exc}", now, retryable=True),))
+                message = f"{root}: {exc.strerror or exc}"
+                yield PollResult(errors=(self._error(root, message, now, ErrorKind.UNREACHABLE, retryable=True),))
                 continue
             for log_file in files:
-                yield from self._iter_file(log_file, now)
+                try:
+                    yield from self._iter_file(log_file, log_file.path == root, now)
+                except Exception as exc:  # one file's failure (an OS error, a bug) must not stop the others
+                    path = log_file.path
+                    what = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}" if str(exc) else type(exc).__name__
+                    message = f"{path}: cannot read: {what}"
+                    yield PollResult(errors=(self._error(path, message, now, ErrorKind.INTERNAL, retryable=True),))
 
     @staticmethod
-    def _error(path: Path, message: str, now: datetime, *, retryable: bool = False) -> CollectorError:
-        return CollectorError(COLLECTOR_NAME, str(path), message, now, retryable=retryable)
+    def _error(
+        path: Path, message: str, now: datetime, kind: ErrorKind, *, retryable: bool = False
+    ) -> CollectorError:
+        return CollectorError(COLLECTOR_NAME, str(path), message, now, retryable=retryable, kind=kind)
 
     def _start(self, path: Path, handle: BinaryIO, now: datetime) -> tuple[_Start, CollectorError | None]:
         """Identify the open file and decide where to start from its stored cursor."""
@@ -425,6 +431,7 @@ class EventLogCollector:
                 f"{path}: file was rotated or rewritten since the last poll (was {cursor.size} bytes, now "
                 f"{stat.st_size}); reading it again from the start",
                 now,
+                ErrorKind.ROTATED,
                 retryable=True,
             )
             return start, notice
@@ -440,17 +447,21 @@ class EventLogCollector:
             ).to_state(),
         )
 
-    def _iter_file(self, log_file: EventLogFile, now: datetime) -> Iterator[PollResult]:
+    def _iter_file(self, log_file: EventLogFile, is_root: bool, now: datetime) -> Iterator[PollResult]:
+        """Read one file from its cursor (``is_root``: the file is the whole target, so a file that cannot
+        be opened makes the target unreachable; otherwise it is one bad file among others)."""
         path = log_file.path
         try:
             codec = codec_for_name(path.name)
         except CodecError as exc:
-            yield PollResult(errors=(self._error(path, f"{path}: {exc}", now),))
+            yield PollResult(errors=(self._error(path, f"{path}: {exc}", now, ErrorKind.FILE),))
             return
         try:
             handle = path.open("rb")
         except OSError as exc:
-            yield PollResult(errors=(self._error(path, f"{path}: cannot read: {exc.strerror or exc}", now, retryable=True),))
+            kind = ErrorKind.UNREACHABLE if is_root else ErrorKind.FILE
+            message = f"{path}: cannot read: {exc.strerror or exc}"
+            yield PollResult(errors=(self._error(path, message, now, kind, retryable=True),))
             return
         target = str(path.absolute())
         with handle:
@@ -495,13 +506,11 @@ class EventLogCollector:
                     chunk = decoder.decompress(block) if decoder is not None else block
                 except (CodecError, OSError) as exc:
                     what = str(exc) if isinstance(exc, CodecError) else f"cannot read: {exc}"
-                    yield PollResult(
-                        errors=(
-                            self._error(
-                                path, f"{path}: {what} ({_after(line_no)}, decompressed byte {offset})", now
-                            ),
-                        )
-                    )
+                    message = f"{path}: {what} ({_after(line_no)}, decompressed byte {offset})"
+                    yield PollResult(errors=(self._error(path, message, now, ErrorKind.FILE),))
+                    if isinstance(exc, CodecError):
+                        # quarantined: not read again (nor reported again) until the file changes
+                        self._save(path, start, start.size, offset, line_no)
                     return
                 if skip:
                     if len(chunk) <= skip:
@@ -539,6 +548,7 @@ class EventLogCollector:
                             f"{path}: {corrupt - MAX_LINE_ERRORS} more lines that are not Spark events were "
                             f"skipped ({corrupt} in all)",
                             now,
+                            ErrorKind.LINE,
                         ),
                     )
                 )
@@ -550,6 +560,7 @@ class EventLogCollector:
                             f"{path}: truncated {codec} stream: the last frame/block is incomplete ({_after(line_no)}) "
                             "in a complete event log",
                             now,
+                            ErrorKind.FILE,
                         ),
                     )
                 )
@@ -561,6 +572,7 @@ class EventLogCollector:
                             f"{path}: line {line_no + 1}: truncated line ({len(pending)} bytes without a newline "
                             "at the end of a complete event log)",
                             now,
+                            ErrorKind.LINE,
                         ),
                     )
                 )
@@ -642,6 +654,7 @@ class EventLogCollector:
                             f"starting with {{\"Event\": and ending with }}; {len(line)} bytes: "
                             f"{preview!r}{cut}); line skipped",
                             now,
+                            ErrorKind.LINE,
                         )
                     )
                 continue
@@ -655,9 +668,10 @@ class EventLogCollector:
         path = log_file.path
         where = f"{path}: line {line_no}"
         try:
-            event = decode_json(line)
-        except ValueError as exc:
-            result.errors.append(self._error(path, f"{where}: invalid JSON ({exc})", now))
+            event = load_json(line, where)
+        except ProgressFormatError as exc:
+            kind = ErrorKind.FIELD if exc.field is not None else ErrorKind.LINE
+            result.errors.append(self._error(path, str(exc), now, kind))
             return
         if not isinstance(event, dict) or event.get("Event") not in STREAMING_EVENT_NAMES:
             return
@@ -665,10 +679,19 @@ class EventLogCollector:
         fallback = self._last_seen.get(run_key, now) if run_key is not None else now
         try:
             samples = parse_listener_event(
-                event, collector=COLLECTOR_NAME, where=where, app_id=log_file.app_id, fallback_time=fallback
+                event,
+                collector=COLLECTOR_NAME,
+                where=where,
+                app_id=log_file.app_id,
+                fallback_time=fallback,
+                checked=True,  # by load_json
             )
         except ProgressFormatError as exc:
-            result.errors.append(self._error(path, str(exc), now))
+            result.errors.append(self._error(path, str(exc), now, ErrorKind.FIELD))
+            return
+        except Exception as exc:  # a parser bug: quarantine the line, keep reading (and say so)
+            what = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}" if str(exc) else type(exc).__name__
+            result.errors.append(self._error(path, f"{where}: internal error, line skipped ({what})", now, ErrorKind.INTERNAL))
             return
         if not samples:
             return
@@ -686,20 +709,6 @@ class EventLogCollector:
         result.raw.append((first.job, first.observed_at, first.kind.value, event))
 
 
-def decode_json(line: bytes) -> Any:
-    """One JSON document from ``line`` with orjson (several times faster than the standard library on
-    Spark's event lines), falling back to :func:`json.loads` for what orjson refuses but Python accepts
-    (``NaN``/``Infinity`` literals, integers beyond 64 bits), so the result never depends on the decoder.
-
-    Raises:
-        ValueError: not JSON (the standard library's message, naming the position).
-    """
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
-
-
 def _app_start_id(data: bytes, end: int) -> str | None:
     """``App ID`` (``_`` + ``App Attempt ID`` when present, as in Spark's log file names) of the
     ``SparkListenerApplicationStart`` line among the complete lines ``data[:end]``, or ``None``.
@@ -713,8 +722,8 @@ def _app_start_id(data: bytes, end: int) -> str | None:
         return None
     stop = data.find(b"\n", hit, end)
     try:
-        event = decode_json(data[hit:stop])
-    except ValueError:
+        event = load_json(data[hit:stop], "SparkListenerApplicationStart")
+    except ProgressFormatError:
         return None
     app_id = event.get("App ID") if isinstance(event, dict) else None
     if not isinstance(app_id, str) or not app_id:

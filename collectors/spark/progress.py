@@ -14,25 +14,49 @@ Shapes handled, all seen in real outputs (``tests/fixtures/spark``):
 - Offsets are JSON inside strings (event logs) or objects (listener ``json``); rates may be ``NaN`` /
   ``Infinity`` / absent. Numbers may arrive as strings ("2.70941269E8").
 - The idle event (Spark 3.5+ ``QueryIdleEvent``) repeats the last batch id.
+
+Bad input (one contract for every Spark parser: event-log lines, progress files, listener pushes): a value
+the model cannot hold (a time outside :data:`monitor.model.MIN_TIME` .. :data:`~monitor.model.MAX_TIME`,
+an integer beyond int64, NaN/infinity where a count is expected, a lone surrogate in a string, JSON nested
+deeper than :data:`MAX_JSON_DEPTH`, a number too long to read) raises :class:`ProgressFormatError` naming
+the document and the field; nothing else is raised. :func:`load_json` is the one JSON decoder for these
+documents; the bounds themselves are the model's (``monitor.model.check_*``).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
+
+import orjson
 
 from monitor.errors import ProgressFormatError
-from monitor.model import UTC, Engine, JobRef, Sample, SampleKind, Scope
+from monitor.model import (
+    MAX_TIME,
+    Engine,
+    JobRef,
+    Sample,
+    SampleKind,
+    Scope,
+    check_int64,
+    check_text,
+    check_time,
+)
 
 __all__ = [
     "EVENT_IDLE",
     "EVENT_PROGRESS",
     "EVENT_STARTED",
     "EVENT_TERMINATED",
+    "MAX_JSON_DEPTH",
     "STREAMING_EVENT_NAMES",
+    "check_document",
     "field_at",
+    "load_json",
     "parse_iso_utc",
     "parse_listener_event",
     "parse_progress",
@@ -46,35 +70,159 @@ EVENT_TERMINATED = _PREFIX + "QueryTerminatedEvent"
 STREAMING_EVENT_NAMES = (EVENT_STARTED, EVENT_PROGRESS, EVENT_IDLE, EVENT_TERMINATED)
 
 
+#: Deepest nesting of arrays/objects accepted in one document. Spark's deepest (a listener event's
+#: ``progress.sources[i].startOffset.<topic>.<partition>``) is 6 levels.
+MAX_JSON_DEPTH = 64
+_Parser = TypeVar("_Parser", bound=Callable[..., list[Sample]])
+_NON_FINITE = {"NaN": "NaN", "Infinity": "Infinity", "-Infinity": "-Infinity"}
+
+
 def field_at(where: str, path: str) -> str:
     """Where a field is, for messages: ``FILE: line 17: field progress.timestamp`` (``where`` = the
     document's location, may be empty; ``path`` = the field's dotted JSON path in the document)."""
     return f"{where}: field {path}" if where else f"field {path}"
 
 
+def _show(value: Any) -> str:
+    """``repr(value)``, cut to keep a message on one short line."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
+def load_json(data: bytes | str, where: str) -> Any:
+    """Decode one JSON document (an event-log line, a progress file, a request body) for the parsers here.
+
+    Besides invalid JSON it rejects what would break later: bytes that are not UTF-8, nesting deeper than
+    :data:`MAX_JSON_DEPTH` (CPython's decoder raises ``RecursionError`` near 1,000), integers longer than
+    CPython's 4,300-digit conversion limit, and strings or keys holding a lone surrogate (``"\\ud800"``, which
+    no database can store). ``NaN``/``Infinity`` and numbers too large for a float (``1e400``) become the
+    strings ``"NaN"``/``"Infinity"``/``"-Infinity"``, as Jackson writes them in Spark's event logs: the
+    document stays storable as JSON, a rate reads them as unknown and a count rejects them.
+
+    Raises:
+        ProgressFormatError: the message starts with ``where`` and names the position or the field.
+    """
+    if isinstance(data, bytes):
+        # orjson first (several times faster on Spark's lines; it refuses lone surrogates, invalid UTF-8,
+        # NaN/Infinity and numbers beyond a double), the standard library for what it refuses
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if data.count(b"{") + data.count(b"[") > MAX_JSON_DEPTH:  # orjson allows 1,024 levels
+                check_document(document, where)
+            return document
+    try:
+        # decoded here, strictly: json.loads would decode bytes with "surrogatepass" (lone surrogates)
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        document = json.loads(text, parse_constant=_NON_FINITE.__getitem__, parse_float=_finite_or_text)
+    except RecursionError:
+        raise ProgressFormatError(f"{where}: JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)") from None
+    except UnicodeDecodeError as exc:
+        raise ProgressFormatError(f"{where}: not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        at = f"line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+        raise ProgressFormatError(f"{where}: invalid JSON at {at}: {exc.msg}") from None
+    except ValueError as exc:  # CPython's int-parsing limit (sys.get_int_max_str_digits)
+        raise ProgressFormatError(f"{where}: invalid JSON: a number too long to read ({_first(exc)})") from None
+    # Fast path (nearly every real line): no "\u" escape means no lone surrogate (raw surrogate bytes are
+    # not UTF-8 and fail above), and fewer brackets than the limit means not too deep.
+    if "\\u" in text or text.count("{") + text.count("[") > MAX_JSON_DEPTH:
+        check_document(document, where)
+    return document
+
+
+def _finite_or_text(text: str) -> float | str:
+    """``parse_float`` of :func:`load_json`: a number too large for a float (``1e400``) becomes
+    ``"Infinity"``/``"-Infinity"``, like the ``Infinity`` literal."""
+    value = float(text)
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def check_document(document: Any, where: str) -> None:
+    """The checks :func:`load_json` makes after decoding, for a document decoded elsewhere (the parsers
+    call it unless told the document came from :func:`load_json`): nesting at most :data:`MAX_JSON_DEPTH`,
+    no lone surrogate in a key or string, non-finite floats replaced by their Jackson strings in place.
+
+    Raises:
+        ProgressFormatError: naming ``where`` and the field (``field`` set when a value is to blame).
+    """
+    problem = _check_tree(document, 0)
+    if problem is not None:
+        path, message, is_field = problem
+        path = path.lstrip(".")
+        if is_field:
+            raise ProgressFormatError(f"{field_at(where, path)}: {message}", field=path)
+        raise ProgressFormatError(f"{where}: {message}" + (f" (at {path})" if path else ""))
+
+
+def _first(exc: BaseException) -> str:
+    return str(exc).split(";")[0][:120]
+
+
+def _check_tree(node: Any, depth: int) -> tuple[str, str, bool] | None:
+    """``(path, problem, a field's value is to blame)`` of the first thing :func:`load_json` rejects below
+    ``node``, else ``None``; replaces non-finite floats by their Jackson strings in place. The path is
+    built only for a problem, while the recursion unwinds."""
+    if depth >= MAX_JSON_DEPTH:
+        return "", f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)", False
+    items: Any = node.items() if type(node) is dict else enumerate(node)
+    for key, value in items:
+        if type(key) is str and not key.isascii():
+            try:
+                check_text(key, "key")
+            except ValueError as exc:
+                return f".{key!a}", str(exc), False
+        kind = type(value)
+        problem: tuple[str, str, bool] | None = None
+        if kind is str:
+            if not value.isascii():
+                try:
+                    check_text(value, "value")
+                except ValueError as exc:
+                    problem = "", str(exc).removeprefix("value: "), True
+        elif kind is float:
+            if not math.isfinite(value):
+                node[key] = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        elif kind is dict or kind is list:
+            problem = _check_tree(value, depth + 1)
+        if problem is not None:
+            step = f"[{key}]" if type(key) is int else f".{key}"
+            return step + problem[0], problem[1], problem[2]
+    return None
+
+
 def parse_iso_utc(value: Any, where: str) -> datetime:
     """Parse Spark's ISO-8601 UTC timestamp (``2026-11-29T11:32:41.709Z``) to an aware UTC datetime.
 
     Raises:
-        ProgressFormatError: missing (``None``), not a string or not ISO-8601; ``where`` names the field.
+        ProgressFormatError: missing (``None``), not a string, not ISO-8601, or outside the model's range
+            (:func:`monitor.model.check_time`); ``where`` names the field.
     """
     if value is None:
         raise ProgressFormatError(f"{where}: missing (expected an ISO-8601 timestamp string)")
     if not isinstance(value, str):
-        raise ProgressFormatError(f"{where}: expected an ISO-8601 timestamp string, got {value!r}")
+        raise ProgressFormatError(f"{where}: expected an ISO-8601 timestamp string, got {_show(value)}")
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ProgressFormatError(f"{where}: not an ISO-8601 timestamp: {value!r}") from None
+        raise ProgressFormatError(f"{where}: not an ISO-8601 timestamp: {_show(value)}") from None
     if parsed.tzinfo is None:
-        raise ProgressFormatError(f"{where}: timestamp has no time zone: {value!r}")
-    return parsed.astimezone(UTC)
+        raise ProgressFormatError(f"{where}: timestamp has no time zone: {_show(value)}")
+    try:
+        return check_time(parsed, where)
+    except ValueError as exc:
+        raise ProgressFormatError(str(exc)) from None
 
 
-#: What an event time or watermark beyond year 9999 becomes (Python's ``datetime`` ends there). Spark
+#: What an event time or watermark beyond year 9999 becomes: the model's latest time
+#: (:data:`monitor.model.MAX_TIME`, year 8999; Python's ``datetime`` ends at 9999). Spark
 #: accepts such a row (epoch milliseconds read as seconds land in year ~56,000) and prints the year with a
 #: sign and five or more digits (``+56135-05-22T09:20:00.000Z``); ``event_time_units`` reports it.
-BEYOND_YEAR_9999 = datetime.max.replace(tzinfo=UTC)
+BEYOND_YEAR_9999 = MAX_TIME
 
 
 def _opt_time(mapping: Mapping[str, Any], key: str, where: str, path: str) -> datetime | None:
@@ -87,26 +235,74 @@ def _opt_time(mapping: Mapping[str, Any], key: str, where: str, path: str) -> da
 
 
 def _number(value: Any, where: str) -> float | None:
-    """A JSON number, a numeric string, or NaN/absent (-> None)."""
+    """A rate: a JSON number, a numeric string, or NaN/infinite/absent (-> None, unknown).
+
+    Raises:
+        ProgressFormatError: not a number (or an integer too large for a float).
+    """
     if value is None or isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        result = float(value)
+    if isinstance(value, float):
+        result = value
+    elif isinstance(value, int):
+        try:
+            result = float(value)
+        except OverflowError:
+            raise ProgressFormatError(f"{where}: number out of range ({len(str(value))} digits)") from None
     elif isinstance(value, str):
         try:
             result = float(value)
         except ValueError:
-            raise ProgressFormatError(f"{where}: expected a number, got {value!r}") from None
+            raise ProgressFormatError(f"{where}: expected a number, got {_show(value)}") from None
     else:
-        raise ProgressFormatError(f"{where}: expected a number, got {value!r}")
+        raise ProgressFormatError(f"{where}: expected a number, got {_show(value)}")
     if math.isnan(result) or math.isinf(result):
         return None
     return result
 
 
 def _int(value: Any, where: str) -> int | None:
-    number = _number(value, where)
-    return None if number is None else int(number)
+    """A count or id: a JSON integer (or an integral number / numeric string) within int64; absent -> None.
+
+    Raises:
+        ProgressFormatError: not a number, NaN/infinite, or beyond int64 (:func:`monitor.model.check_int64`).
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float | str):
+        exact: int | None = None
+        if isinstance(value, str):
+            try:
+                exact = int(value.strip())
+            except ValueError:
+                exact = None
+        if exact is None:
+            try:
+                as_float = float(value)
+            except ValueError:
+                raise ProgressFormatError(f"{where}: expected a number, got {_show(value)}") from None
+            if not math.isfinite(as_float):
+                raise ProgressFormatError(f"{where}: expected a count, got {_show(value)}")
+            exact = int(as_float)
+        number = exact
+    else:
+        raise ProgressFormatError(f"{where}: expected a number, got {_show(value)}")
+    try:
+        return check_int64(number, where)
+    except ValueError as exc:
+        raise ProgressFormatError(str(exc)) from None
+
+
+def _text(value: Any, where: str) -> str | None:
+    """A string field as stored (``None`` when not a string). Raises ProgressFormatError on a lone surrogate."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return check_text(value, where)
+    except ValueError as exc:
+        raise ProgressFormatError(str(exc)) from None
 
 
 def _sum_known(values: list[int | None]) -> int | None:
@@ -120,19 +316,38 @@ def _job(doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None) ->
         raise ProgressFormatError(f"{field_at(where, prefix + 'id')}: missing (the streaming query id)")
     if not isinstance(query_id, str) or not query_id:
         raise ProgressFormatError(
-            f"{field_at(where, prefix + 'id')}: expected the streaming query id (a non-empty string), got {query_id!r}"
+            f"{field_at(where, prefix + 'id')}: expected the streaming query id (a non-empty string), got {_show(query_id)}"
         )
-    run_id = doc.get("runId")
-    name = doc.get("name")
     return JobRef(
         engine=Engine.SPARK,
-        job_id=query_id,
-        run_id=run_id if isinstance(run_id, str) else None,
-        name=name if isinstance(name, str) else None,
+        job_id=_text(query_id, field_at(where, prefix + "id")) or query_id,
+        run_id=_text(doc.get("runId"), field_at(where, prefix + "runId")),
+        name=_text(doc.get("name"), field_at(where, prefix + "name")),
         app_id=app_id,
     )
 
 
+def _values_checked(parse: _Parser) -> _Parser:
+    """The parsers' shared entry: check the whole document (:func:`check_document`) unless the caller says
+    it came from :func:`load_json` (``checked=True``), and turn a ``ValueError`` of the model's own checks
+    (``Sample.__post_init__``: a bound the parser did not check with its field name) into
+    :class:`ProgressFormatError` at ``where``."""
+
+    @functools.wraps(parse)
+    def checked(document: Mapping[str, Any], **kwargs: Any) -> list[Sample]:
+        if not kwargs.get("checked", False):
+            check_document(document, kwargs.get("where") or "document")
+        try:
+            return parse(document, **kwargs)
+        except ValueError as exc:
+            where = kwargs.get("where") or "document"
+            message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            raise ProgressFormatError(f"{where}: {message}") from None
+
+    return cast(_Parser, checked)
+
+
+@_values_checked
 def parse_progress(
     progress: Mapping[str, Any],
     *,
@@ -141,6 +356,7 @@ def parse_progress(
     app_id: str | None = None,
     kind: SampleKind = SampleKind.PROGRESS,
     field_prefix: str = "",
+    checked: bool = False,
 ) -> list[Sample]:
     """Turn one ``StreamingQueryProgress`` JSON object into samples.
 
@@ -156,6 +372,8 @@ def parse_progress(
         app_id: Spark application id, if known.
         kind: ``PROGRESS`` (default) or ``IDLE`` for the idle event's progress.
         field_prefix: the path of ``progress`` inside its document (``"progress."`` in a listener event).
+        checked: the document came from :func:`load_json` (already checked); otherwise it is checked
+            first with :func:`check_document`.
 
     Raises:
         ProgressFormatError: ``id``, ``timestamp`` missing or malformed, or a field has the wrong type.
@@ -220,7 +438,9 @@ def parse_progress(
                 observed_at=observed_at,
                 kind=kind,
                 collector=collector,
-                scope=Scope(source=str(description) if description is not None else f"source[{i}]"),
+                scope=Scope(
+                    source=_text(str(description), at(f"{w}.description")) if description is not None else f"source[{i}]"
+                ),
                 batch_id=batch_id,
                 num_input_rows=rows,
                 input_rows_per_second=_number(src.get("inputRowsPerSecond"), at(f"{w}.inputRowsPerSecond")),
@@ -263,6 +483,7 @@ def parse_progress(
     return [query_sample, *source_samples]
 
 
+@_values_checked
 def parse_listener_event(
     event: Mapping[str, Any],
     *,
@@ -270,6 +491,7 @@ def parse_listener_event(
     where: str = "",
     app_id: str | None = None,
     fallback_time: datetime | None = None,
+    checked: bool = False,
 ) -> list[Sample]:
     """Turn one streaming listener event (as written in an event log) into samples.
 
@@ -278,22 +500,27 @@ def parse_listener_event(
     single ``IDLE`` sample without quantities is returned). Started/terminated events give one lifecycle
     sample each (``observed_at`` = the event's ``timestamp``). Spark's ``QueryTerminatedEvent`` has no
     timestamp: ``fallback_time`` (e.g. the last progress time of that run, or the time the event was
-    received) is used then.
+    received) is used then. Unless ``checked`` (the event came from :func:`load_json`), the whole event is
+    checked first (:func:`check_document`): this is what makes any caller's decoded JSON safe to store.
 
     Raises:
-        ProgressFormatError: unknown event name or malformed fields.
+        ProgressFormatError: unknown event name, malformed or out-of-range fields, a document nested too
+            deeply or holding a lone surrogate.
     """
     name = event.get("Event")
     if name == EVENT_PROGRESS:
         progress = event.get("progress")
         if not isinstance(progress, Mapping):
             raise ProgressFormatError(f"{field_at(where, 'progress')}: missing or not an object")
-        return parse_progress(progress, collector=collector, where=where, app_id=app_id, field_prefix="progress.")
+        return parse_progress(
+            progress, collector=collector, where=where, app_id=app_id, field_prefix="progress.", checked=True
+        )
     if name == EVENT_IDLE:
         progress = event.get("progress")
         if isinstance(progress, Mapping):
             return parse_progress(
                 progress,
+                checked=True,
                 collector=collector,
                 where=where,
                 app_id=app_id,
@@ -314,7 +541,7 @@ def parse_listener_event(
         kind = SampleKind.STARTED if name == EVENT_STARTED else SampleKind.TERMINATED
         extra: dict[str, Any] = {}
         if name == EVENT_TERMINATED and event.get("exception"):
-            extra["exception"] = str(event.get("exception"))[:2000]
+            extra["exception"] = _text(str(event.get("exception"))[:2000], field_at(where, "exception"))
         if event.get("timestamp") is None and fallback_time is not None:
             observed_at = fallback_time
         else:

@@ -9,14 +9,13 @@ object per line). An element may also be a streaming listener event as written i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from collectors.spark.progress import parse_listener_event, parse_progress
+from collectors.spark.progress import load_json, parse_listener_event, parse_progress
 from monitor.errors import ProgressFormatError
 from monitor.model import JobRef, Sample
 
@@ -38,10 +37,11 @@ def _split_lines(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"{path}: line {number}"
         try:
-            docs.append((f"{path}: line {number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            errors.append(f"{path}: line {number}: invalid JSON at column {exc.colno}: {exc.msg}; line skipped")
+            docs.append((where, load_json(line, where)))
+        except ProgressFormatError as exc:
+            errors.append(f"{exc}; line skipped")
     if not any(isinstance(doc, Mapping) for _, doc in docs):
         return None
     return docs, errors
@@ -52,13 +52,11 @@ def _documents(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str]]
     if not stripped:
         raise ProgressFormatError(f"{path}: empty file (expected progress JSON)")
     try:
-        whole = json.loads(stripped)
-    except json.JSONDecodeError as exc:
+        whole = load_json(stripped, str(path))
+    except ProgressFormatError:
         split = _split_lines(path, text)
         if split is None:
-            raise ProgressFormatError(
-                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
+            raise
         return split
     if isinstance(whole, list):
         return [(f"{path}: element [{i}]", doc) for i, doc in enumerate(whole)], []
@@ -85,13 +83,15 @@ def _parse_document(where: str, doc: Any, last_time: datetime | None) -> list[Sa
     if not isinstance(doc, Mapping):
         raise ProgressFormatError(f"{where}: expected a progress JSON object, got {type(doc).__name__}")
     if "Event" in doc:
-        return parse_listener_event(doc, collector=COLLECTOR_NAME, where=where, fallback_time=last_time)
+        return parse_listener_event(
+            doc, collector=COLLECTOR_NAME, where=where, fallback_time=last_time, checked=True
+        )
     if "batchId" not in doc and "timestamp" not in doc:
         raise ProgressFormatError(
             f"{where}: not a streaming progress object (no batchId/timestamp; keys: "
             f"{', '.join(sorted(map(str, doc))[:8])})"
         )
-    return parse_progress(doc, collector=COLLECTOR_NAME, where=where)
+    return parse_progress(doc, collector=COLLECTOR_NAME, where=where, checked=True)
 
 
 def read_progress_file(path: Path, *, fallback_time: datetime | None = None) -> ProgressFileRead:

@@ -65,7 +65,18 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors.base import PollsOnce
 from collectors.http import HttpFailure, check_url, get_text, safe_url
 from monitor.errors import InputError
-from monitor.model import CollectorError, Engine, JobRef, PollResult, Sample, SampleKind, ms_to_datetime
+from monitor.model import (
+    INT64_MAX,
+    INT64_MIN,
+    CollectorError,
+    Engine,
+    ErrorKind,
+    JobRef,
+    PollResult,
+    Sample,
+    SampleKind,
+    ms_to_datetime,
+)
 
 __all__ = [
     "COLLECTOR_NAME",
@@ -142,20 +153,26 @@ def parse_streaming_gauges(text: str, *, namespace: str | None = None, where: st
         ignored. A body without streaming gauges (no query running, or ``metricsEnabled`` off) gives ``[]``.
 
     Raises:
-        InputError: the text is not Prometheus exposition format (e.g. an HTML error page).
+        InputError: the text is not Prometheus exposition format (e.g. an HTML error page), or a streaming
+            gauge holds an integer too large for a float.
     """
     pattern = _name_re(namespace)
     found: dict[tuple[str, str], QueryGauges] = {}
     try:
         families = list(text_string_to_metric_families(text))
-    except ValueError as exc:
+    except Exception as exc:  # the parser library's own errors: ValueError, and others on odd input
         raise InputError(f"{where}: not Prometheus text exposition format: {_first_line(str(exc))}") from None
     for family in families:
         for sample in family.samples:
             match = pattern.match(sample.name)
             if match is None or sample.labels.get("type", "gauges") != "gauges":
                 continue
-            value = float(sample.value)
+            try:
+                value = float(sample.value)  # the parser gives an int for a value written as one
+            except OverflowError:
+                raise InputError(
+                    f"{where}: metric {sample.name}: value out of range ({len(str(sample.value))} digits)"
+                ) from None
             key = (match["ns"], match["query"])
             entry = found.setdefault(key, QueryGauges(namespace=key[0], query=key[1]))
             gauge = match["gauge"]
@@ -163,6 +180,16 @@ def parse_streaming_gauges(text: str, *, namespace: str | None = None, where: st
                 entry.values[gauge] = value
                 entry.metric_names[gauge] = sample.name
     return list(found.values())
+
+
+def _json_value(value: float) -> float | str:
+    """A gauge value for the raw document: NaN and infinities (real Spark gauges, e.g. a rate before the
+    first batch) as Prometheus spells them, ``"NaN"``/``"+Inf"``/``"-Inf"``, since JSON has no such numbers."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return value
 
 
 def _first_line(text: str) -> str:
@@ -177,12 +204,17 @@ def _opt_float(values: Mapping[str, float], gauge: str) -> float | None:
     return value
 
 
-def _opt_int(values: Mapping[str, float], gauge: str, *, zero_is_unknown: bool = False) -> int | None:
-    value = _opt_float(values, gauge)
+def _opt_int(gauges: QueryGauges, gauge: str, where: str, *, zero_is_unknown: bool = False) -> int | None:
+    value = _opt_float(gauges.values, gauge)
     if value is None:
         return None
     if zero_is_unknown and value == 0:
         return None
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InputError(
+            f"{where}: metric {gauges.metric_names.get(gauge, gauge)}: {value!r} is out of range "
+            "(a signed 64-bit integer)"
+        )
     return int(value)
 
 
@@ -193,6 +225,7 @@ def gauges_to_sample(
     collector: str = COLLECTOR_NAME,
     app_id: str | None = None,
     query_ids: Mapping[str, str] | None = None,
+    where: str = "scrape",
 ) -> Sample:
     """One ``GAUGE`` sample for one query's gauges (mapping and ``0`` rules: see the module docstring).
 
@@ -202,20 +235,30 @@ def gauges_to_sample(
         collector: copied into ``Sample.collector``.
         app_id: the Spark application id, if the caller knows it (the namespace is only its sanitized form).
         query_ids: sanitized query name -> streaming query id; unmapped names use the name as ``job_id``.
+        where: names the scrape in error messages (the URL without secrets).
+
+    Raises:
+        InputError: a gauge the model cannot hold (a count beyond int64, a watermark outside the supported
+            time range, e.g. ``1e20`` ms); the message names the metric.
     """
     job_id = (query_ids or {}).get(gauges.query, gauges.query)
     values = gauges.values
+    watermark_ms = _opt_int(gauges, "eventTime_watermark", where, zero_is_unknown=True)
+    try:
+        watermark = ms_to_datetime(watermark_ms, f"{where}: metric {gauges.metric_names.get('eventTime_watermark')}")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     return Sample(
         job=JobRef(engine=Engine.SPARK, job_id=job_id, name=gauges.query, app_id=app_id),
         observed_at=observed_at,
         kind=SampleKind.GAUGE,
         collector=collector,
-        watermark=ms_to_datetime(_opt_int(values, "eventTime_watermark", zero_is_unknown=True)),
+        watermark=watermark,
         input_rows_per_second=_opt_float(values, "inputRate_total"),
         processed_rows_per_second=_opt_float(values, "processingRate_total"),
-        batch_duration_ms=_opt_int(values, "latency", zero_is_unknown=True),
-        state_rows_total=_opt_int(values, "states_rowsTotal"),
-        state_memory_bytes=_opt_int(values, "states_usedBytes"),
+        batch_duration_ms=_opt_int(gauges, "latency", where, zero_is_unknown=True),
+        state_rows_total=_opt_int(gauges, "states_rowsTotal", where),
+        state_memory_bytes=_opt_int(gauges, "states_usedBytes", where),
         extra={"metrics_namespace": gauges.namespace},
     )
 
@@ -258,22 +301,38 @@ class SparkPrometheusCollector(PollsOnce):
 
     def poll(self, now: datetime) -> PollResult:
         """Scrape once; ``now`` (aware UTC, the tick's time) becomes each sample's ``observed_at``."""
-        target = safe_url(self.url)
         body = get_text(self._client, self.url)
         if isinstance(body, HttpFailure):
-            return PollResult(errors=(body.to_error(self.name, target, now),))
+            return PollResult(errors=(body.to_error(self.name, safe_url(self.url), now),))
+        return self.read_body(body, now)
+
+    def read_body(self, body: str, now: datetime) -> PollResult:
+        """What :meth:`poll` makes of a scrape body (never raises): one sample per query, an
+        ``unreachable`` error for a body that is not Prometheus text, a ``field`` error per query with a
+        gauge the model cannot hold."""
+        target = safe_url(self.url)
         try:
             found = parse_streaming_gauges(body, namespace=self._namespace, where=target)
         except InputError as exc:
-            error = CollectorError(self.name, target, str(exc), now, retryable=False)
+            error = CollectorError(self.name, target, str(exc), now, retryable=False, kind=ErrorKind.UNREACHABLE)
             return PollResult(errors=(error,))
         samples: list[Sample] = []
+        errors: list[CollectorError] = []
         raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = []
         for gauges in found:
-            sample = gauges_to_sample(
-                gauges, observed_at=now, collector=self.name, app_id=self._app_id, query_ids=self._query_ids
-            )
+            try:
+                sample = gauges_to_sample(
+                    gauges,
+                    observed_at=now,
+                    collector=self.name,
+                    app_id=self._app_id,
+                    query_ids=self._query_ids,
+                    where=target,
+                )
+            except (InputError, ValueError) as exc:  # one query's bad gauge: the other queries are kept
+                errors.append(CollectorError(self.name, target, str(exc), now, retryable=True, kind=ErrorKind.FIELD))
+                continue
             samples.append(sample)
-            document = {gauges.metric_names[g]: v for g, v in gauges.values.items()}
+            document = {gauges.metric_names[g]: _json_value(v) for g, v in gauges.values.items()}
             raw.append((sample.job, now, RAW_KIND, {"url": target, "gauges": document}))
-        return PollResult(samples=tuple(samples), raw=tuple(raw))
+        return PollResult(samples=tuple(samples), errors=tuple(errors), raw=tuple(raw))

@@ -24,14 +24,14 @@ from typing import Any
 
 import typer
 
-from collectors.spark.codecs import CodecError, codec_for_name
+from collectors.spark.codecs import IN_PROGRESS, CodecError, codec_for_name
 from collectors.spark.eventlog import APPSTATUS_PREFIX, EventLogCollector, MemoryCursorStore, is_rolling_dir
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.progress_files import COLLECTOR_NAME as PROGRESS_COLLECTOR
 from collectors.spark.progress_files import looks_like_event_log, read_progress_file
 from monitor.durations import parse_timedelta
-from monitor.errors import InputError
-from monitor.model import CollectorError, PollResult, Severity
+from monitor.errors import EXIT_INTERNAL, InputError
+from monitor.model import CollectorError, ErrorKind, PollResult, Severity
 from monitor.scan_report import build_report, render_json, render_text
 from rules.registry import Evaluator
 
@@ -67,7 +67,8 @@ def _classify_file(path: Path, inputs: ScanInputs, implicit: bool) -> None:
         problems.append(f"{path}: cannot read: {exc.strerror or exc}{skipped}")
         return
     head = head.removeprefix(UTF8_BOM)  # Windows editors save JSON with a byte-order mark
-    if looks_like_event_log(head):
+    if looks_like_event_log(head) or (path.name.endswith(IN_PROGRESS) and not head.strip()):
+        # an empty app.inprogress is an event log Spark has not written its first line to yet
         inputs.event_logs.append(path)
     elif head.lstrip()[:1] in (b"{", b"["):
         inputs.progress_files.append(path)
@@ -204,11 +205,15 @@ def _run_scan(
     polls: list[tuple[str, PollResult]] = []
     cursors = MemoryCursorStore()
     notes: list[str] = []
+    internal: list[str] = []  # a bug met on one file or line (quarantined: the rest is scanned)
     if inputs.event_logs:
         collector = EventLogCollector(inputs.event_logs, cursors)
         poll = collector.poll(now)
         for error in poll.errors:
-            (warnings if error.retryable else bad).append(_error_line(error))
+            if error.kind is ErrorKind.INTERNAL:
+                internal.append(_error_line(error))
+            else:
+                (warnings if error.retryable else bad).append(_error_line(error))
         notes.extend(
             f"{path}: still being written by Spark (in progress); it holds no complete event yet"
             for path in collector.waiting_files
@@ -235,9 +240,13 @@ def _run_scan(
         print(f"tidegauge: warning: {line}", file=sys.stderr)
     for line in notes:
         print(f"tidegauge: note: {line}", file=sys.stderr)
+    for line in internal:
+        print(f"tidegauge: internal error: {line}", file=sys.stderr)
     if db is not None:
         print(store_polls(db, polls, cursors.states, now), file=sys.stderr)
     typer.echo(render_json(report) if fmt == "json" else render_text(report))
+    if internal:
+        return EXIT_INTERNAL
     if bad:
         return 2
     if fail_on is not None and report.findings and report.worst() >= fail_on:
@@ -274,7 +283,7 @@ def register(app: typer.Typer) -> None:
 
         --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
 
-        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input (a named path missing or of unknown format, a corrupt frame or line in any file read). Files of unknown format inside a directory are skipped with a warning and do not change the exit code.
+        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 bad input (a named path missing or of unknown format, a corrupt frame or line in any file read), 3 internal error (traceback with tidegauge --debug). Files of unknown format inside a directory are skipped with a warning and do not change the exit code.
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")

@@ -26,6 +26,10 @@ def _scrape(latest: LatestSamples, **kw: object) -> dict[tuple[str, tuple[tuple[
     return out
 
 
+def _with_kind(labels: tuple[tuple[str, str], ...], kind: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((*labels, ("kind", kind))))
+
+
 def _labels(**extra: str) -> tuple[tuple[str, str], ...]:
     base = {
         "engine": "spark",
@@ -83,7 +87,7 @@ def test_scope_labels_alerts_and_targets() -> None:
     m = _scrape(
         latest,
         alerts=lambda: [AlertCount("watermark_stall", "warning", "firing", 2)],
-        collectors=lambda: [CollectorStat("flink-rest", "http://127.0.0.1:8081", False, 0.25, 3)],
+        collectors=lambda: [CollectorStat("flink-rest", "http://127.0.0.1:8081", False, 0.25, 3, {"unreachable": 2, "line": 1})],
     )
     L = tuple(
         sorted(
@@ -105,4 +109,6 @@ def test_scope_labels_alerts_and_targets() -> None:
     )
     T = (("collector", "flink-rest"), ("target", "http://127.0.0.1:8081"))
     assert m[("tidegauge_target_up", T)] == 0.0
-    assert m[("tidegauge_collector_errors_total", T)] == 3
+    assert m[("tidegauge_collector_errors_total", _with_kind(T, "unreachable"))] == 2
+    assert m[("tidegauge_collector_errors_total", _with_kind(T, "line"))] == 1
+    assert m[("tidegauge_collector_errors_total", _with_kind(T, "field"))] == 0  # every kind, from 0

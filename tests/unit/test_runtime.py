@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 
 from collectors.spark.eventlog import COLLECTOR_NAME, EventLogCollector
 from monitor.alerts.routing import Route
@@ -147,20 +148,20 @@ def test_a_failed_save_advances_nothing(
         real = target.source.inner
 
         class BreaksAfterReading:
-            """Yields what the real collector read, then a piece the store refuses (naive raw time)."""
+            """Yields what the real collector read, then the database fails (as SQLite does when locked)."""
 
             name = real.name
 
             def iter_poll(self, now: datetime) -> Iterator[PollResult]:
                 yield from real.iter_poll(now)
-                yield PollResult(raw=((JobRef(Engine.SPARK, "q"), datetime(2026, 1, 1), "progress", {}),))
+                raise OperationalError("INSERT INTO samples ...", {}, Exception("database is locked"))
 
         target.source = BreaksAfterReading()  # type: ignore[assignment]
         result = runtime.poll(target, T0)
         assert result.samples == ()
         [stat] = runtime.collector_stats()
-        assert (stat.up, stat.errors_total) == (False, 1)
-        assert "naive" in (runtime.health()[1]["targets"][0]["last_error"] or "")
+        assert (stat.up, stat.errors_total, stat.errors_by_kind) == (False, 1, {"store": 1})
+        assert "database is locked" in (runtime.health()[1]["targets"][0]["last_error"] or "")
         assert runtime.latest.snapshot() == []
         with store.sessions() as s:
             assert s.scalars(select(CollectorCursorRow)).all() == []  # the cursor did not move
@@ -169,6 +170,38 @@ def test_a_failed_save_advances_nothing(
         again = runtime.poll(target, T0 + timedelta(seconds=1))
         assert sorted({s.batch_id for s in again.samples if s.batch_id is not None}) == [0, 1]
         assert runtime.collector_stats()[0].up is True
+
+
+def test_a_piece_the_store_refuses_is_quarantined_and_the_rest_stored(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    # a raw document the store cannot hold (here a naive time, which the store refuses as data) is one
+    # "unstorable" error: the samples read with it are stored, the cursor moves, the target stays up
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        assert isinstance(target.source, RecordingSource)
+        real = target.source.inner
+
+        class OneBadPiece:
+            name = real.name
+
+            def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+                for piece in real.iter_poll(now):
+                    yield piece.merged(
+                        PollResult(raw=((JobRef(Engine.SPARK, "q"), datetime(2026, 1, 1), "progress", {}),))
+                    )
+
+        target.source = OneBadPiece()  # type: ignore[assignment]
+        result = runtime.poll(target, T0)
+        assert sorted({s.batch_id for s in result.samples if s.batch_id is not None}) == [0, 1]
+        [stat] = runtime.collector_stats()
+        assert (stat.up, stat.errors_by_kind) == (True, {"unstorable": 1})
+        with store.sessions() as s:
+            assert len(s.scalars(select(CollectorCursorRow)).all()) == 1  # moved past it
+        target.source = real
+        assert runtime.poll(target, T0 + timedelta(seconds=1)).samples == ()  # nothing read twice
 
 
 def test_health_reports_the_store_and_targets(tmp_path: Path, store: Store, hook: Receiver) -> None:

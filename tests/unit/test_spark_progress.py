@@ -119,3 +119,25 @@ def test_listener_event_field_path_is_inside_the_event() -> None:
     event = {"Event": EVENT_PROGRESS, "progress": {"id": "q", "runId": "r"}}  # no timestamp
     with pytest.raises(ProgressFormatError, match=r"^f: line 17: field progress\.timestamp: missing \("):
         parse_listener_event(event, collector="t", where="f: line 17")
+
+
+def test_load_json_keeps_documents_storable_and_names_what_it_refuses() -> None:
+    from collectors.spark.progress import MAX_JSON_DEPTH, load_json
+    from monitor.errors import ProgressFormatError
+
+    # non-finite numbers become Jackson's strings (a rate reads them as unknown, a count refuses them)
+    assert load_json(b'{"a":1e400,"b":NaN,"c":[-Infinity]}', "w") == {"a": "Infinity", "b": "NaN", "c": ["-Infinity"]}
+    # a valid surrogate pair is one character; a lone one is refused with its field
+    assert load_json(b'{"name":"\\ud83d\\ude00"}', "w") == {"name": "\U0001f600"}
+    with pytest.raises(ProgressFormatError, match=r"^f\.json: line 3: field progress\.sources\[1\]\.name: not valid Unicode"):
+        load_json(b'{"progress":{"sources":[{},{"name":"\\udc00"}]}}', "f.json: line 3")
+    # exactly MAX_JSON_DEPTH levels pass, one more does not (nor does CPython's own recursion limit)
+    deep = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert load_json(deep, "w") is not None
+    for depth in (MAX_JSON_DEPTH + 1, 5000):
+        with pytest.raises(ProgressFormatError, match=r"^w: JSON nested too deeply"):
+            load_json("[" * depth + "]" * depth, "w")
+    with pytest.raises(ProgressFormatError, match=r"^w: invalid JSON: a number too long to read"):
+        load_json("1" * 4301, "w")
+    with pytest.raises(ProgressFormatError, match=r"^w: not UTF-8 \(byte 6\)"):
+        load_json(b'{"a":"\xed\xa0\x80"}', "w")

@@ -214,3 +214,50 @@ def test_credentials_never_reach_the_error() -> None:
     assert "s3cret" not in err.message + err.target and "abc" not in err.message + err.target
     assert err.message == "HTTP 503 Service Unavailable from http://driver.example:4040/metrics/prometheus"
     assert err.retryable
+
+
+@pytest.mark.parametrize(
+    ("gauge", "value"),
+    [
+        ("eventTime_watermark", "1e20"),  # issue 11: raised OSError from datetime.fromtimestamp
+        ("eventTime_watermark", "-1e20"),
+        ("states_rowsTotal", "1e20"),  # beyond int64: would overflow the database column
+        ("latency", "9.3e18"),
+    ],
+)
+def test_a_gauge_the_model_cannot_hold_is_an_error_naming_the_metric(
+    spark_fixtures: Path, gauge: str, value: str
+) -> None:
+    # the recorded namespace scrape plus a second query (renamed copy) whose gauge is out of range:
+    # the collector promises never to raise; the bad query is one error entry, the good one a sample
+    text = (spark_fixtures / "prometheus_streaming_gauges_namespace_appname.txt").read_text()
+    bad_lines = [
+        line.replace("_wm_metrics_", "_bad_q_").rsplit(" ", 1)[0] + f" {value}"
+        if f"_{gauge}_" in line
+        else line.replace("_wm_metrics_", "_bad_q_")
+        for line in text.splitlines()
+        if line.startswith("metrics_")
+    ]
+    result = _collector(text + "\n".join(bad_lines) + "\n").poll(NOW)
+    assert [s.job.job_id for s in result.samples] == ["wm_metrics"]
+    [error] = result.errors
+    assert error.kind.value == "field"
+    assert f"metrics_exp_metrics_driver_spark_streaming_bad_q_{gauge}_Value" in error.message
+    assert error.message.startswith(URL)
+
+
+def test_nan_and_infinite_gauges_keep_the_raw_document_storable(spark_fixtures: Path) -> None:
+    # found by make fuzz: a NaN gauge made the scrape's raw document unstorable (JSON has no NaN)
+    from monitor.store.keys import canonical_json
+
+    text = (spark_fixtures / "prometheus_streaming_gauges_namespace_appname.txt").read_text()
+    text = text.replace("inputRate_total_Value{type=\"gauges\"} 1.5", "inputRate_total_Value{type=\"gauges\"} NaN")
+    text = text.replace("latency_Value{type=\"gauges\"} 632", "latency_Value{type=\"gauges\"} +Inf")
+    result = _collector(text).poll(NOW)
+    [sample] = result.samples
+    assert sample.input_rows_per_second is None and sample.batch_duration_ms is None  # unknown
+    [(_, _, _, document)] = result.raw
+    gauges = document["gauges"]
+    assert gauges["metrics_exp_metrics_driver_spark_streaming_wm_metrics_inputRate_total_Value"] == "NaN"
+    assert gauges["metrics_exp_metrics_driver_spark_streaming_wm_metrics_latency_Value"] == "+Inf"
+    canonical_json(document, "raw")
