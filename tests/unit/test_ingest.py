@@ -267,7 +267,7 @@ def _with(event: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
          "event.progress.numInputRows: integer 100000000000...(401 digits) is outside the 64-bit range"),
         # a float count the parser turns into an integer beyond 64 bits
         (lambda e: json.dumps(_with(e, "numInputRows", 1e30)).encode(),
-         "event: num_input_rows 1e+30 is outside the 64-bit range"),
+         "event: field progress.numInputRows: integer out of range"),
         # timestamps at the edge of the calendar (was 500: OverflowError in the parser)
         (lambda e: json.dumps(_with(e, "timestamp", "9999-12-31T23:59:59-23:59")).encode(),
          "event.progress.timestamp: timestamp '9999-12-31T23:59:59-23:59' is outside the UTC calendar"),
