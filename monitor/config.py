@@ -71,6 +71,7 @@ from rules.config import RulesConfig
 
 __all__ = [
     "Config",
+    "DashboardConfig",
     "DeliveryConfig",
     "DurationMs",
     "Receiver",
@@ -446,11 +447,19 @@ def check_cron(expr: str) -> CronTrigger:
         ) from None
 
 
+class DashboardConfig(_Model):
+    """``tidegauge dashboard``: ``token`` (a secret ref) enables silencing and expiring alerts from the
+    dashboard; without it the dashboard is read-only (and says so)."""
+
+    token: SecretRef | None = None
+
+
 class Config(_Model):
     """The whole configuration file."""
 
     database: str | SecretRef | None = None
     dashboard_url: str | None = None
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     targets: Targets = Field(default_factory=Targets)
     rules: RulesConfig = Field(default_factory=RulesConfig)
@@ -559,6 +568,8 @@ def secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
             ref = getattr(k, field)
             if ref is not None:
                 refs.append((f"targets.kafka[{i}].{field}", ref))
+    if cfg.dashboard.token is not None:
+        refs.append(("dashboard.token", cfg.dashboard.token))
     return refs
 
 

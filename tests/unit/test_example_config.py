@@ -17,6 +17,7 @@ SECRETS = {
     "FLINK_TOKEN": "flink-token",
     "TIDEGAUGE_WEBHOOK_SECRET": "webhook-secret",
     "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/x",
+    "TIDEGAUGE_DASHBOARD_TOKEN": "dashboard-token-0123",
 }
 
 
