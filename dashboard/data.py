@@ -1,0 +1,377 @@
+"""The dashboard's one data-access module: every page reads (and the Alerts page writes) through here.
+
+Pages only render: they never run SQL, open the store or call collectors. The functions below read the
+database the daemon writes (SQLite in WAL mode, so reading never blocks the daemon, or PostgreSQL) through
+:mod:`monitor.store`, and are cached with Streamlit: the store is one ``st.cache_resource`` per process,
+queries are ``st.cache_data`` with a short ``ttl`` (the daemon keeps writing), so a page rerun within the
+ttl costs no query.
+
+Configuration comes from the process environment, set by ``tidegauge dashboard`` (a composition root):
+``TIDEGAUGE_DASHBOARD_DB`` (the URL; it may hold a password, so it is not on the command line),
+``TIDEGAUGE_DASHBOARD_TOKEN`` (enables silence/expire; read-only without), ``TIDEGAUGE_DASHBOARD_REPORTS``
+(a directory of generated report files). :func:`now` is the dashboard's one clock read.
+
+Shapes: time columns are aware UTC ``pandas.Timestamp`` s; durations are seconds (``*_s``); ``None``/NaN
+is unknown, never zero.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from monitor.alerts.silences import Silence, parse_matcher
+from monitor.errors import InputError
+from monitor.model import AlertState, Severity
+from monitor.store import Store, open_store
+from monitor.store.alert_repo import add_silence as store_add_silence
+from monitor.store.alert_repo import expire_silence as store_expire_silence
+from monitor.store.alert_repo import list_silences, load_alerts
+from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
+
+__all__ = [
+    "STALE_AFTER",
+    "JobDetail",
+    "add_silence",
+    "alerts",
+    "db_label",
+    "expire_silence",
+    "fleet",
+    "job_detail",
+    "now",
+    "report_files",
+    "scheduled_reports",
+    "silences",
+    "sparklines",
+    "token_configured",
+    "token_ok",
+]
+
+DB_ENV = "TIDEGAUGE_DASHBOARD_DB"
+TOKEN_ENV = "TIDEGAUGE_DASHBOARD_TOKEN"  # noqa: S105 (a variable name)
+REPORTS_ENV = "TIDEGAUGE_DASHBOARD_REPORTS"
+#: A job whose newest sample is older than this stopped reporting.
+STALE_AFTER = timedelta(minutes=2)
+#: How far back the fleet's sparklines and a job's timelines reach (from the newest sample).
+SPARK_WINDOW = timedelta(minutes=30)
+JOB_WINDOW = timedelta(hours=2)
+_TTL = 5  # seconds
+
+
+def now() -> datetime:
+    """The dashboard's clock (aware UTC)."""
+    return datetime.now(UTC)
+
+
+@st.cache_resource(show_spinner=False)
+def _store() -> Store:
+    url = os.environ.get(DB_ENV)
+    return open_store(url, environ=os.environ)
+
+
+def db_label() -> str:
+    """The database URL with any password hidden (for the sidebar)."""
+    from monitor.store import redact_url
+
+    return redact_url(_store().engine.url)
+
+
+def token_configured() -> bool:
+    """Whether a dashboard token is configured (silence/expire enabled)."""
+    return bool(os.environ.get(TOKEN_ENV))
+
+
+def token_ok(presented: str) -> bool:
+    """Whether ``presented`` is the configured token (constant-time comparison)."""
+    expected = os.environ.get(TOKEN_ENV, "")
+    return bool(expected) and hmac.compare_digest(presented.encode(), expected.encode())
+
+
+def _ts(value: datetime | None) -> pd.Timestamp | None:
+    return None if value is None else pd.Timestamp(value)
+
+
+def _health_by_job(alert_list: list[Any]) -> dict[tuple[str, str], tuple[Severity, int, int, str]]:
+    """(engine, job_id) -> (worst firing severity, firing count, pending count, worst rule)."""
+    out: dict[tuple[str, str], tuple[Severity, int, int, str]] = {}
+    for a in alert_list:
+        if a.state not in (AlertState.FIRING, AlertState.PENDING):
+            continue
+        key = (a.labels.get("engine", ""), a.labels.get("job_id", ""))
+        sev, firing, pending, rule = out.get(key, (Severity.OK, 0, 0, ""))
+        if a.state is AlertState.FIRING:
+            firing += 1
+            if a.severity > sev:
+                sev, rule = a.severity, a.rule
+        else:
+            pending += 1
+        out[key] = (sev, firing, pending, rule)
+    return out
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def fleet() -> pd.DataFrame:
+    """One row per job: ``engine, job_id, name, health, firing, pending, worst_rule, observed_at,
+    freshness_s`` (the newest sample's processing time minus its watermark), ``input_rows_per_second,
+    state_rows, lag_offsets, runs, stale`` (no sample for :data:`STALE_AFTER`)."""
+    with _store().sessions() as session:
+        summaries = job_summaries(session)
+        alert_list = list(load_alerts(session, states=[AlertState.FIRING, AlertState.PENDING]).values())
+    health = _health_by_job(alert_list)
+    at = now()
+    rows = []
+    for s in summaries:
+        sev, firing, pending, rule = health.get((s.engine, s.job_id), (Severity.OK, 0, 0, ""))
+        fresh = None
+        if s.observed_at is not None and s.watermark is not None and s.watermark.year > 1970:
+            fresh = (s.observed_at - s.watermark).total_seconds()
+        rows.append(
+            {
+                "engine": s.engine,
+                "job_id": s.job_id,
+                "name": s.name or s.job_id,
+                "health": sev.label(),
+                "severity": int(sev),
+                "firing": firing,
+                "pending": pending,
+                "worst_rule": rule,
+                "observed_at": _ts(s.observed_at),
+                "freshness_s": fresh,
+                "input_rows_per_second": s.input_rows_per_second,
+                "state_rows": s.state_rows_total,
+                "lag_offsets": s.lag_offsets,
+                "runs": s.runs,
+                "stale": s.observed_at is None or at - s.observed_at > STALE_AFTER,
+            }
+        )
+    columns = ["engine", "job_id", "name", "health", "severity", "firing", "pending", "worst_rule", "observed_at",
+               "freshness_s", "input_rows_per_second", "state_rows", "lag_offsets", "runs", "stale"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def sparklines() -> pd.DataFrame:
+    """Every job's watermark lag over the last :data:`SPARK_WINDOW` (from the newest sample stored):
+    ``engine, job_id, observed_at, watermark_lag_s``; the epoch placeholder watermark is left out."""
+    with _store().sessions() as session:
+        newest = newest_sample_time(session)
+        if newest is None:
+            return pd.DataFrame(columns=["engine", "job_id", "observed_at", "watermark_lag_s"])
+        rows = series(session, ["watermark"], since=newest - SPARK_WINDOW)
+    frame = pd.DataFrame(
+        [(r[0], r[1], r[3], r[8]) for r in rows if r[8] is not None and r[8].year > 1970],
+        columns=["engine", "job_id", "observed_at", "watermark"],
+    )
+    if frame.empty:
+        return pd.DataFrame(columns=["engine", "job_id", "observed_at", "watermark_lag_s"])
+    frame["observed_at"] = pd.to_datetime(frame["observed_at"], utc=True)
+    frame["watermark"] = pd.to_datetime(frame["watermark"], utc=True)
+    frame["watermark_lag_s"] = (frame["observed_at"] - frame["watermark"]).dt.total_seconds()
+    return frame[["engine", "job_id", "observed_at", "watermark_lag_s"]]
+
+
+_JOB_FIELDS = [
+    "batch_id", "watermark", "event_time_max", "num_input_rows", "batch_duration_ms", "dropped_by_watermark",
+    "state_rows_total", "state_rows_removed", "state_memory_bytes", "lag_offsets", "lag_seconds", "idle_ms",
+]
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    """One job's page data.
+
+    Attributes:
+        summary: the fleet row of the job (a dict of :func:`fleet`'s columns).
+        batches: whole-job samples, one row each: ``run_id, observed_at, kind`` and :data:`_JOB_FIELDS`.
+        scopes: per source/partition/subtask samples: ``scope, observed_at, num_input_rows, watermark,
+            lag_offsets, idle_ms``.
+        runs: ``run_id, first_seen, last_seen``.
+        alerts: the job's alerts (:func:`alerts` columns).
+    """
+
+    summary: dict[str, Any]
+    batches: pd.DataFrame
+    scopes: pd.DataFrame
+    runs: pd.DataFrame
+    alerts: pd.DataFrame
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def job_detail(engine: str, job_id: str) -> JobDetail | None:
+    """The job's data over the last :data:`JOB_WINDOW` (from its newest sample); ``None``: no such job."""
+    summaries = fleet()
+    match = summaries[(summaries["engine"] == engine) & (summaries["job_id"] == job_id)]
+    if match.empty:
+        return None
+    summary = match.iloc[0].to_dict()
+    newest = summary["observed_at"]
+    since = (newest.to_pydatetime() if newest is not None and not pd.isna(newest) else now()) - JOB_WINDOW
+    with _store().sessions() as session:
+        rows = series(session, _JOB_FIELDS, since=since, job_id=job_id, engine=engine, job_scope_only=False)
+        runs = job_runs(session, engine, job_id)
+    whole = [r for r in rows if r[5] is None and r[6] is None and r[7] is None]
+    batches = pd.DataFrame(
+        [(r[2], r[3], r[4], *r[8:]) for r in whole], columns=["run_id", "observed_at", "kind", *_JOB_FIELDS]
+    )
+    scoped = []
+    for r in rows:
+        if r[5] is None and r[6] is None and r[7] is None:
+            continue
+        parts = [str(r[5])] if r[5] is not None else []
+        if r[6] is not None:
+            parts.append(f"partition {r[6]}")
+        if r[7] is not None:
+            parts.append(f"subtask {r[7]}")
+        f = dict(zip(_JOB_FIELDS, r[8:], strict=True))
+        scoped.append((" ".join(parts), r[3], f["num_input_rows"], f["watermark"], f["lag_offsets"], f["idle_ms"]))
+    scopes = pd.DataFrame(scoped, columns=["scope", "observed_at", "num_input_rows", "watermark", "lag_offsets", "idle_ms"])
+    for frame in (batches, scopes):
+        for col in ("observed_at", "watermark", "event_time_max"):
+            if col in frame:
+                frame[col] = pd.to_datetime(frame[col], utc=True)
+    if not batches.empty:
+        real = batches["watermark"].where(batches["watermark"].dt.year > 1970)
+        batches["watermark"] = real
+        batches["freshness_s"] = (batches["observed_at"] - real).dt.total_seconds()
+    run_frame = pd.DataFrame(
+        [(r.run_id, pd.Timestamp(r.first_seen), pd.Timestamp(r.last_seen)) for r in runs],
+        columns=["run_id", "first_seen", "last_seen"],
+    )
+    all_alerts = alerts()
+    job_alerts = all_alerts[(all_alerts["engine"] == engine) & (all_alerts["job_id"] == job_id)]
+    return JobDetail(summary, batches, scopes, run_frame, job_alerts.reset_index(drop=True))
+
+
+_ALERT_COLUMNS = [
+    "fingerprint", "rule", "severity", "state", "engine", "job_id", "job_name", "scope", "message", "active_at",
+    "fired_at", "resolved_at", "duration_s", "labels", "batch_id",
+]
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def alerts() -> pd.DataFrame:
+    """Every stored alert (its current or last episode): :data:`_ALERT_COLUMNS`; ``duration_s`` is how long
+    the episode has lasted (to ``resolved_at``, or to now while active)."""
+    with _store().sessions() as session:
+        stored = list(load_alerts(session).values())
+    at = now()
+    rows = []
+    for a in stored:
+        end = a.resolved_at or at
+        scope = ", ".join(f"{k}={v}" for k, v in sorted(a.labels.items()) if k not in ("engine", "job_id"))
+        rows.append(
+            {
+                "fingerprint": a.fingerprint,
+                "rule": a.rule,
+                "severity": a.severity.label(),
+                "state": a.state.value,
+                "engine": a.labels.get("engine", ""),
+                "job_id": a.labels.get("job_id", ""),
+                "job_name": a.annotations.get("job_name", ""),
+                "scope": scope,
+                "message": a.message,
+                "active_at": _ts(a.active_at),
+                "fired_at": _ts(a.fired_at),
+                "resolved_at": _ts(a.resolved_at),
+                "duration_s": (end - a.active_at).total_seconds(),
+                "labels": dict(a.labels),
+                "batch_id": a.annotations.get("batch_id", ""),
+            }
+        )
+    order = {"firing": 0, "pending": 1, "resolved": 2, "inactive": 3}
+    frame = pd.DataFrame(rows, columns=_ALERT_COLUMNS)
+    if not frame.empty:
+        frame["_o"] = frame["state"].map(order)
+        frame["_s"] = frame["severity"].map({"critical": 0, "warning": 1, "info": 2, "ok": 3})
+        frame = frame.sort_values(["_o", "_s", "active_at"], ascending=[True, True, False]).drop(columns=["_o", "_s"])
+    return frame.reset_index(drop=True)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def silences() -> pd.DataFrame:
+    """Every stored silence: ``id, state, matchers, starts_at, ends_at, created_by, comment``."""
+    with _store().sessions() as session:
+        stored = list_silences(session)
+    at = now()
+    return pd.DataFrame(
+        [
+            (s.id, s.state(at), ", ".join(str(m) for m in s.matchers), pd.Timestamp(s.starts_at), pd.Timestamp(s.ends_at),
+             s.created_by, s.comment)
+            for s in stored
+        ],
+        columns=["id", "state", "matchers", "starts_at", "ends_at", "created_by", "comment"],
+    )
+
+
+def _clear() -> None:
+    silences.clear()
+    alerts.clear()
+
+
+def add_silence(token: str, matchers: list[str], duration: timedelta, comment: str, author: str) -> str:
+    """Store a silence (matchers as ``tidegauge silence add`` takes them) starting now; returns its id.
+
+    Raises:
+        PermissionError: ``token`` is not the configured dashboard token (or none is configured).
+        InputError: a bad matcher, a non-positive duration, or matchers that would mute every alert.
+    """
+    if not token_ok(token):
+        raise PermissionError("the dashboard token is wrong or not configured: the dashboard is read-only")
+    if duration <= timedelta(0):
+        raise InputError("the duration must be positive")
+    start = now()
+    silence = Silence(
+        id=str(uuid.uuid4()),
+        matchers=tuple(parse_matcher(m) for m in matchers if m.strip()),
+        starts_at=start,
+        ends_at=start + duration,
+        created_by=author or "dashboard",
+        comment=comment,
+    )
+    with _store().sessions.begin() as session:
+        store_add_silence(session, silence, start)
+    _clear()
+    return silence.id
+
+
+def expire_silence(token: str, silence_id: str) -> bool:
+    """Expire a silence now; returns False when it does not exist or already ended.
+
+    Raises:
+        PermissionError: ``token`` is not the configured dashboard token.
+    """
+    if not token_ok(token):
+        raise PermissionError("the dashboard token is wrong or not configured: the dashboard is read-only")
+    with _store().sessions.begin() as session:
+        done = store_expire_silence(session, silence_id, now())
+    _clear()
+    return done
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def scheduled_reports() -> list[dict[str, Any]]:
+    """The newest scheduled health reports (as queued for delivery): ``id, receiver, state, created_at,
+    document`` (:meth:`monitor.reports.HealthReport.to_json`)."""
+    with _store().sessions() as session:
+        return [
+            {"id": r.id, "receiver": r.receiver, "state": r.state, "created_at": pd.Timestamp(r.created_at),
+             "document": r.document}
+            for r in stored_reports(session)
+        ]
+
+
+def report_files() -> list[Path]:
+    """Generated report files (``.html``, ``.md``, ``.json``) in the reports directory, newest first."""
+    folder = os.environ.get(REPORTS_ENV)
+    if not folder or not Path(folder).is_dir():
+        return []
+    files = [p for p in Path(folder).iterdir() if p.suffix in (".html", ".md", ".json") and p.is_file()]
+    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
