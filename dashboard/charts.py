@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-__all__ = ["lines_over_time", "bars_over_time", "time_x", "time_tooltips"]
+__all__ = ["bars_over_time", "lines_over_time", "time_tooltips", "time_x"]
 
 _HEIGHT = 220
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -45,6 +46,7 @@ __all__ = [
     "db_label",
     "expire_silence",
     "fleet",
+    "human_lag",
     "job_detail",
     "now",
     "report_files",
@@ -93,6 +95,22 @@ def token_ok(presented: str) -> bool:
     """Whether ``presented`` is the configured token (constant-time comparison)."""
     expected = os.environ.get(TOKEN_ENV, "")
     return bool(expected) and hmac.compare_digest(presented.encode(), expected.encode())
+
+
+def human_lag(seconds: float | None) -> str:
+    """A freshness / lag in seconds as text: ``"12 s"``, ``"3.5 min"``, ``"2.0 h"``, ``"1.1 y"``; a negative
+    value (the watermark ahead of processing time: a future-dated row moved it) says so; NaN is unknown."""
+    if seconds is None or pd.isna(seconds):
+        return "unknown"
+    ahead = seconds < 0
+    v = abs(float(seconds))
+    for limit, unit, size in ((120, "s", 1), (7200, "min", 60), (172_800, "h", 3600), (63_072_000, "d", 86400)):
+        if v < limit:
+            text = f"{v / size:.0f} {unit}" if unit == "s" else f"{v / size:.1f} {unit}"
+            break
+    else:
+        text = f"{v / 31_557_600:.1f} y"
+    return f"{text} ahead" if ahead else text
 
 
 def _ts(value: datetime | None) -> pd.Timestamp | None:
@@ -146,6 +164,7 @@ def fleet() -> pd.DataFrame:
                 "observed_at": _ts(s.observed_at),
                 "freshness_s": fresh,
                 "input_rows_per_second": s.input_rows_per_second,
+                "num_input_rows": s.num_input_rows,
                 "state_rows": s.state_rows_total,
                 "lag_offsets": s.lag_offsets,
                 "runs": s.runs,
@@ -153,7 +172,7 @@ def fleet() -> pd.DataFrame:
             }
         )
     columns = ["engine", "job_id", "name", "health", "severity", "firing", "pending", "worst_rule", "observed_at",
-               "freshness_s", "input_rows_per_second", "state_rows", "lag_offsets", "runs", "stale"]
+               "freshness_s", "input_rows_per_second", "num_input_rows", "state_rows", "lag_offsets", "runs", "stale"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -195,6 +214,13 @@ class JobDetail:
             lag_offsets, idle_ms``.
         runs: ``run_id, first_seen, last_seen``.
         alerts: the job's alerts (:func:`alerts` columns).
+        drops: batches that dropped rows: ``batch_id, observed_at, dropped_by_watermark, cause_batch_id,
+            cause_event_time_max`` (the earlier batch whose event-time max set the watermark the rows were
+            late against: Spark's watermark is the max event time seen minus the delay).
+        holding_min: the input holding the minimum watermark back, with why, or ``None``.
+        state_slope_per_h: the state rows' Theil-Sen trend (rows per hour) over the window, ``None`` with
+            fewer than 3 points; ``state_projection``: ``observed_at, state_rows`` of that trend 30 min on.
+        trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
     """
 
     summary: dict[str, Any]
@@ -202,6 +228,73 @@ class JobDetail:
     scopes: pd.DataFrame
     runs: pd.DataFrame
     alerts: pd.DataFrame
+    drops: pd.DataFrame
+    holding_min: str | None
+    state_slope_per_h: float | None
+    state_projection: pd.DataFrame
+    trigger_ms: float | None
+
+
+def _drop_causes(batches: pd.DataFrame) -> pd.DataFrame:
+    columns = ["batch_id", "observed_at", "dropped_by_watermark", "cause_batch_id", "cause_event_time_max"]
+    out = []
+    best_t: pd.Timestamp | None = None
+    best_b: Any = None
+    for _, b in batches.iterrows():
+        dropped = b["dropped_by_watermark"]
+        if dropped is not None and not pd.isna(dropped) and dropped > 0:
+            out.append((b["batch_id"], b["observed_at"], int(dropped), best_b, best_t))
+        t = b["event_time_max"]
+        if t is not None and not pd.isna(t) and (best_t is None or t > best_t):
+            best_t, best_b = t, b["batch_id"]
+    return pd.DataFrame(out, columns=columns)
+
+
+def _holding_min(scopes: pd.DataFrame) -> str | None:
+    if scopes.empty:
+        return None
+    marks = scopes[scopes["watermark"].notna()]
+    if not marks.empty:  # Flink subtasks / inputs report their own watermarks: the minimum holds the job
+        newest = marks.sort_values("observed_at").groupby("scope").tail(1)
+        if newest["scope"].nunique() > 1:
+            low = newest.sort_values("watermark").iloc[0]
+            return f"{low['scope']} (watermark {low['watermark']:%Y-%m-%d %H:%M:%S} UTC, the lowest of its siblings)"
+    rows = scopes[scopes["num_input_rows"].notna()]
+    if rows.empty or rows["scope"].nunique() < 2:
+        return None
+    newest_at = rows["observed_at"].max()
+    recent = rows[rows["observed_at"] >= newest_at - pd.Timedelta(seconds=30)]
+    totals = recent.groupby("scope")["num_input_rows"].sum()
+    idle = totals[totals == 0]
+    if idle.empty or (totals > 0).sum() == 0:
+        return None
+    name = str(idle.index[0])
+    had = rows[(rows["scope"] == name) & (rows["num_input_rows"] > 0)]
+    since = f" since {had['observed_at'].max():%H:%M:%S} UTC" if not had.empty else " in the window shown"
+    return f"{name}: no rows{since} while the other inputs deliver; with the min policy it holds the watermark"
+
+
+def _theil_sen(batches: pd.DataFrame) -> tuple[float | None, pd.DataFrame]:
+    empty = pd.DataFrame(columns=["observed_at", "state_rows"])
+    points = batches[["observed_at", "state_rows_total"]].dropna().tail(120)
+    if len(points) < 3:
+        return None, empty
+    t0 = points["observed_at"].iloc[0]
+    xs = (points["observed_at"] - t0).dt.total_seconds().to_numpy()
+    ys = points["state_rows_total"].astype(float).to_numpy()
+    i, j = np.triu_indices(len(xs), k=1)
+    dx = xs[j] - xs[i]
+    ok = dx > 0
+    if not ok.any():
+        return None, empty
+    slope = float(np.median((ys[j] - ys[i])[ok] / dx[ok]))
+    intercept = float(np.median(ys - slope * xs))
+    last = xs[-1]
+    future = np.array([last, last + 1800.0])
+    projection = pd.DataFrame(
+        {"observed_at": [t0 + pd.Timedelta(seconds=float(x)) for x in future], "state_rows": intercept + slope * future}
+    )
+    return slope * 3600.0, projection
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
@@ -247,7 +340,15 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
     )
     all_alerts = alerts()
     job_alerts = all_alerts[(all_alerts["engine"] == engine) & (all_alerts["job_id"] == job_id)]
-    return JobDetail(summary, batches, scopes, run_frame, job_alerts.reset_index(drop=True))
+    progress = batches[batches["kind"] == "progress"] if not batches.empty else batches
+    slope, projection = _theil_sen(progress) if not progress.empty else (None, pd.DataFrame())
+    spacing = progress["observed_at"].diff().dt.total_seconds().dropna() if not progress.empty else pd.Series()
+    trigger = float(spacing.median()) * 1000 if len(spacing) else None
+    return JobDetail(
+        summary, batches, scopes, run_frame, job_alerts.reset_index(drop=True),
+        drops=_drop_causes(progress) if not progress.empty else _drop_causes(batches),
+        holding_min=_holding_min(scopes), state_slope_per_h=slope, state_projection=projection, trigger_ms=trigger,
+    )
 
 
 _ALERT_COLUMNS = [
@@ -375,3 +476,137 @@ def report_files() -> list[Path]:
         return []
     files = [p for p in Path(folder).iterdir() if p.suffix in (".html", ".md", ".json") and p.is_file()]
     return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+# ------------------------------------------------------------------------------------------ what-if lab
+
+SAMPLES_DIR = Path(__file__).parent / "samples"
+
+
+def sample_files() -> list[str]:
+    """Names of the stored event samples (CSV files in ``dashboard/samples/``)."""
+    return sorted(p.name for p in SAMPLES_DIR.glob("*.csv"))
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """One what-if replay (:func:`monitor.watermark.replay`) and its delay sweep.
+
+    Attributes:
+        batches: per batch ``batch_id, kind, processing_time, watermark, input_rows, late_rows,
+            state_rows, emitted``.
+        mover: the batch and row that moved the watermark the most: ``{"batch_id", "processing_time",
+            "row", "event_time", "advance_s"}`` (``row`` = 1-based line of the events file, header = line 1),
+            or ``None``.
+        summary: :meth:`monitor.watermark.Summary` as JSON (``dropped_rows``, ``dropped_share``, ...).
+        sweep: ``delay_s, dropped_rows, dropped_share_pct, latency_p95_s, peak_state_rows`` per delay.
+        recommended_delay_s: the smallest delay dropping at most ``100 - target`` % of rows (``None``: none
+            of the candidates does).
+        bad_rows: rows whose event time could not be read.
+    """
+
+    batches: pd.DataFrame
+    mover: dict[str, Any] | None
+    summary: dict[str, Any]
+    sweep: pd.DataFrame
+    recommended_delay_s: float | None
+    bad_rows: int
+
+
+@st.cache_data(show_spinner="Replaying ...", max_entries=16)
+def whatif(
+    content: bytes,
+    suffix: str,
+    *,
+    delay_s: float,
+    window: str,
+    window_s: float,
+    slide_s: float | None,
+    trigger_s: float | None,
+    policy: str,
+    future_skew_s: float | None,
+    sweep_s: tuple[float, ...],
+    target_pct: float,
+) -> WhatIf:
+    """Replay an events file (``content`` of a ``.csv``/``.jsonl``/``.parquet``) through the reference
+    watermark engine (Spark semantics), and sweep the delay.
+
+    Args:
+        window: ``tumbling``, ``sliding``, ``session`` (``window_s`` is the gap) or ``dedup`` (on ``key``).
+        trigger_s: a processing-time trigger (needs ``arrival_time``), ``None`` for the file's own batches.
+        future_skew_s: model ``filter(event_time <= current_timestamp() + skew)`` (needs ``arrival_time``).
+
+    Raises:
+        monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
+    """
+    import tempfile
+
+    from monitor.watermark import Dedup, Session, Sliding, Tumbling, WatermarkConfig, replay
+    from monitor.watermark.io import load_events
+    from monitor.watermark.sweep import recommend_delay, sweep
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"events{suffix}"
+        path.write_bytes(content)
+        events = load_events(path)
+    def ms(seconds: float) -> int:
+        return round(seconds * 1000)
+
+    spec: dict[str, Any] = {}
+    if window == "tumbling":
+        spec["window"] = Tumbling(ms(window_s))
+    elif window == "sliding":
+        spec["window"] = Sliding(ms(window_s), ms(slide_s or window_s))
+    elif window == "session":
+        spec["window"] = Session(ms(window_s))
+    else:
+        spec["dedup"] = Dedup("within_watermark")
+    config = WatermarkConfig(
+        delay_ms=ms(delay_s), policy=policy,  # type: ignore[arg-type]
+        trigger_ms=None if trigger_s is None else ms(trigger_s),
+        max_future_skew_ms=None if future_skew_s is None else ms(future_skew_s),
+        **spec,
+    )
+    result = replay(events, config)
+    rows = []
+    mover = None
+    best = 0
+    for b in result.batches:
+        rows.append({
+            "batch_id": b.batch_id, "kind": b.kind,
+            "processing_time": pd.Timestamp(b.processing_time_ms, unit="ms", tz="UTC") if b.processing_time_ms is not None else None,
+            "watermark": pd.Timestamp(b.watermark_ms, unit="ms", tz="UTC") if b.watermark_ms > 0 else None,
+            "input_rows": b.input_rows, "late_rows": b.late_row_count, "state_rows": b.state_rows,
+            "emitted": len(b.emitted),
+        })
+        advance = b.next_watermark_ms - b.watermark_ms
+        if b.watermark_ms > 0 and advance > best and b.event_time is not None:
+            best = advance
+            mover = {"batch_id": b.batch_id, "advance_s": advance / 1000.0, "event_time_ms": b.event_time.max_ms,
+                     "processing_time": rows[-1]["processing_time"]}
+    if mover is not None:
+        times = events.event_time_us // 1000
+        idx = int(np.argmax(np.where(events.valid & (times == mover["event_time_ms"]), 1, 0)))
+        mover["row"] = events.line_of(idx)
+        mover["event_time"] = pd.Timestamp(mover.pop("event_time_ms"), unit="ms", tz="UTC")
+    summaries = sweep(events, config, sorted({ms(s) for s in sweep_s}))
+    sweep_rows = [
+        {"delay_s": s.delay_ms / 1000, "dropped_rows": s.dropped_rows, "dropped_share_pct": 100 * s.dropped_share,
+         "latency_p95_s": None if s.latency is None or s.latency.p95_ms is None else s.latency.p95_ms / 1000,
+         "peak_state_rows": s.peak_state_rows}
+        for s in summaries
+    ]
+    rec = recommend_delay(events, config, target_pct, candidates_ms=sorted({ms(s) for s in sweep_s}))
+    return WhatIf(
+        batches=pd.DataFrame(rows), mover=mover, summary=result.to_json()["summary"],
+        sweep=pd.DataFrame(sweep_rows),
+        recommended_delay_s=None if rec.delay_ms is None else rec.delay_ms / 1000,
+        bad_rows=len(events.bad_rows),
+    )
+
+
+def sample_bytes(name: str) -> bytes:
+    """The content of stored sample ``name`` (one of :func:`sample_files`). Raises KeyError."""
+    if name not in sample_files():
+        raise KeyError(name)
+    return (SAMPLES_DIR / name).read_bytes()

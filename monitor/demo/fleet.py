@@ -2,7 +2,7 @@
 
 Each :class:`SimJob` is one Structured Streaming query (``withWatermark`` + a window aggregation or a
 ``dropDuplicates``). Its input rows are generated up front for the whole run (seeded, so a run is
-reproducible), and every trigger the job runs one micro-batch through :class:`monitor.engine.Runtime`,
+reproducible), and every trigger the job runs one micro-batch through :class:`monitor.watermark.WatermarkRuntime`,
 which decides what Spark would: the watermark the batch runs with, the rows dropped as late, the state
 rows. The batch becomes a ``QueryProgressEvent`` built by :mod:`monitor.demo.sparkfmt`, which the demo
 writes to an event log or pushes to the ingest endpoint, as a real driver would.
@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.demo import sparkfmt
-from monitor.engine import Dedup, EngineConfig, EventsTable, Runtime, Tumbling
+from monitor.watermark import Dedup, EventsTable, Tumbling, WatermarkConfig, WatermarkRuntime
 
 __all__ = ["FAULTS", "Fault", "Fleet", "SimEvent", "SimJob", "build_fleet"]
 
@@ -115,7 +115,7 @@ class SimJob:
 
     name: str
     transport: Transport
-    config: EngineConfig
+    config: WatermarkConfig
     inputs: tuple[_Input, ...]
     generate: Generator
     operator: str
@@ -125,7 +125,7 @@ class SimJob:
     run_id: str = ""
     runs: int = 0
     # filled by prepare()
-    _runtime: Runtime | None = None
+    _runtime: WatermarkRuntime | None = None
     _batches: list[npt.NDArray[np.int64]] = field(default_factory=list)
     _offsets: dict[str, int] = field(default_factory=dict)
     _behind: int = 0
@@ -164,7 +164,7 @@ class SimJob:
         events = EventsTable.from_columns(
             np.concatenate(times) if times else np.zeros(0, dtype=np.int64), source=sources, key=keys
         )
-        self._runtime = Runtime(events, self.config)
+        self._runtime = WatermarkRuntime(events, self.config)
         self._batches = batches
         self._offsets = {i.name: 0 for i in self.inputs}
         self._next_due_ms = start_ms
@@ -345,19 +345,19 @@ def build_fleet(start_ms: int, horizon_ms: int, seed: int = 7) -> Fleet:
     faults = {f.job: f for f in FAULTS}
     kafka = _Input("main", topic="clicks")
     jobs = [
-        SimJob("clicks_per_window", "eventlog", EngineConfig(delay_ms=DELAY_MS, window=window),
+        SimJob("clicks_per_window", "eventlog", WatermarkConfig(delay_ms=DELAY_MS, window=window),
                (_Input("main"),), _future_row(12), "stateStoreSave"),
         SimJob("orders_payments", "listener",
-               EngineConfig(delay_ms=DELAY_MS, window=window, sources=("orders", "payments")),
+               WatermarkConfig(delay_ms=DELAY_MS, window=window, sources=("orders", "payments")),
                (_Input("orders", topic="orders"), _Input("payments", topic="payments")), _two_inputs(6),
                "stateStoreSave"),
-        SimJob("sessions_dedup", "eventlog", EngineConfig(delay_ms=DELAY_MS, dedup=Dedup("key")),
+        SimJob("sessions_dedup", "eventlog", WatermarkConfig(delay_ms=DELAY_MS, dedup=Dedup("key")),
                (_Input("main"),), _dedup_keys(20), "dedupe"),
-        SimJob("clickstream_enrich", "eventlog", EngineConfig(delay_ms=DELAY_MS, window=window),
+        SimJob("clickstream_enrich", "eventlog", WatermarkConfig(delay_ms=DELAY_MS, window=window),
                (kafka,), _steady(15), "stateStoreSave"),
-        SimJob("inventory_updates", "listener", EngineConfig(delay_ms=DELAY_MS, window=window),
+        SimJob("inventory_updates", "listener", WatermarkConfig(delay_ms=DELAY_MS, window=window),
                (_Input("main"),), _steady(8), "stateStoreSave"),
-        SimJob("payments_fraud", "eventlog", EngineConfig(delay_ms=DELAY_MS, window=window),
+        SimJob("payments_fraud", "eventlog", WatermarkConfig(delay_ms=DELAY_MS, window=window),
                (_Input("main"),), _late_surge(10), "stateStoreSave"),
     ]
     rng = np.random.default_rng(seed)
