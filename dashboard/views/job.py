@@ -73,7 +73,7 @@ if not future.empty:
              f"{first['event_time_max']:%Y-%m-%d %H:%M:%S} UTC, far ahead of processing time (off the chart).")
 for col in ("watermark", "event_time_max"):
     lines[col] = lines[col].where(lines[col] <= horizon)
-chart = charts.lines_over_time(
+chart: charts.AnyChart = charts.lines_over_time(
     lines, ["processing_time", "event_time_max", "watermark"], y_title="time (UTC)", y_type="temporal",
     labels={"processing_time": "processing time", "event_time_max": "event-time max", "watermark": "watermark"},
 )
@@ -143,11 +143,11 @@ dur = progress[["observed_at", "batch_duration_ms", "batch_id"]].dropna()
 if dur.empty:
     c2.caption("No batch durations reported.")
 else:
-    chart = charts.bars_over_time(dur, "batch_duration_ms", y_title="batch duration (ms)", color="#2980b9",
+    durations: charts.AnyChart = charts.bars_over_time(dur, "batch_duration_ms", y_title="batch duration (ms)", color="#2980b9",
                                   extra_tooltips=["batch_id:Q"])
     if detail.trigger_ms:
-        chart = chart + charts.rule_line(detail.trigger_ms, f"trigger ≈ {detail.trigger_ms / 1000:.1f} s")
-    c2.altair_chart(chart, use_container_width=True)
+        durations = durations + charts.rule_line(detail.trigger_ms, f"trigger ≈ {detail.trigger_ms / 1000:.1f} s")
+    c2.altair_chart(durations, use_container_width=True)
 
 st.header("Runs")
 if len(detail.runs) <= 1:

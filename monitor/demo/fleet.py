@@ -40,6 +40,8 @@ __all__ = ["FAULTS", "Fault", "Fleet", "SimEvent", "SimJob", "build_fleet"]
 Transport = Literal["eventlog", "listener"]
 
 TRIGGER_MS = 2_000
+#: How long the simulated queries have run before the demo starts.
+WARMUP_MS = 60_000
 DELAY_MS = 10_000
 WINDOW_MS = 10_000
 _NAMESPACE = uuid.UUID("5b0c3a8e-2f4e-4b8e-9a51-5e1d7d0c9e11")
@@ -133,17 +135,26 @@ class SimJob:
     _k: int = 0
     _started: bool = False
     _restarted: bool = False
+    _origin_ms: int = 0
+    _first_ms: int = 0
 
     def __post_init__(self) -> None:
         self.query_id = str(uuid.uuid5(_NAMESPACE, self.name))
         self.app_id = f"local-demo-{self.name.replace('_', '-')}"
 
-    def fault_active(self, at_ms: int, start_ms: int) -> bool:
-        """Whether this job's fault is active at ``at_ms``."""
-        return self.fault is not None and at_ms - start_ms >= self.fault.at_s * 1000
+    def fault_active(self, at_ms: int, origin_ms: int) -> bool:
+        """Whether this job's fault is active at ``at_ms`` (its time counts from ``origin_ms``)."""
+        return self.fault is not None and at_ms - origin_ms >= self.fault.at_s * 1000
 
-    def prepare(self, start_ms: int, horizon_ms: int, rng: np.random.Generator) -> None:
-        """Generate every input row from ``start_ms`` for ``horizon_ms`` and build the engine runtime."""
+    def prepare(self, start_ms: int, horizon_ms: int, rng: np.random.Generator, *, origin_ms: int | None = None) -> None:
+        """Generate every input row from ``start_ms`` for ``horizon_ms`` and build the engine runtime.
+
+        ``origin_ms`` (default ``start_ms``) is the demo's start, from which fault times count: a job may
+        have run (healthy) before it.
+        """
+        origin = start_ms if origin_ms is None else origin_ms
+        self._origin_ms = origin
+        self._first_ms = start_ms
         times: list[npt.NDArray[np.int64]] = []
         sources: list[str] = []
         keys: list[str] = []
@@ -151,7 +162,7 @@ class SimJob:
         n = 0
         for k in range(horizon_ms // TRIGGER_MS + 1):
             at = start_ms + k * TRIGGER_MS
-            rows = self.generate(rng, k, at, self.fault_active(at, start_ms))
+            rows = self.generate(rng, k, at, self.fault_active(at, origin))
             idx: list[int] = []
             for inp in self.inputs:
                 t, ks = rows.get(inp.name, (np.zeros(0, dtype=np.int64), []))
@@ -174,12 +185,12 @@ class SimJob:
         """Whether the next trigger is due."""
         return self._k < len(self._batches) and now_ms >= self._next_due_ms
 
-    def step(self, start_ms: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+    def step(self, rng: np.random.Generator) -> list[dict[str, Any]]:
         """Run the next micro-batch; returns the listener events it produced (started/progress/...)."""
         assert self._runtime is not None, "prepare() first"
         out: list[dict[str, Any]] = []
         at = self._next_due_ms
-        fault_on = self.fault_active(at, start_ms)
+        fault_on = self.fault_active(at, self._origin_ms)
         if not self._started:
             out.append(sparkfmt.query_started(self.query_id, self.run_id, self.name, at))
             self._started = True
@@ -239,7 +250,7 @@ class SimJob:
         self._k += 1
         # ProcessingTimeExecutor: the next trigger is the next multiple of the interval after the batch ends
         end = at + duration
-        self._next_due_ms = max(start_ms + self._k * TRIGGER_MS, end)
+        self._next_due_ms = max(self._first_ms + self._k * TRIGGER_MS, end)
         return out
 
 
@@ -328,7 +339,7 @@ class Fleet:
         out: list[SimEvent] = []
         for job in self.jobs:
             while job.due(now_ms):
-                out.extend(SimEvent(job, e) for e in job.step(self.start_ms, self.rng))
+                out.extend(SimEvent(job, e) for e in job.step(self.rng))
         return out
 
     def job(self, name: str) -> SimJob:
@@ -339,8 +350,13 @@ class Fleet:
         raise KeyError(name)
 
 
-def build_fleet(start_ms: int, horizon_ms: int, seed: int = 7) -> Fleet:
-    """The demo fleet (six queries, one fault each), prepared for ``horizon_ms`` from ``start_ms``."""
+def build_fleet(start_ms: int, horizon_ms: int, seed: int = 7, *, warmup_ms: int = WARMUP_MS) -> Fleet:
+    """The demo fleet (six queries, one fault each), prepared for ``horizon_ms`` from ``start_ms``.
+
+    The queries have already run, healthy, for ``warmup_ms`` before ``start_ms`` (their first
+    :meth:`Fleet.step` writes that history at once), so their state and watermark are past the warm-up of
+    a fresh query when the faults begin; fault times count from ``start_ms``.
+    """
     window = Tumbling(size_ms=WINDOW_MS)
     faults = {f.job: f for f in FAULTS}
     kafka = _Input("main", topic="clicks")
@@ -363,5 +379,5 @@ def build_fleet(start_ms: int, horizon_ms: int, seed: int = 7) -> Fleet:
     rng = np.random.default_rng(seed)
     for job in jobs:
         job.fault = faults.get(job.name)
-        job.prepare(start_ms, horizon_ms, rng)
+        job.prepare(start_ms - warmup_ms, horizon_ms + warmup_ms, rng, origin_ms=start_ms)
     return Fleet(jobs, start_ms, rng)
