@@ -483,9 +483,12 @@ def report_files() -> list[Path]:
 SAMPLES_DIR = Path(__file__).parent / "samples"
 
 
+SAMPLES = ("sensor_future_row.csv", "orders_backlog.csv")
+
+
 def sample_files() -> list[str]:
-    """Names of the stored event samples (CSV files in ``dashboard/samples/``)."""
-    return sorted(p.name for p in SAMPLES_DIR.glob("*.csv"))
+    """Names of the stored event samples (CSV files in ``dashboard/samples/``, see its docstring)."""
+    return [name for name in SAMPLES if (SAMPLES_DIR / name).is_file()]
 
 
 @dataclass(frozen=True)

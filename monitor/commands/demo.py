@@ -66,8 +66,8 @@ def register(app: typer.Typer) -> None:
     def demo_cmd(
         duration: str | None = typer.Option(None, "--duration", help="Run this long, then stop (e.g. 120s)."),
         directory: Path | None = typer.Option(None, "--dir", help="Where to keep the demo's files."),
-        port: int = typer.Option(8321, "--port", help="Daemon port (/metrics, /healthz, ingest)."),
-        receiver_port: int = typer.Option(8502, "--receiver-port", help="Built-in webhook receiver port."),
+        port: int = typer.Option(8321, "--port", help="Daemon port (/metrics, /healthz, ingest); 0 picks one."),
+        receiver_port: int = typer.Option(8502, "--receiver-port", help="Webhook receiver port; 0 picks one."),
         dashboard_port: int = typer.Option(8501, "--dashboard-port", help="Dashboard port."),
         no_dashboard: bool = typer.Option(False, "--no-dashboard", help="Do not start the dashboard."),
         seed: int = typer.Option(7, "--seed", help="Seed of the simulated fleet."),
@@ -105,7 +105,6 @@ def register(app: typer.Typer) -> None:
             DASHBOARD_TOKEN_ENV: dashboard_token,
         }
         dashboard_url = f"http://127.0.0.1:{dashboard_port}"
-        config = demo_config(paths, port=port, receiver_port=receiver_port, dashboard_url=f"{dashboard_url}/job")
 
         stop = threading.Event()
 
@@ -120,7 +119,8 @@ def register(app: typer.Typer) -> None:
         client = httpx.Client()
         code = 0
         try:
-            receiver.start()
+            receiver.start()  # first: the daemon's config names its (possibly picked) port
+            config = demo_config(paths, port=port, receiver_port=receiver.port, dashboard_url=f"{dashboard_url}/job")
             daemon = build(config, db_url=paths.db_url, environ=environ, clock=_clock)
             daemon.start()
             if not no_dashboard:
@@ -135,7 +135,7 @@ def register(app: typer.Typer) -> None:
             tracker = FaultTracker(fleet, start)
             typer.echo(f"tidegauge demo: files in {root}")
             typer.echo(f"  dashboard        {dashboard_url}" + ("" if dashboard else "  (not started)"))
-            typer.echo(f"  receiver page    http://127.0.0.1:{receiver_port}/")
+            typer.echo(f"  receiver page    http://127.0.0.1:{receiver.port}/")
             typer.echo(f"  metrics          http://127.0.0.1:{daemon.http.port}/metrics")
             typer.echo(f"  health           http://127.0.0.1:{daemon.http.port}/healthz")
             typer.echo(f"  database         {paths.db_url}")
