@@ -31,12 +31,14 @@ import streamlit as st
 
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
+from monitor.health_report import cause_indices
 from monitor.model import AlertState, Severity
 from monitor.store import Store, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
 from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
+from rules.state_growth import theil_sen_slope
 
 __all__ = [
     "STALE_AFTER",
@@ -237,16 +239,17 @@ class JobDetail:
 
 def _drop_causes(batches: pd.DataFrame) -> pd.DataFrame:
     columns = ["batch_id", "observed_at", "dropped_by_watermark", "cause_batch_id", "cause_event_time_max"]
+    if batches.empty:
+        return pd.DataFrame(columns=columns)
+    times = [None if pd.isna(t) else t.to_pydatetime() for t in batches["event_time_max"]]
+    dropped = [None if pd.isna(d) else int(d) for d in batches["dropped_by_watermark"]]
     out = []
-    best_t: pd.Timestamp | None = None
-    best_b: Any = None
-    for _, b in batches.iterrows():
-        dropped = b["dropped_by_watermark"]
-        if dropped is not None and not pd.isna(dropped) and dropped > 0:
-            out.append((b["batch_id"], b["observed_at"], int(dropped), best_b, best_t))
-        t = b["event_time_max"]
-        if t is not None and not pd.isna(t) and (best_t is None or t > best_t):
-            best_t, best_b = t, b["batch_id"]
+    for i, cause in enumerate(cause_indices(times, dropped)):
+        if dropped[i]:
+            b = batches.iloc[i]
+            c = None if cause is None else batches.iloc[cause]
+            out.append((b["batch_id"], b["observed_at"], dropped[i], None if c is None else c["batch_id"],
+                        None if c is None else c["event_time_max"]))
     return pd.DataFrame(out, columns=columns)
 
 
@@ -275,25 +278,23 @@ def _holding_min(scopes: pd.DataFrame) -> str | None:
 
 
 def _theil_sen(batches: pd.DataFrame) -> tuple[float | None, pd.DataFrame]:
+    """The state rows' trend (:func:`rules.state_growth.theil_sen_slope`, the rule's estimator), rows/h, and
+    the line it projects 30 min past the newest point."""
     empty = pd.DataFrame(columns=["observed_at", "state_rows"])
     points = batches[["observed_at", "state_rows_total"]].dropna().tail(120)
     if len(points) < 3:
         return None, empty
     t0 = points["observed_at"].iloc[0]
-    xs = (points["observed_at"] - t0).dt.total_seconds().to_numpy()
-    ys = points["state_rows_total"].astype(float).to_numpy()
-    i, j = np.triu_indices(len(xs), k=1)
-    dx = xs[j] - xs[i]
-    ok = dx > 0
-    if not ok.any():
+    xs = (points["observed_at"] - t0).dt.total_seconds().tolist()
+    ys = points["state_rows_total"].astype(float).tolist()
+    if xs[-1] <= 0:
         return None, empty
-    slope = float(np.median((ys[j] - ys[i])[ok] / dx[ok]))
-    intercept = float(np.median(ys - slope * xs))
-    last = xs[-1]
-    future = np.array([last, last + 1800.0])
-    projection = pd.DataFrame(
-        {"observed_at": [t0 + pd.Timedelta(seconds=float(x)) for x in future], "state_rows": intercept + slope * future}
-    )
+    slope = theil_sen_slope(xs, ys)
+    last_x, last_y = xs[-1], float(np.median([y - slope * x for x, y in zip(xs, ys, strict=True)])) + slope * xs[-1]
+    projection = pd.DataFrame({
+        "observed_at": [t0 + pd.Timedelta(seconds=last_x), t0 + pd.Timedelta(seconds=last_x + 1800.0)],
+        "state_rows": [last_y, last_y + slope * 1800.0],
+    })
     return slope * 3600.0, projection
 
 
@@ -346,7 +347,7 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
     trigger = float(spacing.median()) * 1000 if len(spacing) else None
     return JobDetail(
         summary, batches, scopes, run_frame, job_alerts.reset_index(drop=True),
-        drops=_drop_causes(progress) if not progress.empty else _drop_causes(batches),
+        drops=_drop_causes(progress),
         holding_min=_holding_min(scopes), state_slope_per_h=slope, state_projection=projection, trigger_ms=trigger,
     )
 
