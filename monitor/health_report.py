@@ -5,7 +5,8 @@ the stored alerts and the job's runs it computes, per job:
 
 * **freshness SLO attainment**: the share of whole-job progress samples whose freshness (the sample's
   processing time minus its watermark, seconds; Spark's epoch placeholder watermark excluded) is within
-  the target, with the p50/p95/max;
+  the target, with the p50/p95/max; a watermark more than ``future_skew`` *ahead* of processing time (moved
+  by a future-dated row) misses the target too;
 * **late rows**: rows dropped by the watermark (Spark ``numRowsDroppedByWatermark``), their share of the
   input, and what caused them: each dropping batch is attributed to the earlier batch whose event-time max
   set the watermark the rows were late against (Spark's watermark is the max event time seen minus the
@@ -296,7 +297,9 @@ def _job_report(
     target = settings.freshness_target.total_seconds()
     fresh = [(b.observed_at, (b.observed_at - wm).total_seconds()) for b in batches if (wm := _real(b.watermark))]
     values = [v for _, v in fresh]
-    attainment = None if not values else 100.0 * sum(1 for v in values if v <= target) / len(values)
+    # a watermark ahead of processing time by more than the skew was moved by a future-dated row: not fresh
+    skew = settings.future_skew.total_seconds()
+    attainment = None if not values else 100.0 * sum(1 for v in values if -skew <= v <= target) / len(values)
     inputs = [b.num_input_rows for b in batches if b.num_input_rows is not None]
     drops = [b.dropped_by_watermark for b in batches if b.dropped_by_watermark is not None]
     input_rows = sum(inputs) if inputs else None
