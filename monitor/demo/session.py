@@ -3,7 +3,8 @@
 * :func:`demo_paths`: where a run keeps its files (a per-user directory, emptied at the start of a run);
 * :func:`demo_config`: the daemon configuration of the demo (:class:`monitor.config.Config`): the demo's
   event-log directory as a ``spark_event_logs`` target, the ingest endpoint for listener pushes, the
-  built-in webhook receiver, a report every five minutes, and rule parameters scaled to a demo whose jobs
+  built-in webhook receiver, a report to it every five minutes and detailed report files every two minutes
+  (into the run's ``reports`` directory, which the dashboard's Reports page lists), and rule parameters scaled to a demo whose jobs
   trigger every 2 s (a stall after 20 s rather than 10 min);
 * :class:`EventSink`: writes the fleet's events as event-log lines (``<app id>.inprogress`` files, as
   ``SingleEventLogFileWriter`` names them) or pushes them to the ingest endpoint (as
@@ -118,7 +119,11 @@ def demo_config(
                 "timeout": "5s",
             }
         ],
-        "reports": [{"name": "demo-5min", "cron": "*/5 * * * *", "receiver": "demo-receiver"}],
+        "reports": [
+            {"name": "demo-5min", "cron": "*/5 * * * *", "receiver": "demo-receiver"},
+            {"name": "demo-fleet", "cron": "*/2 * * * *", "directory": str(paths.reports),
+             "formats": ["html", "md", "json"], "since": "1h"},
+        ],
         "delivery": {"interval": "2s", "initial_backoff": "2s", "max_backoff": "10s"},
     }
     return parse_config(doc, "<demo>")

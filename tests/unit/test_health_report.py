@@ -139,3 +139,39 @@ def test_renderings_carry_the_numbers(report: DetailedReport, tmp_path: Path) ->
     paths = write_files(report, tmp_path, ["html", "md", "json"])
     assert sorted(p.suffix for p in paths) == [".html", ".json", ".md"]
     assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_scheduled_report_writes_the_matched_jobs_files(seeded: Seeded, tmp_path: Path) -> None:
+    from monitor.config import parse_config
+    from monitor.daemon import build, report_jobs
+
+    out = tmp_path / "reports"
+    config = parse_config({
+        "database": seeded.url,
+        "server": {"port": 0},
+        "rules": {"freshness": {"target": "30s"}},
+        "reports": [{"name": "payments-team", "cron": "0 8 * * *", "directory": str(out), "formats": ["md", "json"],
+                     "matchers": ["job_name=~payments_.*"], "since": "2h"}],
+    })
+    daemon = build(config, db_url=seeded.url, environ={"HOME": str(tmp_path)}, clock=lambda: seeded.end)
+    try:
+        (job,) = report_jobs(config, daemon.runtime)
+        assert job.cron == "0 8 * * *"
+        job.tick(seeded.end + timedelta(seconds=1))
+    finally:
+        daemon.store.dispose()
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["payments-team-20261130T080131Z.json", "payments-team-20261130T080131Z.md"]
+    doc = json.loads((out / files[0]).read_text())
+    assert [j["name"] for j in doc["jobs"]] == ["payments_fraud"]
+    assert doc["jobs"][0]["freshness_target_s"] == 30.0
+
+
+def test_a_report_needs_a_receiver_or_a_directory() -> None:
+    from monitor.config import parse_config
+    from monitor.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"reports\[0\]: give a receiver, a directory, or both"):
+        parse_config({"reports": [{"name": "r", "cron": "0 8 * * *"}]}, "t.yaml")
+    with pytest.raises(ConfigError, match=r"reports\[0\]\.matchers: matcher 'job_name=~\(': "):
+        parse_config({"reports": [{"name": "r", "cron": "0 8 * * *", "directory": "/tmp", "matchers": ["job_name=~("]}]})
