@@ -37,7 +37,7 @@ from monitor.store import Store, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
-from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
+from monitor.store.views import job_runs, job_summaries, series, stored_reports, watermark_points
 from rules.state_growth import theil_sen_slope
 
 __all__ = [
@@ -65,7 +65,7 @@ REPORTS_ENV = "TIDEGAUGE_DASHBOARD_REPORTS"
 #: A job whose newest sample is older than this stopped reporting.
 STALE_AFTER = timedelta(minutes=2)
 #: How far back the fleet's sparklines and a job's timelines reach (from the newest sample).
-SPARK_WINDOW = timedelta(minutes=30)
+SPARK_WINDOW = timedelta(minutes=10)
 JOB_WINDOW = timedelta(hours=2)
 _TTL = 5  # seconds
 
@@ -180,23 +180,20 @@ def fleet() -> pd.DataFrame:
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def sparklines() -> pd.DataFrame:
-    """Every job's watermark lag over the last :data:`SPARK_WINDOW` (from the newest sample stored):
+    """Every job's watermark lag over the last :data:`SPARK_WINDOW` (from the newest whole-job sample):
     ``engine, job_id, observed_at, watermark_lag_s``; the epoch placeholder watermark is left out."""
-    with _store().sessions() as session:
-        newest = newest_sample_time(session)
-        if newest is None:
-            return pd.DataFrame(columns=["engine", "job_id", "observed_at", "watermark_lag_s"])
-        rows = series(session, ["watermark"], since=newest - SPARK_WINDOW)
-    frame = pd.DataFrame(
-        [(r[0], r[1], r[3], r[8]) for r in rows if r[8] is not None and r[8].year > 1970],
-        columns=["engine", "job_id", "observed_at", "watermark"],
-    )
-    if frame.empty:
+    known = fleet()["observed_at"].dropna()
+    if known.empty:
         return pd.DataFrame(columns=["engine", "job_id", "observed_at", "watermark_lag_s"])
-    frame["observed_at"] = pd.to_datetime(frame["observed_at"], utc=True)
-    frame["watermark"] = pd.to_datetime(frame["watermark"], utc=True)
+    newest = known.max().to_pydatetime()
+    with _store().sessions() as session:
+        rows = watermark_points(session, newest - SPARK_WINDOW)
+    frame = pd.DataFrame(rows, columns=["engine", "job_id", "observed_at", "watermark"])
+    frame["observed_at"] = pd.to_datetime(frame["observed_at"], utc=True, format="mixed")
+    frame["watermark"] = pd.to_datetime(frame["watermark"], utc=True, format="mixed")
+    frame = frame[frame["watermark"].dt.year > 1970]  # Spark's placeholder before the first watermark
     frame["watermark_lag_s"] = (frame["observed_at"] - frame["watermark"]).dt.total_seconds()
-    return frame[["engine", "job_id", "observed_at", "watermark_lag_s"]]
+    return frame[["engine", "job_id", "observed_at", "watermark_lag_s"]].reset_index(drop=True)
 
 
 _JOB_FIELDS = [

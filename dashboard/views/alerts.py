@@ -48,7 +48,7 @@ with tabs[3]:
         st.dataframe(
             frame[["rule", "severity", "state", "job_name", "job_id", "scope", "active_at", "fired_at", "resolved_at",
                    "duration_s"]],
-            hide_index=True, use_container_width=True,
+            hide_index=True, width="stretch",
             column_config={"duration_s": st.column_config.NumberColumn("duration (s)", format="%.0f")},
         )
 
@@ -57,7 +57,7 @@ sil = data.silences()
 if sil.empty:
     st.caption("No silences.")
 else:
-    st.dataframe(sil, hide_index=True, use_container_width=True)
+    st.dataframe(sil, hide_index=True, width="stretch")
 
 if not data.token_configured():
     st.info("Read-only: no dashboard token is configured (`dashboard: {token: {env: NAME}}` in the config), so "

@@ -73,10 +73,10 @@ table = pd.DataFrame(
 st.dataframe(
     table,
     hide_index=True,
-    use_container_width=True,
+    width="stretch",
     column_config={
         "freshness": st.column_config.TextColumn(help="processing time minus watermark"),
-        "watermark lag": st.column_config.LineChartColumn("watermark lag (last 30 min)", y_min=0),
+        "watermark lag": st.column_config.LineChartColumn("watermark lag (last 10 min)", y_min=0),
         "last sample (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss", timezone="UTC"),
         "open": st.column_config.LinkColumn("page", display_text="open"),
     },
@@ -86,11 +86,19 @@ unhealthy = view[view["severity"] > 0]
 if not unhealthy.empty:
     st.subheader("Findings")
     current = data.alerts()
-    current = current[current["state"] == "firing"]
-    for _, job in unhealthy.iterrows():
-        mine = current[(current["engine"] == job["engine"]) & (current["job_id"] == job["job_id"])]
-        for _, a in mine.iterrows():
+    firing: dict[tuple[str, str], list[dict[str, object]]] = {}
+    for a in current[current["state"] == "firing"].to_dict("records"):
+        firing.setdefault((str(a["engine"]), str(a["job_id"])), []).append(a)
+    shown = 0
+    for job in unhealthy.to_dict("records"):
+        for a in firing.get((job["engine"], job["job_id"]), []):
+            if shown == 200:
+                break
+            shown += 1
             st.markdown(
                 f"**{job['name']}** · `{a['rule']}` ({a['severity']}): {a['message']} "
                 f"[open job](job?engine={job['engine']}&job_id={job['job_id']})"
             )
+    total = sum(len(v) for v in firing.values())
+    if total > shown:
+        st.caption(f"... and {total - shown} more firing findings: see the Alerts page.")

@@ -81,7 +81,7 @@ restarts = detail.runs.iloc[1:].copy() if len(detail.runs) > 1 else pd.DataFrame
 if not restarts.empty:
     restarts["what"] = ["restart: run " + r[:8] for r in restarts["run_id"]]
     chart = chart + charts.time_marks(restarts, "first_seen", "what")
-st.altair_chart(chart, use_container_width=True)
+st.altair_chart(chart, width="stretch")
 
 st.header("Inputs")
 if detail.holding_min:
@@ -92,7 +92,7 @@ else:
     per = detail.scopes.pivot_table(index="observed_at", columns="scope", values="num_input_rows", aggfunc="sum").reset_index()
     st.altair_chart(
         charts.lines_over_time(per, [c for c in per.columns if c != "observed_at"], y_title="input rows per batch"),
-        use_container_width=True,
+        width="stretch",
     )
 
 st.header("Rows dropped by the watermark")
@@ -109,7 +109,7 @@ else:
     st.altair_chart(
         charts.bars_over_time(detail.drops, "dropped_by_watermark", y_title="rows dropped",
                               extra_tooltips=["batch_id:Q", "cause_batch_id:Q"]),
-        use_container_width=True,
+        width="stretch",
     )
 
 st.header("State")
@@ -129,7 +129,7 @@ else:
         chart = chart + alt.Chart(detail.state_projection).mark_line(strokeDash=[6, 4], color="#999").encode(
             x=charts.time_x(), y="state_rows:Q"
         )
-    st.altair_chart(chart, use_container_width=True)
+    st.altair_chart(chart, width="stretch")
 
 st.header("Consumer lag and batch durations")
 c1, c2 = st.columns(2)
@@ -138,7 +138,7 @@ if lag.empty:
     c1.caption("No consumer lag reported (not a Kafka source, or no lag collector).")
 else:
     c1.altair_chart(charts.lines_over_time(lag, ["lag_offsets"], y_title="offsets behind latest",
-                                           labels={"lag_offsets": "offsets behind"}), use_container_width=True)
+                                           labels={"lag_offsets": "offsets behind"}), width="stretch")
 dur = progress[["observed_at", "batch_duration_ms", "batch_id"]].dropna()
 if dur.empty:
     c2.caption("No batch durations reported.")
@@ -147,11 +147,11 @@ else:
                                   extra_tooltips=["batch_id:Q"])
     if detail.trigger_ms:
         durations = durations + charts.rule_line(detail.trigger_ms, f"trigger ≈ {detail.trigger_ms / 1000:.1f} s")
-    c2.altair_chart(durations, use_container_width=True)
+    c2.altair_chart(durations, width="stretch")
 
 st.header("Runs")
 if len(detail.runs) <= 1:
     st.caption("No restart in the stored history.")
 else:
     st.markdown(f"**{len(detail.runs) - 1} restart(s)**: each new run id is a restart from the checkpoint.")
-st.dataframe(detail.runs, hide_index=True, use_container_width=True)
+st.dataframe(detail.runs, hide_index=True, width="stretch")

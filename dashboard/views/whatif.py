@@ -88,9 +88,9 @@ if mover is not None:
     layers_s = state + rule
 c1, c2 = st.columns(2)
 c1.subheader("Rows dropped per batch")
-c1.altair_chart(layers_d.properties(height=240), use_container_width=True)
+c1.altair_chart(layers_d.properties(height=240), width="stretch")
 c2.subheader("State rows")
-c2.altair_chart(layers_s.properties(height=240), use_container_width=True)
+c2.altair_chart(layers_s.properties(height=240), width="stretch")
 lat = s.get("latency") or {}
 if lat.get("p95_ms") is not None:
     st.caption(f"Window emission latency (processing time − window end): p50 {lat['p50_ms'] / 1000:.1f} s, "
@@ -104,7 +104,7 @@ if result.recommended_delay_s is not None:
 else:
     st.warning(f"No delay in the sweep keeps {target:.1f}% of rows: the late rows are later than 30 min "
                "(or come after a future-dated row: try the future filter).")
-st.dataframe(sw, hide_index=True, use_container_width=True, column_config={
+st.dataframe(sw, hide_index=True, width="stretch", column_config={
     "delay_s": st.column_config.NumberColumn("delay (s)"),
     "dropped_share_pct": st.column_config.NumberColumn("dropped (%)", format="%.3f"),
     "latency_p95_s": st.column_config.NumberColumn("latency p95 (s)", format="%.1f"),
@@ -115,4 +115,4 @@ chart = alt.Chart(sw).mark_line(point=True).encode(
 )
 if result.recommended_delay_s is not None:
     chart = chart + alt.Chart(pd.DataFrame({"d": [result.recommended_delay_s]})).mark_rule(color="#27ae60").encode(x="d:Q")
-st.altair_chart(chart.properties(height=240), use_container_width=True)
+st.altair_chart(chart.properties(height=240), width="stretch")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import Text, and_, func, select, type_coerce
 from sqlalchemy.orm import Session, aliased
 
 from monitor.model import ensure_utc
@@ -31,6 +31,7 @@ __all__ = [
     "newest_sample_time",
     "series",
     "stored_reports",
+    "watermark_points",
 ]
 
 #: Measures :func:`series` can return (``SampleRow`` columns, units as in :class:`monitor.model.Sample`).
@@ -53,6 +54,9 @@ SERIES_FIELDS: Final = (
     "backpressure_ratio",
     "restart_count",
 )
+
+
+_TIME_FIELDS: Final = frozenset({"observed_at", "watermark", "event_time_min", "event_time_max"})
 
 
 def _job_scope() -> Any:
@@ -118,16 +122,34 @@ def job_summaries(session: Session) -> list[JobSummary]:
             select(RunRow.job_pk, func.count(RunRow.id), func.max(RunRow.first_seen)).group_by(RunRow.job_pk)
         )
     }
+    newest = aliased(SampleRow)
+    newest_id = (
+        select(newest.id)
+        .where(
+            newest.job_pk == JobRow.id,
+            newest.scope_source.is_(None),
+            newest.scope_partition.is_(None),
+            newest.scope_subtask.is_(None),
+            newest.scope_operator.is_(None),
+        )
+        .order_by(newest.observed_at.desc(), newest.id.desc())
+        .limit(1)
+        .correlate(JobRow)
+        .scalar_subquery()
+    )
+    # one statement: per job an index seek for its newest whole-job sample (SQLite and PostgreSQL)
+    pairs = dict(session.execute(select(JobRow.id, newest_id)).all())
+    wanted = [i for i in pairs.values() if i is not None]
     columns = [getattr(SampleRow, c) for c in _SUMMARY_COLUMNS]
+    rows: dict[int, dict[str, Any]] = {}
+    for start_at in range(0, len(wanted), 500):
+        chunk = wanted[start_at : start_at + 500]
+        for sid, *values in session.execute(select(SampleRow.id, *columns).where(SampleRow.id.in_(chunk))):
+            rows[sid] = dict(zip(_SUMMARY_COLUMNS, values, strict=True))
     out: list[JobSummary] = []
     for job in session.scalars(select(JobRow).order_by(JobRow.engine, JobRow.job_id)):
-        newest = session.execute(
-            select(*columns)
-            .where(SampleRow.job_pk == job.id, _job_scope())
-            .order_by(SampleRow.observed_at.desc(), SampleRow.id.desc())
-            .limit(1)
-        ).first()
-        values: dict[str, Any] = dict(zip(_SUMMARY_COLUMNS, newest, strict=True)) if newest else dict.fromkeys(_SUMMARY_COLUMNS)
+        sid = pairs.get(job.id)
+        values = rows.get(sid, dict.fromkeys(_SUMMARY_COLUMNS)) if sid is not None else dict.fromkeys(_SUMMARY_COLUMNS)
         n_runs, last_first = runs.get(job.id, (0, None))
         out.append(
             JobSummary(engine=job.engine, job_id=job.job_id, name=job.name, app_id=job.app_id, runs=n_runs,
@@ -137,8 +159,11 @@ def job_summaries(session: Session) -> list[JobSummary]:
 
 
 def newest_sample_time(session: Session) -> datetime | None:
-    """The newest ``observed_at`` of any sample (``None`` for an empty store)."""
-    value: datetime | None = session.scalar(select(func.max(SampleRow.observed_at)))
+    """The newest ``observed_at`` of any sample (``None`` for an empty store): one index seek per job."""
+    newest = (
+        select(func.max(SampleRow.observed_at)).where(SampleRow.job_pk == JobRow.id).correlate(JobRow).scalar_subquery()
+    )
+    value: datetime | None = session.scalar(select(func.max(newest)))
     return value
 
 
@@ -151,6 +176,7 @@ def series(
     job_id: str | None = None,
     engine: str | None = None,
     job_scope_only: bool = True,
+    raw_times: bool = False,
 ) -> list[tuple[Any, ...]]:
     """Rows ``(engine, job_id, run_id, observed_at, kind, scope_source, scope_partition, scope_subtask,
     *fields)`` observed in ``[since, until)``, by job then time.
@@ -159,6 +185,9 @@ def series(
         fields: names from :data:`SERIES_FIELDS`.
         job_id / engine: only that job (or engine).
         job_scope_only: only whole-job samples (else also per source/partition/subtask ones).
+        raw_times: return ``observed_at`` and the time fields as the driver gives them (naive-UTC text on
+            SQLite, aware datetimes on PostgreSQL) for vectorised parsing (``pandas.to_datetime(utc=True)``),
+            skipping the per-value conversion of :class:`~monitor.store.types.UTCDateTime`.
 
     Raises:
         ValueError: an unknown field, or a naive time.
@@ -169,11 +198,18 @@ def series(
     start = ensure_utc(since, "since")
     end = ensure_utc(until, "until")
     run = aliased(RunRow)
+
+    def column(name: str) -> Any:
+        col = getattr(SampleRow, name)
+        if raw_times and name in _TIME_FIELDS:
+            return type_coerce(col, Text).label(name)
+        return col
+
     stmt = (
         select(
-            JobRow.engine, JobRow.job_id, run.run_id, SampleRow.observed_at, SampleRow.kind,
+            JobRow.engine, JobRow.job_id, run.run_id, column("observed_at"), SampleRow.kind,
             SampleRow.scope_source, SampleRow.scope_partition, SampleRow.scope_subtask,
-            *[getattr(SampleRow, f) for f in fields],
+            *[column(f) for f in fields],
         )
         .join(JobRow, SampleRow.job_pk == JobRow.id)
         .outerjoin(run, SampleRow.run_pk == run.id)
@@ -182,13 +218,46 @@ def series(
     )
     if end is not None:
         stmt = stmt.where(SampleRow.observed_at < end)
+    # Filter on job_pk values so the (job_pk, observed_at) index serves every job's time range (a range
+    # on observed_at alone would scan the whole table).
+    jobs = select(JobRow.id)
     if job_id is not None:
-        stmt = stmt.where(JobRow.job_id == job_id)
+        jobs = jobs.where(JobRow.job_id == job_id)
     if engine is not None:
-        stmt = stmt.where(JobRow.engine == engine)
+        jobs = jobs.where(JobRow.engine == engine)
     if job_scope_only:
         stmt = stmt.where(_job_scope())
-    return [tuple(row) for row in session.execute(stmt)]
+    pks = list(session.scalars(jobs))
+    out: list[tuple[Any, ...]] = []
+    for start_at in range(0, len(pks), 500):
+        chunk = stmt.where(SampleRow.job_pk.in_(pks[start_at : start_at + 500]))
+        out.extend(tuple(row) for row in session.execute(chunk))
+    return out
+
+
+def watermark_points(session: Session, since: datetime) -> list[tuple[str, str, Any, Any]]:
+    """Every job's whole-job ``(engine, job_id, observed_at, watermark)`` from ``since`` on, by job then
+    time, with the times as the driver gives them (see ``raw_times`` of :func:`series`): the lean query
+    behind the fleet's sparklines (Core execution, no run join).
+
+    Raises:
+        ValueError: ``since`` is naive.
+    """
+    start = ensure_utc(since, "since")
+    jobs = {pk: (engine, job_id) for pk, engine, job_id in session.execute(select(JobRow.id, JobRow.engine, JobRow.job_id))}
+    stmt = (
+        select(SampleRow.job_pk, type_coerce(SampleRow.observed_at, Text), type_coerce(SampleRow.watermark, Text))
+        .where(SampleRow.observed_at >= start, SampleRow.watermark.is_not(None), _job_scope())
+        .order_by(SampleRow.job_pk, SampleRow.observed_at)
+    )
+    pks = list(jobs)
+    out: list[tuple[str, str, Any, Any]] = []
+    connection = session.connection()
+    for start_at in range(0, len(pks), 500):
+        for pk, observed, watermark in connection.execute(stmt.where(SampleRow.job_pk.in_(pks[start_at : start_at + 500]))):
+            engine, job_id = jobs[pk]
+            out.append((engine, job_id, observed, watermark))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
