@@ -86,12 +86,12 @@ unhealthy = view[view["severity"] > 0]
 if not unhealthy.empty:
     st.subheader("Findings")
     current = data.alerts()
-    firing: dict[tuple[str, str], list[dict[str, object]]] = {}
+    by_job: dict[tuple[str, str], list[dict[str, object]]] = {}
     for a in current[current["state"] == "firing"].to_dict("records"):
-        firing.setdefault((str(a["engine"]), str(a["job_id"])), []).append(a)
+        by_job.setdefault((str(a["engine"]), str(a["job_id"])), []).append(a)
     shown = 0
     for job in unhealthy.to_dict("records"):
-        for a in firing.get((job["engine"], job["job_id"]), []):
+        for a in by_job.get((job["engine"], job["job_id"]), []):
             if shown == 200:
                 break
             shown += 1
@@ -99,6 +99,6 @@ if not unhealthy.empty:
                 f"**{job['name']}** · `{a['rule']}` ({a['severity']}): {a['message']} "
                 f"[open job](job?engine={job['engine']}&job_id={job['job_id']})"
             )
-    total = sum(len(v) for v in firing.values())
+    total = sum(len(v) for v in by_job.values())
     if total > shown:
         st.caption(f"... and {total - shown} more firing findings: see the Alerts page.")

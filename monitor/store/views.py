@@ -138,18 +138,19 @@ def job_summaries(session: Session) -> list[JobSummary]:
         .scalar_subquery()
     )
     # one statement: per job an index seek for its newest whole-job sample (SQLite and PostgreSQL)
-    pairs = dict(session.execute(select(JobRow.id, newest_id)).all())
+    pairs: dict[int, int | None] = {int(pk): sid for pk, sid in session.execute(select(JobRow.id, newest_id))}
     wanted = [i for i in pairs.values() if i is not None]
     columns = [getattr(SampleRow, c) for c in _SUMMARY_COLUMNS]
     rows: dict[int, dict[str, Any]] = {}
     for start_at in range(0, len(wanted), 500):
         chunk = wanted[start_at : start_at + 500]
-        for sid, *values in session.execute(select(SampleRow.id, *columns).where(SampleRow.id.in_(chunk))):
-            rows[sid] = dict(zip(_SUMMARY_COLUMNS, values, strict=True))
+        for sample_id, *measures in session.execute(select(SampleRow.id, *columns).where(SampleRow.id.in_(chunk))):
+            rows[sample_id] = dict(zip(_SUMMARY_COLUMNS, measures, strict=True))
     out: list[JobSummary] = []
     for job in session.scalars(select(JobRow).order_by(JobRow.engine, JobRow.job_id)):
         sid = pairs.get(job.id)
-        values = rows.get(sid, dict.fromkeys(_SUMMARY_COLUMNS)) if sid is not None else dict.fromkeys(_SUMMARY_COLUMNS)
+        found: dict[str, Any] = rows.get(sid, {}) if sid is not None else {}
+        values = {c: found.get(c) for c in _SUMMARY_COLUMNS}
         n_runs, last_first = runs.get(job.id, (0, None))
         out.append(
             JobSummary(engine=job.engine, job_id=job.job_id, name=job.name, app_id=job.app_id, runs=n_runs,
