@@ -314,17 +314,20 @@ def build_silences(config: Config) -> list[Silence]:
     return out
 
 
-def _reporter(runtime: Runtime, report: ReportConfig, settings: ReportSettings) -> Callable[[datetime], object]:
+def _reporter(
+    runtime: Runtime, report: ReportConfig, settings: ReportSettings, webhook: bool
+) -> Callable[[datetime], object]:
     matchers = parse_matchers(report.matchers)
+    since = timedelta(milliseconds=report.since)
 
     def tick(now: datetime) -> object:
         out: list[object] = []
-        if report.receiver is not None:
-            out.append(runtime.report(report.name, report.receiver, now, matchers))
+        if report.receiver is not None:  # webhook receivers get the detailed report (JSON + HTML) too
+            out.append(runtime.report(report.name, report.receiver, now, matchers,
+                                      detail_since=since if webhook else None, settings=settings))
         if report.directory is not None:
-            out.append(runtime.write_report(report.name, report.directory, report.formats,
-                                            timedelta(milliseconds=report.since), now, matchers=matchers,
-                                            settings=settings))
+            out.append(runtime.write_report(report.name, report.directory, report.formats, since, now,
+                                            matchers=matchers, settings=settings))
         return out
 
     return tick
@@ -334,8 +337,10 @@ def report_jobs(config: Config, runtime: Runtime) -> list[ScheduledJob]:
     """One cron :class:`ScheduledJob` per ``reports[]`` entry (named ``report <name>``): the report for its
     receiver (through the outbox) and/or the detailed report files in its directory."""
     settings = settings_from_rules(config.rules.model_dump(by_alias=True, exclude={"overrides"}))
+    kinds = {r.name: r.type for r in config.receivers}
     return [
-        ScheduledJob(f"report {r.name}", timedelta(0), _reporter(runtime, r, settings), cron=r.cron)
+        ScheduledJob(f"report {r.name}", timedelta(0),
+                     _reporter(runtime, r, settings, kinds.get(r.receiver or "") == "webhook"), cron=r.cron)
         for r in config.reports
     ]
 

@@ -72,7 +72,7 @@ from monitor.model import (
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.redaction import Redactor, current
-from monitor.report_render import Format
+from monitor.report_render import Format, to_html
 from monitor.report_source import collect, job_labels, write_files
 from monitor.reports import INPUT_WINDOW as REPORT_INPUT_WINDOW
 from monitor.reports import HealthReport, build_report
@@ -715,11 +715,22 @@ class Runtime:
                 if d.consecutive_failures >= RECEIVER_DEGRADED_AFTER
             }
 
-    def report(self, name: str, receiver: str, now: datetime, matchers: Sequence[Matcher] = ()) -> HealthReport:
+    def report(
+        self,
+        name: str,
+        receiver: str,
+        now: datetime,
+        matchers: Sequence[Matcher] = (),
+        *,
+        detail_since: timedelta | None = None,
+        settings: ReportSettings | None = None,
+    ) -> HealthReport:
         """One scheduled run of report ``name`` at ``now``: build it from the stored samples (each job's
         last ``lookback``) and current alerts, and queue it for ``receiver`` in the outbox, in one
         transaction. A second run for the same scheduled minute queues nothing (same idempotency key).
-        ``matchers`` (over ``engine``, ``job_id``, ``job_name``) keep only the jobs they match.
+        ``matchers`` (over ``engine``, ``job_id``, ``job_name``) keep only the jobs they match. With
+        ``detail_since`` the detailed report over ``[now - detail_since, now)`` rides along as JSON and HTML
+        (``HealthReport.detail`` / ``.html``, for webhook receivers).
 
         Returns:
             The report built.
@@ -739,6 +750,9 @@ class Runtime:
                                                         a.annotations.get("job_name")))
                 }
             report = build_report(name, when, samples, alerts.values())
+            if detail_since is not None:
+                detailed = collect(session, name, when - detail_since, when, matchers=matchers, settings=settings)
+                report = dataclasses.replace(report, detail=detailed.to_json(), html=to_html(detailed))
             queued = enqueue_report(session, receiver, report, when)
         log.info(
             "report %s for %s (%d jobs, %s) %s",

@@ -139,7 +139,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"  metrics          http://127.0.0.1:{daemon.http.port}/metrics")
             typer.echo(f"  health           http://127.0.0.1:{daemon.http.port}/healthz")
             typer.echo(f"  database         {paths.db_url}")
-            typer.echo(f"  dashboard token  {dashboard_token}  (silence/expire alerts from the Alerts page)")
+            token_file = root / "dashboard-token"
+            token_file.touch(mode=0o600)
+            token_file.write_text(dashboard_token + "\n", encoding="utf-8")
+            typer.echo(f"  dashboard token  in {token_file}  (to silence/expire alerts on the Alerts page)")
             typer.echo("Faults are injected within the first 30 s; each line below says when one is found."
                        + (" Ctrl-C stops." if run_for is None else f" Running for {duration}."))
             last_check = 0.0

@@ -175,3 +175,36 @@ def test_a_report_needs_a_receiver_or_a_directory() -> None:
         parse_config({"reports": [{"name": "r", "cron": "0 8 * * *"}]}, "t.yaml")
     with pytest.raises(ConfigError, match=r"reports\[0\]\.matchers: matcher 'job_name=~\(': "):
         parse_config({"reports": [{"name": "r", "cron": "0 8 * * *", "directory": "/tmp", "matchers": ["job_name=~("]}]})
+
+
+def test_webhook_receivers_get_the_detailed_report_as_json_and_html(seeded: Seeded, tmp_path: Path) -> None:
+    import jsonschema
+
+    from monitor.config import parse_config
+    from monitor.daemon import build, report_jobs
+    from monitor.notify.base import ReportBatch
+    from monitor.notify.webhook import payload_schema, report_payload
+    from monitor.store.alert_repo import open_report_outbox
+
+    config = parse_config({
+        "database": seeded.url,
+        "server": {"port": 0},
+        "receivers": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/h", "secret": {"env": "S"}}],
+        "reports": [{"name": "fraud", "cron": "0 8 * * *", "receiver": "hook", "matchers": ["job_name=payments_fraud"],
+                     "since": "2h"}],
+    })
+    daemon = build(config, db_url=seeded.url, environ={"HOME": str(tmp_path), "S": "x" * 20}, clock=lambda: seeded.end)
+    try:
+        (job,) = report_jobs(config, daemon.runtime)
+        job.tick(seeded.end + timedelta(seconds=1))
+        with daemon.store.sessions() as s:
+            (item,) = [i for i in open_report_outbox(s) if i.report.name == "fraud"]
+    finally:
+        daemon.store.dispose()
+    report = item.report
+    assert [j.name for j in report.jobs] == ["payments_fraud"]
+    assert report.detail is not None and [j["name"] for j in report.detail["jobs"]] == ["payments_fraud"]
+    assert report.html is not None and report.html.startswith("<!doctype html>") and "payments_fraud" in report.html
+    doc = report_payload(ReportBatch("hook", item.idempotency_key, report, seeded.end), None)
+    jsonschema.Draft202012Validator(payload_schema()).validate(doc)
+    assert doc["report"]["detail"]["jobs"][0]["dropped_rows"] == report.detail["jobs"][0]["dropped_rows"]
