@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
 from monitor.health_report import cause_indices
@@ -59,9 +60,6 @@ __all__ = [
     "token_ok",
 ]
 
-DB_ENV = "TIDEGAUGE_DASHBOARD_DB"
-TOKEN_ENV = "TIDEGAUGE_DASHBOARD_TOKEN"  # noqa: S105 (a variable name)
-REPORTS_ENV = "TIDEGAUGE_DASHBOARD_REPORTS"
 #: A job whose newest sample is older than this stopped reporting.
 STALE_AFTER = timedelta(minutes=2)
 #: How far back the fleet's sparklines and a job's timelines reach (from the newest sample).

@@ -18,11 +18,10 @@ from pathlib import Path
 
 import typer
 
+from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
+
 __all__ = ["DB_ENV", "TOKEN_ENV", "dashboard_command", "dashboard_environ", "register"]
 
-DB_ENV = "TIDEGAUGE_DASHBOARD_DB"
-TOKEN_ENV = "TIDEGAUGE_DASHBOARD_TOKEN"  # noqa: S105 (a variable name)
-REPORTS_ENV = "TIDEGAUGE_DASHBOARD_REPORTS"
 
 
 def app_path() -> Path:
