@@ -18,6 +18,7 @@ fault was detected and notified, 1 otherwise (the missing ones are listed).
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import signal
@@ -94,6 +95,12 @@ def register(app: typer.Typer) -> None:
         run_for = None if duration is None else timedelta(milliseconds=parse_duration_ms(duration, what="--duration"))
         root = directory if directory is not None else demo_root(os.environ)
         paths = demo_paths(root)
+        # the daemon's log goes to a file: the terminal shows the URLs and one line per fault
+        log_file = root / "daemon.log"
+        log_handler = logging.FileHandler(log_file, mode="w", encoding="utf-8")
+        log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.basicConfig(level=logging.INFO, handlers=[log_handler], force=True)
+        logging.getLogger("httpx").setLevel(logging.WARNING)
         upgrade(paths.db_url)
         ingest_token = secrets.token_hex(24)
         webhook_secret = secrets.token_hex(24)
@@ -139,6 +146,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"  metrics          http://127.0.0.1:{daemon.http.port}/metrics")
             typer.echo(f"  health           http://127.0.0.1:{daemon.http.port}/healthz")
             typer.echo(f"  database         {paths.db_url}")
+            typer.echo(f"  daemon log       {log_file}")
+            typer.echo(f"  report files     {paths.reports}  (every 2 min; also on the dashboard's Reports page)")
             token_file = root / "dashboard-token"
             token_file.touch(mode=0o600)
             token_file.write_text(dashboard_token + "\n", encoding="utf-8")
