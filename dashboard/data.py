@@ -216,7 +216,7 @@ class JobDetail:
             late against: Spark's watermark is the max event time seen minus the delay).
         holding_min: the input holding the minimum watermark back, with why, or ``None``.
         state_slope_per_h: the state rows' Theil-Sen trend (rows per hour) over the window, ``None`` with
-            fewer than 3 points; ``state_projection``: ``observed_at, state_rows`` of that trend 30 min on.
+            fewer than 3 points; ``state_projection``: ``observed_at, state_rows`` of that trend ahead.
         trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
     """
 
@@ -274,7 +274,7 @@ def _holding_min(scopes: pd.DataFrame) -> str | None:
 
 def _theil_sen(batches: pd.DataFrame) -> tuple[float | None, pd.DataFrame]:
     """The state rows' trend (:func:`rules.state_growth.theil_sen_slope`, the rule's estimator), rows/h, and
-    the line it projects 30 min past the newest point."""
+    the line it projects past the newest point, as far as the fitted points span (at most 30 min)."""
     empty = pd.DataFrame(columns=["observed_at", "state_rows"])
     points = batches[["observed_at", "state_rows_total"]].dropna().tail(120)
     if len(points) < 3:
@@ -286,9 +286,10 @@ def _theil_sen(batches: pd.DataFrame) -> tuple[float | None, pd.DataFrame]:
         return None, empty
     slope = theil_sen_slope(xs, ys)
     last_x, last_y = xs[-1], float(np.median([y - slope * x for x, y in zip(xs, ys, strict=True)])) + slope * xs[-1]
+    ahead = min(1800.0, last_x)  # as far ahead as the fit looks back (at most 30 min)
     projection = pd.DataFrame({
-        "observed_at": [t0 + pd.Timedelta(seconds=last_x), t0 + pd.Timedelta(seconds=last_x + 1800.0)],
-        "state_rows": [last_y, last_y + slope * 1800.0],
+        "observed_at": [t0 + pd.Timedelta(seconds=last_x), t0 + pd.Timedelta(seconds=last_x + ahead)],
+        "state_rows": [last_y, last_y + slope * ahead],
     })
     return slope * 3600.0, projection
 
