@@ -494,7 +494,8 @@ class WhatIf:
 
     Attributes:
         batches: per batch ``batch_id, kind, processing_time, watermark, input_rows, late_rows,
-            state_rows, emitted``.
+            state_rows, emitted, emit_latency_s`` (the oldest emitted window's end to the batch's processing
+            time, seconds).
         mover: the batch and row that moved the watermark the most: ``{"batch_id", "processing_time",
             "row", "event_time", "advance_s"}`` (``row`` = 1-based line of the events file, header = line 1),
             or ``None``.
@@ -578,6 +579,9 @@ def whatif(
             "watermark": pd.Timestamp(b.watermark_ms, unit="ms", tz="UTC") if b.watermark_ms > 0 else None,
             "input_rows": b.input_rows, "late_rows": b.late_row_count, "state_rows": b.state_rows,
             "emitted": len(b.emitted),
+            # window emission latency: the batch's processing time minus the end of the windows it emits
+            "emit_latency_s": None if b.processing_time_ms is None or len(b.emitted) == 0
+            else float(b.processing_time_ms - int(b.emitted.end_us.min()) // 1000) / 1000.0,
         })
         advance = b.next_watermark_ms - b.watermark_ms
         if b.watermark_ms > 0 and advance > best and b.event_time is not None:

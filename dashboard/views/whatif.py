@@ -91,6 +91,13 @@ c1.subheader("Rows dropped per batch")
 c1.altair_chart(layers_d.properties(height=240), width="stretch")
 c2.subheader("State rows")
 c2.altair_chart(layers_s.properties(height=240), width="stretch")
+emits = b.dropna(subset=["emit_latency_s"])
+if not emits.empty:
+    st.subheader("Window emission latency")
+    latency = alt.Chart(emits).mark_circle(color="#16a085").encode(
+        x=xenc, y=alt.Y("emit_latency_s:Q", title="processing time − window end (s)"),
+        tooltip=["batch_id", "emitted", "emit_latency_s"])
+    st.altair_chart(latency.properties(height=200), width="stretch")
 lat = s.get("latency") or {}
 if lat.get("p95_ms") is not None:
     st.caption(f"Window emission latency (processing time − window end): p50 {lat['p50_ms'] / 1000:.1f} s, "
