@@ -134,11 +134,15 @@ else:
 st.header("Consumer lag and batch durations")
 c1, c2 = st.columns(2)
 lag = progress[["observed_at", "lag_offsets"]].dropna()
-if lag.empty:
+lag_time = progress[["observed_at", "lag_seconds"]].dropna()
+if lag.empty and lag_time.empty:
     c1.caption("No consumer lag reported (not a Kafka source, or no lag collector).")
-else:
+if not lag.empty:
     c1.altair_chart(charts.lines_over_time(lag, ["lag_offsets"], y_title="offsets behind latest",
                                            labels={"lag_offsets": "offsets behind"}), width="stretch")
+if not lag_time.empty:
+    c1.altair_chart(charts.lines_over_time(lag_time, ["lag_seconds"], y_title="lag (s)",
+                                           labels={"lag_seconds": "consumer lag (time)"}), width="stretch")
 dur = progress[["observed_at", "batch_duration_ms", "batch_id"]].dropna()
 if dur.empty:
     c2.caption("No batch durations reported.")
