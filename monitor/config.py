@@ -549,14 +549,15 @@ def reference_problems(
                 f"routes[{i}].receiver: no receiver named {receiver!r} (have: {', '.join(names) or 'none'})"
             )
     kinds = dict(receivers)
-    for i, (_, receiver) in enumerate(reports):
-        if receiver is None:
+    for i, (_, report_receiver) in enumerate(reports):
+        if report_receiver is None:
             continue
-        if receiver not in names:
-            problems.append(f"reports[{i}].receiver: no receiver named {receiver!r}")
-        elif kinds[receiver] == "alertmanager":
+        if report_receiver not in names:
+            problems.append(f"reports[{i}].receiver: no receiver named {report_receiver!r}")
+        elif kinds[report_receiver] == "alertmanager":
             problems.append(
-                f"reports[{i}].receiver: {receiver!r} is an alertmanager receiver; reports go to webhook or slack receivers"
+                f"reports[{i}].receiver: {report_receiver!r} is an alertmanager receiver; reports go to webhook or "
+                "slack receivers"
             )
     report_names = [name for name, _ in reports]
     dupes = sorted({n for n in report_names if report_names.count(n) > 1})
@@ -588,6 +589,8 @@ def secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
     refs: list[tuple[str, SecretRef]] = []
     if isinstance(cfg.database, SecretRef):
         refs.append(("database", cfg.database))
+    if cfg.dashboard.token is not None:
+        refs.append(("dashboard.token", cfg.dashboard.token))
     if cfg.server.ingest_token is not None:
         refs.append(("server.ingest_token", cfg.server.ingest_token))
     for i, r in enumerate(cfg.receivers):
@@ -604,8 +607,6 @@ def secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
             ref = getattr(k, field)
             if ref is not None:
                 refs.append((f"targets.kafka[{i}].{field}", ref))
-    if cfg.dashboard.token is not None:
-        refs.append(("dashboard.token", cfg.dashboard.token))
     return refs
 
 
