@@ -12,9 +12,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-## Runs tidegauge on its embedded default: a scan of the bundled real Spark 4.3.0 event log.
-demo: $(STAMP)
-	$(BIN)/tidegauge scan --demo
+## The demo installs only what tidegauge itself needs (no `dev` extra: no PySpark, no mypy, no Java).
+DEMO_STAMP := $(VENV)/.installed-demo
+$(DEMO_STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $(DEMO_STAMP)
+
+## Runs `tidegauge demo`: the daemon, the dashboard, /metrics and a webhook receiver over a simulated Spark
+## fleet with injected faults (Ctrl-C stops it; `make demo DEMO_ARGS="--duration 120s"` runs unattended).
+DEMO_ARGS ?=
+demo: $(DEMO_STAMP)
+	$(BIN)/tidegauge demo $(DEMO_ARGS)
 
 ## Installs everything the tests need (Python deps, Java 17, PostgreSQL, ...) and runs the whole suite.
 test: $(STAMP) system-deps

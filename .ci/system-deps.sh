@@ -10,6 +10,8 @@ if ! command -v postgres >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/postg
 fi
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
+# the dashboard's browser tests drive Debian's Chromium with Playwright (`playwright install` cannot download)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "system-deps: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -71,6 +71,7 @@ from rules.config import RulesConfig
 
 __all__ = [
     "Config",
+    "DashboardConfig",
     "DeliveryConfig",
     "DurationMs",
     "Receiver",
@@ -413,22 +414,56 @@ class SilenceConfig(_Model):
     comment: str = ""
 
 
+ReportFormat = Literal["html", "md", "json"]
+
+
+def _html_only() -> list[ReportFormat]:
+    return ["html"]
+
+
 class ReportConfig(_Model):
-    """A scheduled health report (:mod:`monitor.reports`) sent to a ``webhook`` or ``slack`` receiver.
+    """A scheduled health report (:mod:`monitor.reports`) sent to a ``webhook`` or ``slack`` receiver and/or
+    written to ``directory`` as a detailed report (:mod:`monitor.health_report`) in ``formats``.
 
     ``cron`` is a 5-field crontab expression evaluated in UTC (APScheduler
     :meth:`~apscheduler.triggers.cron.CronTrigger.from_crontab`), e.g. ``"0 8 * * *"`` (daily 08:00 UTC).
+    ``matchers`` (label matchers as ``tidegauge silence add`` takes them, over ``engine``, ``job_id`` and
+    ``job_name``) select the jobs: one job, or a team's (``job_name=~payments_.*``); none selects all.
+    ``since`` is the period the detailed report covers (default 24h).
     """
 
     name: str = Field(min_length=1)
     cron: str
-    receiver: str
+    receiver: str | None = None
+    matchers: list[str] = Field(default_factory=list)
+    since: PositiveDurationMs = 86_400_000
+    directory: Path | None = None
+    formats: list[ReportFormat] = Field(default_factory=_html_only)
 
     @field_validator("cron")
     @classmethod
     def _cron(cls, v: str) -> str:
         check_cron(v)
         return v
+
+    @field_validator("matchers")
+    @classmethod
+    def _matchers(cls, v: list[str]) -> list[str]:
+        from monitor.alerts.silences import parse_matcher
+        from monitor.errors import InputError
+
+        for text in v:
+            try:
+                parse_matcher(text)
+            except (InputError, ValueError) as exc:
+                raise ValueError(f"matcher {text!r}: {exc}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _where(self) -> ReportConfig:
+        if self.receiver is None and self.directory is None:
+            raise ValueError("give a receiver, a directory, or both")
+        return self
 
 
 def check_cron(expr: str) -> CronTrigger:
@@ -446,11 +481,19 @@ def check_cron(expr: str) -> CronTrigger:
         ) from None
 
 
+class DashboardConfig(_Model):
+    """``tidegauge dashboard``: ``token`` (a secret ref) enables silencing and expiring alerts from the
+    dashboard; without it the dashboard is read-only (and says so)."""
+
+    token: SecretRef | None = None
+
+
 class Config(_Model):
     """The whole configuration file."""
 
     database: str | SecretRef | None = None
     dashboard_url: str | None = None
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     targets: Targets = Field(default_factory=Targets)
     rules: RulesConfig = Field(default_factory=RulesConfig)
@@ -485,7 +528,7 @@ class Config(_Model):
 
 
 def reference_problems(
-    receivers: list[tuple[str, str]], route_receivers: list[str], reports: list[tuple[str, str]]
+    receivers: list[tuple[str, str]], route_receivers: list[str], reports: list[tuple[str, str | None]]
 ) -> list[str]:
     """Problems of the references between sections, one line each (``routes[2].receiver: no receiver
     named 'pager' ...``): receiver and report names unique, routes and reports naming a receiver,
@@ -493,7 +536,7 @@ def reference_problems(
 
     Args:
         receivers: ``(name, type)`` of each receiver; route_receivers: each route's receiver;
-            reports: ``(name, receiver)`` of each report.
+            reports: ``(name, receiver)`` of each report (``None``: a report written to a directory only).
     """
     problems: list[str] = []
     names = [name for name, _ in receivers]
@@ -506,12 +549,15 @@ def reference_problems(
                 f"routes[{i}].receiver: no receiver named {receiver!r} (have: {', '.join(names) or 'none'})"
             )
     kinds = dict(receivers)
-    for i, (_, receiver) in enumerate(reports):
-        if receiver not in names:
-            problems.append(f"reports[{i}].receiver: no receiver named {receiver!r}")
-        elif kinds[receiver] == "alertmanager":
+    for i, (_, report_receiver) in enumerate(reports):
+        if report_receiver is None:
+            continue
+        if report_receiver not in names:
+            problems.append(f"reports[{i}].receiver: no receiver named {report_receiver!r}")
+        elif kinds[report_receiver] == "alertmanager":
             problems.append(
-                f"reports[{i}].receiver: {receiver!r} is an alertmanager receiver; reports go to webhook or slack receivers"
+                f"reports[{i}].receiver: {report_receiver!r} is an alertmanager receiver; reports go to webhook or "
+                "slack receivers"
             )
     report_names = [name for name, _ in reports]
     dupes = sorted({n for n in report_names if report_names.count(n) > 1})
@@ -543,6 +589,8 @@ def secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
     refs: list[tuple[str, SecretRef]] = []
     if isinstance(cfg.database, SecretRef):
         refs.append(("database", cfg.database))
+    if cfg.dashboard.token is not None:
+        refs.append(("dashboard.token", cfg.dashboard.token))
     if cfg.server.ingest_token is not None:
         refs.append(("server.ingest_token", cfg.server.ingest_token))
     for i, r in enumerate(cfg.receivers):

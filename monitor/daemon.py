@@ -58,6 +58,7 @@ from monitor.config import (
     Config,
     HttpTarget,
     KafkaTarget,
+    ReportConfig,
     SecretRef,
     check_cron,
     resolve_secret,
@@ -65,6 +66,7 @@ from monitor.config import (
 )
 from monitor.errors import ConfigError, InputError
 from monitor.exporter import TidegaugeCollector
+from monitor.health_report import ReportSettings
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.ingest import create_ingest_app
 from monitor.latest import LatestSamples
@@ -74,6 +76,7 @@ from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import RetryPolicy
 from monitor.notify.slack import SlackNotifier
 from monitor.notify.webhook import WebhookNotifier
+from monitor.report_source import parse_matchers, settings_from_rules
 from monitor.runtime import Runtime, StoreCursors, Target
 from monitor.service import CallbackService, Service, ServiceGroup
 from monitor.store import Store, database_errors, open_store, redact_url
@@ -311,17 +314,33 @@ def build_silences(config: Config) -> list[Silence]:
     return out
 
 
-def _reporter(runtime: Runtime, name: str, receiver: str) -> Callable[[datetime], object]:
+def _reporter(
+    runtime: Runtime, report: ReportConfig, settings: ReportSettings, webhook: bool
+) -> Callable[[datetime], object]:
+    matchers = parse_matchers(report.matchers)
+    since = timedelta(milliseconds=report.since)
+
     def tick(now: datetime) -> object:
-        return runtime.report(name, receiver, now)
+        out: list[object] = []
+        if report.receiver is not None:  # webhook receivers get the detailed report (JSON + HTML) too
+            out.append(runtime.report(report.name, report.receiver, now, matchers,
+                                      detail_since=since if webhook else None, settings=settings))
+        if report.directory is not None:
+            out.append(runtime.write_report(report.name, report.directory, report.formats, since, now,
+                                            matchers=matchers, settings=settings))
+        return out
 
     return tick
 
 
 def report_jobs(config: Config, runtime: Runtime) -> list[ScheduledJob]:
-    """One cron :class:`ScheduledJob` per ``reports[]`` entry (named ``report <name>``)."""
+    """One cron :class:`ScheduledJob` per ``reports[]`` entry (named ``report <name>``): the report for its
+    receiver (through the outbox) and/or the detailed report files in its directory."""
+    settings = settings_from_rules(config.rules.model_dump(by_alias=True, exclude={"overrides"}))
+    kinds = {r.name: r.type for r in config.receivers}
     return [
-        ScheduledJob(f"report {r.name}", timedelta(0), _reporter(runtime, r.name, r.receiver), cron=r.cron)
+        ScheduledJob(f"report {r.name}", timedelta(0),
+                     _reporter(runtime, r, settings, kinds.get(r.receiver or "") == "webhook"), cron=r.cron)
         for r in config.reports
     ]
 

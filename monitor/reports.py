@@ -181,12 +181,17 @@ class JobHealth:
 @dataclass(frozen=True, slots=True)
 class HealthReport:
     """A health report: ``name`` (from the config), the run's ``scheduled_at`` minute and ``generated_at``
-    (the run's ``now``), and one :class:`JobHealth` per job (worst first, then by engine and job id)."""
+    (the run's ``now``), and one :class:`JobHealth` per job (worst first, then by engine and job id).
+
+    ``detail`` / ``html``: for webhook receivers, the detailed report (:mod:`monitor.health_report`) as JSON
+    and as self-contained HTML; absent (``None``) otherwise, so the payload is unchanged for the others."""
 
     name: str
     scheduled_at: datetime
     generated_at: datetime
     jobs: tuple[JobHealth, ...]
+    detail: Mapping[str, Any] | None = None
+    html: str | None = None
 
     @property
     def health(self) -> Severity:
@@ -201,6 +206,8 @@ class HealthReport:
             "generated_at": format_time(self.generated_at),
             "health": self.health.label(),
             "jobs": [j.to_json() for j in self.jobs],
+            **({"detail": dict(self.detail)} if self.detail is not None else {}),
+            **({"html": self.html} if self.html is not None else {}),
         }
 
     @classmethod
@@ -211,6 +218,8 @@ class HealthReport:
             scheduled_at=parse_time(str(data["scheduled_at"])),
             generated_at=parse_time(str(data["generated_at"])),
             jobs=tuple(JobHealth.from_json(j) for j in data["jobs"]),
+            detail=data.get("detail"),
+            html=data.get("html"),
         )
 
 

@@ -44,6 +44,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import attrgetter
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -54,8 +55,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from collectors.base import Collector
 from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, step_all
 from monitor.alerts.routing import Route
-from monitor.alerts.silences import Silence
+from monitor.alerts.silences import Matcher, Silence, matches_all
 from monitor.exporter import AlertCount, CollectorStat, DeliveryStat
+from monitor.health_report import ReportSettings
 from monitor.latest import LatestSamples
 from monitor.model import (
     AlertState,
@@ -70,6 +72,8 @@ from monitor.model import (
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.redaction import Redactor, current
+from monitor.report_render import Format, to_html
+from monitor.report_source import collect, job_labels, write_files
 from monitor.reports import INPUT_WINDOW as REPORT_INPUT_WINDOW
 from monitor.reports import HealthReport, build_report
 from monitor.store import (
@@ -711,10 +715,22 @@ class Runtime:
                 if d.consecutive_failures >= RECEIVER_DEGRADED_AFTER
             }
 
-    def report(self, name: str, receiver: str, now: datetime) -> HealthReport:
+    def report(
+        self,
+        name: str,
+        receiver: str,
+        now: datetime,
+        matchers: Sequence[Matcher] = (),
+        *,
+        detail_since: timedelta | None = None,
+        settings: ReportSettings | None = None,
+    ) -> HealthReport:
         """One scheduled run of report ``name`` at ``now``: build it from the stored samples (each job's
         last ``lookback``) and current alerts, and queue it for ``receiver`` in the outbox, in one
         transaction. A second run for the same scheduled minute queues nothing (same idempotency key).
+        ``matchers`` (over ``engine``, ``job_id``, ``job_name``) keep only the jobs they match. With
+        ``detail_since`` the detailed report over ``[now - detail_since, now)`` rides along as JSON and HTML
+        (``HealthReport.detail`` / ``.html``, for webhook receivers).
 
         Returns:
             The report built.
@@ -723,7 +739,20 @@ class Runtime:
         with self._sessions.begin() as session:
             samples = load_recent_samples(session, REPORT_INPUT_WINDOW)
             alerts = load_alerts(session, states=[AlertState.FIRING, AlertState.PENDING])
+            if matchers:
+                samples = {
+                    k: v for k, v in samples.items()
+                    if matches_all(matchers, job_labels(k[0].value, k[1], next((s.job.name for s in reversed(v) if s.job.name), None)))
+                }
+                alerts = {
+                    fp: a for fp, a in alerts.items()
+                    if matches_all(matchers, job_labels(a.labels.get("engine", ""), a.labels.get("job_id", ""),
+                                                        a.annotations.get("job_name")))
+                }
             report = build_report(name, when, samples, alerts.values())
+            if detail_since is not None:
+                detailed = collect(session, name, when - detail_since, when, matchers=matchers, settings=settings)
+                report = dataclasses.replace(report, detail=detailed.to_json(), html=to_html(detailed))
             queued = enqueue_report(session, receiver, report, when)
         log.info(
             "report %s for %s (%d jobs, %s) %s",
@@ -734,6 +763,31 @@ class Runtime:
             "queued" if queued else "already queued for this minute",
         )
         return report
+
+    def write_report(
+        self,
+        name: str,
+        directory: Path,
+        formats: Sequence[Format],
+        since: timedelta,
+        now: datetime,
+        *,
+        matchers: Sequence[Matcher] = (),
+        settings: ReportSettings | None = None,
+    ) -> list[Path]:
+        """One scheduled run of a detailed report (:mod:`monitor.health_report`) over ``[now - since, now)``,
+        written into ``directory`` once per format (:func:`monitor.report_source.write_files`).
+
+        Returns:
+            The files written.
+        """
+        when = _utc(now)
+        with self._sessions() as session:
+            detailed = collect(session, name, when - since, when, matchers=matchers, settings=settings)
+        paths = write_files(detailed, directory, formats)
+        log.info("report %s: %d jobs (%s) written to %s", name, len(detailed.jobs), detailed.health,
+                 ", ".join(str(p) for p in paths))
+        return paths
 
     def clean_up(self, now: datetime) -> PurgeCounts:
         """Delete stored samples, raw documents and collector errors older than ``now - retention``."""

@@ -54,7 +54,10 @@ def _section(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 
 def _raw_secret_refs(raw: Mapping[str, Any]) -> list[tuple[str, SecretRef]]:
     """The well-formed secret references of a document that failed validation elsewhere."""
-    candidates: list[tuple[str, Any]] = [("server.ingest_token", _section(raw, "server").get("ingest_token"))]
+    candidates: list[tuple[str, Any]] = [
+        ("server.ingest_token", _section(raw, "server").get("ingest_token")),
+        ("dashboard.token", _section(raw, "dashboard").get("token")),
+    ]
     for i, r in enumerate(_list(raw.get("receivers"))):
         if isinstance(r, Mapping):
             candidates += [(f"receivers[{i}].url", r.get("url")), (f"receivers[{i}].secret", r.get("secret"))]

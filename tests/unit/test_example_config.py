@@ -17,6 +17,7 @@ SECRETS = {
     "FLINK_TOKEN": "flink-token",
     "TIDEGAUGE_WEBHOOK_SECRET": "webhook-secret",
     "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/x",
+    "TIDEGAUGE_DASHBOARD_TOKEN": "dashboard-token-0123",
 }
 
 
@@ -50,6 +51,7 @@ def test_config_check_of_the_example_needs_its_secrets(
         f"tidegauge: error: {EXAMPLE}: {where}: environment variable {name} is not set\n"
         for where, name in [
             ("database", "TIDEGAUGE_DATABASE_URL"),
+            ("dashboard.token", "TIDEGAUGE_DASHBOARD_TOKEN"),
             ("server.ingest_token", "TIDEGAUGE_INGEST_TOKEN"),
             ("receivers[0].secret", "TIDEGAUGE_WEBHOOK_SECRET"),
             ("receivers[1].url", "SLACK_WEBHOOK_URL"),

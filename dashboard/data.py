@@ -1,0 +1,616 @@
+"""The dashboard's one data-access module: every page reads (and the Alerts page writes) through here.
+
+Pages only render: they never run SQL, open the store or call collectors. The functions below read the
+database the daemon writes (SQLite in WAL mode, so reading never blocks the daemon, or PostgreSQL) through
+:mod:`monitor.store`, and are cached with Streamlit: the store is one ``st.cache_resource`` per process,
+queries are ``st.cache_data`` with a short ``ttl`` (the daemon keeps writing), so a page rerun within the
+ttl costs no query.
+
+Configuration comes from the process environment, set by ``tidegauge dashboard`` (a composition root):
+``TIDEGAUGE_DASHBOARD_DB`` (the URL; it may hold a password, so it is not on the command line),
+``TIDEGAUGE_DASHBOARD_TOKEN`` (enables silence/expire; read-only without), ``TIDEGAUGE_DASHBOARD_REPORTS``
+(a directory of generated report files). :func:`now` is the dashboard's one clock read.
+
+Shapes: time columns are aware UTC ``pandas.Timestamp`` s; durations are seconds (``*_s``); ``None``/NaN
+is unknown, never zero.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
+from monitor.alerts.silences import Silence, parse_matcher
+from monitor.errors import InputError
+from monitor.health_report import cause_indices
+from monitor.model import AlertState, Severity
+from monitor.store import Store, open_store
+from monitor.store.alert_repo import add_silence as store_add_silence
+from monitor.store.alert_repo import expire_silence as store_expire_silence
+from monitor.store.alert_repo import list_silences, load_alerts
+from monitor.store.views import job_runs, job_summaries, series, stored_reports, watermark_points
+from rules.state_growth import theil_sen_slope
+
+__all__ = [
+    "STALE_AFTER",
+    "JobDetail",
+    "add_silence",
+    "alerts",
+    "db_label",
+    "expire_silence",
+    "fleet",
+    "human_lag",
+    "job_detail",
+    "now",
+    "report_files",
+    "scheduled_reports",
+    "silences",
+    "sparklines",
+    "token_configured",
+    "token_ok",
+]
+
+#: A job whose newest sample is older than this stopped reporting.
+STALE_AFTER = timedelta(minutes=2)
+#: How far back the fleet's sparklines and a job's timelines reach (from the newest sample).
+SPARK_WINDOW = timedelta(minutes=10)
+JOB_WINDOW = timedelta(hours=2)
+_TTL = 5  # seconds
+
+
+def now() -> datetime:
+    """The dashboard's clock (aware UTC)."""
+    return datetime.now(UTC)
+
+
+@st.cache_resource(show_spinner=False)
+def _store() -> Store:
+    url = os.environ.get(DB_ENV)
+    return open_store(url, environ=os.environ)
+
+
+def db_label() -> str:
+    """The database URL with any password hidden (for the sidebar)."""
+    from monitor.store import redact_url
+
+    return redact_url(_store().engine.url)
+
+
+def token_configured() -> bool:
+    """Whether a dashboard token is configured (silence/expire enabled)."""
+    return bool(os.environ.get(TOKEN_ENV))
+
+
+def token_ok(presented: str) -> bool:
+    """Whether ``presented`` is the configured token (constant-time comparison)."""
+    expected = os.environ.get(TOKEN_ENV, "")
+    return bool(expected) and hmac.compare_digest(presented.encode(), expected.encode())
+
+
+def human_lag(seconds: float | None) -> str:
+    """A freshness / lag in seconds as text: ``"12 s"``, ``"3.5 min"``, ``"2.0 h"``, ``"1.1 y"``; a negative
+    value (the watermark ahead of processing time: a future-dated row moved it) says so; NaN is unknown."""
+    if seconds is None or pd.isna(seconds):
+        return "unknown"
+    ahead = seconds < 0
+    v = abs(float(seconds))
+    for limit, unit, size in ((120, "s", 1), (7200, "min", 60), (172_800, "h", 3600), (63_072_000, "d", 86400)):
+        if v < limit:
+            text = f"{v / size:.0f} {unit}" if unit == "s" else f"{v / size:.1f} {unit}"
+            break
+    else:
+        text = f"{v / 31_557_600:.1f} y"
+    return f"{text} ahead" if ahead else text
+
+
+def _ts(value: datetime | None) -> pd.Timestamp | None:
+    return None if value is None else pd.Timestamp(value)
+
+
+def _health_by_job(alert_list: list[Any]) -> dict[tuple[str, str], tuple[Severity, int, int, str]]:
+    """(engine, job_id) -> (worst firing severity, firing count, pending count, worst rule)."""
+    out: dict[tuple[str, str], tuple[Severity, int, int, str]] = {}
+    for a in alert_list:
+        if a.state not in (AlertState.FIRING, AlertState.PENDING):
+            continue
+        key = (a.labels.get("engine", ""), a.labels.get("job_id", ""))
+        sev, firing, pending, rule = out.get(key, (Severity.OK, 0, 0, ""))
+        if a.state is AlertState.FIRING:
+            firing += 1
+            if a.severity > sev:
+                sev, rule = a.severity, a.rule
+        else:
+            pending += 1
+        out[key] = (sev, firing, pending, rule)
+    return out
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def fleet() -> pd.DataFrame:
+    """One row per job: ``engine, job_id, name, health, firing, pending, worst_rule, observed_at,
+    freshness_s`` (the newest sample's processing time minus its watermark), ``input_rows_per_second,
+    state_rows, lag_offsets, runs, stale`` (no sample for :data:`STALE_AFTER`)."""
+    with _store().sessions() as session:
+        summaries = job_summaries(session)
+        alert_list = list(load_alerts(session, states=[AlertState.FIRING, AlertState.PENDING]).values())
+    health = _health_by_job(alert_list)
+    at = now()
+    rows = []
+    for s in summaries:
+        sev, firing, pending, rule = health.get((s.engine, s.job_id), (Severity.OK, 0, 0, ""))
+        fresh = None
+        if s.observed_at is not None and s.watermark is not None and s.watermark.year > 1970:
+            fresh = (s.observed_at - s.watermark).total_seconds()
+        rows.append(
+            {
+                "engine": s.engine,
+                "job_id": s.job_id,
+                "name": s.name or s.job_id,
+                "health": sev.label(),
+                "severity": int(sev),
+                "firing": firing,
+                "pending": pending,
+                "worst_rule": rule,
+                "observed_at": _ts(s.observed_at),
+                "freshness_s": fresh,
+                "input_rows_per_second": s.input_rows_per_second,
+                "num_input_rows": s.num_input_rows,
+                "state_rows": s.state_rows_total,
+                "lag_offsets": s.lag_offsets,
+                "runs": s.runs,
+                "stale": s.observed_at is None or at - s.observed_at > STALE_AFTER,
+            }
+        )
+    columns = ["engine", "job_id", "name", "health", "severity", "firing", "pending", "worst_rule", "observed_at",
+               "freshness_s", "input_rows_per_second", "num_input_rows", "state_rows", "lag_offsets", "runs", "stale"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def sparklines() -> pd.DataFrame:
+    """Every job's watermark lag over the last :data:`SPARK_WINDOW` (from the newest whole-job sample):
+    ``engine, job_id, observed_at, watermark_lag_s``; the epoch placeholder watermark is left out."""
+    known = fleet()["observed_at"].dropna()
+    if known.empty:
+        return pd.DataFrame(columns=["engine", "job_id", "observed_at", "watermark_lag_s"])
+    newest = known.max().to_pydatetime()
+    with _store().sessions() as session:
+        rows = watermark_points(session, newest - SPARK_WINDOW)
+    frame = pd.DataFrame(rows, columns=["engine", "job_id", "observed_at", "watermark"])
+    frame["observed_at"] = pd.to_datetime(frame["observed_at"], utc=True, format="mixed")
+    frame["watermark"] = pd.to_datetime(frame["watermark"], utc=True, format="mixed")
+    frame = frame[frame["watermark"].dt.year > 1970]  # Spark's placeholder before the first watermark
+    frame["watermark_lag_s"] = (frame["observed_at"] - frame["watermark"]).dt.total_seconds()
+    return frame[["engine", "job_id", "observed_at", "watermark_lag_s"]].reset_index(drop=True)
+
+
+_JOB_FIELDS = [
+    "batch_id", "watermark", "event_time_max", "num_input_rows", "batch_duration_ms", "dropped_by_watermark",
+    "state_rows_total", "state_rows_removed", "state_memory_bytes", "lag_offsets", "lag_seconds", "idle_ms",
+]
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    """One job's page data.
+
+    Attributes:
+        summary: the fleet row of the job (a dict of :func:`fleet`'s columns).
+        batches: whole-job samples, one row each: ``run_id, observed_at, kind`` and :data:`_JOB_FIELDS`.
+        scopes: per source/partition/subtask samples: ``scope, observed_at, num_input_rows, watermark,
+            lag_offsets, idle_ms``.
+        runs: ``run_id, first_seen, last_seen``.
+        alerts: the job's alerts (:func:`alerts` columns).
+        drops: batches that dropped rows: ``batch_id, observed_at, dropped_by_watermark, cause_batch_id,
+            cause_event_time_max`` (the earlier batch whose event-time max set the watermark the rows were
+            late against: Spark's watermark is the max event time seen minus the delay).
+        holding_min: the input holding the minimum watermark back, with why, or ``None``.
+        state_slope_per_h: the state rows' Theil-Sen trend (rows per hour) over the window, ``None`` with
+            fewer than 3 points; ``state_projection``: ``observed_at, state_rows`` of that trend ahead.
+        trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
+    """
+
+    summary: dict[str, Any]
+    batches: pd.DataFrame
+    scopes: pd.DataFrame
+    runs: pd.DataFrame
+    alerts: pd.DataFrame
+    drops: pd.DataFrame
+    holding_min: str | None
+    state_slope_per_h: float | None
+    state_projection: pd.DataFrame
+    trigger_ms: float | None
+
+
+def _drop_causes(batches: pd.DataFrame) -> pd.DataFrame:
+    columns = ["batch_id", "observed_at", "dropped_by_watermark", "cause_batch_id", "cause_event_time_max"]
+    if batches.empty:
+        return pd.DataFrame(columns=columns)
+    times = [None if pd.isna(t) else t.to_pydatetime() for t in batches["event_time_max"]]
+    dropped = [None if pd.isna(d) else int(d) for d in batches["dropped_by_watermark"]]
+    out = []
+    for i, cause in enumerate(cause_indices(times, dropped)):
+        if dropped[i]:
+            b = batches.iloc[i]
+            c = None if cause is None else batches.iloc[cause]
+            out.append((b["batch_id"], b["observed_at"], dropped[i], None if c is None else c["batch_id"],
+                        None if c is None else c["event_time_max"]))
+    return pd.DataFrame(out, columns=columns)
+
+
+def _holding_min(scopes: pd.DataFrame) -> str | None:
+    if scopes.empty:
+        return None
+    marks = scopes[scopes["watermark"].notna()]
+    if not marks.empty:  # Flink subtasks / inputs report their own watermarks: the minimum holds the job
+        newest = marks.sort_values("observed_at").groupby("scope").tail(1)
+        if newest["scope"].nunique() > 1:
+            low = newest.sort_values("watermark").iloc[0]
+            return f"{low['scope']} (watermark {low['watermark']:%Y-%m-%d %H:%M:%S} UTC, the lowest of its siblings)"
+    rows = scopes[scopes["num_input_rows"].notna()]
+    if rows.empty or rows["scope"].nunique() < 2:
+        return None
+    newest_at = rows["observed_at"].max()
+    recent = rows[rows["observed_at"] >= newest_at - pd.Timedelta(seconds=30)]
+    totals = recent.groupby("scope")["num_input_rows"].sum()
+    idle = totals[totals == 0]
+    if idle.empty or (totals > 0).sum() == 0:
+        return None
+    name = str(idle.index[0])
+    had = rows[(rows["scope"] == name) & (rows["num_input_rows"] > 0)]
+    since = f" since {had['observed_at'].max():%H:%M:%S} UTC" if not had.empty else " in the window shown"
+    return f"{name}: no rows{since} while the other inputs deliver; with the min policy it holds the watermark"
+
+
+def _theil_sen(batches: pd.DataFrame) -> tuple[float | None, pd.DataFrame]:
+    """The state rows' trend (:func:`rules.state_growth.theil_sen_slope`, the rule's estimator), rows/h, and
+    the line it projects past the newest point, as far as the fitted points span (at most 30 min)."""
+    empty = pd.DataFrame(columns=["observed_at", "state_rows"])
+    points = batches[["observed_at", "state_rows_total"]].dropna().tail(120)
+    if len(points) < 3:
+        return None, empty
+    t0 = points["observed_at"].iloc[0]
+    xs = (points["observed_at"] - t0).dt.total_seconds().tolist()
+    ys = points["state_rows_total"].astype(float).tolist()
+    if xs[-1] <= 0:
+        return None, empty
+    slope = theil_sen_slope(xs, ys)
+    last_x, last_y = xs[-1], float(np.median([y - slope * x for x, y in zip(xs, ys, strict=True)])) + slope * xs[-1]
+    ahead = min(1800.0, last_x)  # as far ahead as the fit looks back (at most 30 min)
+    projection = pd.DataFrame({
+        "observed_at": [t0 + pd.Timedelta(seconds=last_x), t0 + pd.Timedelta(seconds=last_x + ahead)],
+        "state_rows": [last_y, last_y + slope * ahead],
+    })
+    return slope * 3600.0, projection
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def job_detail(engine: str, job_id: str) -> JobDetail | None:
+    """The job's data over the last :data:`JOB_WINDOW` (from its newest sample); ``None``: no such job."""
+    summaries = fleet()
+    match = summaries[(summaries["engine"] == engine) & (summaries["job_id"] == job_id)]
+    if match.empty:
+        return None
+    summary = match.iloc[0].to_dict()
+    newest = summary["observed_at"]
+    since = (newest.to_pydatetime() if newest is not None and not pd.isna(newest) else now()) - JOB_WINDOW
+    with _store().sessions() as session:
+        rows = series(session, _JOB_FIELDS, since=since, job_id=job_id, engine=engine, job_scope_only=False)
+        runs = job_runs(session, engine, job_id)
+    whole = [r for r in rows if r[5] is None and r[6] is None and r[7] is None]
+    batches = pd.DataFrame(
+        [(r[2], r[3], r[4], *r[8:]) for r in whole], columns=["run_id", "observed_at", "kind", *_JOB_FIELDS]
+    )
+    scoped = []
+    for r in rows:
+        if r[5] is None and r[6] is None and r[7] is None:
+            continue
+        parts = [str(r[5])] if r[5] is not None else []
+        if r[6] is not None:
+            parts.append(f"partition {r[6]}")
+        if r[7] is not None:
+            parts.append(f"subtask {r[7]}")
+        f = dict(zip(_JOB_FIELDS, r[8:], strict=True))
+        scoped.append((" ".join(parts), r[3], f["num_input_rows"], f["watermark"], f["lag_offsets"], f["idle_ms"]))
+    scopes = pd.DataFrame(scoped, columns=["scope", "observed_at", "num_input_rows", "watermark", "lag_offsets", "idle_ms"])
+    for frame in (batches, scopes):
+        for col in ("observed_at", "watermark", "event_time_max"):
+            if col in frame:
+                frame[col] = pd.to_datetime(frame[col], utc=True)
+    if not batches.empty:
+        real = batches["watermark"].where(batches["watermark"].dt.year > 1970)
+        batches["watermark"] = real
+        batches["freshness_s"] = (batches["observed_at"] - real).dt.total_seconds()
+    run_frame = pd.DataFrame(
+        [(r.run_id, pd.Timestamp(r.first_seen), pd.Timestamp(r.last_seen)) for r in runs],
+        columns=["run_id", "first_seen", "last_seen"],
+    )
+    all_alerts = alerts()
+    job_alerts = all_alerts[(all_alerts["engine"] == engine) & (all_alerts["job_id"] == job_id)]
+    progress = batches[batches["kind"] == "progress"] if not batches.empty else batches
+    slope, projection = _theil_sen(progress) if not progress.empty else (None, pd.DataFrame())
+    spacing = progress["observed_at"].diff().dt.total_seconds().dropna() if not progress.empty else pd.Series()
+    trigger = float(spacing.median()) * 1000 if len(spacing) else None
+    return JobDetail(
+        summary, batches, scopes, run_frame, job_alerts.reset_index(drop=True),
+        drops=_drop_causes(progress),
+        holding_min=_holding_min(scopes), state_slope_per_h=slope, state_projection=projection, trigger_ms=trigger,
+    )
+
+
+_ALERT_COLUMNS = [
+    "fingerprint", "rule", "severity", "state", "engine", "job_id", "job_name", "scope", "message", "active_at",
+    "fired_at", "resolved_at", "duration_s", "labels", "batch_id",
+]
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def alerts() -> pd.DataFrame:
+    """Every stored alert (its current or last episode): :data:`_ALERT_COLUMNS`; ``duration_s`` is how long
+    the episode has lasted (to ``resolved_at``, or to now while active)."""
+    with _store().sessions() as session:
+        stored = list(load_alerts(session).values())
+    at = now()
+    rows = []
+    for a in stored:
+        end = a.resolved_at or at
+        scope = ", ".join(f"{k}={v}" for k, v in sorted(a.labels.items()) if k not in ("engine", "job_id"))
+        rows.append(
+            {
+                "fingerprint": a.fingerprint,
+                "rule": a.rule,
+                "severity": a.severity.label(),
+                "state": a.state.value,
+                "engine": a.labels.get("engine", ""),
+                "job_id": a.labels.get("job_id", ""),
+                "job_name": a.annotations.get("job_name", ""),
+                "scope": scope,
+                "message": a.message,
+                "active_at": _ts(a.active_at),
+                "fired_at": _ts(a.fired_at),
+                "resolved_at": _ts(a.resolved_at),
+                "duration_s": (end - a.active_at).total_seconds(),
+                "labels": dict(a.labels),
+                "batch_id": a.annotations.get("batch_id", ""),
+            }
+        )
+    order = {"firing": 0, "pending": 1, "resolved": 2, "inactive": 3}
+    frame = pd.DataFrame(rows, columns=_ALERT_COLUMNS)
+    if not frame.empty:
+        frame["_o"] = frame["state"].map(order)
+        frame["_s"] = frame["severity"].map({"critical": 0, "warning": 1, "info": 2, "ok": 3})
+        frame = frame.sort_values(["_o", "_s", "active_at"], ascending=[True, True, False]).drop(columns=["_o", "_s"])
+    return frame.reset_index(drop=True)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def silences() -> pd.DataFrame:
+    """Every stored silence: ``id, state, matchers, starts_at, ends_at, created_by, comment``."""
+    with _store().sessions() as session:
+        stored = list_silences(session)
+    at = now()
+    return pd.DataFrame(
+        [
+            (s.id, s.state(at), ", ".join(str(m) for m in s.matchers), pd.Timestamp(s.starts_at), pd.Timestamp(s.ends_at),
+             s.created_by, s.comment)
+            for s in stored
+        ],
+        columns=["id", "state", "matchers", "starts_at", "ends_at", "created_by", "comment"],
+    )
+
+
+def _clear() -> None:
+    silences.clear()
+    alerts.clear()
+
+
+def add_silence(token: str, matchers: list[str], duration: timedelta, comment: str, author: str) -> str:
+    """Store a silence (matchers as ``tidegauge silence add`` takes them) starting now; returns its id.
+
+    Raises:
+        PermissionError: ``token`` is not the configured dashboard token (or none is configured).
+        InputError: a bad matcher, a non-positive duration, or matchers that would mute every alert.
+    """
+    if not token_ok(token):
+        raise PermissionError("the dashboard token is wrong or not configured: the dashboard is read-only")
+    if duration <= timedelta(0):
+        raise InputError("the duration must be positive")
+    start = now()
+    silence = Silence(
+        id=str(uuid.uuid4()),
+        matchers=tuple(parse_matcher(m) for m in matchers if m.strip()),
+        starts_at=start,
+        ends_at=start + duration,
+        created_by=author or "dashboard",
+        comment=comment,
+    )
+    with _store().sessions.begin() as session:
+        store_add_silence(session, silence, start)
+    _clear()
+    return silence.id
+
+
+def expire_silence(token: str, silence_id: str) -> bool:
+    """Expire a silence now; returns False when it does not exist or already ended.
+
+    Raises:
+        PermissionError: ``token`` is not the configured dashboard token.
+    """
+    if not token_ok(token):
+        raise PermissionError("the dashboard token is wrong or not configured: the dashboard is read-only")
+    with _store().sessions.begin() as session:
+        done = store_expire_silence(session, silence_id, now())
+    _clear()
+    return done
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def scheduled_reports() -> list[dict[str, Any]]:
+    """The newest scheduled health reports (as queued for delivery): ``id, receiver, state, created_at,
+    document`` (:meth:`monitor.reports.HealthReport.to_json`)."""
+    with _store().sessions() as session:
+        return [
+            {"id": r.id, "receiver": r.receiver, "state": r.state, "created_at": pd.Timestamp(r.created_at),
+             "document": r.document}
+            for r in stored_reports(session)
+        ]
+
+
+def report_files() -> list[Path]:
+    """Generated report files (``.html``, ``.md``, ``.json``) in the reports directory, newest first."""
+    folder = os.environ.get(REPORTS_ENV)
+    if not folder or not Path(folder).is_dir():
+        return []
+    files = [p for p in Path(folder).iterdir() if p.suffix in (".html", ".md", ".json") and p.is_file()]
+    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+# ------------------------------------------------------------------------------------------ what-if lab
+
+SAMPLES_DIR = Path(__file__).parent / "samples"
+
+
+SAMPLES = ("sensor_future_row.csv", "orders_backlog.csv")
+
+
+def sample_files() -> list[str]:
+    """Names of the stored event samples (CSV files in ``dashboard/samples/``, see its docstring)."""
+    return [name for name in SAMPLES if (SAMPLES_DIR / name).is_file()]
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """One what-if replay (:func:`monitor.watermark.replay`) and its delay sweep.
+
+    Attributes:
+        batches: per batch ``batch_id, kind, processing_time, watermark, input_rows, late_rows,
+            state_rows, emitted, emit_latency_s`` (the oldest emitted window's end to the batch's processing
+            time, seconds).
+        mover: the batch and row that moved the watermark the most: ``{"batch_id", "processing_time",
+            "row", "event_time", "advance_s"}`` (``row`` = 1-based line of the events file, header = line 1),
+            or ``None``.
+        summary: :meth:`monitor.watermark.Summary` as JSON (``dropped_rows``, ``dropped_share``, ...).
+        sweep: ``delay_s, dropped_rows, dropped_share_pct, latency_p95_s, peak_state_rows`` per delay.
+        recommended_delay_s: the smallest delay dropping at most ``100 - target`` % of rows (``None``: none
+            of the candidates does).
+        bad_rows: rows whose event time could not be read.
+    """
+
+    batches: pd.DataFrame
+    mover: dict[str, Any] | None
+    summary: dict[str, Any]
+    sweep: pd.DataFrame
+    recommended_delay_s: float | None
+    bad_rows: int
+
+
+@st.cache_data(show_spinner="Replaying ...", max_entries=16)
+def whatif(
+    content: bytes,
+    suffix: str,
+    *,
+    delay_s: float,
+    window: str,
+    window_s: float,
+    slide_s: float | None,
+    trigger_s: float | None,
+    policy: str,
+    future_skew_s: float | None,
+    sweep_s: tuple[float, ...],
+    target_pct: float,
+) -> WhatIf:
+    """Replay an events file (``content`` of a ``.csv``/``.jsonl``/``.parquet``) through the reference
+    watermark engine (Spark semantics), and sweep the delay.
+
+    Args:
+        window: ``tumbling``, ``sliding``, ``session`` (``window_s`` is the gap) or ``dedup`` (on ``key``).
+        trigger_s: a processing-time trigger (needs ``arrival_time``), ``None`` for the file's own batches.
+        future_skew_s: model ``filter(event_time <= current_timestamp() + skew)`` (needs ``arrival_time``).
+
+    Raises:
+        monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
+    """
+    import tempfile
+
+    from monitor.watermark import Dedup, Session, Sliding, Tumbling, WatermarkConfig, replay
+    from monitor.watermark.io import load_events
+    from monitor.watermark.sweep import recommend_delay, sweep
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"events{suffix}"
+        path.write_bytes(content)
+        events = load_events(path)
+    def ms(seconds: float) -> int:
+        return round(seconds * 1000)
+
+    spec: dict[str, Any] = {}
+    if window == "tumbling":
+        spec["window"] = Tumbling(ms(window_s))
+    elif window == "sliding":
+        spec["window"] = Sliding(ms(window_s), ms(slide_s or window_s))
+    elif window == "session":
+        spec["window"] = Session(ms(window_s))
+    else:
+        spec["dedup"] = Dedup("within_watermark")
+    config = WatermarkConfig(
+        delay_ms=ms(delay_s), policy=policy,  # type: ignore[arg-type]
+        trigger_ms=None if trigger_s is None else ms(trigger_s),
+        max_future_skew_ms=None if future_skew_s is None else ms(future_skew_s),
+        **spec,
+    )
+    result = replay(events, config)
+    rows = []
+    mover = None
+    best = 0
+    for b in result.batches:
+        rows.append({
+            "batch_id": b.batch_id, "kind": b.kind,
+            "processing_time": pd.Timestamp(b.processing_time_ms, unit="ms", tz="UTC") if b.processing_time_ms is not None else None,
+            "watermark": pd.Timestamp(b.watermark_ms, unit="ms", tz="UTC") if b.watermark_ms > 0 else None,
+            "input_rows": b.input_rows, "late_rows": b.late_row_count, "state_rows": b.state_rows,
+            "emitted": len(b.emitted),
+            # window emission latency: the batch's processing time minus the end of the windows it emits
+            "emit_latency_s": None if b.processing_time_ms is None or len(b.emitted) == 0
+            else float(b.processing_time_ms - int(b.emitted.end_us.min()) // 1000) / 1000.0,
+        })
+        advance = b.next_watermark_ms - b.watermark_ms
+        if b.watermark_ms > 0 and advance > best and b.event_time is not None:
+            best = advance
+            mover = {"batch_id": b.batch_id, "advance_s": advance / 1000.0, "event_time_ms": b.event_time.max_ms,
+                     "processing_time": rows[-1]["processing_time"]}
+    if mover is not None:
+        times = events.event_time_us // 1000
+        idx = int(np.argmax(np.where(events.valid & (times == mover["event_time_ms"]), 1, 0)))
+        mover["row"] = events.line_of(idx)
+        mover["event_time"] = pd.Timestamp(mover.pop("event_time_ms"), unit="ms", tz="UTC")
+    summaries = sweep(events, config, sorted({ms(s) for s in sweep_s}))
+    sweep_rows = [
+        {"delay_s": s.delay_ms / 1000, "dropped_rows": s.dropped_rows, "dropped_share_pct": 100 * s.dropped_share,
+         "latency_p95_s": None if s.latency is None or s.latency.p95_ms is None else s.latency.p95_ms / 1000,
+         "peak_state_rows": s.peak_state_rows}
+        for s in summaries
+    ]
+    rec = recommend_delay(events, config, target_pct, candidates_ms=sorted({ms(s) for s in sweep_s}))
+    return WhatIf(
+        batches=pd.DataFrame(rows), mover=mover, summary=result.to_json()["summary"],
+        sweep=pd.DataFrame(sweep_rows),
+        recommended_delay_s=None if rec.delay_ms is None else rec.delay_ms / 1000,
+        bad_rows=len(events.bad_rows),
+    )
+
+
+def sample_bytes(name: str) -> bytes:
+    """The content of stored sample ``name`` (one of :func:`sample_files`). Raises KeyError."""
+    if name not in sample_files():
+        raise KeyError(name)
+    return (SAMPLES_DIR / name).read_bytes()

@@ -1,0 +1,104 @@
+"""Fleet: every monitored job with its health, freshness, firing alerts, input rate and a watermark-lag
+sparkline; filter by engine, health and name; jobs that stopped reporting stand out."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data
+
+st.title("Fleet")
+jobs = data.fleet()
+if jobs.empty:
+    st.info(
+        "No jobs yet: add a target to the config (`targets: spark_event_logs: [{name, path}]`) and start "
+        "`tidegauge run -c FILE`, or try `tidegauge demo`."
+    )
+    st.stop()
+
+firing = int(jobs["firing"].sum())
+stale = jobs[jobs["stale"]]
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("jobs", len(jobs))
+c2.metric("unhealthy jobs", int((jobs["severity"] > 0).sum()))
+c3.metric("firing alerts", firing)
+c4.metric("stopped reporting", len(stale))
+
+if not stale.empty:
+    names = ", ".join(f"**{n}**" for n in stale["name"])
+    st.warning(f"Stopped reporting (no sample for {int(data.STALE_AFTER.total_seconds() // 60)} min): {names}")
+
+f1, f2, f3, f4 = st.columns([1, 1, 2, 1])
+engines = f1.multiselect("engine", sorted(jobs["engine"].unique()), placeholder="all")
+healths = f2.multiselect("health", ["critical", "warning", "info", "ok"], placeholder="all")
+name = f3.text_input("name contains", "")
+sort = f4.selectbox("sort by", ["health", "freshness", "name", "input rows"])
+
+view = jobs
+if engines:
+    view = view[view["engine"].isin(engines)]
+if healths:
+    view = view[view["health"].isin(healths)]
+if name:
+    view = view[view["name"].str.contains(name, case=False, regex=False) | view["job_id"].str.contains(name, regex=False)]
+order = {
+    "health": (["severity", "firing", "name"], [False, False, True]),
+    "freshness": (["freshness_s"], [False]),
+    "name": (["name"], [True]),
+    "input rows": (["num_input_rows"], [False]),
+}[sort]
+view = view.sort_values(order[0], ascending=order[1], na_position="last")
+
+lines = data.sparklines()
+spark = {
+    (e, j): g["watermark_lag_s"].tolist() for (e, j), g in lines.groupby(["engine", "job_id"], sort=False)
+} if not lines.empty else {}
+table = pd.DataFrame(
+    {
+        "health": list(view["health"]),
+        "job": view["name"],
+        "engine": view["engine"],
+        "freshness": [data.human_lag(v) for v in view["freshness_s"]],
+        "firing": view["firing"],
+        "worst finding": view["worst_rule"],
+        "rows (last batch)": view["num_input_rows"],
+        "state rows": view["state_rows"],
+        "watermark lag": [spark.get((e, j), []) for e, j in zip(view["engine"], view["job_id"], strict=True)],
+        "last sample (UTC)": view["observed_at"],
+        "status": ["stopped reporting" if s else "reporting" for s in view["stale"]],
+        "open": [f"job?engine={e}&job_id={j}" for e, j in zip(view["engine"], view["job_id"], strict=True)],
+    }
+)
+st.dataframe(
+    table,
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "freshness": st.column_config.TextColumn(help="processing time minus watermark"),
+        "watermark lag": st.column_config.LineChartColumn("watermark lag (last 10 min)", y_min=0),
+        "last sample (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss", timezone="UTC"),
+        "open": st.column_config.LinkColumn("page", display_text="open"),
+    },
+)
+
+unhealthy = view[view["severity"] > 0]
+if not unhealthy.empty:
+    st.subheader("Findings")
+    current = data.alerts()
+    by_job: dict[tuple[str, str], list[dict[str, object]]] = {}
+    for a in current[current["state"] == "firing"].to_dict("records"):
+        by_job.setdefault((str(a["engine"]), str(a["job_id"])), []).append(a)
+    shown = 0
+    for job in unhealthy.to_dict("records"):
+        for a in by_job.get((job["engine"], job["job_id"]), []):
+            if shown == 200:
+                break
+            shown += 1
+            st.markdown(
+                f"**{job['name']}** · `{a['rule']}` ({a['severity']}): {a['message']} "
+                f"[open job](job?engine={job['engine']}&job_id={job['job_id']})"
+            )
+    total = sum(len(v) for v in by_job.values())
+    if total > shown:
+        st.caption(f"... and {total - shown} more firing findings: see the Alerts page.")

@@ -1,0 +1,97 @@
+"""``tidegauge dashboard [--db URL | -c FILE] [--host 127.0.0.1] [--port 8501]``: the Streamlit dashboard.
+
+A composition root: it resolves the database URL (``--db``, else the config file's ``database``, else the
+per-user default) and the dashboard token (the config's ``dashboard.token``, an ``{env:}``/``{file:}``
+reference), checks that the schema is current, and runs ``streamlit run dashboard/app.py`` bound to
+``--host`` (loopback unless told otherwise). The URL and the token reach the Streamlit process through its
+environment (:data:`DB_ENV`, :data:`TOKEN_ENV`), never its command line, where ``ps`` would show them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from importlib.resources import files
+from pathlib import Path
+
+import typer
+
+from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
+
+__all__ = ["DB_ENV", "TOKEN_ENV", "dashboard_command", "dashboard_environ", "register"]
+
+
+
+def app_path() -> Path:
+    """The Streamlit entry script (``dashboard/app.py``, package data of the ``dashboard`` package)."""
+    return Path(str(files("dashboard").joinpath("app.py")))
+
+
+def dashboard_command(host: str, port: int) -> list[str]:
+    """The ``streamlit run`` command line (no secrets on it)."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(app_path()),
+        "--server.address", host, "--server.port", str(port), "--server.headless", "true",
+        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+        "--global.developmentMode", "false", "--client.toolbarMode", "viewer",
+    ]
+
+
+def dashboard_environ(
+    environ: Mapping[str, str], db_url: str, token: str | None, reports_dir: Path | None = None
+) -> dict[str, str]:
+    """The Streamlit process's environment: ``environ`` plus the database URL and the token."""
+    out = {k: v for k, v in environ.items() if k not in (DB_ENV, TOKEN_ENV, REPORTS_ENV)}
+    out[DB_ENV] = db_url
+    if token:
+        out[TOKEN_ENV] = token
+    if reports_dir is not None:
+        out[REPORTS_ENV] = str(reports_dir)
+    return out
+
+
+def launch(
+    db_url: str, token: str | None, host: str, port: int, environ: Mapping[str, str], *, reports_dir: Path | None = None,
+    quiet: bool = False,
+) -> subprocess.Popen[bytes]:
+    """Start the dashboard process (the caller stops it with ``terminate()``)."""
+    out = subprocess.DEVNULL if quiet else None
+    return subprocess.Popen(
+        dashboard_command(host, port), env=dashboard_environ(environ, db_url, token, reports_dir), stdout=out, stderr=out
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``dashboard`` command to ``app``."""
+
+    @app.command("dashboard")
+    def dashboard_cmd(
+        db: str | None = typer.Option(None, "--db", metavar="URL", help="SQLAlchemy database URL."),
+        config: Path | None = typer.Option(None, "-c", "--config", metavar="FILE", help="YAML configuration file."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
+        port: int = typer.Option(8501, "--port", help="Port to serve on."),
+    ) -> None:
+        """Serve the Streamlit dashboard over the database the daemon writes."""
+        from monitor.config import database_url, load_config, resolve_secret
+        from monitor.store import default_db_url, open_store
+
+        token: str | None = None
+        url = db
+        if config is not None:
+            cfg = load_config(config)
+            if url is None:
+                url = database_url(cfg, os.environ, str(config))
+            if cfg.dashboard.token is not None:
+                token = resolve_secret(cfg.dashboard.token, os.environ, "dashboard.token").get_secret_value()
+        if url is None:
+            url = default_db_url(os.environ)
+        open_store(url, environ=os.environ).dispose()  # refuses a missing database or an outdated schema
+        typer.echo(f"tidegauge dashboard on http://{host}:{port} ({'read-write' if token else 'read-only'})", err=True)
+        process = launch(url, token, host, port, os.environ)
+        try:
+            raise typer.Exit(process.wait())
+        except KeyboardInterrupt:
+            process.terminate()
+            raise typer.Exit(process.wait(timeout=10)) from None

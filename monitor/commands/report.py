@@ -1,0 +1,69 @@
+"""``tidegauge report [--job X] [--since 7d] [--format html|md|json] [-o FILE] [--db URL | -c FILE]``.
+
+A composition root: it reads the clock once (the period is ``[now - since, now)``), opens the store
+(``--db``, else the config's ``database``, else the per-user default), takes the targets from the config's
+``rules:`` when ``-c`` is given (:func:`monitor.report_source.settings_from_rules`) and writes the report
+(:mod:`monitor.report_render`) to ``-o FILE`` or stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``report`` command to ``app``."""
+
+    @app.command("report")
+    def report_cmd(
+        job: str | None = typer.Option(None, "--job", help="Only this job (its id or name)."),
+        since: str = typer.Option("7d", "--since", help="How far back, e.g. 24h, 7d."),
+        fmt: str = typer.Option("html", "--format", help="html, md or json."),
+        output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE", help="Write here (default stdout)."),
+        match: list[str] = typer.Option([], "--match", help="Label matcher on engine/job_id/job_name (repeatable)."),
+        name: str = typer.Option("on-demand", "--name", help="The report's name."),
+        db: str | None = typer.Option(None, "--db", metavar="URL", help="SQLAlchemy database URL."),
+        config: Path | None = typer.Option(None, "-c", "--config", metavar="FILE", help="YAML configuration file."),
+    ) -> None:
+        """A health report: freshness SLO, late rows and their causes, alerts, state growth, lag, restarts and
+        recommendations, per job."""
+        from monitor.config import database_url, load_config
+        from monitor.durations import parse_timedelta
+        from monitor.errors import InputError
+        from monitor.report_render import FORMATS, render
+        from monitor.report_source import collect, parse_matchers, settings_from_rules
+        from monitor.store import database_errors, open_store
+
+        if fmt not in FORMATS:
+            raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        period = parse_timedelta(since, what="--since")
+        url = db
+        rules = None
+        if config is not None:
+            cfg = load_config(config)
+            url = url or database_url(cfg, os.environ, str(config))
+            rules = cfg.rules.model_dump(by_alias=True, exclude={"overrides"})
+        matchers = parse_matchers(match)
+        now = datetime.now(UTC)
+        store = open_store(url, environ=os.environ)
+        try:
+            with database_errors(store.engine.url), store.sessions() as session:
+                report = collect(session, name, now - period, now, job=job, matchers=matchers,
+                                 settings=settings_from_rules(rules))
+        finally:
+            store.dispose()
+        if job is not None and not report.jobs:
+            raise InputError(f"--job {job}: no such job with samples or alerts in the last {since}")
+        text = render(report, fmt)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            output.write_text(text, encoding="utf-8")
+            typer.echo(f"{output}: {fmt} report, {len(report.jobs)} jobs, health {report.health}", err=True)
