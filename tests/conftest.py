@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 # Real PostgreSQL server fixtures (see tests/pg.py): `postgres_server` (session), `postgres_url` (fresh DB).
 from tests.pg import postgres_server, postgres_url  # noqa: F401
+
+from tests.flink_cluster import FlinkCluster, cluster_fixture, submit_test_jobs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECORDED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -31,3 +34,16 @@ def spark_fixtures(recorded_fixtures: Path) -> Path:
 def fixed_now() -> datetime:
     """A fixed, timezone-aware 'now' for pure functions (tests step clocks, never sleep)."""
     return datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="session")
+def flink_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlinkCluster]:
+    """One real Flink 2.3.0 standalone cluster for the whole test session (tests/flink_cluster.py), started
+    on first use (~20 s) and stopped at the end. Skipped when Flink/JDK are missing, failed under CI."""
+    yield from cluster_fixture(tmp_path_factory.mktemp("flink"))
+
+
+@pytest.fixture(scope="session")
+def flink_test_jobs(flink_cluster: FlinkCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The test job's modes running on :func:`flink_cluster` (``mode -> job id``; names ``tg-<mode>``)."""
+    return submit_test_jobs(flink_cluster, tmp_path_factory.mktemp("flink-job"))
