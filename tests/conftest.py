@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.flink_cluster import FlinkCluster, cluster_fixture, submit_test_jobs
+
 # Real PostgreSQL server fixtures (see tests/pg.py): `postgres_server` (session), `postgres_url` (fresh DB).
 from tests.pg import postgres_server, postgres_url  # noqa: F401
-
-from tests.flink_cluster import FlinkCluster, cluster_fixture, submit_test_jobs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECORDED_FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -197,7 +197,7 @@ class FlinkCluster:
         Raises:
             urllib.error.URLError / OSError: not reachable; ``HTTPError`` for a non-2xx status.
         """
-        with urllib.request.urlopen(self.rest_url + path, timeout=timeout) as resp:  # noqa: S310 - loopback
+        with urllib.request.urlopen(self.rest_url + path, timeout=timeout) as resp:
             return json.loads(resp.read())
 
     def start(self, timeout_s: float = 120) -> None:
@@ -293,9 +293,9 @@ class FlinkCluster:
 
     def cancel(self, jid: str) -> None:
         """Cancel a job through the REST API (``PATCH /jobs/<jid>?mode=cancel``); unknown jobs are ignored."""
-        req = urllib.request.Request(f"{self.rest_url}/jobs/{jid}?mode=cancel", method="PATCH")  # noqa: S310
+        req = urllib.request.Request(f"{self.rest_url}/jobs/{jid}?mode=cancel", method="PATCH")
         with contextlib.suppress(urllib.error.URLError, OSError):
-            urllib.request.urlopen(req, timeout=5).close()  # noqa: S310 - loopback
+            urllib.request.urlopen(req, timeout=5).close()
 
     def wait_for(self, predicate: Any, what: str, timeout_s: float = 90, interval_s: float = 1.0) -> Any:
         """Call ``predicate()`` until it returns something truthy (REST errors count as falsy).
