@@ -55,6 +55,7 @@ from typing import Any
 
 import httpx
 
+from collectors.base import PollsOnce
 from collectors.flink.responses import (
     CheckpointStats,
     ExceptionEntry,
@@ -126,7 +127,7 @@ class _JobResult:
     errors: list[CollectorError] = field(default_factory=list)
 
 
-class FlinkRestCollector:
+class FlinkRestCollector(PollsOnce):
     """Poll one Flink JobManager's REST API (see the module docstring for what is read and emitted).
 
     Args:
