@@ -41,11 +41,11 @@ from datetime import datetime, timedelta
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
 from rules.batches import fmt_duration, fmt_time
-from rules.common import scope_name, tail_since
+from rules.common import flink_scope_name, scope_name, tail_since
 from rules.history import JobHistory
 from rules.params import RuleParams
 
-__all__ = ["RULE", "IdleParams", "evaluate_idle", "flink_scope_name"]
+__all__ = ["RULE", "IdleParams", "evaluate_idle"]
 
 RULE = "idle_source"
 
@@ -188,15 +188,6 @@ def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> lis
 
 
 # ----------------------------------------------------------------------------------------------- Flink
-
-
-def flink_scope_name(job: str, sample: Sample) -> str:
-    """``job `x` vertex `Source: ...` subtask 1`` for a Flink sample (vertex name from the collector)."""
-    vertex = sample.extra.get("vertex") or sample.scope.source or sample.scope.operator
-    text = f"job `{job}` vertex `{vertex}`"
-    if sample.scope.subtask is not None:
-        text += f" subtask {sample.scope.subtask}"
-    return text
 
 
 def _flink_sources(history: JobHistory) -> dict[str, dict[Scope, list[Sample]]]:
