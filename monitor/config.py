@@ -196,6 +196,38 @@ class HttpTarget(_Model):
         return v.rstrip("/")
 
 
+class BasicAuth(_Model):
+    """HTTP basic authentication (a JobManager behind an authenticating proxy); the password is a secret."""
+
+    username: str
+    password: SecretRef
+
+
+class FlinkRestTarget(HttpTarget):
+    """A Flink JobManager's REST API (``collectors.flink.FlinkRestCollector``).
+
+    Besides :class:`HttpTarget`'s keys: ``basic_auth`` (or ``bearer_token``, not both) for a proxy in
+    front of Flink; TLS options ``tls_ca_file`` (PEM bundle to verify the server), ``tls_cert_file`` /
+    ``tls_key_file`` (client certificate, Flink's ``security.ssl.rest.authentication-enabled``) and
+    ``tls_verify`` (default true); ``concurrency``: jobs polled at once (default 8).
+    """
+
+    basic_auth: BasicAuth | None = None
+    tls_ca_file: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_verify: bool = True
+    concurrency: int = Field(8, ge=1, le=256)
+
+    @model_validator(mode="after")
+    def _one_auth(self) -> FlinkRestTarget:
+        if self.basic_auth is not None and self.bearer_token is not None:
+            raise ValueError("give at most one of basic_auth and bearer_token")
+        if self.tls_key_file is not None and self.tls_cert_file is None:
+            raise ValueError("tls_key_file needs tls_cert_file")
+        return self
+
+
 class KafkaTarget(_Model):
     """A Kafka cluster whose consumer groups' lag is evaluated."""
 
@@ -210,7 +242,7 @@ class Targets(_Model):
 
     spark_event_logs: list[SparkEventLogTarget] = Field(default_factory=list)
     spark_prometheus: list[HttpTarget] = Field(default_factory=list)
-    flink_rest: list[HttpTarget] = Field(default_factory=list)
+    flink_rest: list[FlinkRestTarget] = Field(default_factory=list)
     kafka: list[KafkaTarget] = Field(default_factory=list)
 
     @model_validator(mode="after")

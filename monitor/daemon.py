@@ -10,7 +10,8 @@
    endpoint (:mod:`monitor.ingest`) when ``server.ingest_token`` is configured;
 5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (``spark_event_logs``:
    :class:`collectors.spark.eventlog.EventLogCollector` with cursors in the database;
-   ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; Flink REST and Kafka
+   ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; ``flink_rest``:
+   :class:`collectors.flink.FlinkRestCollector` (one pooled client per target, ``concurrency`` jobs at once); Kafka
    targets are refused with a :class:`~monitor.errors.ConfigError` until their collectors exist) at its
    ``poll_interval``, rule
    evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``), retention clean-up
@@ -30,6 +31,7 @@ import json
 import logging
 import os
 import signal
+import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
+from collectors.flink import FlinkRestCollector
 from collectors.http import make_client
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
@@ -49,7 +52,7 @@ from collectors.spark.prometheus import SparkPrometheusCollector
 from monitor.alerts.notification import parse_time
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
-from monitor.config import Config, SecretRef, check_cron, resolve_secret
+from monitor.config import Config, FlinkRestTarget, SecretRef, check_cron, resolve_secret
 from monitor.errors import ConfigError, InputError
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
@@ -136,7 +139,11 @@ class SchedulerService:
                 first_line = (str(exc).splitlines() or [""])[0][:300]
                 with self._lock:
                     count = self._failures.get(job.name, (0, now, ""))[0] + 1
-                    self._failures[job.name] = (count, now, f"{type(exc).__name__}: {first_line}".rstrip(": "))
+                    self._failures[job.name] = (
+                        count,
+                        now,
+                        f"{type(exc).__name__}: {first_line}".rstrip(": "),
+                    )
             else:
                 with self._lock:
                     self._failures.pop(job.name, None)
@@ -193,7 +200,12 @@ class Daemon:
     """The built daemon: its runtime and its services (see :func:`build`)."""
 
     def __init__(
-        self, store: Store, runtime: Runtime, services: list[Service], http: HttpService, scheduler: SchedulerService
+        self,
+        store: Store,
+        runtime: Runtime,
+        services: list[Service],
+        http: HttpService,
+        scheduler: SchedulerService,
     ) -> None:
         self.store = store
         self.runtime = runtime
@@ -271,7 +283,9 @@ def build_silences(config: Config) -> list[Silence]:
         try:
             ends_at = parse_time(sc.ends_at)
         except ValueError:
-            raise ConfigError(f"{where}.ends_at: expected ISO 8601 with offset, e.g. 2026-12-01T18:00:00Z") from None
+            raise ConfigError(
+                f"{where}.ends_at: expected ISO 8601 with offset, e.g. 2026-12-01T18:00:00Z"
+            ) from None
         identity = json.dumps([sorted(sc.matchers.items()), ends_at.isoformat(), sc.comment])
         try:
             out.append(
@@ -317,26 +331,69 @@ def build_targets(
     for t in config.targets.spark_event_logs:
         cursors = StoreCursors(store.sessions, EVENTLOG_COLLECTOR)
         targets.append(
-            Target(t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors)
+            Target(
+                t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors
+            )
         )
     for i, h in enumerate(config.targets.spark_prometheus):
         headers = {}
         if h.bearer_token is not None:
             token = resolve_secret(h.bearer_token, environ, f"targets.spark_prometheus[{i}].bearer_token")
             headers["Authorization"] = f"Bearer {token.get_secret_value()}"
-        client = make_client(connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers)
+        client = make_client(
+            connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers
+        )
         clients.append(client)
         targets.append(
             Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
         )
-    for kind in ("flink_rest", "kafka"):
-        if getattr(config.targets, kind):
-            raise ConfigError(f"targets.{kind}: not supported by `tidegauge run` yet (spark_event_logs is)")
+    for i, f in enumerate(config.targets.flink_rest):
+        targets.append(
+            Target(f.name, _flink_collector(f, i, environ, clients), timedelta(milliseconds=f.poll_interval))
+        )
+    if config.targets.kafka:
+        raise ConfigError("targets.kafka: not supported by `tidegauge run` yet")
     names = [t.name for t in targets]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ConfigError(f"targets: names must be unique; repeated: {', '.join(dupes)}")
     return targets
+
+
+def _flink_collector(
+    f: FlinkRestTarget, index: int, environ: Mapping[str, str], clients: list[httpx.Client]
+) -> FlinkRestCollector:
+    """The collector of ``targets.flink_rest[index]``: auth from secrets, TLS files, one pooled client.
+
+    Raises:
+        ConfigError: a secret that does not resolve, or a TLS file that cannot be loaded (named by its
+            config path, never with the secret).
+    """
+    where = f"targets.flink_rest[{index}]"
+    headers: dict[str, str] = {}
+    auth: tuple[str, str] | None = None
+    if f.bearer_token is not None:
+        token = resolve_secret(f.bearer_token, environ, f"{where}.bearer_token")
+        headers["Authorization"] = f"Bearer {token.get_secret_value()}"
+    if f.basic_auth is not None:
+        password = resolve_secret(f.basic_auth.password, environ, f"{where}.basic_auth.password")
+        auth = (f.basic_auth.username, password.get_secret_value())
+    try:
+        client = make_client(
+            connect_timeout_s=f.timeout / 1000.0,
+            read_timeout_s=f.timeout / 1000.0,
+            headers=headers,
+            auth=auth,
+            tls_verify=f.tls_verify,
+            ca_file=str(f.tls_ca_file) if f.tls_ca_file else None,
+            cert_file=str(f.tls_cert_file) if f.tls_cert_file else None,
+            key_file=str(f.tls_key_file) if f.tls_key_file else None,
+            max_connections=f.concurrency,
+        )
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"{where}: cannot load the TLS files: {exc}") from None
+    clients.append(client)
+    return FlinkRestCollector(f.url, client, concurrency=f.concurrency, cluster=f.name)
 
 
 def _poller(runtime: Runtime, target: Target) -> Callable[[datetime], object]:
@@ -408,12 +465,18 @@ def build(
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(
-        TidegaugeCollector(runtime.latest, clock, alerts=runtime.alert_counts, collectors=runtime.collector_stats)
+        TidegaugeCollector(
+            runtime.latest, clock, alerts=runtime.alert_counts, collectors=runtime.collector_stats
+        )
     )
     jobs = [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t)) for t in targets]
-    jobs.append(ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate))
+    jobs.append(
+        ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate)
+    )
     jobs.append(ScheduledJob("dispatch", timedelta(milliseconds=delivery.interval), runtime.dispatch))
-    jobs.append(ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1)))
+    jobs.append(
+        ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1))
+    )
     jobs.extend(report_jobs(config, runtime))
     scheduler = SchedulerService(jobs, clock)
 
@@ -424,7 +487,9 @@ def build(
         if failing:
             body["failing_jobs"] = failing
         # evaluation or delivery failing again and again means alerts are not raised or not sent
-        stuck = [n for n in ("evaluate", "dispatch") if failing.get(n, {}).get("consecutive_failures", 0) >= 3]
+        stuck = [
+            n for n in ("evaluate", "dispatch") if failing.get(n, {}).get("consecutive_failures", 0) >= 3
+        ]
         if stuck:
             body["degraded"] = stuck
         return ok and not stuck, body
@@ -435,7 +500,9 @@ def build(
         def sink(result: PollResult) -> None:
             runtime.ingest(result, INGEST_COLLECTOR)
 
-        ingest = create_ingest_app(token=token, sink=sink, clock=clock, max_body_bytes=config.server.max_body_bytes)
+        ingest = create_ingest_app(
+            token=token, sink=sink, clock=clock, max_body_bytes=config.server.max_body_bytes
+        )
     http = HttpService(create_app(registry, health, ingest), config.server.host, config.server.port)
 
     def close_clients() -> None:
@@ -480,7 +547,9 @@ def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIME
     try:
         daemon = build(config, db_url=db_url, environ=os.environ)
         daemon.start()
-        log.info("tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port)
+        log.info(
+            "tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port
+        )
         try:
             while not stop.wait(1.0):
                 pass
