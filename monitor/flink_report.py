@@ -63,7 +63,7 @@ def build_check_report(
                 restarts=s.restart_count,
                 watermark_ms=datetime_to_ms(s.watermark),
                 exception=s.extra.get("exception"),
-                checkpoints_failed=s.extra.get("checkpoints_failed"),
+                checkpoints_failed=s.checkpoints_failed,
             )
             continue
         vertex = job["vertices"].setdefault(
@@ -90,7 +90,7 @@ def build_check_report(
                 "records_in": s.extra.get("records_in"),
                 "records_out": s.extra.get("records_out"),
                 "backpressure_ratio": s.backpressure_ratio,
-                "end_of_input": bool(s.extra.get("end_of_input", False)),
+                "end_of_input": bool(s.watermark_end_of_input),
             }
         )
     # vertices in first-seen (Flink's topological) order

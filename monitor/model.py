@@ -215,7 +215,18 @@ class Sample:
         backpressure_ratio: share of time the subtask/vertex was back-pressured, ``0.0``-``1.0`` (Flink
             ``backPressuredTimeMsPerSecond / 1000``, or the REST ``backpressure-level`` ratio).
         restart_count: how often the job has restarted (Flink ``numRestarts``), a counter.
-        extra: small engine-specific numeric extras (kept JSON-serializable; never needed by rules).
+        checkpoints_failed: failed checkpoints since the job was submitted (Flink ``/checkpoints``
+            ``counts.failed``), a counter; every Flink job start counts one failed trigger before its tasks
+            run, so only increases after the job is running mean failures.
+        watermark_end_of_input: ``True`` when the engine reports the +infinity watermark (Flink
+            ``Long.MAX_VALUE``: end of input, or a source subtask without splits); ``watermark`` is then
+            ``None``. ``None``/``False`` otherwise.
+        extra: small engine-specific extras (kept JSON-serializable). Rules read only these documented
+            keys, for messages and lifecycle context, never as measured quantities: ``exception`` (the
+            failure of a terminated Spark query / the root cause of a Flink job's last failure),
+            ``vertex`` (a Flink vertex's name, for naming it), ``running_since_ms`` (when the Flink job's
+            current attempt began running, epoch ms) and ``checkpoint_failure`` (Flink's latest checkpoint
+            failure message).
     """
 
     job: JobRef
@@ -244,6 +255,8 @@ class Sample:
     log_end_offset: int | None = None
     backpressure_ratio: float | None = None
     restart_count: int | None = None
+    checkpoints_failed: int | None = None
+    watermark_end_of_input: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:

@@ -24,7 +24,7 @@ subtasks of the same vertex, and findings name the job, the vertex and the subta
 * every source subtask idle and the job's watermark flat: event time is frozen (``labels.check =
   all_inputs_idle``, ``WARNING``). ``withIdleness`` cannot help: with all channels idle the valve emits no
   watermark, so windows wait for data;
-* a source subtask advertising ``Long.MAX_VALUE`` (+infinity, ``extra["end_of_input"]``) while the job
+* a source subtask advertising ``Long.MAX_VALUE`` (+infinity, ``Sample.watermark_end_of_input``) while the job
   runs: ``WARNING`` (``labels.check = end_of_input``) — a subtask without splits/partitions (source
   parallelism above the partition count, the known Flink behaviour of ``SourceOperator`` with no splits)
   or a finished bounded source; it no longer holds the minimum, which hides idle partitions elsewhere.
@@ -209,7 +209,7 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
         for scope, samples in subtasks.items():
             n_sources += 1
             newest = samples[-1]
-            if newest.extra.get("end_of_input"):
+            if newest.watermark_end_of_input:
                 out.append(_end_of_input(history, scope, newest, job, now))
                 continue
             idle = _idle(samples, idle_for)

@@ -19,6 +19,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       falling_behind: {trigger_interval: 30s, batches: 3, backpressure_ratio: 0.5, for: 1m}
       freshness: {target: 15m}
       target_health: {restart_window: 15m, error_window: 2m, min_errors: 2}
+      checkpoint_failures: {window: 15m, min_failures: 1}
       overrides:
         - {match: {job_name: clicks}, rule: watermark_stall, params: {for: 30m}}
 
@@ -37,7 +38,18 @@ from typing import Any, TypeVar
 
 from monitor.errors import ConfigError
 from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample
-from rules import behind, consumer_lag, freshness, future, health, idle, late, stall, state_growth
+from rules import (
+    behind,
+    checkpoints,
+    consumer_lag,
+    freshness,
+    future,
+    health,
+    idle,
+    late,
+    stall,
+    state_growth,
+)
 from rules.config import RulesConfig
 from rules.history import JobHistory, job_history
 from rules.params import RuleParams, parse_params
@@ -74,6 +86,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),
         RuleSpec(freshness.RULE, freshness.FreshnessParams, freshness.evaluate_freshness),
         RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),
+        RuleSpec(checkpoints.RULE, checkpoints.CheckpointParams, checkpoints.evaluate_checkpoints),
     )
 }
 

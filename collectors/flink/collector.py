@@ -26,12 +26,15 @@ Samples per poll of a running job (kind ``GAUGE``, ``collector="flink-rest"``, `
   counts as having none); ``dropped_by_watermark`` the late records dropped since the previous poll;
   ``idle_ms`` the larger of ``sourceIdleTime`` and the time since that record counter last moved (a
   counter still 0 has not moved since the attempt started running); ``lag_offsets`` = ``pendingRecords``;
-  ``backpressure_ratio``. ``extra`` keeps the display values (vertex name, input/output watermark ms,
-  ``sourceIdleTime``, cumulative late drops, ``watermarkLag``, end of input).
+  ``backpressure_ratio``; ``watermark_end_of_input`` when the watermark is ``Long.MAX_VALUE``. ``extra``
+  keeps the display values (vertex name, input/output watermark ms, ``sourceIdleTime``, cumulative late
+  drops, ``watermarkLag``).
 * one for the whole job: ``watermark`` = the minimum input watermark of the last vertex's subtasks
   (unknown if any subtask has none), rows and late drops summed over sources/subtasks since the previous
-  poll, ``restart_count`` (``numRestarts``), ``state_memory_bytes`` = the latest completed checkpoint's
-  ``state_size``; ``extra`` has the job state and checkpoint counts.
+  poll, ``restart_count`` (``numRestarts``), ``checkpoints_failed`` (``counts.failed``),
+  ``state_memory_bytes`` = the latest completed checkpoint's ``state_size``; ``extra`` has the job state,
+  the other checkpoint counts, the latest checkpoint failure message, ``running_since_ms`` and the root
+  cause of the last failure (``exception``).
 
 A failed, cancelled or finished job gives one job sample and a ``TERMINATED`` lifecycle sample (stamped
 with the job's end time) whose ``extra["exception"]`` is the root cause from ``/exceptions``.
@@ -259,6 +262,7 @@ class FlinkRestCollector(PollsOnce):
                     SampleKind.GAUGE,
                     self.name,
                     restart_count=restarts,
+                    checkpoints_failed=checkpoints.failed if checkpoints is not None else None,
                     state_memory_bytes=state_bytes,
                     extra=extra,
                 )
@@ -318,6 +322,7 @@ class FlinkRestCollector(PollsOnce):
                 input_rows_per_second=rate_total if seen_any_source else None,
                 dropped_by_watermark=late_total,
                 restart_count=restarts,
+                checkpoints_failed=checkpoints.failed if checkpoints is not None else None,
                 state_memory_bytes=state_bytes,
                 extra=extra,
             )
@@ -427,8 +432,6 @@ class FlinkRestCollector(PollsOnce):
         }
         if sub.watermark_lag_ms is not None:
             extra["watermark_lag_ms"] = sub.watermark_lag_ms
-        if own.end_of_input or sub.output_watermark.end_of_input:
-            extra["end_of_input"] = True
         return Sample(
             ref,
             now,
@@ -436,6 +439,7 @@ class FlinkRestCollector(PollsOnce):
             self.name,
             scope=Scope(source=vertex.name if is_source else None, subtask=sub.subtask, operator=vertex.id),
             watermark=ms_to_datetime(own.epoch_ms),
+            watermark_end_of_input=True if own.end_of_input else None,
             num_input_rows=rows_delta,
             input_rows_per_second=rate,
             dropped_by_watermark=late_delta,

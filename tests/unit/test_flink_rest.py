@@ -111,7 +111,7 @@ def test_poll_of_the_recorded_job() -> None:
     assert job.watermark == ms_to_datetime(1795952365175)
     assert job.restart_count == 0  # job_metrics_values.json numRestarts "0"
     assert job.state_memory_bytes == 12628  # checkpoints.json latest.completed.state_size
-    assert job.extra["checkpoints_failed"] == 1
+    assert job.checkpoints_failed == 1  # counts.failed: the trigger before the tasks ran
     assert job.num_input_rows is None and job.dropped_by_watermark is None  # one poll: no deltas yet
     # source vertex: output watermark of its last chained operator (_stream_key_by_map_operator)
     s0, s1 = got[(SOURCE, 0)], got[(SOURCE, 1)]
@@ -249,3 +249,17 @@ def test_resubmitted_job_keeps_its_name_as_identity() -> None:
     job_ids = {s.job.job_id for s in first.samples} | {s.job.job_id for s in second.samples}
     assert job_ids == {"exp-event-time-job"}
     assert {s.job.run_id for s in second.samples} == {new_jid}
+
+
+def test_long_max_watermark_is_end_of_input_not_a_time() -> None:
+    routes = standalone_routes()
+    key = f"/jobs/{JID}/vertices/{SOURCE}/metrics?get"
+    values = [dict(v) for v in routes[key]]
+    for v in values:
+        if v["id"] == "1._stream_key_by_map_operator.currentOutputWatermark":
+            v["value"] = "9223372036854775807"  # Long.MAX_VALUE, as a subtask without splits reports
+    routes[key] = values
+    got = _by_scope(_collector(routes).poll(NOW).samples)
+    s1 = got[(SOURCE, 1)]
+    assert s1.watermark is None and s1.watermark_end_of_input is True
+    assert got[(SOURCE, 0)].watermark_end_of_input is None

@@ -119,12 +119,12 @@ def test_flink_all_inputs_idle_freezes_event_time() -> None:
 
 
 def test_flink_source_subtask_advertising_infinity() -> None:
-    # subtask 1 reports Long.MAX_VALUE (the collector's extra end_of_input) while subtask 0 flows
+    # subtask 1 reports Long.MAX_VALUE (watermark_end_of_input) while subtask 0 flows
     samples = []
     for m in range(11):
         samples.append(flink(m, None, m - 1, 100))
         samples.append(flink(m, 0, m - 1, 100, idle_ms=0))
-        samples.append(dataclasses.replace(flink(m, 1, None, 0, idle_ms=0), extra={"end_of_input": True}))
+        samples.append(dataclasses.replace(flink(m, 1, None, 0, idle_ms=0), watermark_end_of_input=True))
     (found,) = evaluate_idle(IdleParams(), history(samples), NOW)
     assert (found.scope.subtask, found.labels, found.severity) == (1, {"check": "end_of_input"}, Severity.WARNING)
     assert "Long.MAX_VALUE (+infinity)" in found.message
