@@ -6,9 +6,11 @@ What one poll reads (Flink 2.x REST API, see :mod:`collectors.flink.responses` f
    the same history (``JobRef.job_id`` is the name, ``JobRef.run_id`` the Flink job id), and of several
    jobs with one name only the newest (by start time) is followed. Restarts within one job id are
    counted by the ``numRestarts`` job metric (``Sample.restart_count``).
-2. Per followed job, concurrently (at most ``concurrency`` requests in flight): ``/jobs/<jid>`` (state,
-   status timestamps, vertices), ``/jobs/<jid>/metrics?get=numRestarts``, ``/jobs/<jid>/checkpoints``,
-   and ``/jobs/<jid>/exceptions`` when the job has restarted or is not running (for the cause).
+2. Per followed job, concurrently (at most ``concurrency`` jobs at once):
+   ``/jobs/<jid>/metrics?get=numRestarts``, ``/jobs/<jid>`` (state, status timestamps, vertices; read again
+   only when the state or the restart count changed, or every ``metric_list_every`` polls),
+   ``/jobs/<jid>/checkpoints``, and ``/jobs/<jid>/exceptions`` when the job has restarted or is not
+   running (for the cause).
 3. Per vertex of a running job: the vertex's metric ids (``/jobs/<jid>/vertices/<vid>/metrics``, listed
    again every ``metric_list_every`` polls or when a vertex changes) and then ``?get=`` of only the ids
    that exist (Flink answers ``[]`` for the whole request if one id is unknown): per subtask the task's
@@ -120,6 +122,8 @@ class _JobState:
 
     metric_ids: dict[str, list[str]] = field(default_factory=dict)
     polls_since_list: int = 0
+    detail: JobDetail | None = None
+    restarts: int | None = None
     activity: dict[tuple[str, int], _Counter] = field(default_factory=dict)
     late: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -221,13 +225,23 @@ class FlinkRestCollector(PollsOnce):
     def _poll_job(self, job: JobOverview, now: datetime) -> _JobResult:
         result = _JobResult()
         path = f"/jobs/{job.jid}"
-        try:
-            detail: JobDetail = self._parse(parse_job_detail, self._get(path), path)
-        except _Failed as exc:
-            result.errors.append(self._error(exc, now))
-            return result
+        state = self._state(job.jid)
+        relist = state.polls_since_list % self._list_every == 0
+        state.polls_since_list += 1
+        cached = state.detail
+        fresh = cached is None or relist or cached.state != job.state or cached.state != "RUNNING"
+        detail: JobDetail | None = None if fresh else cached
+        if detail is None:
+            detail = self._detail(path, now, result)
+            if detail is None:
+                return result
+        restarts = self._restarts(job.jid, now, result)
+        if not fresh and restarts != state.restarts:  # restarted since: new status timestamps
+            detail = self._detail(path, now, result)
+            if detail is None:
+                return result
+        state.detail, state.restarts = detail, restarts
         ref = JobRef(Engine.FLINK, detail.name, run_id=detail.jid, name=detail.name, app_id=self._cluster)
-        restarts = self._restarts(detail.jid, now, result)
         checkpoints = self._checkpoints(detail.jid, now, result)
         exceptions: list[ExceptionEntry] = []
         if detail.state in TERMINAL_STATES or detail.state != "RUNNING" or (restarts or 0) > 0:
@@ -269,9 +283,6 @@ class FlinkRestCollector(PollsOnce):
             )
             return result
 
-        state = self._state(detail.jid)
-        relist = state.polls_since_list % self._list_every == 0
-        state.polls_since_list += 1
         per_vertex: list[tuple[VertexInfo, dict[int, SubtaskMetrics]]] = []
         for vertex in detail.vertices:
             try:
@@ -329,6 +340,14 @@ class FlinkRestCollector(PollsOnce):
         )
         return result
 
+    def _detail(self, path: str, now: datetime, result: _JobResult) -> JobDetail | None:
+        try:
+            detail: JobDetail = self._parse(parse_job_detail, self._get(path), path)
+        except _Failed as exc:
+            result.errors.append(self._error(exc, now))
+            return None
+        return detail
+
     def _restarts(self, jid: str, now: datetime, result: _JobResult) -> int | None:
         path = f"/jobs/{jid}/metrics?get=numRestarts"
         try:
@@ -363,7 +382,7 @@ class FlinkRestCollector(PollsOnce):
         base = f"/jobs/{jid}/vertices/{vertex.id}/metrics"
         ids = state.metric_ids.get(vertex.id)
         if ids is None or relist:
-            ids = select_metric_ids(self._parse(parse_metric_ids, self._get(base), base))
+            ids = select_metric_ids(self._parse(parse_metric_ids, self._get(base), base), vertex)
             if ids:  # none yet (tasks still deploying, or before the first metric fetch): list again
                 state.metric_ids[vertex.id] = ids
         values: dict[str, str] = {}

@@ -245,18 +245,40 @@ def _split_id(metric_id: str) -> tuple[int, str | None, str] | None:
     return int(head), operator, name
 
 
-def select_metric_ids(ids: Iterable[str]) -> list[str]:
+def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> list[str]:
     """The ids worth fetching (:data:`TASK_METRICS` at task scope, :data:`OPERATOR_METRICS` at operator
-    scope), sorted. Only ids the vertex listed are asked for: an unknown id makes Flink drop them all."""
-    out = []
+    scope), sorted. Only ids the vertex listed are asked for: an unknown id makes Flink drop them all.
+
+    With ``vertex``, operator ids are narrowed to what :func:`subtask_metrics` reads (shorter URLs: URL
+    handling is most of a poll's cost): ``currentOutputWatermark`` of the chain's last operator (all
+    operators' if none matches its name), ``numRecordsOut`` of the source operator, and the source and
+    window metrics of any operator.
+    """
+    chosen: list[tuple[str, str | None, str]] = []
     for metric_id in ids:
         parts = _split_id(metric_id)
         if parts is None:
             continue
         _, operator, name = parts
         if (operator is None and name in TASK_METRICS) or (operator is not None and name in OPERATOR_METRICS):
-            out.append(metric_id)
-    return sorted(out)
+            chosen.append((metric_id, operator, name))
+    if vertex is not None:
+        last = _key(vertex.operator_names[-1])
+        first = _key(vertex.operator_names[0])
+        outputs = {op for _, op, name in chosen if op is not None and name == "currentOutputWatermark"}
+        matched = {op for op in outputs if _key(op) == last} or {
+            op for op in outputs if _key(op) and last.startswith(_key(op))
+        }
+        keep_outputs = matched or outputs
+        chosen = [
+            c
+            for c in chosen
+            if c[1] is None
+            or (c[2] == "currentOutputWatermark" and c[1] in keep_outputs)
+            or (c[2] == "numRecordsOut" and _key(c[1]) == first)
+            or c[2] not in ("currentOutputWatermark", "numRecordsOut")
+        ]
+    return sorted(c[0] for c in chosen)
 
 
 _SANITIZE = re.compile(r"[^0-9A-Za-z]+")

@@ -263,3 +263,26 @@ def test_long_max_watermark_is_end_of_input_not_a_time() -> None:
     s1 = got[(SOURCE, 1)]
     assert s1.watermark is None and s1.watermark_end_of_input is True
     assert got[(SOURCE, 0)].watermark_end_of_input is None
+
+
+def test_job_detail_is_read_again_only_when_the_job_changed() -> None:
+    routes = standalone_routes()
+    asked: list[str] = []
+
+    def record(request: httpx.Request) -> None:
+        asked.append(route_key(request))
+
+    collector = _collector(routes, record, metric_list_every=10)
+    detail, ids = f"/jobs/{JID}", f"/jobs/{JID}/vertices/{SOURCE}/metrics"
+    collector.poll(NOW)
+    collector.poll(NOW + timedelta(seconds=15))
+    assert (asked.count(detail), asked.count(ids)) == (1, 1)  # steady: both cached
+    restarted = [dict(v) for v in routes[f"/jobs/{JID}/metrics?get"]]
+    for v in restarted:
+        if v["id"] == "numRestarts":
+            v["value"] = "1"
+    routes[f"/jobs/{JID}/metrics?get"] = restarted
+    got = _by_scope(collector.poll(NOW + timedelta(seconds=30)).samples)
+    assert asked.count(detail) == 2  # a restart: new status timestamps
+    assert got[(None, None)].restart_count == 1
+    assert asked.count(f"/jobs/{JID}/exceptions") == 1  # read for the cause once it restarted
