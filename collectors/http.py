@@ -158,11 +158,13 @@ def _status_retryable(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
 
-def get_text(client: httpx.Client, url: str) -> str | HttpFailure:
+def get_text(client: httpx.Client, url: str | httpx.URL) -> str | HttpFailure:
     """GET ``url`` and return the body text, or an :class:`HttpFailure` (never raises for I/O errors).
 
     A 2xx response is success; anything else (including 3xx, since redirects are not followed) is a
-    failure whose message names the status and the URL without credentials.
+    failure whose message names the status and the URL without credentials. A prebuilt
+    :class:`httpx.URL` skips httpx's URL parsing (a collector asking for the same long URL every poll
+    keeps it).
     """
     shown = safe_url(url)
     try:

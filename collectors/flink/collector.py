@@ -124,6 +124,7 @@ class _JobState:
     polls_since_list: int = 0
     detail: JobDetail | None = None
     restarts: int | None = None
+    urls: dict[str, httpx.URL] = field(default_factory=dict)  # parsed once: httpx's URL parsing is costly
     activity: dict[tuple[str, int], _Counter] = field(default_factory=dict)
     late: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -176,8 +177,13 @@ class FlinkRestCollector(PollsOnce):
 
     # ------------------------------------------------------------------------------------------ requests
 
-    def _get(self, path: str) -> Any:
-        url = self.base_url + path
+    def _get(self, path: str, state: _JobState | None = None) -> Any:
+        url: str | httpx.URL = self.base_url + path
+        if state is not None:
+            cached = state.urls.get(path)
+            if cached is None:
+                cached = state.urls[path] = httpx.URL(self.base_url + path)
+            url = cached
         body = get_text(self._client, url)
         if isinstance(body, HttpFailure):
             raise _Failed(body.message, safe_url(url), body.retryable)
@@ -351,7 +357,7 @@ class FlinkRestCollector(PollsOnce):
     def _restarts(self, jid: str, now: datetime, result: _JobResult) -> int | None:
         path = f"/jobs/{jid}/metrics?get=numRestarts"
         try:
-            values = self._parse(parse_metric_values, self._get(path), path)
+            values = self._parse(parse_metric_values, self._get(path, self._state(jid)), path)
         except _Failed as exc:
             result.errors.append(self._error(exc, now))
             return None
@@ -360,7 +366,7 @@ class FlinkRestCollector(PollsOnce):
     def _checkpoints(self, jid: str, now: datetime, result: _JobResult) -> CheckpointStats | None:
         path = f"/jobs/{jid}/checkpoints"
         try:
-            stats: CheckpointStats = self._parse(parse_checkpoints, self._get(path), path)
+            stats: CheckpointStats = self._parse(parse_checkpoints, self._get(path, self._state(jid)), path)
         except _Failed as exc:
             if "HTTP 404" not in str(exc):  # checkpointing not enabled: nothing to read
                 result.errors.append(self._error(exc, now))
@@ -385,11 +391,13 @@ class FlinkRestCollector(PollsOnce):
             ids = select_metric_ids(self._parse(parse_metric_ids, self._get(base), base), vertex)
             if ids:  # none yet (tasks still deploying, or before the first metric fetch): list again
                 state.metric_ids[vertex.id] = ids
+            for key in [k for k in state.urls if k.startswith(f"{base}?get=")]:
+                del state.urls[key]
         values: dict[str, str] = {}
         for start in range(0, len(ids), _MAX_URL_IDS):
             chunk = ids[start : start + _MAX_URL_IDS]
             path = f"{base}?get={','.join(chunk)}"
-            got = self._parse(parse_metric_values, self._get(path), base)
+            got = self._parse(parse_metric_values, self._get(path, state), base)
             if not got and chunk:
                 # an id went away (a metric unregistered): list again next poll
                 state.polls_since_list = 0
