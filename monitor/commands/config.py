@@ -25,6 +25,9 @@ def _secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
         for i, t in enumerate(getattr(cfg.targets, group)):
             if t.bearer_token is not None:
                 refs.append((f"targets.{group}[{i}].bearer_token", t.bearer_token))
+    for i, f in enumerate(cfg.targets.flink_rest):
+        if f.basic_auth is not None:
+            refs.append((f"targets.flink_rest[{i}].basic_auth.password", f.basic_auth.password))
     return refs
 
 
