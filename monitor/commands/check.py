@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import typer
 
 from collectors.flink import FlinkRestCollector
@@ -42,11 +44,18 @@ def run_check_flink(
     fail_on: Severity | None = None,
     token: str | None = None,
     timeout_s: float = 5.0,
+    transport: httpx.BaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Poll, judge and print; returns the exit code (see the module docstring)."""
+    """Poll, judge and print; returns the exit code (see the module docstring). ``transport`` replaces the
+    network, ``clock`` (aware UTC) and ``sleep`` the wall clock (tests)."""
+    now_of = clock or (lambda: datetime.now(UTC))
     headers = {"Authorization": f"Bearer {token}"} if token else None
     rules = rules or RulesConfig()
-    with make_client(connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers) as client:
+    with make_client(
+        connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers, transport=transport
+    ) as client:
         try:
             collector = FlinkRestCollector(url, client)
         except ValueError as exc:
@@ -54,11 +63,11 @@ def run_check_flink(
         samples: list[Sample] = []
         errors: list[CollectorError] = []
         polls = 2 if interval > timedelta(0) else 1
-        now = datetime.now(UTC)
+        now = now_of()
         for i in range(polls):
             if i:
-                time.sleep(interval.total_seconds())
-                now = datetime.now(UTC)
+                sleep(interval.total_seconds())
+                now = now_of()
             result = collector.poll(now)
             samples.extend(result.samples)
             errors = list(result.errors)  # the errors of the newest poll
