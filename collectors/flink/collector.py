@@ -299,6 +299,7 @@ class FlinkRestCollector(PollsOnce):
         assert now_ms is not None
         rows_total: int | None = 0
         late_total: int | None = 0
+        late_known = False  # no window operator anywhere: the job's late drops are unknown, not 0
         rate_total: float | None = 0.0
         seen_any_source = False
         for vertex, subs in per_vertex:
@@ -306,6 +307,8 @@ class FlinkRestCollector(PollsOnce):
             for sub in subs.values():
                 sample = self._subtask_sample(ref, vertex, sub, is_source, state, now, now_ms, running_since)
                 result.samples.append(sample)
+                if sub.late_records_dropped is not None:
+                    late_known = True
                 if sample.dropped_by_watermark is not None and late_total is not None:
                     late_total += sample.dropped_by_watermark
                 elif sub.late_records_dropped is not None:
@@ -337,7 +340,7 @@ class FlinkRestCollector(PollsOnce):
                 watermark=job_wm,
                 num_input_rows=rows_total if seen_any_source else None,
                 input_rows_per_second=rate_total if seen_any_source else None,
-                dropped_by_watermark=late_total,
+                dropped_by_watermark=late_total if late_known else None,
                 restart_count=restarts,
                 checkpoints_failed=checkpoints.failed if checkpoints is not None else None,
                 state_memory_bytes=state_bytes,

@@ -286,3 +286,15 @@ def test_job_detail_is_read_again_only_when_the_job_changed() -> None:
     assert asked.count(detail) == 2  # a restart: new status timestamps
     assert got[(None, None)].restart_count == 1
     assert asked.count(f"/jobs/{JID}/exceptions") == 1  # read for the cause once it restarted
+
+
+def test_a_job_without_window_operators_has_unknown_late_drops() -> None:
+    routes = standalone_routes()
+    for vertex in (PY_WINDOW, JAVA_WINDOW):
+        key = f"/jobs/{JID}/vertices/{vertex}/metrics?get"
+        routes[key] = [v for v in routes[key] if "numLateRecordsDropped" not in v["id"]]
+    collector = _collector(routes)
+    collector.poll(NOW)
+    job = _by_scope(collector.poll(NOW + timedelta(seconds=15)).samples)[(None, None)]
+    assert job.dropped_by_watermark is None  # no numLateRecordsDropped anywhere: unknown, never 0
+    assert job.num_input_rows == 0  # the source counters did not move between the polls
