@@ -101,13 +101,14 @@ class FlinkCluster:
     Attributes:
         home: ``FLINK_HOME`` (the installed ``pyflink/`` folder).
         work: the temporary directory holding ``conf/``, ``log/``, ``tmp/``.
-        slots: task slots of the task manager.
+        slots: task slots of the task manager (the test job's five modes take 7; the rest is free for
+            other tests sharing the session cluster).
         extra_config: more ``config.yaml`` keys (flat, e.g. ``{"metrics.fetcher.update-interval": 1000}``).
     """
 
     home: Path
     work: Path
-    slots: int = 8
+    slots: int = 12
     extra_config: dict[str, Any] = field(default_factory=dict)
     rest_port: int = 0
     _started: bool = False
