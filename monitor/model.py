@@ -203,12 +203,15 @@ class Sample:
         input_rows_per_second / processed_rows_per_second: rates as reported.
         batch_duration_ms: Spark ``batchDuration`` (ms).
         dropped_by_watermark: rows dropped as late by the watermark in this batch (Spark:
-            sum of state operators' ``numRowsDroppedByWatermark``, older logs ``numLateInputs``).
+            sum of state operators' ``numRowsDroppedByWatermark``, older logs ``numLateInputs``; Flink: the
+            rise of ``numLateRecordsDropped`` since the previous poll).
         state_rows_total / state_rows_updated / state_rows_removed: summed over state operators.
-        state_memory_bytes: summed ``memoryUsedBytes``.
+        state_memory_bytes: summed ``memoryUsedBytes`` (Flink: the latest completed checkpoint's
+            ``state_size``).
         lag_offsets: consumer lag in records/offsets (Kafka) or Spark ``maxOffsetsBehindLatest``.
         lag_seconds: consumer lag as a time.
-        idle_ms: how long the source/subtask has had no data (Flink ``sourceIdleTime``), ms.
+        idle_ms: how long the source/subtask has had no data (Flink: the larger of ``sourceIdleTime`` and
+            the time its record counter has not moved), ms.
         committed_offset: the consumer group's committed offset of the partition (Kafka; ``-1``/absent
             from the broker is ``None``), used by the consumer-lag rule (Burrow's commit window).
         log_end_offset: the partition's log-end (high-water) offset seen by the collector (Kafka).
