@@ -77,6 +77,7 @@ from collectors.flink.responses import (
     select_metric_ids,
     subtask_metrics,
 )
+from collectors.flink.samples import Counters, JobFigures, running_job_samples
 from collectors.flink.values import parse_long
 from collectors.http import HttpFailure, check_url, get_text, safe_url
 from monitor.errors import InputError
@@ -87,8 +88,6 @@ from monitor.model import (
     PollResult,
     Sample,
     SampleKind,
-    Scope,
-    datetime_to_ms,
     ms_to_datetime,
 )
 
@@ -111,12 +110,6 @@ class _Failed(Exception):
 
 
 @dataclass(slots=True)
-class _Counter:
-    value: int
-    changed_at_ms: int | None  # None: unknown
-
-
-@dataclass(slots=True)
 class _JobState:
     """What the collector remembers of one job id between polls."""
 
@@ -125,8 +118,7 @@ class _JobState:
     detail: JobDetail | None = None
     restarts: int | None = None
     urls: dict[str, httpx.URL] = field(default_factory=dict)  # parsed once: httpx's URL parsing is costly
-    activity: dict[tuple[str, int], _Counter] = field(default_factory=dict)
-    late: dict[tuple[str, int], int] = field(default_factory=dict)
+    counters: Counters = field(default_factory=Counters)
 
 
 @dataclass(slots=True)
@@ -295,57 +287,16 @@ class FlinkRestCollector(PollsOnce):
                 per_vertex.append((vertex, self._vertex(detail.jid, vertex, state, relist)))
             except _Failed as exc:
                 result.errors.append(self._error(exc, now))
-        now_ms = datetime_to_ms(now)
-        assert now_ms is not None
-        rows_total: int | None = 0
-        late_total: int | None = 0
-        late_known = False  # no window operator anywhere: the job's late drops are unknown, not 0
-        rate_total: float | None = 0.0
-        seen_any_source = False
-        for vertex, subs in per_vertex:
-            is_source = _is_source(vertex, subs)
-            for sub in subs.values():
-                sample = self._subtask_sample(ref, vertex, sub, is_source, state, now, now_ms, running_since)
-                result.samples.append(sample)
-                if sub.late_records_dropped is not None:
-                    late_known = True
-                if sample.dropped_by_watermark is not None and late_total is not None:
-                    late_total += sample.dropped_by_watermark
-                elif sub.late_records_dropped is not None:
-                    late_total = None
-                if is_source:
-                    seen_any_source = True
-                    rows_total = (
-                        None
-                        if rows_total is None or sample.num_input_rows is None
-                        else (rows_total + sample.num_input_rows)
-                    )
-                    rate_total = (
-                        None
-                        if rate_total is None or sample.input_rows_per_second is None
-                        else (rate_total + sample.input_rows_per_second)
-                    )
-        job_wm = None
-        if per_vertex and len(per_vertex) == len(detail.vertices):
-            last_vertex, last_subs = per_vertex[-1]
-            marks = [s.input_watermark.epoch_ms for s in last_subs.values()]
-            if not _is_source(last_vertex, last_subs) and marks and all(m is not None for m in marks):
-                job_wm = ms_to_datetime(min(m for m in marks if m is not None))
-        result.samples.append(
-            Sample(
-                ref,
-                now,
-                SampleKind.GAUGE,
-                self.name,
-                watermark=job_wm,
-                num_input_rows=rows_total if seen_any_source else None,
-                input_rows_per_second=rate_total if seen_any_source else None,
-                dropped_by_watermark=late_total if late_known else None,
-                restart_count=restarts,
-                checkpoints_failed=checkpoints.failed if checkpoints is not None else None,
-                state_memory_bytes=state_bytes,
-                extra=extra,
-            )
+        figures = JobFigures(
+            restarts=restarts,
+            checkpoints_failed=checkpoints.failed if checkpoints is not None else None,
+            state_bytes=state_bytes,
+            running_since_ms=running_since,
+            extra=extra,
+        )
+        complete = len(per_vertex) == len(detail.vertices)
+        result.samples.extend(
+            running_job_samples(ref, per_vertex, complete, state.counters, figures, now, self.name)
         )
         return result
 
@@ -406,99 +357,6 @@ class FlinkRestCollector(PollsOnce):
                 state.polls_since_list = 0
             values.update(got)
         return subtask_metrics(values, vertex)
-
-    def _subtask_sample(
-        self,
-        ref: JobRef,
-        vertex: VertexInfo,
-        sub: SubtaskMetrics,
-        is_source: bool,
-        state: _JobState,
-        now: datetime,
-        now_ms: int,
-        running_since_ms: int | None,
-    ) -> Sample:
-        key = (vertex.id, sub.subtask)
-        activity = sub.records_out if is_source else sub.records_in
-        rows_delta: int | None = None
-        quiet_ms: int | None = None
-        if activity is not None:
-            prev = state.activity.get(key)
-            if prev is None:
-                # a counter still at 0 has not moved since the attempt started running; otherwise it moved
-                # at some time up to now (a lower bound of the quiet time from here on)
-                changed = running_since_ms if activity == 0 else now_ms
-                state.activity[key] = _Counter(activity, changed)
-            else:
-                rows_delta = activity - prev.value if activity >= prev.value else activity
-                if rows_delta:
-                    prev.changed_at_ms = now_ms
-                prev.value = activity
-                changed = prev.changed_at_ms
-            if changed is not None:
-                quiet_ms = max(0, now_ms - changed)
-        idle_ms = _max_known(sub.source_idle_ms, quiet_ms)
-        late_delta: int | None = None
-        if sub.late_records_dropped is not None:
-            prev_late = state.late.get(key)
-            if prev_late is not None:
-                late_delta = (
-                    sub.late_records_dropped - prev_late
-                    if sub.late_records_dropped >= prev_late
-                    else sub.late_records_dropped
-                )
-            state.late[key] = sub.late_records_dropped
-        own = sub.output_watermark if is_source else sub.input_watermark
-        rate = sub.records_out_per_second if is_source else sub.records_in_per_second
-        extra: dict[str, Any] = {
-            "vertex": vertex.name,
-            "parallelism": vertex.parallelism,
-            "input_watermark_ms": sub.input_watermark.epoch_ms,
-            "output_watermark_ms": sub.output_watermark.epoch_ms,
-            "source_idle_ms": sub.source_idle_ms,
-            "late_records_dropped": sub.late_records_dropped,
-            "records_in": sub.records_in,
-            "records_out": sub.records_out,
-        }
-        if sub.watermark_lag_ms is not None:
-            extra["watermark_lag_ms"] = sub.watermark_lag_ms
-        return Sample(
-            ref,
-            now,
-            SampleKind.GAUGE,
-            self.name,
-            scope=Scope(source=vertex.name if is_source else None, subtask=sub.subtask, operator=vertex.id),
-            watermark=ms_to_datetime(own.epoch_ms),
-            watermark_end_of_input=True if own.end_of_input else None,
-            num_input_rows=rows_delta,
-            input_rows_per_second=rate,
-            dropped_by_watermark=late_delta,
-            lag_offsets=sub.pending_records,
-            idle_ms=idle_ms,
-            backpressure_ratio=sub.backpressure_ratio,
-            extra=extra,
-        )
-
-
-def _max_known(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else max(a, b)
-
-
-def _is_source(vertex: VertexInfo, subs: dict[int, SubtaskMetrics]) -> bool:
-    """A source vertex has no input channels: its tasks report no ``currentInputWatermark`` (the
-    ``/watermarks`` endpoint answers ``[]``) and Flink names its first operator ``Source: ...``."""
-    if vertex.name.startswith("Source:"):
-        return True
-    return (
-        bool(subs)
-        and all(
-            s.input_watermark.epoch_ms is None
-            and not s.input_watermark.end_of_input
-            and s.records_in in (None, 0)
-            for s in subs.values()
-        )
-        and all(s.source_idle_ms is not None for s in subs.values())
-    )
 
 
 def _newest_per_name(jobs: Sequence[JobOverview]) -> list[JobOverview]:
