@@ -228,6 +228,24 @@ class FlinkRestTarget(HttpTarget):
         return self
 
 
+class FlinkPrometheusTarget(_Model):
+    """Flink's Prometheus reporters of one cluster (``collectors.flink.prometheus.FlinkPrometheusCollector``):
+    the job manager's and every task manager's ``/metrics`` URL, scraped together."""
+
+    name: str
+    urls: list[str] = Field(min_length=1)
+    poll_interval: PositiveDurationMs = 15_000
+    timeout: DurationMs = 5_000
+
+    @field_validator("urls")
+    @classmethod
+    def _http_urls(cls, v: list[str]) -> list[str]:
+        for url in v:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"must start with http:// or https://: {url!r}")
+        return v
+
+
 class KafkaTarget(_Model):
     """A Kafka cluster whose consumer groups' lag is evaluated."""
 
@@ -243,13 +261,20 @@ class Targets(_Model):
     spark_event_logs: list[SparkEventLogTarget] = Field(default_factory=list)
     spark_prometheus: list[HttpTarget] = Field(default_factory=list)
     flink_rest: list[FlinkRestTarget] = Field(default_factory=list)
+    flink_prometheus: list[FlinkPrometheusTarget] = Field(default_factory=list)
     kafka: list[KafkaTarget] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Targets:
         names = [
             t.name
-            for group in (self.spark_event_logs, self.spark_prometheus, self.flink_rest, self.kafka)
+            for group in (
+                self.spark_event_logs,
+                self.spark_prometheus,
+                self.flink_rest,
+                self.flink_prometheus,
+                self.kafka,
+            )
             for t in group
         ]
         dupes = sorted({n for n in names if names.count(n) > 1})

@@ -45,6 +45,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
 from collectors.flink import FlinkRestCollector
+from collectors.flink.prometheus import FlinkPrometheusCollector
 from collectors.http import make_client
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
@@ -350,6 +351,16 @@ def build_targets(
     for i, f in enumerate(config.targets.flink_rest):
         targets.append(
             Target(f.name, _flink_collector(f, i, environ, clients), timedelta(milliseconds=f.poll_interval))
+        )
+    for p in config.targets.flink_prometheus:
+        client = make_client(connect_timeout_s=p.timeout / 1000.0, read_timeout_s=p.timeout / 1000.0)
+        clients.append(client)
+        targets.append(
+            Target(
+                p.name,
+                FlinkPrometheusCollector(p.urls, client, cluster=p.name),
+                timedelta(milliseconds=p.poll_interval),
+            )
         )
     if config.targets.kafka:
         raise ConfigError("targets.kafka: not supported by `tidegauge run` yet")

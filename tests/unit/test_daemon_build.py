@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from collectors.flink import FlinkRestCollector
+from collectors.flink.prometheus import FlinkPrometheusCollector
 from monitor.alerts.lifecycle import RuleTiming, step_all
 from monitor.alerts.silences import MatchOp
 from monitor.config import parse_config
@@ -112,6 +113,33 @@ def test_flink_rest_targets_get_a_collector_with_their_auth() -> None:
         ConfigError, match=r"targets\.flink_rest\[1\]\.basic_auth\.password: environment variable TG_PW"
     ):
         build_targets(config, None, {"TG_FLINK": "tok-123"}, [])  # type: ignore[arg-type]
+
+
+def test_flink_prometheus_targets_scrape_every_url() -> None:
+    config = parse_config(
+        {
+            "targets": {
+                "flink_prometheus": [
+                    {
+                        "name": "p",
+                        "urls": ["http://jm:9249/metrics", "http://tm1:9250/metrics"],
+                        "poll_interval": "20s",
+                    }
+                ]
+            }
+        }
+    )
+    clients: list[httpx.Client] = []
+    (target,) = build_targets(config, None, {}, clients)  # type: ignore[arg-type]
+    try:
+        assert isinstance(target.source, FlinkPrometheusCollector)
+        assert target.source.urls == ["http://jm:9249/metrics", "http://tm1:9250/metrics"]
+        assert target.interval == timedelta(seconds=20)
+    finally:
+        for c in clients:
+            c.close()
+    with pytest.raises(ConfigError, match="urls"):
+        parse_config({"targets": {"flink_prometheus": [{"name": "p", "urls": []}]}})
 
 
 def test_flink_rest_target_validation() -> None:
