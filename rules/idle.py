@@ -16,11 +16,14 @@ Flink specifics (:func:`evaluate_idle` on ``Engine.FLINK`` histories, samples of
 generate the watermarks; an idle window subtask still forwards them) are judged, each against the other
 subtasks of the same vertex, and findings name the job, the vertex and the subtask:
 
-* an idle subtask with no watermark (``Long.MIN_VALUE``) or the lowest one, while the job's watermark is
-  flat or absent, pins the operator's minimum (``StatusWatermarkValve``): ``WARNING``; remedy
-  ``withIdleness``;
-* an idle subtask while the job's watermark advances has been marked idle (``WatermarksWithIdleness``
-  emits ``WatermarkStatus.IDLE``, and the valve leaves idle channels out of the minimum): ``INFO``;
+* an idle subtask with no watermark (``Long.MIN_VALUE``) while the job has none either, or with the lowest
+  one while the job's watermark is flat, pins the operator's minimum (``StatusWatermarkValve``):
+  ``WARNING``; remedy ``withIdleness``;
+* an idle subtask without a watermark while the job has one, or whose watermark is not the lowest or
+  while the job's watermark advances, has been marked idle (``WatermarksWithIdleness`` emits
+  ``WatermarkStatus.IDLE``, and the valve leaves idle channels out of the minimum): ``INFO``. (A subtask
+  with no watermark that took part in the minimum would leave the job without one, so this needs no
+  second poll.)
 * every source subtask idle and the job's watermark flat: event time is frozen (``labels.check =
   all_inputs_idle``, ``WARNING``). ``withIdleness`` cannot help: with all channels idle the valve emits no
   watermark, so windows wait for data;
@@ -223,9 +226,14 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
             flat = _job_watermark_flat(history, window_start)
             own = newest.watermark
             others = [subtasks[s][-1].watermark for s in siblings]
-            lowest = own is None or all(o is not None and o > own for o in others)
             job_wm = history.batches[-1].watermark if history.batches else None
-            holding = lowest and (flat is None or flat or job_wm is None)
+            if own is None:
+                # no watermark at all: were it in the minimum, the job would have none either; a job
+                # watermark means the valve left this channel out (marked idle)
+                holding = job_wm is None
+            else:
+                lowest = all(o is not None and o > own for o in others)
+                holding = lowest and (flat is None or flat)
             idle_time = newest.observed_at - idle.since
             sibling_text = ", ".join(f"subtask {s.subtask}" for s in siblings[:5]) + (
                 " ..." if len(siblings) > 5 else ""

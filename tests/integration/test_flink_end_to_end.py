@@ -101,7 +101,8 @@ def _find(findings: list[dict[str, Any]], rule: str, job: str, **match: Any) -> 
 def test_check_flink_reports_idle_future_late_and_restart(
     flink_cluster: FlinkCluster, ready_jobs: dict[str, str]
 ) -> None:
-    proc = _check(flink_cluster.rest_url, "--format", "json", "--interval", "3s", "--idle-for", "10s")
+    # 6 s between the polls: Flink refreshes its REST metric store asynchronously (1 s here), slower under load
+    proc = _check(flink_cluster.rest_url, "--format", "json", "--interval", "6s", "--idle-for", "10s")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     jobs = {j["name"]: j for j in report["jobs"]}

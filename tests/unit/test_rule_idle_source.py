@@ -141,3 +141,17 @@ def test_flink_idle_window_subtask_is_not_an_idle_input() -> None:
         samples.append(_window(m, 0, 0, m * MIN_MS))
         samples.append(_window(m, 1, 200, 0))
     assert evaluate_idle(IdleParams(), history(samples), NOW) == []
+
+
+def test_flink_subtask_without_watermark_beside_a_job_watermark_is_marked_idle() -> None:
+    # subtask 1 never had a watermark (Long.MIN_VALUE) and no records for 10 min, yet the job has a
+    # watermark (flat between these polls, as Flink's REST metrics can be): had subtask 1 been in the
+    # valve's minimum the job would have none, so withIdleness left it out -> INFO, not pinning
+    samples = []
+    for m in range(11):
+        samples.append(flink(m, None, -1, 100))
+        samples.append(flink(m, 0, m - 1, 100, idle_ms=0))
+        samples.append(flink(m, 1, None, 0, idle_ms=m * MIN_MS))
+    (found,) = evaluate_idle(IdleParams(), history(samples), NOW)
+    assert (found.scope.subtask, found.severity) == (1, Severity.INFO)
+    assert "marked idle (withIdleness)" in found.message
