@@ -31,6 +31,7 @@ class Counters:
 
     activity: dict[tuple[str, int], _Counter] = field(default_factory=dict)
     late: dict[tuple[str, int], int] = field(default_factory=dict)
+    snapshot: tuple[Any, ...] | None = None  # every value of the previous poll, to tell a stale store
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,27 @@ def running_job_samples(
     out: list[Sample] = []
     now_ms = datetime_to_ms(now)
     assert now_ms is not None
+    # Flink's REST metric store refreshes asynchronously; when not one value of a running job changed
+    # since the previous poll, the store was not refreshed in between: nothing is known about that time
+    # (record and late-drop deltas and the quiet clock stay unknown, the counters are kept as they were)
+    snapshot = tuple(
+        (
+            v.id,
+            sub.subtask,
+            sub.records_in,
+            sub.records_out,
+            sub.late_records_dropped,
+            sub.input_watermark.epoch_ms,
+            sub.output_watermark.epoch_ms,
+            sub.source_idle_ms,
+        )
+        for v, subs in per_vertex
+        for sub in subs.values()
+    )
+    stale = counters.snapshot is not None and snapshot == counters.snapshot and bool(snapshot)
+    counters.snapshot = snapshot
+    if stale:
+        counters = Counters()  # a throw-away: first-sight rules (a counter at 0 since the attempt began)
     rows_total: int | None = 0
     late_total: int | None = 0
     late_known = False  # no window operator anywhere: the job's late drops are unknown, not 0
@@ -109,7 +131,7 @@ def running_job_samples(
             restart_count=figures.restarts,
             checkpoints_failed=figures.checkpoints_failed,
             state_memory_bytes=figures.state_bytes,
-            extra=figures.extra,
+            extra={**figures.extra, "stale_metrics": True} if stale else figures.extra,
         )
     )
     return out

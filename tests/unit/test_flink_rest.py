@@ -297,4 +297,16 @@ def test_a_job_without_window_operators_has_unknown_late_drops() -> None:
     collector.poll(NOW)
     job = _by_scope(collector.poll(NOW + timedelta(seconds=15)).samples)[(None, None)]
     assert job.dropped_by_watermark is None  # no numLateRecordsDropped anywhere: unknown, never 0
-    assert job.num_input_rows == 0  # the source counters did not move between the polls
+
+
+def test_a_stale_metric_store_gives_unknown_deltas_not_zero() -> None:
+    # Flink refreshes its REST metric store asynchronously: two polls serving exactly the same values
+    # say nothing about the time between them (not "0 records", not "quiet for 15 s")
+    collector = _collector(standalone_routes())
+    collector.poll(NOW)
+    got = _by_scope(collector.poll(NOW + timedelta(seconds=15)).samples)
+    job = got[(None, None)]
+    assert job.extra["stale_metrics"] is True
+    assert (job.num_input_rows, job.dropped_by_watermark) == (None, None)
+    assert got[(SOURCE, 0)].num_input_rows is None
+    assert got[(SOURCE, 0)].idle_ms == 28  # sourceIdleTime only, no 15 s quiet clock
