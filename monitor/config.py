@@ -42,6 +42,7 @@ field (``receivers[1].url``) and what is allowed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -180,7 +181,7 @@ class SparkEventLogTarget(_Model):
 
 
 class HttpTarget(_Model):
-    """An HTTP target (Spark driver PrometheusServlet, Flink REST)."""
+    """An HTTP target (Spark driver PrometheusServlet, Flink REST, a Kafka lag exporter's ``/metrics``)."""
 
     name: str
     url: str
@@ -247,12 +248,64 @@ class FlinkPrometheusTarget(_Model):
 
 
 class KafkaTarget(_Model):
-    """A Kafka cluster whose consumer groups' lag is evaluated."""
+    """A Kafka cluster whose consumer groups' lag is evaluated (:mod:`collectors.kafka`).
+
+    ``groups`` lists exact group ids; ``include``/``exclude`` are regular expressions matched against the
+    whole group id; with neither ``groups`` nor ``include`` every group the cluster lists is watched.
+    ``lag_seconds``: ``interpolated`` (from sampled log-end offsets, kafka-lag-exporter's method, no
+    extrapolation), ``exact`` (the timestamp of the record at the committed offset; at most
+    ``max_record_fetches`` fetches per poll) or ``none``. Security settings are librdkafka's
+    (``security_protocol``: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; ``sasl_mechanism``: PLAIN,
+    SCRAM-SHA-256, SCRAM-SHA-512); ``sasl_password`` and ``ssl_key_password`` are secret references.
+    """
 
     name: str
     bootstrap_servers: str
     groups: list[str] = Field(default_factory=list)
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
     poll_interval: PositiveDurationMs = 30_000
+    timeout: PositiveDurationMs = 10_000
+    concurrency: int = Field(16, ge=1, le=256)
+    lag_seconds: Literal["interpolated", "exact", "none"] = "interpolated"
+    max_record_fetches: int = Field(100, ge=0)
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretRef | None = None
+    ssl_ca_location: Path | None = None
+    ssl_certificate_location: Path | None = None
+    ssl_key_location: Path | None = None
+    ssl_key_password: SecretRef | None = None
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _host_ports(cls, v: str) -> str:
+        for part in v.split(","):
+            host, sep, port = part.strip().rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"expected host:port[,host:port...], got {part.strip()!r}")
+        return v
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _regexes(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _sasl(self) -> KafkaTarget:
+        if self.security_protocol.startswith("SASL") and self.sasl_mechanism is None:
+            raise ValueError(f"security_protocol {self.security_protocol} needs sasl_mechanism")
+        if self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and (
+            self.sasl_username is None or self.sasl_password is None
+        ):
+            raise ValueError(f"sasl_mechanism {self.sasl_mechanism} needs sasl_username and sasl_password")
+        return self
 
 
 class Targets(_Model):
@@ -263,6 +316,7 @@ class Targets(_Model):
     flink_rest: list[FlinkRestTarget] = Field(default_factory=list)
     flink_prometheus: list[FlinkPrometheusTarget] = Field(default_factory=list)
     kafka: list[KafkaTarget] = Field(default_factory=list)
+    kafka_exporters: list[HttpTarget] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Targets:
@@ -274,6 +328,7 @@ class Targets(_Model):
                 self.flink_rest,
                 self.flink_prometheus,
                 self.kafka,
+                self.kafka_exporters,
             )
             for t in group
         ]
@@ -426,6 +481,9 @@ class Config(_Model):
     silences: list[SilenceConfig] = Field(default_factory=list)
     reports: list[ReportConfig] = Field(default_factory=list)
     evaluation_interval: DurationMs = 15_000
+    #: batches already older than this when first seen are stored, shown and scanned but notify nobody
+    #: (``None``: the longest window of the enabled rules, :func:`rules.registry.history_window`)
+    history_horizon: DurationMs | None = None
     retention: DurationMs = 14 * 86_400_000
     delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
 

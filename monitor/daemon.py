@@ -10,9 +10,11 @@
    endpoint (:mod:`monitor.ingest`) when ``server.ingest_token`` is configured;
 5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (``spark_event_logs``:
    :class:`collectors.spark.eventlog.EventLogCollector` with cursors in the database;
-   ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; ``flink_rest``:
-   :class:`collectors.flink.FlinkRestCollector` (one pooled client per target, ``concurrency`` jobs at once); Kafka
-   targets are refused with a :class:`~monitor.errors.ConfigError` until their collectors exist) at its
+   ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; ``kafka``:
+   :class:`collectors.kafka.KafkaLagCollector`; ``kafka_exporters``:
+   :class:`collectors.kafka.exporter_scrape.ExporterScrapeCollector`; ``flink_rest``:
+   :class:`collectors.flink.FlinkRestCollector` (one pooled client per target, ``concurrency`` jobs at once);
+   ``flink_prometheus``: :class:`collectors.flink.prometheus.FlinkPrometheusCollector`) at its
    ``poll_interval``, rule
    evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``), retention clean-up
    (hourly) and one job per ``reports[]`` entry on its cron schedule (APScheduler ``CronTrigger``, UTC),
@@ -47,13 +49,23 @@ from prometheus_client import CollectorRegistry
 from collectors.flink import FlinkRestCollector
 from collectors.flink.prometheus import FlinkPrometheusCollector
 from collectors.http import make_client
+from collectors.kafka import KafkaLagCollector, KafkaOptions
+from collectors.kafka.exporter_scrape import ExporterScrapeCollector
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
 from collectors.spark.prometheus import SparkPrometheusCollector
 from monitor.alerts.notification import parse_time
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
-from monitor.config import Config, FlinkRestTarget, SecretRef, check_cron, resolve_secret
+from monitor.config import (
+    Config,
+    FlinkRestTarget,
+    HttpTarget,
+    KafkaTarget,
+    SecretRef,
+    check_cron,
+    resolve_secret,
+)
 from monitor.errors import ConfigError, InputError
 from monitor.exporter import TidegaugeCollector
 from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
@@ -319,6 +331,19 @@ def report_jobs(config: Config, runtime: Runtime) -> list[ScheduledJob]:
     ]
 
 
+def _http_client(
+    target: HttpTarget, environ: Mapping[str, str], where: str, clients: list[httpx.Client]
+) -> httpx.Client:
+    headers = {}
+    if target.bearer_token is not None:
+        token = resolve_secret(target.bearer_token, environ, f"{where}.bearer_token")
+        headers["Authorization"] = f"Bearer {token.get_secret_value()}"
+    timeout_s = target.timeout / 1000.0
+    client = make_client(connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers)
+    clients.append(client)
+    return client
+
+
 def build_targets(
     config: Config, store: Store, environ: Mapping[str, str], clients: list[httpx.Client]
 ) -> list[Target]:
@@ -337,17 +362,22 @@ def build_targets(
             )
         )
     for i, h in enumerate(config.targets.spark_prometheus):
-        headers = {}
-        if h.bearer_token is not None:
-            token = resolve_secret(h.bearer_token, environ, f"targets.spark_prometheus[{i}].bearer_token")
-            headers["Authorization"] = f"Bearer {token.get_secret_value()}"
-        client = make_client(
-            connect_timeout_s=h.timeout / 1000.0, read_timeout_s=h.timeout / 1000.0, headers=headers
-        )
-        clients.append(client)
+        client = _http_client(h, environ, f"targets.spark_prometheus[{i}]", clients)
         targets.append(
             Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
         )
+    for i, h in enumerate(config.targets.kafka_exporters):
+        client = _http_client(h, environ, f"targets.kafka_exporters[{i}]", clients)
+        targets.append(
+            Target(
+                h.name,
+                ExporterScrapeCollector(h.url, client, h.name),
+                timedelta(milliseconds=h.poll_interval),
+            )
+        )
+    for i, k in enumerate(config.targets.kafka):
+        options = kafka_options(k, environ, f"targets.kafka[{i}]")
+        targets.append(Target(k.name, KafkaLagCollector(options), timedelta(milliseconds=k.poll_interval)))
     for i, f in enumerate(config.targets.flink_rest):
         targets.append(
             Target(f.name, _flink_collector(f, i, environ, clients), timedelta(milliseconds=f.poll_interval))
@@ -362,8 +392,6 @@ def build_targets(
                 timedelta(milliseconds=p.poll_interval),
             )
         )
-    if config.targets.kafka:
-        raise ConfigError("targets.kafka: not supported by `tidegauge run` yet")
     names = [t.name for t in targets]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -405,6 +433,44 @@ def _flink_collector(
         raise ConfigError(f"{where}: cannot load the TLS files: {exc}") from None
     clients.append(client)
     return FlinkRestCollector(f.url, client, concurrency=f.concurrency, cluster=f.name)
+
+
+def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -> KafkaOptions:
+    """The collector options of one ``targets.kafka[]`` entry, secrets resolved from ``environ``.
+
+    Raises:
+        ConfigError: a secret reference does not resolve (the message names ``where`` and the field).
+    """
+    security: dict[str, str] = {"security.protocol": target.security_protocol}
+    secrets: dict[str, str] = {}
+    if target.sasl_mechanism is not None:
+        security["sasl.mechanism"] = target.sasl_mechanism
+    if target.sasl_username is not None:
+        security["sasl.username"] = target.sasl_username
+    if target.sasl_password is not None:
+        secrets["sasl.password"] = _secret(target.sasl_password, environ, f"{where}.sasl_password")
+    for key, path in (
+        ("ssl.ca.location", target.ssl_ca_location),
+        ("ssl.certificate.location", target.ssl_certificate_location),
+        ("ssl.key.location", target.ssl_key_location),
+    ):
+        if path is not None:
+            security[key] = str(path)
+    if target.ssl_key_password is not None:
+        secrets["ssl.key.password"] = _secret(target.ssl_key_password, environ, f"{where}.ssl_key_password")
+    return KafkaOptions(
+        cluster=target.name,
+        bootstrap_servers=target.bootstrap_servers,
+        groups=tuple(target.groups),
+        include=tuple(target.include),
+        exclude=tuple(target.exclude),
+        lag_seconds=target.lag_seconds,
+        max_record_fetches=target.max_record_fetches,
+        request_timeout_s=target.timeout / 1000.0,
+        concurrency=target.concurrency,
+        security=security,
+        secrets=secrets,
+    )
 
 
 def _poller(runtime: Runtime, target: Target) -> Callable[[datetime], object]:
@@ -468,6 +534,9 @@ def build(
         routes=routes,
         http_client=client,
         retention=timedelta(milliseconds=config.retention),
+        history_horizon=None
+        if config.history_horizon is None
+        else timedelta(milliseconds=config.history_horizon),
         retry_policy=RetryPolicy(
             initial_backoff=timedelta(milliseconds=delivery.initial_backoff),
             max_backoff=timedelta(milliseconds=delivery.max_backoff),

@@ -41,6 +41,9 @@ class PromRulesParams:
         freshness_target_ms: processing time minus watermark above this -> freshness SLO breach.
         idle_for_ms: a source/subtask idle for this long -> idle source.
         lag_window_ms: consumer lag rising over this window (and above 1) -> lag growth.
+        lag_seconds_threshold_ms: a consumer group's lag in seconds (its furthest-behind partition, the
+            job-scope ``tidegauge_consumer_lag_seconds`` series) above this -> lag threshold, as the
+            ``consumer_lag_seconds`` rule.
         target_down_for_ms: a target failing polls this long -> target down.
         for_ms: the ``for`` clause of the level-based rules.
     """
@@ -54,6 +57,7 @@ class PromRulesParams:
     freshness_target_ms: int = 15 * 60_000
     idle_for_ms: int = 5 * 60_000
     lag_window_ms: int = 15 * 60_000
+    lag_seconds_threshold_ms: int = 5 * 60_000
     target_down_for_ms: int = 5 * 60_000
     for_ms: int = 60_000
 
@@ -155,6 +159,18 @@ def rule_groups(p: PromRulesParams) -> dict[str, Any]:
             "Consumer lag of {{ $labels.job_id }} is growing",
             f"Lag rose over {lag_w} and never reached 0 or 1 (a residual lag of 1 after transactional writes is "
             "normal). The consumer is slower than the producers.",
+        ),
+        _rule(
+            "TidegaugeConsumerLagSeconds",
+            f"""tidegauge_consumer_lag_seconds{{engine="kafka", source="", partition=""}}
+                > {p.lag_seconds_threshold_ms / 1000:g}""",
+            p.for_ms,
+            "warning",
+            "Consumer group {{ $labels.job_name }} is more than "
+            f"{d(p.lag_seconds_threshold_ms)} behind",
+            f"The group's furthest-behind partition is more than {d(p.lag_seconds_threshold_ms)} behind the "
+            "producers (lag in seconds). Add consumer instances or make processing faster; tidegauge's "
+            "consumer_lag status tells a stalled or stopped consumer from a slow one.",
         ),
         _rule(
             "TidegaugeTargetDown",

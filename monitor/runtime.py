@@ -9,10 +9,12 @@ environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
   reads the same data again; :func:`monitor.store.save_poll` is idempotent). Stored samples then update
   the in-memory :class:`~monitor.latest.LatestSamples` behind ``/metrics``. Per-target health (up, last
   poll duration, error count) is kept for ``/metrics`` and ``/healthz``.
-* :meth:`Runtime.evaluate` loads each job's recent history, runs :func:`monitor.evaluation.evaluate`,
-  steps every alert (:func:`monitor.alerts.step_all`) and stores the changed alerts with their outbox rows
-  in one transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a
-  transition without its notifications.
+* :meth:`Runtime.evaluate` replays every batch stored since the last tick through the rules, job by job
+  (:func:`rules.replay.replay`, from each job's evaluation cursor), stepping the job's alerts at each
+  batch's own time (:func:`monitor.alerts.step_all`), then the clock rules (``no_progress``) and collector
+  errors at the tick's ``now``; changed alerts, their outbox rows and the cursors are stored in one
+  transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a transition
+  without its notifications. Batches older than the history horizon when first seen notify nobody.
 * :meth:`Runtime.dispatch` delivers the outbox (:func:`monitor.notify.dispatcher.dispatch_due`): a row is
   marked delivered only after a 2xx, so a kill between send and record re-sends it with the same
   ``Idempotency-Key``.
@@ -29,11 +31,13 @@ import logging
 import random
 import threading
 import time
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any
 
 import httpx
@@ -41,12 +45,12 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from collectors.base import Collector
-from monitor.alerts.lifecycle import Alert, AlertEvent, step_all
+from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, step_all
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Silence
 from monitor.exporter import AlertCount, CollectorStat
 from monitor.latest import LatestSamples
-from monitor.model import AlertState, CollectorError, Engine, PollResult, Sample, ensure_utc
+from monitor.model import AlertState, CollectorError, Engine, PollResult, Sample, SampleKind, ensure_utc
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.reports import INPUT_WINDOW as REPORT_INPUT_WINDOW
@@ -55,6 +59,7 @@ from monitor.store import (
     PurgeCounts,
     get_cursor,
     load_recent_samples,
+    load_samples,
     load_samples_after,
     max_sample_id,
     purge_before,
@@ -69,11 +74,66 @@ from monitor.store.alert_repo import (
     load_alerts,
 )
 from rules.config import RulesConfig
-from rules.registry import evaluate, history_window, rule_timing
+from rules.registry import RULES, Evaluator, history_window, rule_timing
 from rules.registry import validate as check_rules
+from rules.replay import replay
 
 JobKey = tuple[Engine, str]
 """A job's identity in histories: (engine, job id); run ids change on restart, jobs don't."""
+
+_EVAL_CURSOR = "rules"
+"""Cursor-table collector name of the per-job evaluation cursors (``{"evaluated_at": ISO time}``)."""
+_HISTORY = "history"
+_CLOCK_RULES = frozenset(name for name, spec in RULES.items() if spec.clock)
+_TIME = attrgetter("observed_at")
+
+
+def _order(sample: Sample) -> tuple[datetime, bool]:
+    return sample.observed_at, sample.kind is SampleKind.TERMINATED
+
+
+def _job_target(key: JobKey) -> str:
+    return f"{key[0].value}/{key[1]}"
+
+
+def _parse_time(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return ensure_utc(datetime.fromisoformat(text))
+    except ValueError:
+        return None
+
+
+def _is_clock_alert(alert: Alert) -> bool:
+    """Alerts stepped at the tick's clock: ``no_progress`` and unreachable targets."""
+    return alert.rule in _CLOCK_RULES or alert.labels.get("check") == "unreachable"
+
+
+def _alert_job(alert: Alert) -> JobKey | None:
+    try:
+        return Engine(alert.labels.get("engine", "")), alert.labels["job_id"]
+    except (KeyError, ValueError):
+        return None
+
+
+def _carry_marks(old: Alert | None, new: Alert, events: list[AlertEvent], terminated: bool, historical: bool) -> Alert:
+    """Annotations the lifecycle does not know: ``history`` (fired at an instant older than the horizon:
+    neither its firing nor its resolution is notified; kept for the whole episode) and
+    ``resolved_reason: terminated``."""
+    marks: dict[str, str] = {}
+    kinds = {e.kind for e in events if e.fingerprint == new.fingerprint}
+    if EventKind.PENDING in kinds:
+        if historical:
+            marks[_HISTORY] = "raised from history older than the horizon: not notified"
+    elif old is not None and old.annotations.get(_HISTORY) is not None:
+        marks[_HISTORY] = old.annotations[_HISTORY]
+    if EventKind.RESOLVED in kinds and terminated:
+        marks["resolved_reason"] = "terminated"
+    if not marks:
+        return new
+    return dataclasses.replace(new, annotations={**new.annotations, **marks})
+
 
 __all__ = ["DEFAULT_LOOKBACK", "Runtime", "StoreCursors", "Target", "TargetHealth"]
 
@@ -179,6 +239,8 @@ class Runtime:
         http_client: client the notifiers use.
         retention: samples older than this (relative to the tick's ``now``) are deleted by :meth:`clean_up`.
         lookback: how much of each job's history rules see (from the job's newest sample).
+        history_horizon: instants older than this when first evaluated notify nobody (default: the
+            longest window of the enabled rules).
         retry_policy: delivery retry timing.
         rng: random source of the retry jitter.
         monotonic: monotonic clock (seconds) for poll durations.
@@ -196,6 +258,7 @@ class Runtime:
         http_client: httpx.Client | None = None,
         retention: timedelta = timedelta(days=14),
         lookback: timedelta = DEFAULT_LOOKBACK,
+        history_horizon: timedelta | None = None,
         retry_policy: RetryPolicy | None = None,
         rng: random.Random | None = None,
         monotonic: Callable[[], float] = time.monotonic,
@@ -212,6 +275,12 @@ class Runtime:
         self._retention = retention
         # keep in memory only what the enabled rules read (``lookback`` caps it)
         self._lookback = min(lookback, history_window(rules_config))
+        self._evaluator = Evaluator(rules_config)
+        self._horizon = history_horizon if history_horizon is not None else history_window(rules_config)
+        self._evaluated: dict[JobKey, tuple[datetime, int]] = {}
+        self._first_seen: dict[JobKey, tuple[datetime, datetime]] = {}
+        self._pending: set[JobKey] = set()
+        self._unseen: set[JobKey] = set()
         self._policy = retry_policy or RetryPolicy()
         self._rng = rng or random.Random()  # noqa: S311 - retry jitter, not cryptography
         self._monotonic = monotonic
@@ -299,52 +368,153 @@ class Runtime:
     # -------------------------------------------------------------------------------------- evaluation
 
     def evaluate(self, now: datetime) -> list[AlertEvent]:
-        """One rule-evaluation tick at ``now``: findings -> alert transitions + outbox rows, one transaction.
+        """One rule-evaluation tick at ``now``: every batch that arrived since the last tick, in order.
+
+        Each job with new samples is replayed (:func:`rules.replay.replay`) from its evaluation cursor: at
+        each new instant (a batch's own trigger time, an idle or lifecycle event) the rules see the history
+        up to it, and the job's alerts step through the lifecycle at that time, so a stall that began and
+        ended between two ticks (or while the daemon was stopped) fires and resolves. Then the rules judged
+        at the tick's clock (``no_progress``) and the collector errors (``target_health`` unreachable) step
+        their alerts at ``now``. Transitions and outbox rows are stored per instant in one transaction with
+        the jobs' evaluation cursors (collector ``rules`` in the cursor table).
+
+        An instant already older than the history horizon when first evaluated steps the lifecycle (the
+        alert is stored and shown) but notifies nobody, and neither does that alert's resolution; a job
+        whose newest data was that old when first seen raises no ``no_progress`` notification. Alerts
+        resolved because their query terminated carry the annotation ``resolved_reason: terminated``.
 
         Returns:
-            The transitions (pending/firing/resolved/cleared events).
+            The transitions (pending/firing/resolved/cleared events), oldest instant first.
         """
         when = _utc(now)
         with self._lock:
             errors = list(self._recent_errors)
-        findings = evaluate(self._rules_config, self.recent_history(), when, errors)
+        horizon = self._horizon
+        out: list[AlertEvent] = []
+        evaluated: dict[JobKey, tuple[datetime, int]] = {}
         with self._sessions.begin() as session:
+            self._catch_up(session, when)
+            touched = sorted(self._pending, key=lambda k: (k[0].value, k[1]))
             alerts = load_alerts(session)
-            changed, events = step_all(alerts, findings, self._timing, when)
-            apply_transitions(session, changed.values(), events, self._routes, when)
-        alerts.update(changed)
+            per_job: dict[JobKey, dict[str, Alert]] = {}
+            clock_alerts: dict[str, Alert] = {}
+            for fp, alert in alerts.items():
+                if _is_clock_alert(alert):
+                    clock_alerts[fp] = alert
+                else:
+                    key = _alert_job(alert)
+                    if key is not None:
+                        per_job.setdefault(key, {})[fp] = alert
+            assert self._history is not None
+            for key in touched:
+                samples = self._history[key]
+                mine = per_job.setdefault(key, {})
+                last = self._evaluated.get(key)
+                for instant in replay(self._evaluator, samples, last):
+                    historical = when - instant.at > horizon
+                    changed, events = step_all(mine, instant.findings, self._timing, instant.at)
+                    last = (instant.at, instant.at_count)
+                    if not changed:
+                        continue
+                    changed = {fp: _carry_marks(mine.get(fp), alert, events, instant.terminated, historical)
+                               for fp, alert in changed.items()}
+                    notify = [e for e in events if changed[e.fingerprint].annotations.get(_HISTORY) is None]
+                    apply_transitions(session, changed.values(), notify, self._routes, when)
+                    mine.update(changed)
+                    alerts.update(changed)
+                    out.extend(events)
+                if last is not None:
+                    evaluated[key] = last
+                    state = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
+                    set_cursor(session, _EVAL_CURSOR, _job_target(key), state, when)
+            findings = [f for key, samples in self._history.items()
+                        for f in self._evaluator.evaluate_job(samples, when, clock=True)
+                        if not self._seen_as_history(key)]
+            findings += self._evaluator.evaluate_targets(errors, when)
+            changed, events = step_all(clock_alerts, findings, self._timing, when)
+            if changed:
+                apply_transitions(session, changed.values(), events, self._routes, when)
+                alerts.update(changed)
+                out.extend(events)
+        self._evaluated.update(evaluated)
+        self._pending.difference_update(touched)
+        self._trim()
         self._set_alert_counts(alerts.values())
         with self._lock:
             self.last_evaluation_at = when
-        for event in events:
+        for event in out:
             log.info("alert %s %s at %s", event.fingerprint, event.kind.value, event.at.isoformat())
-        return events
+        return out
+
+    def _seen_as_history(self, key: JobKey) -> bool:
+        """Whether the job's newest sample was already older than the horizon when first loaded."""
+        seen = self._first_seen.get(key)
+        return seen is not None and seen[1] - seen[0] > self._horizon
+
+    def _catch_up(self, session: Session, when: datetime | None) -> None:
+        """Load the samples stored since the last call into the per-job histories (the first call: each
+        job's window, reaching back to its evaluation cursor); the jobs that got samples not evaluated yet
+        join ``_pending``. ``when`` (the tick's time) records when a job's newest sample was first seen."""
+        touched: list[JobKey] = []
+        first_load = self._history is None
+        if self._history is None:
+            top = max_sample_id(session)  # read first: rows stored meanwhile are picked up next time
+            self._history = load_recent_samples(session, self._lookback, upto_id=top)
+            for key, samples in self._history.items():
+                cursor = get_cursor(session, _EVAL_CURSOR, _job_target(key))
+                at = _parse_time(cursor.get("evaluated_at")) if cursor else None
+                last = None
+                if at is not None and cursor is not None:
+                    count = cursor.get("at_count")
+                    last = (at, count if isinstance(count, int) else 0)
+                    self._evaluated[key] = last
+                    start = at - self._lookback
+                    if samples and start < samples[0].observed_at:
+                        older = load_samples(session, job_id=key[1], engine=key[0], since=start,
+                                             until=samples[0].observed_at)
+                        samples[:0] = older
+                if samples and (last is None or samples[-1].observed_at > last[0]
+                                or sum(1 for s in samples if s.observed_at == last[0]) > last[1]):
+                    touched.append(key)
+            self._history_id = top
+        else:
+            new, top = load_samples_after(session, self._history_id)
+            for key, samples in new.items():
+                history = self._history.setdefault(key, [])
+                history.extend(samples)
+                history.sort(key=_order)  # nearly sorted: cheap
+                touched.append(key)
+            self._history_id = top
+        self._pending.update(touched)
+        if first_load:
+            self._unseen.update(self._history)
+        if when is None:
+            return
+        # jobs loaded before the first tick (by seed_latest) are first seen at that tick
+        for key in {*touched, *self._unseen}:
+            newest = self._history[key][-1].observed_at
+            seen = self._first_seen.get(key)
+            if seen is None or seen[0] != newest:
+                self._first_seen[key] = (newest, when)
+        self._unseen.clear()
+
+    def _trim(self) -> None:
+        """Keep each job's samples from its newest one back ``lookback``."""
+        assert self._history is not None
+        for history in self._history.values():
+            if not history:
+                continue
+            start = bisect_left(history, history[-1].observed_at - self._lookback, key=_TIME)
+            if start:
+                del history[:start]
 
     def recent_history(self) -> dict[JobKey, list[Sample]]:
-        """Each job's samples from its newest one back ``lookback``, oldest first.
-
-        The first call loads the window from the store; later calls only load the rows stored since
-        (by row id, so late-arriving older samples are included) and drop what fell out of the window, so
-        a tick costs what arrived since the last one, not the whole hour. Called from the evaluation
-        tick only (one at a time; and once by :meth:`seed_latest` before the scheduler starts). Rows rewritten in place by a replay (``save_poll(replace=True)``) are
-        seen after a restart.
-        """
+        """Each job's samples from its newest one back ``lookback``, oldest first (loads what was stored
+        since the last call; called by :meth:`seed_latest` before the scheduler starts)."""
         with self._sessions() as session:
-            if self._history is None:
-                top = max_sample_id(session)  # read first: rows stored meanwhile are picked up next time
-                self._history = load_recent_samples(session, self._lookback, upto_id=top)
-            else:
-                new, top = load_samples_after(session, self._history_id)
-                for key, samples in new.items():
-                    history = self._history.setdefault(key, [])
-                    history.extend(samples)
-                    history.sort(key=lambda s: s.observed_at)  # nearly sorted: cheap
-            self._history_id = top
-        for history in self._history.values():
-            newest = history[-1].observed_at
-            first = next(i for i, s in enumerate(history) if newest - s.observed_at <= self._lookback)
-            if first:
-                del history[:first]
+            self._catch_up(session, None)
+        self._trim()
+        assert self._history is not None
         return {k: list(v) for k, v in self._history.items()}
 
     def dispatch(self, now: datetime) -> DispatchReport:

@@ -2,8 +2,9 @@
 
 Input is the samples of any number of Spark queries (from event logs and progress files); a query is
 identified by its Spark query ``id`` (stable across restarts; each restart has a new ``runId``). The
-report keeps the query-scope progress samples as the batch timeline and runs the scan detectors
-(:func:`rules.scan_rules.run_scan_rules`) over each query's samples.
+report keeps the query-scope progress samples as the batch timeline and replays each query's samples
+through the daemon's rules (:func:`rules.replay.replay`: at each batch's own time, with the history up to
+that batch), reporting each finding once with the first and last batch it held.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 from monitor.model import Finding, Sample, SampleKind, Severity
 from rules.batches import fmt_duration, is_placeholder_watermark, progress_batches, real_watermark
-from rules.scan_rules import ScanRulesConfig, run_scan_rules
+from rules.registry import Evaluator
+from rules.replay import Episode, episodes, replay
 
 __all__ = ["QueryReport", "ScanReport", "build_report", "iso", "render_json", "render_text"]
 
@@ -53,8 +55,33 @@ class ScanReport:
         return max((f.severity for f in self.findings), default=Severity.OK)
 
 
-def build_report(config: ScanRulesConfig, samples: Sequence[Sample], errors: Sequence[str] = ()) -> ScanReport:
-    """Group ``samples`` by query id (first appearance order) and run the detectors on each query."""
+def episode_finding(episode: Episode) -> Finding:
+    """An episode as one finding: the message as last seen, the batch it named when it first held, and
+    ``first_batch_id``/``last_batch_id``/``first_at``/``last_at`` (the batches it held over) in ``details``."""
+    last = episode.last
+    details = {
+        **last.details,
+        "first_batch_id": episode.first_batch_id,
+        "last_batch_id": episode.last_batch_id,
+        "first_at": iso(episode.first_at),
+        "last_at": iso(episode.last_at),
+        "ended_by": episode.ended_by,
+    }
+    return Finding(
+        rule=last.rule,
+        severity=max(episode.first.severity, last.severity),
+        job=episode.first.job,
+        message=last.message,
+        observed_at=episode.first_at,
+        scope=last.scope,
+        batch_id=episode.first.batch_id,
+        labels=last.labels,
+        details=details,
+    )
+
+
+def build_report(evaluator: Evaluator, samples: Sequence[Sample], errors: Sequence[str] = ()) -> ScanReport:
+    """Group ``samples`` by query id (first appearance order) and replay each query through the rules."""
     by_query: dict[str, list[Sample]] = {}
     for sample in samples:
         by_query.setdefault(sample.job.job_id, []).append(sample)
@@ -75,7 +102,12 @@ def build_report(config: ScanRulesConfig, samples: Sequence[Sample], errors: Seq
                 idle_events=sum(1 for s in ordered if s.kind is SampleKind.IDLE and s.scope.is_job()),
             )
         )
-        findings.extend(run_scan_rules(config, ordered))
+        findings.extend(
+            episode_finding(e)
+            for e in episodes(replay(evaluator, ordered))
+            # the daemon notifies an episode once it held for the rule's lifecycle `for`
+            if e.last_at - e.first_at >= evaluator.timing(e.first.rule).for_duration
+        )
     return ScanReport(tuple(queries), tuple(findings), tuple(errors))
 
 
@@ -122,6 +154,8 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
         "run_id": finding.job.run_id,
         "batch_id": finding.batch_id,
         "observed_at": iso(finding.observed_at),
+        "first_batch_id": finding.details.get("first_batch_id"),
+        "last_batch_id": finding.details.get("last_batch_id"),
         "message": finding.message,
         "details": finding.details,
     }
@@ -164,6 +198,13 @@ def _advance_text(prev: Sample | None, batch: Sample) -> str:
 
 
 _HEADERS = ("batch", "run", "time (UTC)", "rows", "watermark", "wm advance", "event-time max", "dropped", "state rows")
+
+
+def _held(finding: Finding) -> str:
+    first, last = finding.details.get("first_batch_id"), finding.details.get("last_batch_id")
+    if first is None:
+        return ""
+    return f" (held at batch {first})" if first == last else f" (held batches {first}-{last})"
 
 
 def render_text(report: ScanReport) -> str:
@@ -214,7 +255,7 @@ def render_text(report: ScanReport) -> str:
         lines.append(f"Findings ({summary}):")
         for finding in report.findings:
             who = finding.job.name or finding.job.job_id
-            lines.append(f"  {finding.severity.label().upper():<8} {finding.rule} [{who}] {finding.message}")
+            lines.append(f"  {finding.severity.label().upper():<8} {finding.rule} [{who}]{_held(finding)} {finding.message}")
     else:
         lines.append("Findings: none.")
     return "\n".join(lines)

@@ -12,25 +12,23 @@ The batch ``timestamp`` (trigger time) stands in for "now": no wall clock is rea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Sample, Severity
-from rules.batches import fmt_duration, fmt_time, progress_batches
+from rules.batches import fmt_duration, fmt_time
 from rules.common import flink_scope_name, is_epoch, scope_name, tail_since
 from rules.history import JobHistory
+from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
 from rules.params import Duration, RuleParams
 
 __all__ = [
     "RULE",
     "UNITS_RULE",
-    "FutureConfig",
     "FutureParams",
     "UnitsParams",
-    "detect_future_timestamps",
     "evaluate_future",
     "evaluate_units",
 ]
@@ -40,96 +38,6 @@ UNITS_RULE = "event_time_units"
 #: Event times outside [1971, 2200) while rows flow are a unit mismatch, not a clock problem.
 UNITS_LOW = datetime(1971, 1, 1, tzinfo=UTC)
 UNITS_HIGH = datetime(2200, 1, 1, tzinfo=UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class FutureConfig:
-    """``skew``: how far ahead of the batch time an event time may be before it counts as mis-dated."""
-
-    skew: timedelta = timedelta(hours=1)
-
-
-def detect_future_timestamps(config: FutureConfig, samples: Sequence[Sample]) -> list[Finding]:
-    """Findings for one query's samples (any order): at most one per jump.
-
-    A jump starts at the first batch whose ``event_time_max`` exceeds its ``observed_at + skew`` (the
-    finding names that batch and, when seen, the next batch whose watermark jumped); if the history starts
-    after the jump (only the watermark is ahead), the first batch with ``watermark > observed_at + skew``
-    is named instead. Once a jump is reported, later future batches are part of it until a batch is back
-    within the skew on both counts. Severity CRITICAL.
-    """
-    batches = progress_batches(samples)
-    findings: list[Finding] = []
-    in_jump = False
-    for i, batch in enumerate(batches):
-        limit = batch.observed_at + config.skew
-        max_ahead = batch.event_time_max is not None and batch.event_time_max > limit
-        wm_ahead = batch.watermark is not None and batch.watermark > limit
-        if not (max_ahead or wm_ahead):
-            in_jump = False
-            continue
-        if in_jump:
-            continue
-        in_jump = True
-        later_wm = next(
-            (
-                (b.batch_id, b.watermark)
-                for b in batches[i + 1 :]
-                if b.watermark is not None and b.watermark > b.observed_at + config.skew
-            ),
-            None,
-        )
-        if max_ahead:
-            assert batch.event_time_max is not None
-            ahead = batch.event_time_max - batch.observed_at
-            message = (
-                f"batch {batch.batch_id}: event-time max {fmt_time(batch.event_time_max)} is "
-                f"{fmt_duration(ahead)} ahead of the batch time {fmt_time(batch.observed_at)} "
-                f"(allowed skew {fmt_duration(config.skew)}); "
-            )
-            if later_wm is not None and later_wm[1] is not None:
-                message += (
-                    f"the watermark jumps to {fmt_time(later_wm[1])} in batch {later_wm[0]} and every honest "
-                    "row after it is dropped as late"
-                )
-            else:
-                message += (
-                    "the watermark will jump to that time minus the watermark delay in the next batch and "
-                    "every honest row after it is dropped as late"
-                )
-            details = {
-                "event_time_max": fmt_time(batch.event_time_max),
-                "ahead_seconds": ahead.total_seconds(),
-            }
-        else:
-            assert batch.watermark is not None
-            ahead = batch.watermark - batch.observed_at
-            message = (
-                f"batch {batch.batch_id}: the watermark {fmt_time(batch.watermark)} is {fmt_duration(ahead)} "
-                f"ahead of the batch time {fmt_time(batch.observed_at)} (allowed skew "
-                f"{fmt_duration(config.skew)}): a row with a future event time moved it there earlier, and "
-                "every honest row is now dropped as late"
-            )
-            details = {"watermark": fmt_time(batch.watermark), "ahead_seconds": ahead.total_seconds()}
-        message += (
-            f" — filter rows with event_time > now + {fmt_duration(config.skew)} before withWatermark "
-            "(and restart from a checkpoint taken before the jump: the watermark never goes back)."
-        )
-        findings.append(
-            Finding(
-                rule=RULE,
-                severity=Severity.CRITICAL,
-                job=batch.job,
-                message=message,
-                observed_at=batch.observed_at,
-                batch_id=batch.batch_id,
-                details=details,
-            )
-        )
-    return findings
-
-
-# ------------------------------------------------------------------------------ current-state evaluation
 
 
 class FutureParams(RuleParams):
@@ -143,8 +51,8 @@ class FutureParams(RuleParams):
     """
 
     skew: Duration = timedelta(hours=1)
-    jump_factor: float = Field(50.0, gt=1.0)
-    min_jump: Duration = timedelta(hours=1)
+    jump_factor: float = Field(DEFAULT_JUMP_FACTOR, gt=1.0)
+    min_jump: Duration = DEFAULT_MIN_JUMP
     jump_window: Duration = timedelta(minutes=15)
 
     def history_needed(self) -> tuple[timedelta, timedelta]:
@@ -297,12 +205,59 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
     return None
 
 
+def _leap_finding(params: FutureParams, history: JobHistory, now: datetime) -> Finding | None:
+    leap = find_leap(history.batches, params.min_jump, params.jump_factor, history.event_max_top)
+    if leap is None:
+        return None
+    batch = leap.batch
+    assert batch.event_time_max is not None
+    usual = f", usually +{fmt_duration(leap.usual)} per batch" if leap.usual is not None else ""
+    delay = f", beyond the watermark delay of {fmt_duration(leap.delay)}" if leap.delay is not None else ""
+    if leap.followed_at is not None:
+        moved = f" +{fmt_duration(leap.watermark_advance)}" if leap.watermark_advance is not None else ""
+        follow = (
+            f" The watermark followed in batch {leap.followed_at.batch_id}{moved} (to "
+            f"{fmt_time(leap.followed_at.watermark)})" if leap.followed_at.watermark is not None else ""
+        )
+    else:
+        follow = " The watermark follows in the next batch"
+    after = history.batches[leap.index + 1 :]
+    dropped, rows = _dropped_after(after)
+    drops = f" and {dropped} of the {rows} rows since were dropped as late." if dropped else "."
+    message = (
+        f"batch {batch.batch_id} at {fmt_time(batch.observed_at)}: event-time max {fmt_time(batch.event_time_max)} "
+        f"leapt {fmt_duration(leap.leap)} beyond the data's own progression (newest event time before: "
+        f"{fmt_time(leap.previous_max)}{usual}{delay}), while the rows after it continue the old progression: "
+        f"a mis-dated row (processing time cannot show it: every event time here is in the past).{follow}{drops} "
+        "Filter rows whose event time is implausibly far ahead before withWatermark, and restart from a "
+        f"checkpoint taken before batch {batch.batch_id} (the watermark never goes back)."
+    )
+    return Finding(
+        RULE,
+        Severity.CRITICAL,
+        batch.job,
+        message,
+        now,
+        batch_id=batch.batch_id,
+        details={
+            "leap_seconds": leap.leap.total_seconds(),
+            "usual_advance_seconds": leap.usual.total_seconds() if leap.usual is not None else None,
+            "since_batch_id": batch.batch_id,
+            "watermark_followed_in_batch": leap.followed_at.batch_id if leap.followed_at is not None else None,
+            "dropped_since": dropped,
+            "rows_since": rows,
+        },
+    )
+
+
 def evaluate_future(params: FutureParams, history: JobHistory, now: datetime) -> list[Finding]:
     """Current ``future_timestamp`` findings of one job (``CRITICAL``).
 
     Spark (``WatermarkTracker``: the watermark is ``max event time - delay`` and never goes back): the job's
     newest batch has an event-time max or watermark more than ``skew`` ahead of its own observation time
-    — the finding names the first batch of that stretch and the late drops since; otherwise a watermark
+    — the finding names the first batch of that stretch and the late drops since; otherwise an event-time
+    leap beyond the data's own progression (:func:`rules.leaps.find_leap`: a backfill's mis-dated row,
+    invisible against processing time), named at the batch that carried it; otherwise a watermark
     advance within ``jump_window`` that is ``jump_factor`` times the usual per-batch advance and at least
     ``min_jump``. Flink (per-subtask ``currentOutputWatermark``): each subtask whose newest watermark is
     ahead is named — on source vertices only, where the record entered (``BoundedOutOfOrdernessWatermarks``
@@ -311,7 +266,7 @@ def evaluate_future(params: FutureParams, history: JobHistory, now: datetime) ->
     vertex's minimum input watermark); ``watermarkLag`` going negative is the same jump seen from the
     source. Values from year 2200 on are left to ``event_time_units``. ``now`` stamps findings.
     """
-    found = _skew_finding(params, history, now) or _jump_finding(params, history, now)
+    found = _skew_finding(params, history, now) or _leap_finding(params, history, now) or _jump_finding(params, history, now)
     return ([found] if found is not None else []) + _scope_finding(params, history, now)
 
 
@@ -328,8 +283,9 @@ def _units_message(value: datetime, where: str) -> str | None:
             "(epoch seconds in the data, parsed as milliseconds). Convert the field with the right unit "
             "(Spark: timestamp_seconds(col); Flink: multiply by 1000 in the TimestampAssigner)."
         )
+    shown = "beyond the year 9999" if value.year == 9999 else fmt_time(value)
     return (
-        f"{where}: event time {fmt_time(value)} is after 2200 while rows flow: milliseconds read as seconds "
+        f"{where}: event time {shown} is after 2200 while rows flow: milliseconds read as seconds "
         "(epoch milliseconds in the data, parsed as seconds). Convert the field with the right unit "
         "(Spark: timestamp_millis(col); Flink: return milliseconds from the TimestampAssigner)."
     )
@@ -337,7 +293,8 @@ def _units_message(value: datetime, where: str) -> str | None:
 
 def evaluate_units(params: UnitsParams, history: JobHistory, now: datetime) -> list[Finding]:
     """Current ``event_time_units`` finding (``CRITICAL``): the newest batch with rows has an event-time
-    max (or, for per-subtask samples, a watermark) before 1971 or from 2200 on. Spark's null marker (exactly
+    max (or, for per-subtask samples, a watermark) before 1971 or from 2200 on; or the job's watermark is
+    from 2200 on (the mis-read row came earlier; the finding names its batch while it is in the history). Spark's null marker (exactly
     1970-01-01, see :func:`rules.common.is_epoch`) is not a unit problem (``watermark_stall`` names it)."""
     out: list[Finding] = []
     data = next((b for b in reversed(history.batches) if b.num_input_rows), None)
@@ -349,6 +306,22 @@ def evaluate_units(params: UnitsParams, history: JobHistory, now: datetime) -> l
                     Finding(UNITS_RULE, Severity.CRITICAL, history.job, text, now, batch_id=data.batch_id)
                 )
                 break
+    newest = history.batches[-1] if history.batches else None
+    if not out and newest is not None and newest.watermark is not None and newest.watermark >= UNITS_HIGH:
+        # the mis-read row is behind us, but the watermark it moved stays (it never goes back)
+        carrier = next(
+            (b for b in history.batches if b.event_time_max is not None and b.event_time_max >= UNITS_HIGH), None
+        )
+        where = f"since batch {carrier.batch_id}" if carrier is not None else f"batch {newest.batch_id}"
+        shown = "beyond the year 9999" if newest.watermark.year == 9999 else f"at {fmt_time(newest.watermark)}"
+        text = (
+            f"{where}: the watermark is {shown}, moved there by an event time read with the wrong unit "
+            "(epoch milliseconds parsed as seconds). Every later row is older than it and is dropped as late. "
+            "Convert the field with the right unit (Spark: timestamp_millis(col); Flink: return milliseconds "
+            "from the TimestampAssigner) and restart from a checkpoint taken before that batch."
+        )
+        batch_id = carrier.batch_id if carrier is not None else newest.batch_id
+        out.append(Finding(UNITS_RULE, Severity.CRITICAL, history.job, text, now, batch_id=batch_id))
     for scope, samples in history.series.items():
         wm = samples[-1].watermark
         text = _units_message(wm, scope_name(scope)) if wm is not None else None

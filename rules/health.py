@@ -106,29 +106,37 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
     # have missed a QueryStartedEvent); the batch just before the window gives the run it started from
     recent = tail_since(history.batches, since)
     before = history.batches[len(history.batches) - len(recent) - 1 : len(history.batches) - len(recent)]
-    merged = sorted([*history.lifecycle, *before, *recent], key=lambda s: s.observed_at)
-    changes = _run_changes(merged, since)
+    # run ids never come back, so when the ends of the batches and every lifecycle event share one run
+    # id nothing restarted (the common case, checked without sorting the window)
+    ends = [*before, *recent[:1], *recent[-1:], *history.lifecycle]
+    if len({s.job.run_id for s in ends if s.job.run_id is not None}) <= 1:
+        changes: list[tuple[datetime, str | None]] = []
+    else:
+        merged = sorted([*history.lifecycle, *before, *recent], key=lambda s: s.observed_at)
+        changes = _run_changes(merged, since)
     restarts = len({run for _, run in changes})
     # Flink's numRestarts is a job metric: read on the job-scope samples, from the last known count before
     # the window to the newest one
-    older = history.batches[: len(history.batches) - len(recent)]
-    earlier = next((s.restart_count for s in reversed(older) if s.restart_count is not None), None)
-    window = [s.restart_count for s in recent if s.restart_count is not None]
-    values = ([earlier] if earlier is not None else []) + window
-    counts = [values[-1] - values[0]] if len(values) >= 2 and values[-1] > values[0] else []
+    counts: list[int] = []
     last_at = changes[-1][0] if changes else None
     newest = history.batches[-1] if history.batches else None
-    running_since = ms_to_datetime(_int(newest.extra.get("running_since_ms"))) if newest is not None else None
-    if (
-        not counts
-        and earlier is None
-        and newest is not None
-        and newest.restart_count
-        and running_since is not None
-        and running_since >= since
-    ):
-        counts = [newest.restart_count]  # all since submission; the last one within the window
-        last_at = running_since
+    if history.engine is not Engine.SPARK:
+        older = history.batches[: len(history.batches) - len(recent)]
+        earlier = next((s.restart_count for s in reversed(older) if s.restart_count is not None), None)
+        window = [s.restart_count for s in recent if s.restart_count is not None]
+        values = ([earlier] if earlier is not None else []) + window
+        counts = [values[-1] - values[0]] if len(values) >= 2 and values[-1] > values[0] else []
+        running_since = ms_to_datetime(_int(newest.extra.get("running_since_ms"))) if newest is not None else None
+        if (
+            not counts
+            and earlier is None
+            and newest is not None
+            and newest.restart_count
+            and running_since is not None
+            and running_since >= since
+        ):
+            counts = [newest.restart_count]  # all since submission; the last one within the window
+            last_at = running_since
     restarts = max([restarts, *counts])
     if restarts == 0:
         return None

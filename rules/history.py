@@ -16,6 +16,7 @@ sample once plus each rule's window at the tail.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,7 +26,7 @@ from operator import attrgetter, le, lt
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
 from rules.common import tail_since
 
-__all__ = ["JobHistory", "job_history"]
+__all__ = ["JobHistory", "RollingHistory", "job_history"]
 
 _MEASURED = (SampleKind.PROGRESS, SampleKind.GAUGE)
 
@@ -49,6 +50,9 @@ class JobHistory:
     lifecycle: list[Sample] = field(default_factory=list)
     idle: list[Sample] = field(default_factory=list)
     newest_at: datetime | None = None
+    event_max_top: tuple[datetime, datetime | None] | None = None
+    """Kept by :class:`RollingHistory`: the newest batch's ``event_time_max`` and the largest of the earlier
+    batches' (``None``: not kept; compute from ``batches``)."""
 
     @property
     def engine(self) -> Engine:
@@ -100,7 +104,9 @@ def job_history(
         if key == _JOB_KEY:
             history.batches = _deduplicated(group)
         else:
-            history.series[group[0].scope] = list(tail_since(group, series_since)) if series_since else group
+            recent = list(tail_since(group, series_since)) if series_since else group
+            if recent:  # a scope with nothing in the series window is left out (rules read samples[-1])
+                history.series[group[0].scope] = recent
     return history
 
 
@@ -169,3 +175,81 @@ def _duplicate(batches: list[Sample], sample: Sample) -> bool:
         if kept.batch_id == sample.batch_id and kept.job.run_id == sample.job.run_id:
             return True
     return False
+
+
+class RollingHistory:
+    """A job's :class:`JobHistory` kept up to date as its samples arrive in time order (the replay's):
+    after each :meth:`extend` it equals ``job_history(samples so far, lookback, series_lookback)`` (up to
+    the order of ``series`` keys: first appearance), at a cost of what was added plus trimming the fronts.
+
+    Args:
+        lookback: the window kept before the newest sample.
+        series_lookback: the shorter window of the per-scope series.
+    """
+
+    def __init__(self, lookback: timedelta, series_lookback: timedelta) -> None:
+        self._lookback = lookback
+        self._series_lookback = min(series_lookback, lookback)
+        self.history: JobHistory | None = None
+        # sliding maximum of the batches' event_time_max before the newest one (monotonic deque)
+        self._tops: deque[tuple[datetime, datetime]] = deque()
+        self._newest_max: tuple[datetime, datetime] | None = None
+
+    def _push_max(self, sample: Sample) -> None:
+        value = sample.event_time_max
+        if value is None:
+            return
+        if self._newest_max is not None:
+            tops = self._tops
+            while tops and tops[-1][1] <= self._newest_max[1]:
+                tops.pop()
+            tops.append(self._newest_max)
+        self._newest_max = (sample.observed_at, value)
+
+    def extend(self, samples: Sequence[Sample]) -> JobHistory | None:
+        """Add ``samples`` (none older than those added before) and return the trimmed history."""
+        if not samples:
+            return self.history
+        history = self.history
+        if history is None:
+            history = self.history = JobHistory(job=samples[0].job)
+        progress, gauge, idle_kind = SampleKind.PROGRESS, SampleKind.GAUGE, SampleKind.IDLE
+        for sample in samples:
+            kind = sample.kind
+            if kind is progress or kind is gauge:
+                scope = sample.scope
+                if scope.is_job():
+                    if not (history.batches and _duplicate(history.batches, sample)):
+                        history.batches.append(sample)
+                        self._push_max(sample)
+                else:
+                    history.series.setdefault(scope, []).append(sample)
+            elif kind is idle_kind:
+                history.idle.append(sample)
+            else:
+                history.lifecycle.append(sample)
+        newest = samples[-1]
+        history.job = newest.job
+        history.newest_at = newest.observed_at
+        cutoff = newest.observed_at - self._lookback
+        for kept in (history.batches, history.idle, history.lifecycle):
+            if kept and kept[0].observed_at < cutoff:
+                del kept[: bisect_left(kept, cutoff, key=_TIME)]
+        tops = self._tops
+        while tops and tops[0][0] < cutoff:
+            tops.popleft()
+        if self._newest_max is not None and self._newest_max[0] < cutoff:
+            self._newest_max = None
+        history.event_max_top = (
+            None if self._newest_max is None else (self._newest_max[1], tops[0][1] if tops else None)
+        )
+        series_cutoff = newest.observed_at - self._series_lookback
+        empty: list[Scope] = []
+        for scope, kept in history.series.items():
+            if kept[0].observed_at < series_cutoff:
+                del kept[: bisect_left(kept, series_cutoff, key=_TIME)]
+                if not kept:
+                    empty.append(scope)
+        for scope in empty:
+            del history.series[scope]
+        return history

@@ -17,92 +17,24 @@ silently: the count is the only trace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from pydantic import Field
 
-from monitor.model import Engine, Finding, Sample, Severity
-from rules.batches import fmt_duration, fmt_time, progress_batches
+from monitor.model import Engine, Finding, Severity
+from rules.batches import fmt_duration, fmt_time
 from rules.common import tail_since
 from rules.history import JobHistory
+from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
 from rules.params import Duration, RuleParams
 
-__all__ = ["RULE", "SURGE_RULE", "LateConfig", "LateSurgeParams", "detect_late_rows", "evaluate_late_surge"]
+__all__ = ["SURGE_RULE", "LateSurgeParams", "evaluate_late_surge"]
 
 SURGE_RULE = "late_drop_surge"
+_DROPPED = attrgetter("dropped_by_watermark")
 
 RULE = "late_rows_dropped"
-
-
-@dataclass(frozen=True, slots=True)
-class LateConfig:
-    """``skew``: a watermark further than this ahead of the batch time is reported as the likely cause."""
-
-    skew: timedelta = timedelta(hours=1)
-
-
-def detect_late_rows(config: LateConfig, samples: Sequence[Sample]) -> list[Finding]:
-    """One WARNING finding per batch with ``dropped_by_watermark > 0``, then one total finding.
-
-    The total (``batch_id`` ``None``) is added only when rows were dropped in two or more batches. Zero or
-    unknown counts give nothing. When the batch's watermark is ahead of its own time by more than ``skew``
-    the message names the future watermark as the cause instead of suggesting a longer delay.
-    """
-    findings: list[Finding] = []
-    total = 0
-    dropping: list[Sample] = []
-    for batch in progress_batches(samples):
-        dropped = batch.dropped_by_watermark
-        if not dropped:
-            continue
-        total += dropped
-        dropping.append(batch)
-        wm = batch.watermark
-        rows = "row" if dropped == 1 else "rows"
-        message = f"batch {batch.batch_id}: {dropped} {rows} dropped as later than the watermark"
-        if wm is not None and wm > batch.observed_at + config.skew:
-            message += (
-                f" {fmt_time(wm)}, which is {fmt_duration(wm - batch.observed_at)} ahead of the batch time: a "
-                "future event time moved it there, so honest rows are being dropped — filter rows with "
-                "future event times before withWatermark."
-            )
-        else:
-            wm_text = f" {fmt_time(wm)}" if wm is not None else ""
-            message += (
-                f"{wm_text}; Spark drops them silently — if these rows matter, raise the withWatermark delay "
-                "to cover how late they arrive, or write the raw input to a side table before the aggregation."
-            )
-        findings.append(
-            Finding(
-                rule=RULE,
-                severity=Severity.WARNING,
-                job=batch.job,
-                message=message,
-                observed_at=batch.observed_at,
-                batch_id=batch.batch_id,
-                details={"dropped_by_watermark": dropped},
-            )
-        )
-    if len(dropping) >= 2:
-        listed = ", ".join(f"{b.batch_id}" for b in dropping)
-        findings.append(
-            Finding(
-                rule=RULE,
-                severity=Severity.WARNING,
-                job=dropping[-1].job,
-                message=f"{total} rows dropped by the watermark in total, in {len(dropping)} batches ({listed}).",
-                observed_at=dropping[-1].observed_at,
-                batch_id=None,
-                labels={"scope": "total"},
-                details={"dropped_by_watermark": total, "batches": [b.batch_id for b in dropping]},
-            )
-        )
-    return findings
-
-
-# ------------------------------------------------------------------------------ current-state evaluation
 
 
 class LateSurgeParams(RuleParams):
@@ -151,6 +83,8 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     if not batches:
         return []
     window = tail_since(batches, batches[-1].observed_at - params.window)
+    if not any(map(_DROPPED, window)):
+        return []  # nothing dropped (the common case, checked at C level)
     known = [b for b in window if b.dropped_by_watermark is not None]
     dropped = sum(b.dropped_by_watermark or 0 for b in known)
     rows = sum(b.num_input_rows or 0 for b in known)
@@ -159,7 +93,21 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     share = dropped / rows if rows else float("inf")
     newest = known[-1]
     wm = newest.watermark
-    if wm is not None and wm > newest.observed_at + params.skew:
+    leap = find_leap(history.batches, DEFAULT_MIN_JUMP, DEFAULT_JUMP_FACTOR, history.event_max_top)
+    dropping = next((b for b in reversed(known) if b.dropped_by_watermark), newest)
+    if leap is not None and leap.batch.observed_at < dropping.observed_at:
+        moved = (
+            f"moved the watermark +{fmt_duration(leap.watermark_advance)}"
+            if leap.watermark_advance is not None
+            else f"carried an event time {fmt_duration(leap.leap)} beyond the rest"
+        )
+        rows_text = "row" if dropping.dropped_by_watermark == 1 else "rows"
+        cause = (
+            f"{dropping.dropped_by_watermark} {rows_text} dropped at batch {dropping.batch_id} because batch "
+            f"{leap.batch.batch_id} {moved} (a mis-dated row: see future_timestamp). A longer delay does not "
+            "help: filter implausible event times before the watermark is assigned."
+        )
+    elif wm is not None and wm > newest.observed_at + params.skew:
         cause = (
             f"the watermark {fmt_time(wm)} is {fmt_duration(wm - newest.observed_at)} ahead of the observation "
             "time: a future event time moved it, so honest rows are dropped — see future_timestamp; filter "

@@ -16,10 +16,12 @@ Configuration (every key optional; each rule's keys are documented on its parame
       state_growth: {window: 30m, metric: rows, limit_rows: 10000000, critical_within: 1h}
       late_drop_surge: {window: 10m, max_share: 0.01, min_dropped: 1}
       consumer_lag: {window_samples: 10, allowed_lag: 0}
+      consumer_lag_seconds: {threshold: 5m, critical: 30m}
       falling_behind: {trigger_interval: 30s, batches: 3, backpressure_ratio: 0.5, for: 1m}
       freshness: {target: 15m}
       target_health: {restart_window: 15m, error_window: 2m, min_errors: 2}
       checkpoint_failures: {window: 15m, min_failures: 1}
+      no_progress: {for: 5m, intervals: 10}
       overrides:
         - {match: {job_name: clicks}, rule: watermark_stall, params: {for: 30m}}
 
@@ -37,7 +39,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from monitor.errors import ConfigError
-from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample
+from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample, SampleKind
 from rules import (
     behind,
     checkpoints,
@@ -47,14 +49,25 @@ from rules import (
     health,
     idle,
     late,
+    progress,
     stall,
     state_growth,
 )
 from rules.config import RulesConfig
-from rules.history import JobHistory, job_history
+from rules.history import JobHistory, RollingHistory, job_history
 from rules.params import RuleParams, parse_params
 
-__all__ = ["RULES", "RuleSpec", "evaluate", "history_window", "rule_timing", "validate"]
+__all__ = [
+    "RULES",
+    "Evaluator",
+    "RuleSpec",
+    "evaluate",
+    "finding_order",
+    "history_window",
+    "is_terminated",
+    "rule_timing",
+    "validate",
+]
 
 _MATCH_KEYS = frozenset({"job_id", "job_name", "engine"})
 
@@ -70,6 +83,10 @@ class RuleSpec:
     params: type[RuleParams]
     evaluate: Callable[[Any, JobHistory, datetime], list[Finding]]
     consumes_for: bool = False
+    clock: bool = False
+    """``True`` for a rule judged at the evaluation tick's ``now`` (processing time: ``no_progress``) rather
+    than at each batch's own time; the daemon runs it once per tick, ``scan`` never (a recorded log has no
+    "now")."""
 
 
 #: Every rule the daemon evaluates, by name.
@@ -83,10 +100,12 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(state_growth.RULE, state_growth.StateGrowthParams, state_growth.evaluate_state_growth),
         RuleSpec(late.SURGE_RULE, late.LateSurgeParams, late.evaluate_late_surge),
         RuleSpec(consumer_lag.RULE, consumer_lag.LagParams, consumer_lag.evaluate_lag),
+        RuleSpec(consumer_lag.SECONDS_RULE, consumer_lag.LagSecondsParams, consumer_lag.evaluate_lag_seconds),
         RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),
         RuleSpec(freshness.RULE, freshness.FreshnessParams, freshness.evaluate_freshness),
         RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),
         RuleSpec(checkpoints.RULE, checkpoints.CheckpointParams, checkpoints.evaluate_checkpoints),
+        RuleSpec(progress.RULE, progress.NoProgressParams, progress.evaluate_no_progress, clock=True),
     )
 }
 
@@ -169,7 +188,10 @@ def rule_timing(rules_config: RulesConfig) -> Callable[[str], RuleTiming]:
     Raises:
         ConfigError: as :func:`validate`.
     """
-    compiled = _compile(rules_config)
+    return _timing(_compile(rules_config))
+
+
+def _timing(compiled: _Compiled) -> Callable[[str], RuleTiming]:
     timings: dict[str, RuleTiming] = {}
     for name, params in compiled.defaults.items():
         pending = timedelta(0) if RULES[name].consumes_for or params.for_ is None else params.for_
@@ -223,20 +245,124 @@ def _with_severity(findings: list[Finding], params: RuleParams) -> list[Finding]
     return [dataclasses.replace(f, severity=override) for f in findings]
 
 
+def is_terminated(history: JobHistory) -> bool:
+    """Whether the job terminated (Spark ``QueryTerminatedEvent``) after its newest batch: no batch came
+    since (a restart's ``QueryStartedEvent`` alone is not progress). A terminated job's conditions no
+    longer hold (its alerts resolve, reason "terminated"), except its failure (``target_health``
+    ``check=failed``)."""
+    newest_batch = history.batches[-1].observed_at if history.batches else None
+    for sample in reversed(history.lifecycle):
+        if newest_batch is not None and sample.observed_at < newest_batch:
+            return False
+        if sample.kind is SampleKind.TERMINATED:
+            return True
+    return False
+
+
+class Evaluator:
+    """The rules of one ``rules:`` section, validated once, evaluated any number of times.
+
+    :func:`evaluate` (the daemon's and tests' one-call form) and :func:`rules.replay.replay` (``scan``
+    and the daemon's batch-by-batch catch-up) both go through it: it is the only place findings are made.
+
+    Raises:
+        ConfigError: invalid rule configuration (see :func:`validate`), from the constructor.
+    """
+
+    def __init__(self, rules_config: RulesConfig) -> None:
+        self._compiled = _compile(rules_config)
+        self._resolved: dict[tuple[int, ...], _Resolved] = {}
+        self._timings = _timing(self._compiled)
+
+    def resolved(self, job: JobRef) -> _Resolved:
+        """The enabled rules and history windows for ``job`` (its matching overrides applied)."""
+        matched = tuple(o[0] for o in self._compiled.overrides if _matches(o[1], job))
+        found = self._resolved.get(matched)
+        if found is None:
+            found = self._resolved[matched] = _resolve(self._compiled, matched)
+        return found
+
+    def timing(self, rule: str) -> RuleTiming:
+        """The rule's lifecycle timing (as :func:`rule_timing`)."""
+        return self._timings(rule)
+
+    def lookback(self, job: JobRef) -> timedelta:
+        """How far back from a job's newest sample its rules read."""
+        return self.resolved(job).lookback
+
+    def evaluate_job(
+        self, samples: Sequence[Sample], now: datetime, *, clock: bool | None = False
+    ) -> list[Finding]:
+        """The findings of ONE job's samples at ``now``.
+
+        Args:
+            samples: the job's samples up to ``now``, oldest first.
+            now: the evaluation time: a batch's own time (replay) or the tick's (``clock`` rules).
+            clock: ``False``: the rules judged at batch time; ``True``: only the ``clock`` rules
+                (``no_progress``); ``None``: every rule.
+        """
+        if not samples:
+            return []
+        resolved = self.resolved(samples[-1].job)
+        hist = job_history(samples, resolved.lookback, resolved.series_lookback)
+        if hist is None:
+            return []
+        return self.evaluate_history(hist, now, clock=clock)
+
+    def rolling(self, job: JobRef) -> RollingHistory:
+        """An empty :class:`RollingHistory` with ``job``'s windows (for :func:`rules.replay.replay`)."""
+        resolved = self.resolved(job)
+        return RollingHistory(resolved.lookback, resolved.series_lookback)
+
+    def evaluate_history(
+        self, hist: JobHistory, now: datetime, *, clock: bool | None = False
+    ) -> list[Finding]:
+        """As :meth:`evaluate_job`, on a job's history already split (and windowed)."""
+        resolved = self.resolved(hist.job)
+        terminated = is_terminated(hist)
+        out: list[Finding] = []
+        for spec, params in resolved.rules:
+            if clock is not None and spec.clock is not clock:
+                continue
+            if terminated and spec.name != health.RULE:
+                continue
+            out.extend(_with_severity(spec.evaluate(params, hist, now), params))
+        return out
+
+    def evaluate_targets(self, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:
+        """``target_health``'s unreachable-target findings from recent collector errors at ``now``."""
+        params = self._compiled.defaults[health.RULE]
+        if not errors or not params.enabled:
+            return []
+        assert isinstance(params, health.HealthParams)
+        return _with_severity(health.evaluate_targets(params, errors, now), params)
+
+
+def finding_order(finding: Finding) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
+    """Sort key of findings: job (engine, job id), then rule, then scope."""
+    return (
+        finding.job.engine.value,
+        finding.job.job_id,
+        finding.rule,
+        tuple(sorted(finding.scope.labels().items())),
+    )
+
+
 def evaluate(
-    rules_config: RulesConfig,
+    rules_config: RulesConfig | Evaluator,
     history: Mapping[_K, Sequence[Sample]],
     now: datetime,
     errors: Sequence[CollectorError] | None = None,
 ) -> list[Finding]:
-    """The findings that hold at ``now`` for every job and rule.
+    """The findings that hold at ``now`` for every job and rule (every rule, ``clock`` ones included).
 
     Args:
-        rules_config: the ``rules:`` section (validated here; see :func:`validate`).
+        rules_config: the ``rules:`` section (validated here; see :func:`validate`), or an
+            :class:`Evaluator` built from it.
         history: each job's recent samples, keyed by anything (a :class:`JobRef`, or the daemon's
             ``(engine, job_id)``); each sequence is one job's samples, oldest first preferred (unsorted
             input is sorted). The job named in findings is the one of its newest sample.
-        now: the tick's time (aware UTC); rules compare with it, never with a clock.
+        now: the evaluation time (aware UTC); rules compare with it, never with a clock.
         errors: recent collector errors, for ``target_health``'s unreachable-target check.
 
     Returns:
@@ -246,29 +372,10 @@ def evaluate(
     Raises:
         ConfigError: invalid rule configuration (see :func:`validate`).
     """
-    compiled = _compile(rules_config)
-    resolved_cache: dict[tuple[int, ...], _Resolved] = {}
+    evaluator = rules_config if isinstance(rules_config, Evaluator) else Evaluator(rules_config)
     out: list[Finding] = []
     for samples in history.values():
-        if not samples:
-            continue
-        job = samples[-1].job  # the newest sample's, if the input is in order (job_history re-checks)
-        matched = tuple(o[0] for o in compiled.overrides if _matches(o[1], job))
-        resolved = resolved_cache.get(matched)
-        if resolved is None:
-            resolved = _resolve(compiled, matched)
-            resolved_cache[matched] = resolved
-        hist = job_history(samples, resolved.lookback, resolved.series_lookback)
-        if hist is None:
-            continue
-        for spec, params in resolved.rules:
-            out.extend(_with_severity(spec.evaluate(params, hist, now), params))
-    if errors:
-        params = compiled.defaults[health.RULE]
-        if params.enabled:
-            assert isinstance(params, health.HealthParams)
-            out.extend(_with_severity(health.evaluate_targets(params, errors, now), params))
-    out.sort(
-        key=lambda f: (f.job.engine.value, f.job.job_id, f.rule, tuple(sorted(f.scope.labels().items())))
-    )
+        out.extend(evaluator.evaluate_job(samples, now, clock=None))
+    out.extend(evaluator.evaluate_targets(errors or (), now))
+    out.sort(key=finding_order)
     return out

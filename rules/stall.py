@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
-from rules.batches import fmt_duration, fmt_time, progress_batches, real_watermark
+from rules.batches import fmt_duration, fmt_time
 from rules.common import is_epoch, scope_name, tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -28,84 +28,12 @@ from rules.params import Duration, RuleParams
 __all__ = [
     "RULE",
     "StallCause",
-    "StallConfig",
     "StallParams",
     "classify_stall",
-    "detect_watermark_stalls",
     "evaluate_stall",
 ]
 
 RULE = "watermark_stall"
-
-
-@dataclass(frozen=True, slots=True)
-class StallConfig:
-    """Thresholds.
-
-    Attributes:
-        min_data_batches: how many batches with rows must fail to move the watermark.
-        min_rows: how many rows in total those batches must have brought.
-    """
-
-    min_data_batches: int = 3
-    min_rows: int = 1
-
-
-def detect_watermark_stalls(config: StallConfig, samples: Sequence[Sample]) -> list[Finding]:
-    """One WARNING finding per stretch of batches whose watermark stayed equal while rows arrived.
-
-    A stretch is a maximal run of consecutive batches with the same known watermark ``W``. The rows that
-    had a chance to move it are those of every batch of the stretch except the last (the last batch's
-    rows show in the next batch's watermark, which is different or not seen yet). The stretch is a stall
-    when those batches include ``min_data_batches`` batches with rows and ``min_rows`` rows. Batches
-    without a watermark (no ``withWatermark``), or with Spark's ``1970-01-01`` placeholder (no watermark
-    computed yet, see :func:`rules.batches.is_placeholder_watermark`), break stretches and are never a stall.
-    """
-    batches = progress_batches(samples)
-    findings: list[Finding] = []
-    i = 0
-    while i < len(batches):
-        wm = real_watermark(batches[i])
-        j = i
-        while j + 1 < len(batches) and wm is not None and real_watermark(batches[j + 1]) == wm:
-            j += 1
-        if wm is not None and j > i:
-            movers = batches[i:j]  # rows of these batches should show in the watermark of the next one
-            data = [b for b in movers if b.num_input_rows]
-            rows = sum(b.num_input_rows or 0 for b in data)
-            if len(data) >= config.min_data_batches and rows >= config.min_rows:
-                first, last = batches[i], batches[j]
-                maxes = [b.event_time_max for b in data if b.event_time_max is not None]
-                max_text = f"; the newest event time in those rows was {fmt_time(max(maxes))}" if maxes else ""
-                findings.append(
-                    Finding(
-                        rule=RULE,
-                        severity=Severity.WARNING,
-                        job=last.job,
-                        message=(
-                            f"batches {first.batch_id}-{last.batch_id}: the watermark stayed at {fmt_time(wm)} "
-                            f"from {fmt_time(first.observed_at)} to {fmt_time(last.observed_at)} while "
-                            f"{rows} rows arrived in {len(data)} batches{max_text}. Windows do not close and "
-                            "state is not evicted: look for an input or partition whose event time does not "
-                            "advance (Spark keeps the minimum watermark over inputs) or for rows all older "
-                            "than the watermark."
-                        ),
-                        observed_at=last.observed_at,
-                        batch_id=last.batch_id,
-                        details={
-                            "watermark": fmt_time(wm),
-                            "first_batch_id": first.batch_id,
-                            "data_batches": len(data),
-                            "rows": rows,
-                            "cause": classify_stall(batches[:i], movers, wm, None).cause.value,
-                        },
-                    )
-                )
-        i = j + 1
-    return findings
-
-
-# ------------------------------------------------------------------------------ current-state evaluation
 
 
 class StallCause(enum.StrEnum):
@@ -135,7 +63,9 @@ class StallParams(RuleParams):
 
     Attributes:
         for_ (``for``): how long the watermark must be flat while rows arrive (default 10m); measured on
-            the sample times, so the finding is true as soon as the stretch is that long.
+            the sample times, so the finding is true as soon as the stretch is that long. Not waited for when
+            Spark still reports its initial 1970 watermark after batches with event times (an input that
+            never produced data): `min_data_batches` suffice.
         min_rows: rows that must have arrived in the flat stretch.
         min_data_batches: batches/polls with rows in the stretch.
         delay: the job's watermark delay (``withWatermark`` / ``forBoundedOutOfOrderness``), when known;
@@ -255,9 +185,14 @@ _REMEDY = {
         "spark.sql.streaming.multipleWatermarkPolicy=max if the other inputs may run ahead."
     ),
     StallCause.NEVER_SEEN_INPUT: (
-        "the watermark is still Spark's initial 1970 value: under the default min policy an input that has "
-        "never delivered rows pins it there. Feed that input, remove it, or set "
-        "spark.sql.streaming.multipleWatermarkPolicy=max."
+        "the watermark is still Spark's initial 1970 value: under the default min policy "
+        "(spark.sql.streaming.multipleWatermarkPolicy=min) an input that has never produced data keeps its "
+        "own watermark at 0 and pins the global one there, so no window is ever emitted and state rows "
+        "climb. Remedies: feed that input, or drop it from the query, or set "
+        "spark.sql.streaming.multipleWatermarkPolicy=max (the fastest input then drives the watermark and "
+        "rows of slower inputs older than it are dropped as late). Per-input watermarks are not "
+        "checkpointed: with Trigger.AvailableNow or once, an input without data in a run pins it again in "
+        "every run."
     ),
     StallCause.DELAY_EXCEEDS_SPAN: (
         "the rows' event times do not reach past watermark + delay: the delay is larger than the span of "
@@ -295,7 +230,11 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         start -= 1
     first = batches[start]
     flat = newest.observed_at - first.observed_at
-    if flat < params.flat_for():
+    # Spark's initial 1970 watermark after batches with event times is never a lull in the data: with the
+    # min policy it means an input has never produced data (WatermarkTracker keeps 0 for it), so it is
+    # reported after min_data_batches batches, without waiting for `for`
+    never_computed = history.engine is Engine.SPARK and wm is not None and is_epoch(wm)
+    if flat < params.flat_for() and not never_computed:
         return []
     stretch = batches[start:]
     movers = stretch[:-1] if history.engine is Engine.SPARK else stretch[1:]
@@ -304,8 +243,13 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
     if rows < params.min_rows or len(data) < params.min_data_batches:
         return []  # includes the quiet source: a flat watermark without rows is not a stall
     diagnosis = classify_stall(batches[:start], movers, wm, history, params.delay)
-    what = f"the watermark stayed at {fmt_time(wm)}" if wm is not None else "there was no watermark"
+    if never_computed:
+        what = "the watermark stayed at Spark's initial 1970-01-01 (none computed)"
+    else:
+        what = f"the watermark stayed at {fmt_time(wm)}" if wm is not None else "there was no watermark"
     culprit = f" {scope_name(diagnosis.culprit)} holds it:" if diagnosis.culprit is not None else ""
+    if diagnosis.culprit is not None and diagnosis.cause is StallCause.NEVER_SEEN_INPUT:
+        culprit = f" {scope_name(diagnosis.culprit)} has produced no rows (numInputRows 0 in every batch):"
     at_least = "at least " if start == 0 else ""  # the stretch reaches back to the oldest batch read
     newest_text = (
         f"; the newest event time was {fmt_time(diagnosis.newest_event_time)}"

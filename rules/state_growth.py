@@ -14,100 +14,29 @@ may move without passing the end of any window (a 5-minute window evicts nothing
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
+from operator import attrgetter
 from typing import Literal
 
 from pydantic import Field
 
-from monitor.model import Engine, Finding, Sample, Severity
-from rules.batches import fmt_duration, fmt_time, progress_batches, real_watermark
+from monitor.model import Engine, Finding, Severity
+from rules.batches import fmt_duration, fmt_time
 from rules.common import tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
 
 __all__ = [
     "RULE",
-    "StateGrowthConfig",
     "StateGrowthParams",
-    "detect_state_growth",
     "evaluate_state_growth",
     "theil_sen_slope",
 ]
 
 
 RULE = "state_growth"
-
-
-@dataclass(frozen=True, slots=True)
-class StateGrowthConfig:
-    """``min_watermark_steps``: how many times the watermark must advance inside the run, none evicting."""
-
-    min_watermark_steps: int = 3
-
-
-def detect_state_growth(config: StateGrowthConfig, samples: Sequence[Sample]) -> list[Finding]:
-    """One WARNING finding per maximal run of batches in which state rows never fell and none were removed.
-
-    A run is consecutive batches with known ``state_rows_total``, ``state_rows_removed == 0`` (unknown
-    removal counts break a run) and state rows never falling. It is reported when it ends with more state
-    rows than it started with and the watermark advanced ``min_watermark_steps`` times between its batches
-    (a step from Spark's ``1970-01-01`` placeholder to the first real watermark is not an advance: see
-    :func:`rules.batches.is_placeholder_watermark`).
-    """
-    batches = [b for b in progress_batches(samples) if b.state_rows_total is not None]
-    findings: list[Finding] = []
-    i = 0
-    while i < len(batches):
-        if batches[i].state_rows_removed != 0:
-            i += 1
-            continue
-        j = i
-        while (
-            j + 1 < len(batches)
-            and batches[j + 1].state_rows_removed == 0
-            and (batches[j + 1].state_rows_total or 0) >= (batches[j].state_rows_total or 0)
-        ):
-            j += 1
-        first, last = batches[i], batches[j]
-        grew = (last.state_rows_total or 0) > (first.state_rows_total or 0)
-        steps = sum(
-            1
-            for prev, cur in zip(batches[i:j], batches[i + 1 : j + 1], strict=True)
-            if (p_wm := real_watermark(prev)) is not None and (c_wm := real_watermark(cur)) is not None and c_wm > p_wm
-        )
-        if grew and steps >= config.min_watermark_steps:
-            known = [w for b in batches[i : j + 1] if (w := real_watermark(b)) is not None]
-            from_wm, to_wm = known[0], known[-1]
-            findings.append(
-                Finding(
-                    rule=RULE,
-                    severity=Severity.WARNING,
-                    job=last.job,
-                    message=(
-                        f"batches {first.batch_id}-{last.batch_id}: state rows grew from "
-                        f"{first.state_rows_total} to {last.state_rows_total} with none removed while the "
-                        f"watermark advanced {steps} times, from {fmt_time(from_wm)} to {fmt_time(to_wm)}: "
-                        "the state key does not include event time, so the watermark cannot evict it. Group "
-                        "by a window of the event-time column (or use dropDuplicatesWithinWatermark / a state "
-                        "TTL) so old state is removed."
-                    ),
-                    observed_at=last.observed_at,
-                    batch_id=last.batch_id,
-                    details={
-                        "first_batch_id": first.batch_id,
-                        "watermark_steps": steps,
-                        "state_rows_from": first.state_rows_total,
-                        "state_rows_to": last.state_rows_total,
-                    },
-                )
-            )
-        i = j + 1
-    return findings
-
-
-# ------------------------------------------------------------------------------ current-state evaluation
+_REMOVED = attrgetter("state_rows_removed")
 
 
 class StateGrowthParams(RuleParams):
@@ -184,10 +113,10 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     # Flink reports no state rows: its state size is the latest completed checkpoint's state_size (bytes)
     metric = "bytes" if history.engine is Engine.FLINK else params.metric
     field = "state_rows_total" if metric == "rows" else "state_memory_bytes"
+    if any(map(_REMOVED, window)):
+        return []  # eviction works (checked first: it is the common case, and C-level)
     points = [b for b in window if getattr(b, field) is not None]
     if len(points) < params.min_points:
-        return []
-    if any(b.state_rows_removed for b in points):
         return []
     steps = sum(
         1

@@ -10,6 +10,9 @@ import pytest
 
 from tests.flink_cluster import FlinkCluster, cluster_fixture, submit_test_jobs
 
+# One real Apache Kafka broker per session (see tests/kafka_broker.py): `kafka_broker`.
+from tests.kafka_broker import kafka_broker  # noqa: F401
+
 # Real PostgreSQL server fixtures (see tests/pg.py): `postgres_server` (session), `postgres_url` (fresh DB).
 from tests.pg import postgres_server, postgres_url  # noqa: F401
 

@@ -37,6 +37,7 @@ RECORDED_FILE = "events_1_local-1795951957158.zstd"
 RECORDED_QUERY_ID = "be3a4786-e9ff-44d2-9c1a-ffa8ffe6c0c8"
 STARTED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"
 PROGRESS = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
+TERMINATED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryTerminatedEvent"
 
 
 def recorded_events(spark_fixtures: Path) -> list[dict[str, Any]]:
@@ -84,6 +85,7 @@ class LiveEventLog:
         events = recorded_events(spark_fixtures)
         self._started = next(e for e in events if e["Event"] == STARTED)
         self._progress = {e["progress"]["batchId"]: e for e in events if e["Event"] == PROGRESS}
+        self._terminated = next(e for e in events if e["Event"] == TERMINATED)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
 
@@ -104,6 +106,13 @@ class LiveEventLog:
         event.update(id=self.query_id, runId=self.run_id, timestamp=spark_time(self._tick()))
         self._append([event])
         return self.run_id
+
+    def terminate(self, exception: str | None = None) -> None:
+        """Append the run's ``QueryTerminatedEvent`` (a recorded one with the ids rewritten; Spark writes
+        no time in it) with ``exception`` (``None``: a clean stop)."""
+        event = copy.deepcopy(self._terminated)
+        event.update(id=self.query_id, runId=self.run_id, exception=exception)
+        self._append([event])
 
     def batches(self, *templates: int) -> list[int]:
         """Append one progress line per recorded batch id in ``templates`` (next batch ids, next times).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
@@ -144,3 +145,21 @@ def only_rules(**enabled: dict[str, Any]) -> dict[str, Any]:
     section: dict[str, Any] = {name: {"enabled": False} for name in RULES if name not in enabled}
     section.update(enabled)
     return section
+
+
+RULE_CASES = Path(__file__).parent / "fixtures" / "spark" / "rule-cases"
+"""Recorded real PySpark 4.3.0 event logs of the section-3 cases (see its PROVENANCE.md)."""
+
+
+def recorded_case(name: str, upto_batch: int | None = None) -> list[Sample]:
+    """The samples of recorded case ``name`` (one query), oldest first; with ``upto_batch``, only what the
+    daemon had seen at that batch's time (its lifecycle events at that time excluded)."""
+    from collectors.spark.eventlog import EventLogCollector
+
+    poll = EventLogCollector([RULE_CASES / name]).poll(datetime(2030, 1, 1, tzinfo=UTC))
+    assert poll.errors == (), poll.errors
+    samples = sorted(poll.samples, key=lambda s: s.observed_at)
+    if upto_batch is None:
+        return samples
+    at = next(s.observed_at for s in samples if s.batch_id == upto_batch and s.scope.is_job())
+    return [s for s in samples if s.observed_at < at or (s.observed_at == at and s.kind is SampleKind.PROGRESS)]

@@ -61,6 +61,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+import orjson
+
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
 from monitor.errors import EventLogError, ProgressFormatError
@@ -653,7 +655,7 @@ class EventLogCollector:
         path = log_file.path
         where = f"{path}: line {line_no}"
         try:
-            event = json.loads(line)
+            event = decode_json(line)
         except ValueError as exc:
             result.errors.append(self._error(path, f"{where}: invalid JSON ({exc})", now))
             return
@@ -684,6 +686,20 @@ class EventLogCollector:
         result.raw.append((first.job, first.observed_at, first.kind.value, event))
 
 
+def decode_json(line: bytes) -> Any:
+    """One JSON document from ``line`` with orjson (several times faster than the standard library on
+    Spark's event lines), falling back to :func:`json.loads` for what orjson refuses but Python accepts
+    (``NaN``/``Infinity`` literals, integers beyond 64 bits), so the result never depends on the decoder.
+
+    Raises:
+        ValueError: not JSON (the standard library's message, naming the position).
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
 def _app_start_id(data: bytes, end: int) -> str | None:
     """``App ID`` (``_`` + ``App Attempt ID`` when present, as in Spark's log file names) of the
     ``SparkListenerApplicationStart`` line among the complete lines ``data[:end]``, or ``None``.
@@ -697,7 +713,7 @@ def _app_start_id(data: bytes, end: int) -> str | None:
         return None
     stop = data.find(b"\n", hit, end)
     try:
-        event = json.loads(data[hit:stop])
+        event = decode_json(data[hit:stop])
     except ValueError:
         return None
     app_id = event.get("App ID") if isinstance(event, dict) else None

@@ -71,10 +71,18 @@ def parse_iso_utc(value: Any, where: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
+#: What an event time or watermark beyond year 9999 becomes (Python's ``datetime`` ends there). Spark
+#: accepts such a row (epoch milliseconds read as seconds land in year ~56,000) and prints the year with a
+#: sign and five or more digits (``+56135-05-22T09:20:00.000Z``); ``event_time_units`` reports it.
+BEYOND_YEAR_9999 = datetime.max.replace(tzinfo=UTC)
+
+
 def _opt_time(mapping: Mapping[str, Any], key: str, where: str, path: str) -> datetime | None:
     value = mapping.get(key)
     if value is None:
         return None
+    if isinstance(value, str) and value[:1] == "+" and value[1:6].isdigit() and value[1:].index("-") >= 5:
+        return BEYOND_YEAR_9999
     return parse_iso_utc(value, field_at(where, f"{path}.{key}"))
 
 

@@ -1,169 +1,201 @@
-"""``tidegauge check flink URL``: poll a Flink JobManager once (twice with ``--interval``) and judge it.
+"""``tidegauge check kafka``: poll a Kafka cluster's consumer groups once (or twice), run the lag rules,
+print lag per group, topic and partition. ``--spark-progress FILE`` adds Spark queries, whose offsets live in
+their checkpoint: the Kafka source's ``endOffset`` of the newest progress per query against the broker's
+log-end offsets (:mod:`collectors.kafka.spark`); without ``--group``/``--include`` only those are shown.
 
-Composition root of a one-shot check: it builds the HTTP client and the collector, reads the wall clock
-for each poll's ``now``, sleeps ``--interval`` between the two polls (counters such as
-``numLateRecordsDropped`` and record counts need two polls to give a rate), runs the same rules as the
-daemon (:func:`rules.registry.evaluate`) over the samples and prints :mod:`monitor.flink_report`.
-
-Exit codes as for ``scan``: 0 no finding reached ``--fail-on`` (or none given), 1 one did, 2 the
-JobManager could not be read at all (bad URL, unreachable, not a Flink REST API). An error of one job or
-vertex is printed on stderr and in the report and does not change the exit code.
+Composition root of a one-shot check: it reads the wall clock (each poll's ``now``), sleeps ``--interval``
+between two polls, reads the SASL password from the environment variable ``--sasl-password-env`` names,
+and sets the exit code as ``tidegauge scan`` does: 0 no finding reached ``--fail-on`` (or none given),
+1 one did, 2 bad input (the cluster cannot be reached, a group cannot be read, a bad option).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-import httpx
 import typer
 
-from collectors.flink import FlinkRestCollector
-from collectors.http import make_client
+from collectors.kafka import KafkaLagCollector, KafkaOptions, Snapshot, group_samples
+from collectors.kafka.spark import SparkKafkaSource, source_offsets
+from collectors.spark.progress_files import read_progress_file
+from monitor.commands._check_flink import add_flink
 from monitor.commands.scan import _parse_fail_on
-from monitor.config import load_config
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
-from monitor.flink_report import build_check_report, render_json, render_text
-from monitor.model import CollectorError, Engine, Sample, Severity
+from monitor.kafka_report import KafkaReport, render_json, render_text
+from monitor.model import Sample
 from rules.config import RulesConfig
 from rules.registry import evaluate
 
-__all__ = ["register", "run_check_flink"]
+__all__ = ["register", "run_check"]
 
 
-def run_check_flink(
-    url: str,
-    *,
-    fmt: str = "text",
-    interval: timedelta = timedelta(seconds=11),
-    rules: RulesConfig | None = None,
-    fail_on: Severity | None = None,
-    token: str | None = None,
-    timeout_s: float = 5.0,
-    transport: httpx.BaseTransport | None = None,
-    clock: Callable[[], datetime] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> int:
-    """Poll, judge and print; returns the exit code (see the module docstring). ``transport`` replaces the
-    network, ``clock`` (aware UTC) and ``sleep`` the wall clock (tests)."""
-    now_of = clock or (lambda: datetime.now(UTC))
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    rules = rules or RulesConfig()
-    with make_client(
-        connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers, transport=transport
-    ) as client:
+def _spark_queries(paths: list[Path]) -> tuple[list[tuple[str, SparkKafkaSource]], list[str]]:
+    """The newest progress of each query in the given progress files, as (name, Kafka source) pairs."""
+    newest: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    for path in paths:
         try:
-            collector = FlinkRestCollector(url, client)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        samples: list[Sample] = []
-        errors: list[CollectorError] = []
-        polls = 2 if interval > timedelta(0) else 1
-        now = now_of()
+            read = read_progress_file(path)
+        except (InputError, OSError) as exc:
+            errors.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
+            continue
+        errors.extend(read.errors)
+        for job, _at, _kind, doc in read.raw:
+            progress = doc.get("progress", doc)
+            if isinstance(progress, dict) and "sources" in progress:
+                newest[job.name or job.job_id] = progress
+    out: list[tuple[str, SparkKafkaSource]] = []
+    for name, progress in sorted(newest.items()):
+        try:
+            out.extend((f"spark:{name}", src) for src in source_offsets(progress, name))
+        except InputError as exc:
+            errors.append(str(exc))
+    return out, errors
+
+
+def run_check(
+    options: KafkaOptions,
+    *,
+    interval_s: float | None,
+    threshold: str | None,
+    fail_on: str | None,
+    fmt: str,
+    spark_progress: list[Path] | None = None,
+) -> tuple[int, str, list[str]]:
+    """Poll (once, or twice ``interval_s`` apart), evaluate, render.
+
+    Returns:
+        ``(exit code, rendered report, error lines)``.
+
+    Raises:
+        InputError: the cluster could not be reached (exit code 2 via the CLI).
+    """
+    from collectors.kafka.admin import KafkaUnreachable
+
+    level = _parse_fail_on(fail_on) if fail_on is not None else None
+    rules: dict[str, object] = {"consumer_lag": {"window_samples": 10}}
+    if threshold is not None:
+        parse_timedelta(threshold, what="--threshold")
+        rules["consumer_lag_seconds"] = {"threshold": threshold}
+    config = RulesConfig.model_validate(rules)
+    collector = KafkaLagCollector(options)
+    history: dict[str, list[Sample]] = {}
+    polls = 2 if interval_s is not None else 1
+    try:
         for i in range(polls):
             if i:
-                sleep(interval.total_seconds())
-                now = now_of()
-            result = collector.poll(now)
-            samples.extend(result.samples)
-            errors = list(result.errors)  # the errors of the newest poll
-            if not result.samples and result.errors and i == 0:
-                for e in result.errors:
-                    print(f"tidegauge: error: {e.message}", file=sys.stderr)
-                return 2
-    history: dict[tuple[Engine, str], list[Sample]] = {}
-    for s in samples:
-        history.setdefault((s.job.engine, s.job.job_id), []).append(s)
-    findings = evaluate(rules, history, now)
-    report = build_check_report(samples, findings, errors)
-    for line in report["errors"]:
-        print(f"tidegauge: warning: {line}", file=sys.stderr)
-    typer.echo(render_json(report) if fmt == "json" else render_text(report))
-    if fail_on is not None and any(f.severity >= fail_on for f in findings):
-        return 1
-    return 0
-
-
-def _rules(config: Path | None, idle_for: str | None, future_skew: str | None) -> RulesConfig:
-    base = load_config(config).rules if config is not None else RulesConfig()
-    data = base.model_dump(by_alias=True)
-    if idle_for is not None:
-        parse_timedelta(idle_for, what="--idle-for")
-        data["idle_source"] = {**(data.get("idle_source") or {}), "for": idle_for}
-    if future_skew is not None:
-        parse_timedelta(future_skew, what="--future-skew")
-        data["future_timestamp"] = {**(data.get("future_timestamp") or {}), "skew": future_skew}
-    return RulesConfig.model_validate(data)
+                time.sleep(interval_s or 0)
+            now = datetime.now(UTC)
+            spark_only = bool(spark_progress) and not options.groups and not options.include
+            try:
+                snap = Snapshot() if spark_only else collector.snapshot(now)
+                if spark_progress:
+                    queries, bad = _spark_queries(spark_progress)
+                    snap.errors.extend(bad)
+                    for name, src in queries:
+                        lag = collector.checkpoint_lag(name, src.end_offsets, now)
+                        for key, value in sorted(src.metrics.items()):
+                            lag.notes.append(f"Spark's own {key}: {value:g} (when the batch was planned)")
+                        snap.groups.append(lag)
+            except KafkaUnreachable as exc:
+                raise InputError(str(exc)) from None
+            for g in snap.groups:
+                if g.error is None:
+                    history.setdefault(g.group, []).extend(group_samples(options.cluster, g, now))
+    finally:
+        collector.close()
+    findings = evaluate(config, history, now)
+    report = KafkaReport(snap.groups, findings, polls, list(snap.errors))
+    text = render_json(report) if fmt == "json" else render_text(report)
+    if snap.errors:
+        return 2, text, snap.errors
+    if level is not None and findings and report.worst() >= level:
+        return 1, text, []
+    return 0, text, []
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``check`` command group (``check flink``) to ``app``."""
-    group = typer.Typer(help="One-shot checks of a running engine.", no_args_is_help=True)
+    """Add the ``check`` command group (``check kafka``, and ``check flink`` from
+    :mod:`monitor.commands._check_flink`) to ``app``."""
+    group = typer.Typer(help="One-shot checks of a live system.", no_args_is_help=True)
 
-    @group.command("flink")
-    def flink(
-        url: str = typer.Argument(..., help="The JobManager's REST address, e.g. http://jobmanager:8081."),
+    @group.command("kafka")
+    def kafka(
+        bootstrap: str = typer.Argument(..., help="Bootstrap servers, host:port[,host:port...]."),
+        groups: list[str] = typer.Option([], "--group", "-g", help="A consumer group to check (repeatable; default: all)."),
+        include: list[str] = typer.Option([], "--include", help="Only groups matching this regex (repeatable)."),
+        exclude: list[str] = typer.Option([], "--exclude", help="Leave out groups matching this regex (repeatable)."),
         fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
-        interval: str = typer.Option(
-            "11s",
-            "--interval",
-            help="Poll again after this long (rates and late drops need two polls; Flink refreshes REST "
-            "metrics every 10 s by default). 0s polls once.",
+        interval: str | None = typer.Option(
+            None, "--interval", help="Poll twice this far apart (e.g. 10s): lag seconds estimates and statuses need two."
         ),
-        idle_for: str | None = typer.Option(
-            None, "--idle-for", help="A subtask without data this long is idle (idle_source for; default 5m)."
+        lag_seconds: str = typer.Option(
+            "exact", "--lag-seconds", help="Lag in seconds: exact (read the record at the committed offset), interpolated or none."
         ),
-        future_skew: str | None = typer.Option(
-            None, "--future-skew", help="How far ahead of the poll time a watermark may be (default 1h)."
-        ),
+        threshold: str | None = typer.Option(None, "--threshold", help="Report groups more than this far behind (e.g. 5m)."),
         fail_on: str | None = typer.Option(
-            None,
-            "--fail-on",
-            help="Exit with code 1 if a finding is at least this severe: info, warning or critical.",
+            None, "--fail-on", help="Exit with code 1 if a finding is at least this severe: info, warning or critical."
         ),
-        config: Path | None = typer.Option(
-            None, "--config", "-c", help="Take rule parameters from this tidegauge config's rules: section."
+        timeout: str = typer.Option("10s", "--timeout", help="Timeout of each request to the cluster."),
+        security_protocol: str = typer.Option("PLAINTEXT", "--security-protocol", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
+        sasl_mechanism: str | None = typer.Option(None, "--sasl-mechanism", help="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."),
+        sasl_username: str | None = typer.Option(None, "--sasl-username"),
+        sasl_password_env: str | None = typer.Option(
+            None, "--sasl-password-env", metavar="VAR", help="Environment variable holding the SASL password."
         ),
-        token_env: str | None = typer.Option(
-            None,
-            "--token-env",
-            metavar="VAR",
-            help="Send Authorization: Bearer $VAR (a proxy in front of Flink).",
+        ssl_ca: str | None = typer.Option(None, "--ssl-ca", help="CA certificate file (PEM)."),
+        spark_progress: list[Path] = typer.Option(
+            [], "--spark-progress", help="Spark progress JSON (query.lastProgress, JSON lines or an event log's progress "
+            "events): lag of the query's Kafka source endOffset against the broker (repeatable)."
         ),
     ) -> None:
-        """Poll a Flink JobManager's REST API and print per job its vertices, each subtask's input/output watermark, idle subtasks, late drops and the findings.
+        """Check consumer-group lag on a Kafka cluster: per group, topic and partition the committed, log-start and log-end offsets, the lag in records and seconds and Burrow's status (OK, WARN, STALL, STOP, REWIND).
 
-        --format json prints {"jobs": [{"jid", "name", "state", "vertices": [{"id", "name", "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms", "output_watermark_ms", "source_idle_ms", ...}]}]}], "findings": [{"rule", "severity", "job", "vertex", "subtask", "message"}], "errors": [...]}.
+        --format json prints {"groups": [{"group", "state", "status", "lag", "partitions": [{"topic", "partition", "committed", "log_start", "log_end", "lag", "lag_seconds", ...}]}], "findings": [...]}.
 
-        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 the JobManager could not be read.
+        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 the cluster or a group could not be read, or a bad option.
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
-        wait = (
-            parse_timedelta(interval, what="--interval")
-            if interval.strip() not in ("0", "0s")
-            else timedelta(0)
+        if lag_seconds not in ("exact", "interpolated", "none"):
+            raise InputError(f"--lag-seconds: {lag_seconds!r} (allowed: exact, interpolated, none)")
+        interval_s = parse_timedelta(interval, what="--interval").total_seconds() if interval else None
+        security = {"security.protocol": security_protocol}
+        secrets: dict[str, str] = {}
+        if sasl_mechanism:
+            security["sasl.mechanism"] = sasl_mechanism
+        if sasl_username:
+            security["sasl.username"] = sasl_username
+        if sasl_password_env:
+            value = os.environ.get(sasl_password_env)
+            if not value:
+                raise InputError(f"--sasl-password-env: environment variable {sasl_password_env} is not set")
+            secrets["sasl.password"] = value
+        if ssl_ca:
+            security["ssl.ca.location"] = ssl_ca
+        try:
+            options = KafkaOptions(
+                cluster="check", bootstrap_servers=bootstrap, groups=tuple(groups), include=tuple(include),
+                exclude=tuple(exclude), lag_seconds=lag_seconds,  # type: ignore[arg-type]
+                request_timeout_s=parse_timedelta(timeout, what="--timeout").total_seconds(),
+                security=security, secrets=secrets,
+            )
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        code, text, errors = run_check(
+            options, interval_s=interval_s, threshold=threshold, fail_on=fail_on, fmt=fmt,
+            spark_progress=list(spark_progress),
         )
-        threshold = _parse_fail_on(fail_on) if fail_on is not None else None
-        token = None
-        if token_env is not None:
-            import os
-
-            token = os.environ.get(token_env)
-            if not token:
-                raise InputError(f"--token-env: environment variable {token_env} is not set")
-        code = run_check_flink(
-            url,
-            fmt=fmt,
-            interval=wait,
-            rules=_rules(config, idle_for, future_skew),
-            fail_on=threshold,
-            token=token,
-        )
+        for line in errors:
+            print(f"tidegauge: error: {line}", file=sys.stderr)
+        typer.echo(text)
         raise typer.Exit(code=code)
 
+    add_flink(group)
     app.add_typer(group, name="check")

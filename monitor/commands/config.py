@@ -21,13 +21,18 @@ def _secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
             refs.append((f"receivers[{i}].url", r.url))
         if r.secret is not None:
             refs.append((f"receivers[{i}].secret", r.secret))
-    for group in ("spark_prometheus", "flink_rest"):
+    for group in ("spark_prometheus", "flink_rest", "kafka_exporters"):
         for i, t in enumerate(getattr(cfg.targets, group)):
             if t.bearer_token is not None:
                 refs.append((f"targets.{group}[{i}].bearer_token", t.bearer_token))
     for i, f in enumerate(cfg.targets.flink_rest):
         if f.basic_auth is not None:
             refs.append((f"targets.flink_rest[{i}].basic_auth.password", f.basic_auth.password))
+    for i, k in enumerate(cfg.targets.kafka):
+        for field in ("sasl_password", "ssl_key_password"):
+            ref = getattr(k, field)
+            if ref is not None:
+                refs.append((f"targets.kafka[{i}].{field}", ref))
     return refs
 
 
@@ -53,7 +58,10 @@ def register(app: typer.Typer) -> None:
         for where, ref in _secret_refs(cfg):
             resolve_secret(ref, os.environ, f"{config}: {where}")
         t = cfg.targets
-        n_targets = len(t.spark_event_logs) + len(t.spark_prometheus) + len(t.flink_rest) + len(t.flink_prometheus) + len(t.kafka)
+        n_targets = (
+            len(t.spark_event_logs) + len(t.spark_prometheus) + len(t.flink_rest) + len(t.flink_prometheus)
+            + len(t.kafka) + len(t.kafka_exporters)
+        )
         typer.echo(
             f"{config}: ok ({n_targets} targets, {len(cfg.receivers)} receivers, {len(cfg.routes)} routes)"
         )

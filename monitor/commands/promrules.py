@@ -55,6 +55,7 @@ def register(app: typer.Typer) -> None:
         idle_for: str = typer.Option("5m", help="Source idle this long."),
         state_growth_ratio: float = typer.Option(1.5, help="State growth factor over the window."),
         state_growth_window: str = typer.Option("1h", help="Window of the state-growth rule."),
+        lag_seconds_threshold: str = typer.Option("5m", help="Consumer group lag in seconds that fires."),
     ) -> None:
         """Print (or write) a Prometheus rule file for the detectors PromQL can express.
 
@@ -68,6 +69,7 @@ def register(app: typer.Typer) -> None:
             idle_for_ms=_ms(idle_for, "--idle-for"),
             state_growth_ratio=_check_ratio(state_growth_ratio),
             state_growth_window_ms=_ms(state_growth_window, "--state-growth-window"),
+            lag_seconds_threshold_ms=_ms(lag_seconds_threshold, "--lag-seconds-threshold"),
         )
         text = render_rules(params)
         if output is None:

@@ -1,7 +1,8 @@
 """``tidegauge scan``: read Spark event logs and progress JSON files, print batch timelines and findings.
 
 Composition root of a one-shot scan: it reads the wall clock once (the poll's ``now``), builds the
-collectors, optionally stores what was read (``--db``), runs the detectors and sets the exit code:
+collectors, optionally stores what was read (``--db``), replays each query through the daemon's rules
+(``-c FILE``: its ``rules:`` section) at each batch's own time, and sets the exit code:
 0 no finding reached ``--fail-on`` (or no ``--fail-on``), 1 one did, 2 bad input (a missing path or a path
 of unknown format named on the command line, a corrupt compressed frame, a corrupt, truncated or invalid
 line: one line on stderr naming the file and line; the other lines and inputs are still scanned and
@@ -32,9 +33,9 @@ from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.model import CollectorError, PollResult, Severity
 from monitor.scan_report import build_report, render_json, render_text
-from rules.scan_rules import ScanRulesConfig
+from rules.registry import Evaluator
 
-__all__ = ["ScanInputs", "classify_inputs", "register", "store_polls"]
+__all__ = ["ScanInputs", "classify_inputs", "register", "scan_rules", "store_polls"]
 
 @dataclass
 class ScanInputs:
@@ -172,8 +173,29 @@ def _error_line(error: CollectorError) -> str:
     return error.message if error.target in error.message else f"{error.target}: {error.message}"
 
 
+def scan_rules(config: Path | None, future_skew: timedelta | None) -> Evaluator:
+    """The rules ``scan`` replays: the ``rules:`` section of ``config`` (the daemon's file) or the defaults,
+    with ``--future-skew`` (when given) as ``future_timestamp.skew`` and ``late_drop_surge.skew``.
+
+    Raises:
+        ConfigError: the file or its rules are invalid (the message names the file and field).
+    """
+    from monitor.config import load_config
+    from rules.config import RulesConfig
+
+    rules = load_config(config).rules if config is not None else RulesConfig()
+    if future_skew is not None:
+        extra = dict(rules.model_extra or {})
+        text = f"{int(future_skew.total_seconds() * 1000)}ms"
+        for name in ("future_timestamp", "late_drop_surge"):
+            section = extra.get(name)
+            extra[name] = {**(section if isinstance(section, dict) else {}), "skew": text}
+        rules = RulesConfig.model_validate({**extra, "overrides": [o.model_dump(by_alias=True) for o in rules.overrides]})
+    return Evaluator(rules)
+
+
 def _run_scan(
-    paths: list[Path], fmt: str, skew: timedelta, fail_on: Severity | None, db: str | None
+    paths: list[Path], fmt: str, rules: Evaluator, fail_on: Severity | None, db: str | None
 ) -> int:
     now = datetime.now(UTC)
     inputs = classify_inputs(paths)
@@ -206,7 +228,7 @@ def _run_scan(
         bad.extend(read.errors)
         polls.append((PROGRESS_COLLECTOR, PollResult(tuple(read.samples), (), tuple(read.raw))))
     samples = [s for _, poll in polls for s in poll.samples]
-    report = build_report(ScanRulesConfig(future_skew=skew), samples, bad)
+    report = build_report(rules, samples, bad)
     for line in bad:
         print(f"tidegauge: error: {line}", file=sys.stderr)
     for line in warnings:
@@ -232,8 +254,11 @@ def register(app: typer.Typer) -> None:
             None, help="Event-log files or directories, and progress JSON files.", show_default=False
         ),
         fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
-        future_skew: str = typer.Option(
-            "1h", "--future-skew", help="How far ahead of a batch's time an event time may be (1h, 30m, 90s)."
+        config: Path | None = typer.Option(
+            None, "-c", "--config", metavar="FILE", help="Use the rules: section of this daemon config file."
+        ),
+        future_skew: str | None = typer.Option(
+            None, "--future-skew", help="How far ahead of a batch's time an event time may be (1h, 30m, 90s); sets rules.future_timestamp.skew (default 1h)."
         ),
         fail_on: str | None = typer.Option(
             None, "--fail-on", help="Exit with code 1 if a finding is at least this severe: info, warning or critical."
@@ -245,7 +270,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Scan Spark event logs and progress files: per-query batch timelines and findings.
 
-        Reads event logs (single files, .inprogress files, rolling eventlog_v2_* directories; zstd, lz4, snappy, lzf or plain) and progress JSON (one object, an array, or JSON lines). Prints per query the batches (id, time, input rows, watermark and its advance, event-time max, rows dropped by the watermark, state rows) and the findings: watermark stall, future-timestamp jump, late rows dropped, state growth.
+        Reads event logs (single files, .inprogress files, rolling eventlog_v2_* directories; zstd, lz4, snappy, lzf or plain) and progress JSON (one object, an array, or JSON lines). Prints per query the batches (id, time, input rows, watermark and its advance, event-time max, rows dropped by the watermark, state rows) and the findings of the daemon's rules, replayed at each batch's own time (each reported once, with the first and last batch it held).
 
         --format json prints {"queries": [...], "findings": [...], "errors": [...]}.
 
@@ -253,14 +278,15 @@ def register(app: typer.Typer) -> None:
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
-        skew = parse_timedelta(future_skew, what="--future-skew")
+        skew = parse_timedelta(future_skew, what="--future-skew") if future_skew is not None else None
+        rules = scan_rules(config, skew)
         threshold = _parse_fail_on(fail_on) if fail_on is not None else None
         given = list(paths or [])
         if demo:
             with _demo_path() as demo_path:
-                code = _run_scan([demo_path, *given], fmt, skew, threshold, db)
+                code = _run_scan([demo_path, *given], fmt, rules, threshold, db)
         else:
             if not given:
                 raise InputError("scan: give at least one PATH (or --demo)")
-            code = _run_scan(given, fmt, skew, threshold, db)
+            code = _run_scan(given, fmt, rules, threshold, db)
         raise typer.Exit(code=code)

@@ -75,6 +75,13 @@ WatermarkRuntime: :class:`WatermarkRuntime` runs batch by batch (``run_data_batc
 ``run_no_data_batch``) and ``snapshot()`` returns its state as a plain dict. Errors:
 :class:`EngineConfigError` (a :class:`monitor.errors.ConfigError`) for invalid configs or a config
 that does not fit the events.
+
+What-if helpers built on the replay: ``replay(..., keep=mask)`` replays with the ``False`` rows removed
+by a ``filter`` before ``withWatermark``; :func:`monitor.watermark.diagnose.diagnose` traces every late
+row to the row that moved the watermark it was dropped against and replays the fixes;
+:func:`monitor.watermark.sweep.recommend_delay` reads the smallest delay meeting a completeness target
+off the lateness distribution and confirms it by replay. Event times are int64 microseconds within
+``±2^62`` (:data:`~monitor.watermark.events.MAX_ABS_EVENT_TIME_US`, about year ±146,000).
 """
 
 from monitor.watermark.config import (
@@ -90,6 +97,7 @@ from monitor.watermark.events import BadRow, EventsTable
 from monitor.watermark.plan import BatchPlan, plan_batches
 from monitor.watermark.replay import replay
 from monitor.watermark.results import (
+    BatchCountStats,
     BatchResult,
     EventTimeStats,
     LatencyStats,
@@ -104,6 +112,7 @@ from monitor.watermark.runtime import WatermarkRuntime
 
 __all__ = [
     "BadRow",
+    "BatchCountStats",
     "BatchPlan",
     "BatchResult",
     "Dedup",

@@ -9,6 +9,7 @@ from typing import Literal
 from monitor.errors import ConfigError
 
 __all__ = [
+    "MAX_DELAY_MS",
     "Dedup",
     "EngineConfigError",
     "Session",
@@ -21,6 +22,11 @@ __all__ = [
 OutputMode = Literal["append", "update"]
 Policy = Literal["min", "max"]
 DedupMode = Literal["key", "key_and_event_time", "within_watermark"]
+
+
+#: Largest delay, window, gap, trigger or skew accepted (ms): about 73,000 years, so that every
+#: watermark and window bound the engine computes in microseconds stays inside int64.
+MAX_DELAY_MS = (1 << 61) // 1000
 
 
 class EngineConfigError(ConfigError):
@@ -143,6 +149,21 @@ class WatermarkConfig:
         """
         if self.delay_ms < 0:
             raise EngineConfigError(f"delay_ms must be >= 0, got {self.delay_ms}")
+        w0 = self.window
+        sizes = {
+            "delay_ms": self.delay_ms,
+            "trigger_ms": self.trigger_ms,
+            "max_future_skew_ms": self.max_future_skew_ms,
+            "window size": getattr(w0, "size_ms", None),
+            "window slide": getattr(w0, "slide_ms", None),
+            "session gap": getattr(w0, "gap_ms", None),
+            **{f"source_delays_ms[{k!r}]": v for k, v in self.source_delays_ms.items()},
+        }
+        for what, v in sizes.items():
+            if v is not None and abs(v) > MAX_DELAY_MS:
+                raise EngineConfigError(
+                    f"{what} must be at most {MAX_DELAY_MS} ms (about 73,000 years), got {v}"
+                )
         if (self.window is None) == (self.dedup is None):
             raise EngineConfigError("exactly one of window (tumbling/sliding/session) or dedup must be set")
         if self.policy not in ("min", "max"):

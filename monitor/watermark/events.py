@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from monitor.errors import InputError
 
-__all__ = ["BadRow", "EventsTable", "factorize", "parse_iso_to_us"]
+__all__ = ["MAX_ABS_EVENT_TIME_US", "BadRow", "EventsTable", "UnitMismatch", "factorize", "parse_iso_to_us"]
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
@@ -20,21 +20,55 @@ BoolArr = npt.NDArray[np.bool_]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+#: Largest absolute event time (epoch microseconds) the engine takes: 2^62 us, about year +-146,000.
+#: Spark's ``TimestampType`` is an int64 of microseconds; half its range keeps every window bound,
+#: watermark and lateness the engine computes inside int64. Loaders list times beyond it as
+#: unparseable rows (Spark's PERMISSIVE readers null a value they cannot convert).
+MAX_ABS_EVENT_TIME_US = 1 << 62
+
 
 @dataclass(frozen=True, slots=True)
 class BadRow:
-    """An input row whose event time could not be parsed (Spark reads it as ``null``).
+    """An input row without a usable event time (Spark reads it as ``null`` and skips it).
 
     Attributes:
         line: 1-based line number in the file (the header is line 1 for CSV), or the row number
             for in-memory input / Parquet.
         value: the raw text (truncated to 80 characters).
         reason: why it was rejected.
+        kind: ``"event_time"`` (the value is not a time) or ``"line"`` (the whole line could not be
+            read: invalid JSON, not a JSON object).
     """
 
     line: int
     value: str
     reason: str
+    kind: str = "event_time"
+
+
+@dataclass(frozen=True, slots=True)
+class UnitMismatch:
+    """A numeric event time that fits another epoch unit far better than the one it was read in.
+
+    Read as given (as Spark would: its JSON reader takes an integer as epoch seconds), the row lies
+    more than 100 years from the column's median date; read in ``likely_unit`` it would be within 100
+    years of it. Such a row is replayed as read (it moves the watermark, as in Spark) and reported.
+
+    Attributes:
+        line: line (or row) number.
+        value: the number as written.
+        unit: the unit it was read in (``s``, ``ms``, ``us``).
+        read_as_us: the event time it was read as (epoch microseconds; may be beyond year 9999).
+        likely_unit: the unit that fits the other rows.
+        likely_us: the event time in that unit (epoch microseconds).
+    """
+
+    line: int
+    value: int | float
+    unit: str
+    read_as_us: int
+    likely_unit: str
+    likely_us: int
 
 
 def parse_iso_to_us(text: str) -> int:
@@ -89,6 +123,7 @@ class EventsTable:
             reproduce ``numRowsDroppedByWatermark`` of session windows only.
         line: int64 line number of each row in its file (for messages), or row number.
         bad_rows: rows whose event time was unparseable (they are in the table with ``valid=False``).
+        unit_mismatches: rows whose numeric time looks written in another unit (kept as read).
         path: the file the table was read from, if any.
 
     Raises (constructor):
@@ -107,6 +142,7 @@ class EventsTable:
     line: I64 | None = None
     bad_rows: tuple[BadRow, ...] = ()
     path: str | None = None
+    unit_mismatches: tuple[UnitMismatch, ...] = ()
     _checked: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +153,18 @@ class EventsTable:
                 raise InputError(f"events column {name!r} has {len(arr)} rows, event_time has {n}")
         if self.event_time_us.dtype != np.int64:
             raise InputError("events column 'event_time_us' must be int64 microseconds")
+        if n and bool(
+            (
+                self.valid
+                & (
+                    (self.event_time_us > MAX_ABS_EVENT_TIME_US)
+                    | (self.event_time_us < -MAX_ABS_EVENT_TIME_US)
+                )
+            ).any()
+        ):
+            raise InputError(
+                "event times must lie within +-2^62 microseconds of the epoch (about year +-146,000)"
+            )
         if n and (self.source_codes.max() >= len(self.source_names) or self.source_codes.min() < 0):
             raise InputError("source_codes out of range of source_names")
         if n and (self.key_codes.max() >= len(self.key_names) or self.key_codes.min() < 0):
@@ -147,6 +195,7 @@ class EventsTable:
         line: Sequence[int] | npt.NDArray[Any] | None = None,
         bad_rows: Iterable[BadRow] = (),
         path: str | None = None,
+        unit_mismatches: Iterable[UnitMismatch] = (),
     ) -> EventsTable:
         """Build a table from Python sequences; ``None`` event times are nulls.
 
@@ -159,7 +208,10 @@ class EventsTable:
             valid = np.ones(n, dtype=np.bool_)
         else:
             valid = np.array([v is not None for v in event_time_us], dtype=np.bool_)
-            et = np.array([0 if v is None else int(v) for v in event_time_us], dtype=np.int64)
+            try:
+                et = np.array([0 if v is None else int(v) for v in event_time_us], dtype=np.int64)
+            except OverflowError:
+                raise InputError("an event time does not fit in int64 microseconds") from None
         s_names: tuple[str, ...]
         k_names: tuple[str, ...]
         if source is None:
@@ -190,6 +242,7 @@ class EventsTable:
             line=None if line is None else np.asarray(line, dtype=np.int64),
             bad_rows=tuple(bad_rows),
             path=path,
+            unit_mismatches=tuple(unit_mismatches),
         )
 
     @classmethod
@@ -258,4 +311,5 @@ class EventsTable:
             line=self.line,
             bad_rows=self.bad_rows,
             path=self.path,
+            unit_mismatches=self.unit_mismatches,
         )

@@ -8,12 +8,13 @@ import numpy.typing as npt
 from monitor.watermark.config import WatermarkConfig
 from monitor.watermark.events import EventsTable
 from monitor.watermark.plan import BatchPlan, plan_batches
-from monitor.watermark.results import BatchResult, LatencyStats, Replay, Summary
+from monitor.watermark.results import BatchCountStats, BatchResult, LatencyStats, Replay, Summary
 from monitor.watermark.runtime import WatermarkRuntime
 
 __all__ = ["replay"]
 
 I64 = npt.NDArray[np.int64]
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 def replay(
@@ -22,6 +23,7 @@ def replay(
     *,
     plan: BatchPlan | None = None,
     late_filter_uses_previous_batch: bool = True,
+    keep: npt.NDArray[np.bool_] | None = None,
 ) -> Replay:
     """Replay ``events`` through the query described by ``config``, as Spark would run it.
 
@@ -31,6 +33,9 @@ def replay(
         plan: a precomputed :func:`~monitor.watermark.plan.plan_batches` result (sweeps reuse one plan).
         late_filter_uses_previous_batch: Spark's default
             ``spark.sql.streaming.statefulOperator.allowMultiple=true`` (see :mod:`.runtime`).
+        keep: optional bool per event: ``False`` rows are removed by a ``filter`` placed before
+            ``withWatermark`` (they are read, count in ``input_rows``, and never reach the watermark);
+            what-if uses it to replay "without these rows".
 
     Returns:
         :class:`~monitor.watermark.Replay` with one :class:`~monitor.watermark.BatchResult` per batch
@@ -41,12 +46,14 @@ def replay(
     """
     if plan is None:
         plan = plan_batches(events, config)
-    rt = WatermarkRuntime(events, config, late_filter_uses_previous_batch=late_filter_uses_previous_batch)
+    rt = WatermarkRuntime(
+        events, config, late_filter_uses_previous_batch=late_filter_uses_previous_batch, keep=keep
+    )
     events = rt.events
     batches: list[BatchResult] = []
     fin_end: list[I64] = []
     fin_batch: list[int] = []
-    max_seen: list[int] = []  # running max event time (us) through each batch, by batch index
+    max_seen: list[int] = []  # the event-time clock (us) after each batch, by batch index
     late_by_source = np.zeros(len(events.source_names), dtype=np.int64)
     dropped = 0
 
@@ -58,7 +65,7 @@ def replay(
         if len(op.emitted_end_us):
             fin_end.append(op.emitted_end_us)
             fin_batch.append(len(batches) - 1)
-        seen = rt.max_event_time_seen_us
+        seen = rt.event_time_clock_us
         max_seen.append(np.iinfo(np.int64).min if seen is None else seen)
         if len(op.late_rows):
             dropped += len(op.late_rows)
@@ -75,7 +82,8 @@ def replay(
     proc: list[I64] = []
     evt: list[I64] = []
     nb: list[I64] = []
-    seen_arr = np.asarray(max_seen, dtype=np.int64)
+    # never moves back (as the watermark): an input's first rows may be behind the others'
+    seen_arr = np.maximum.accumulate(np.asarray(max_seen, dtype=np.int64)) if max_seen else _NONE
     times_known = all(b.processing_time_ms is not None for b in batches) and bool(batches)
     for ends, bi in zip(fin_end, fin_batch, strict=True):
         b = batches[bi]
@@ -93,7 +101,8 @@ def replay(
     input_rows = len(events)
     future = sum(b.future_filtered_rows for b in batches)
     null_rows = int((~valid).sum())
-    with_time = input_rows - null_rows - future
+    removed = sum(b.row_filter_removed_rows for b in batches)
+    with_time = input_rows - null_rows - future - removed
     summary = Summary(
         delay_ms=config.delay_ms,
         input_rows=input_rows,
@@ -110,11 +119,12 @@ def replay(
         windows_emitted=sum(len(b.emitted) for b in batches),
         latency=LatencyStats.of(cat(proc)) if times_known else None,
         event_time_latency=LatencyStats.of(cat(evt)),
-        latency_batches=LatencyStats.of(cat(nb)),
+        latency_batches=BatchCountStats.of(cat(nb)),
         peak_state_rows=max((b.state_rows for b in batches), default=0),
         final_state_rows=batches[-1].state_rows if batches else 0,
         batches=len(batches),
         no_data_batches=sum(1 for b in batches if b.kind == "no-data"),
         final_watermark_ms=rt.watermark_ms,
+        row_filter_removed_rows=removed,
     )
     return Replay(batches=batches, summary=summary)

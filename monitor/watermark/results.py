@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "BatchCountStats",
     "BatchResult",
     "EventTimeStats",
     "LateRow",
@@ -200,6 +201,9 @@ class BatchResult:
         event_time_by_source: the same stats for every input that had rows.
         source_watermarks_ms: each input's operator watermark after the batch (``None``: no row yet).
         passed_rows: dedup only: indices (into the events) of the rows output, in output order.
+        row_filter_removed_rows: rows removed by the replay's row filter (``replay(keep=...)``,
+            a ``filter`` before ``withWatermark``); like future-filtered rows they count in
+            ``input_rows`` and never reach the watermark.
     """
 
     batch_id: int
@@ -224,6 +228,7 @@ class BatchResult:
     event_time_by_source: dict[str, EventTimeStats]
     source_watermarks_ms: dict[str, int | None]
     passed_rows: I64 = field(default_factory=lambda: _EMPTY)
+    row_filter_removed_rows: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the shape ``tidegauge whatif --format json`` prints per batch)."""
@@ -288,6 +293,31 @@ class LatencyStats:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchCountStats:
+    """Distribution of a number of micro-batches over emitted windows (``None`` fields: nothing emitted)."""
+
+    count: int
+    p50_batches: int | None
+    p95_batches: int | None
+    max_batches: int | None
+
+    @classmethod
+    def of(cls, values: npt.NDArray[np.int64]) -> BatchCountStats:
+        """Nearest-rank percentiles of ``values`` (batch counts)."""
+        s = LatencyStats.of(values)
+        return cls(s.count, s.p50_ms, s.p95_ms, s.max_ms)
+
+    def to_json(self) -> dict[str, int | None]:
+        """JSON-ready dict."""
+        return {
+            "count": self.count,
+            "p50_batches": self.p50_batches,
+            "p95_batches": self.p95_batches,
+            "max_batches": self.max_batches,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """Totals over a replay.
 
@@ -295,7 +325,7 @@ class Summary:
         delay_ms: the (default) watermark delay replayed.
         input_rows: all rows.
         rows_with_time: rows with a valid event time that reached the watermark operator (not
-            future-filtered); the denominator of ``dropped_share``.
+            future-filtered nor removed by a row filter); the denominator of ``dropped_share``.
         null_time_rows / bad_rows: null/unparseable event times (``bad_rows`` ⊆ null: unparseable).
         dropped_rows: distinct rows dropped as late (for sliding windows: late for at least one window).
         dropped_share: ``dropped_rows / rows_with_time`` (0.0 when there are none).
@@ -306,14 +336,19 @@ class Summary:
         latency: processing-time latency of final results (emitting batch's processing time minus
             window end), when processing times are known; else ``None``. In update mode a window's
             result is final in the batch that evicts it (its last update was already sent).
-        event_time_latency: how far the stream's max event time had moved past a window's end when it
-            was emitted (the event-time cost of the delay; always available for windows).
-        latency_batches: batches between the batch whose input first passed a window's end in event
-            time and the batch that emitted it.
+        event_time_latency: how far the query's event-time clock had moved past a window's end when it
+            was emitted (the event-time cost of the delay; always available for windows). The clock is
+            each input's largest event time combined by the watermark policy
+            (:attr:`~monitor.watermark.WatermarkRuntime.event_time_clock_us`): with one input, the
+            stream's max event time; with several under ``min``, the slowest input's, so the skew
+            between inputs is not counted as latency of the delay.
+        latency_batches: batches between the batch in which that clock first passed a window's end
+            and the batch that emitted it.
         peak_state_rows: max ``state_rows`` over batches.
         final_state_rows: state rows after the last batch.
         batches / no_data_batches: counts.
         final_watermark_ms: global watermark after the last batch.
+        row_filter_removed_rows: rows removed by ``replay(keep=...)``.
     """
 
     delay_ms: int
@@ -329,12 +364,13 @@ class Summary:
     windows_emitted: int
     latency: LatencyStats | None
     event_time_latency: LatencyStats
-    latency_batches: LatencyStats
+    latency_batches: BatchCountStats
     peak_state_rows: int
     final_state_rows: int
     batches: int
     no_data_batches: int
     final_watermark_ms: int
+    row_filter_removed_rows: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the ``summary`` of ``tidegauge whatif --format json``)."""
@@ -358,6 +394,7 @@ class Summary:
             "batches": self.batches,
             "no_data_batches": self.no_data_batches,
             "final_watermark_ms": self.final_watermark_ms,
+            "row_filter_removed_rows": self.row_filter_removed_rows,
         }
 
 

@@ -50,7 +50,12 @@ class WatermarkRuntime:
     """
 
     def __init__(
-        self, events: EventsTable, config: WatermarkConfig, *, late_filter_uses_previous_batch: bool = True
+        self,
+        events: EventsTable,
+        config: WatermarkConfig,
+        *,
+        late_filter_uses_previous_batch: bool = True,
+        keep: npt.NDArray[np.bool_] | None = None,
     ) -> None:
         if config.sources:
             events = events.with_source_names(config.sources)
@@ -66,6 +71,10 @@ class WatermarkRuntime:
         self._batch_id = 0
         self._ms = np.where(events.valid, np.floor_divide(events.event_time_us, 1000), 0)
         self._max_seen_us: int | None = None
+        self._source_max_us: list[int | None] = [None] * len(self._names)
+        if keep is not None and len(keep) != len(events):
+            raise ValueError(f"keep has {len(keep)} entries for {len(events)} events")
+        self._keep = keep
         self._last_op: OpResult | None = None
 
     @property
@@ -87,6 +96,20 @@ class WatermarkRuntime:
     def max_event_time_seen_us(self) -> int | None:
         """The largest valid event time read so far (``None`` before any)."""
         return self._max_seen_us
+
+    @property
+    def event_time_clock_us(self) -> int | None:
+        """The query's event-time clock: each input's largest event time so far, combined as the
+        watermark combines the inputs (``min``/``max`` policy), so that the global watermark is this
+        clock minus the delay (equal delays). Inputs without rows yet are left out (``None``: none
+        has had rows). For one input it is :attr:`max_event_time_seen_us`. Output latencies in event
+        time are measured against it: against the fastest input's time they would count the skew
+        between inputs as latency of the delay.
+        """
+        seen = [v for v in self._source_max_us if v is not None]
+        if not seen:
+            return None
+        return min(seen) if self.config.policy == "min" else max(seen)
 
     def needs_no_data_batch(self) -> bool:
         """Whether Spark would run a no-data batch now if no new data were available."""
@@ -120,6 +143,11 @@ class WatermarkRuntime:
             ok = ev.valid[rows] & (ev.event_time_us[rows] <= limit_us)
             future = int((ev.valid[rows] & ~ok).sum())
             rows = rows[ok]
+        removed = 0
+        if self._keep is not None and len(rows):
+            kept = self._keep[rows]
+            removed = int((ev.valid[rows] & ~kept).sum())
+            rows = rows[kept]
         batch_wm = self._wm
         assert self._last_batch_wm is None or batch_wm >= self._last_batch_wm, "the watermark went back"
         late_wm = batch_wm
@@ -155,17 +183,25 @@ class WatermarkRuntime:
             event_time_by_source=by_source,
             source_watermarks_ms={n: w for n, w in zip(self._names, self._source_wm, strict=True)},
             passed_rows=res.passed_rows,
+            row_filter_removed_rows=removed,
         )
 
     def _stats(self, rows: I64) -> tuple[EventTimeStats | None, dict[str, EventTimeStats]]:
         if len(rows) == 0:
             return None, {}
         ms = self._ms[rows]
-        valid_t = self.events.event_time_us[rows][self.events.valid[rows]]
-        if len(valid_t):
-            m = int(valid_t.max())
+        valid_rows = rows[self.events.valid[rows]]
+        if len(valid_rows):
+            t = self.events.event_time_us[valid_rows]
+            m = int(t.max())
             if self._max_seen_us is None or m > self._max_seen_us:
                 self._max_seen_us = m
+            if len(self._names) == 1:
+                self._raise_source_max(0, m)
+            else:
+                vc = self.events.source_codes[valid_rows]
+                for c in np.unique(vc).tolist():
+                    self._raise_source_max(int(c), int(t[vc == c].max()))
         if len(self._names) == 1:
             s = self._one_stats(ms)
             return s, {self._names[0]: s}
@@ -180,6 +216,11 @@ class WatermarkRuntime:
                 if first is None:
                     first = st
         return first, by
+
+    def _raise_source_max(self, code: int, us: int) -> None:
+        prev = self._source_max_us[code]
+        if prev is None or us > prev:
+            self._source_max_us[code] = us
 
     @staticmethod
     def _one_stats(ms: I64) -> EventTimeStats:

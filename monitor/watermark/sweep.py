@@ -5,13 +5,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from monitor.watermark.config import EngineConfigError, WatermarkConfig
+import numpy as np
+import numpy.typing as npt
+
+from monitor.watermark.config import MAX_DELAY_MS, EngineConfigError, WatermarkConfig
 from monitor.watermark.events import EventsTable
 from monitor.watermark.plan import BatchPlan, plan_batches
 from monitor.watermark.replay import replay
-from monitor.watermark.results import Summary
+from monitor.watermark.results import Replay, Summary
 
-__all__ = ["DEFAULT_LADDER_MS", "Recommendation", "recommend_delay", "sweep"]
+__all__ = ["DEFAULT_LADDER_MS", "Recommendation", "needed_extra_delay_ms", "recommend_delay", "sweep"]
 
 DEFAULT_LADDER_MS: tuple[int, ...] = tuple(
     s * 1000
@@ -43,19 +46,46 @@ class Recommendation:
     Attributes:
         target_completeness_pct: e.g. ``99.9``.
         max_dropped_share: ``(100 - target) / 100``.
-        delay_ms: the smallest delay found meeting the target (searched to ``resolution_ms`` between
-            the largest failing and the smallest passing candidate), ``None`` when no candidate met it.
-        summary: the replay summary at ``delay_ms`` (or at the largest candidate when none met it).
-        smallest_candidate_ms: the smallest of the given candidates meeting the target.
+        allowed_rows: how many rows may be dropped (``floor(share * rows with a time)``).
+        delay_ms: the smallest delay meeting the target, to 1 ms, confirmed by replay.
+        estimated_ms: the delay read off the lateness distribution at delay 0 (see
+            :func:`recommend_delay`) before the confirming replays.
+        confirmed: the replay at ``delay_ms`` meets the target and the one at ``delay_ms - 1`` does not
+            (or ``delay_ms`` is 0).
+        summary: the replay summary at ``delay_ms``.
+        smallest_candidate_ms: the smallest of the given candidates meeting the target (``None``:
+            none did, or no candidates were given).
         evaluated: every summary computed, sorted by delay.
     """
 
     target_completeness_pct: float
     max_dropped_share: float
-    delay_ms: int | None
+    allowed_rows: int
+    delay_ms: int
+    estimated_ms: int
+    confirmed: bool
     summary: Summary
     smallest_candidate_ms: int | None
     evaluated: tuple[Summary, ...]
+
+
+def needed_extra_delay_ms(result: Replay) -> npt.NDArray[np.int64]:
+    """For every distinct late row of ``result``: the extra delay (ms) that keeps it in time.
+
+    A delay larger by ``x`` lowers every watermark by ``x`` (each input's watermark is
+    ``max event time - delay``, and the batches do not depend on the delay), so a row compared with
+    lateness ``L`` us (``watermark * 1000 - window end``, late when ``>= 0``) is in time once
+    ``x > L / 1000``: ``floor(L / 1000) + 1`` ms; for a row late for several (sliding) windows, the
+    largest. Needs ``keep_late_rows=True``. Returned unsorted, one value per row.
+    """
+    rows = [b.late_rows.row_index for b in result.batches if len(b.late_rows)]
+    if not rows:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.concatenate(rows)
+    need = np.concatenate([b.late_rows.lateness_us for b in result.batches if len(b.late_rows)]) // 1000 + 1
+    order = np.lexsort((-need, idx))
+    first = np.concatenate([[True], idx[order][1:] != idx[order][:-1]])
+    return np.asarray(need[order][first], dtype=np.int64)
 
 
 def recommend_delay(
@@ -64,14 +94,20 @@ def recommend_delay(
     target_completeness_pct: float,
     *,
     candidates_ms: list[int] | None = None,
-    resolution_ms: int = 1000,
     plan: BatchPlan | None = None,
+    keep: npt.NDArray[np.bool_] | None = None,
 ) -> Recommendation:
     """Find the smallest delay whose replay drops at most ``100 - target_completeness_pct`` % of rows.
 
-    Dropped share is non-increasing in the delay (a larger delay gives a lower watermark at every
-    batch), so after evaluating ``candidates_ms`` (default :data:`DEFAULT_LADDER_MS`) a bisection
-    between the largest failing and smallest passing candidate narrows it to ``resolution_ms``.
+    Read off the observed lateness: replay at delay 0 keeping the late rows, take each late row's
+    :func:`needed_extra_delay_ms`, and with ``A`` rows allowed to drop, the estimate is the
+    ``(A+1)``-th largest need (0 when at most ``A`` rows are late). It is then confirmed by replay:
+    the estimate must meet the target and 1 ms less must not. Where it does not hold (the
+    watermark's floor at 0 or no-data batches that run at one delay and not another make the shift
+    inexact), a bisection to 1 ms between a failing and a passing delay settles it (dropped rows are
+    non-increasing in the delay). ``candidates_ms`` (e.g. the ``--sweep`` delays) are replayed only to
+    report the smallest of them that meets the target. ``keep``: as for
+    :func:`~monitor.watermark.replay` (recommend for the events without some rows).
 
     Raises:
         EngineConfigError: the target is not in ``(0, 100]``.
@@ -81,38 +117,59 @@ def recommend_delay(
     allowed = (100.0 - target_completeness_pct) / 100.0
     if plan is None:
         plan = plan_batches(events, config)
-    cands = sorted(set(candidates_ms if candidates_ms is not None else DEFAULT_LADDER_MS))
     done: dict[int, Summary] = {}
 
     def run(d: int) -> Summary:
         if d not in done:
-            done[d] = replay(events, _with_delay(config, d), plan=plan).summary
+            done[d] = replay(events, _with_delay(config, d), plan=plan, keep=keep).summary
         return done[d]
 
-    def ok(s: Summary) -> bool:
-        return s.dropped_rows <= allowed * s.rows_with_time + 1e-9
+    base = replay(events, dataclasses.replace(config, delay_ms=0, keep_late_rows=True), plan=plan, keep=keep)
+    done[0] = base.summary
+    allowed_rows = int(allowed * base.summary.rows_with_time + 1e-9)
 
-    smallest = next((d for d in cands if ok(run(d))), None)  # ascending; stops at the first pass
-    best = smallest
-    if smallest is not None:
-        failing = [d for d in cands if d < smallest]
-        lo = failing[-1] if failing else None
-        hi = smallest
-        if lo is not None:
-            while hi - lo > resolution_ms:
-                mid = (lo + hi) // 2
-                mid -= mid % resolution_ms if mid - mid % resolution_ms > lo else 0
-                if ok(run(mid)):
-                    hi = mid
-                else:
-                    lo = mid
-        best = hi
-    summary = run(best) if best is not None else run(cands[-1])
+    def ok(s: Summary) -> bool:
+        return s.dropped_rows <= allowed_rows
+
+    need = np.sort(needed_extra_delay_ms(base))[::-1]
+    estimate = min(int(need[allowed_rows]) if len(need) > allowed_rows else 0, MAX_DELAY_MS)
+    lo: int | None = None  # a failing delay
+    hi: int | None = None  # a passing delay
+    if ok(run(estimate)):
+        hi = estimate
+        if estimate > 0 and not ok(run(estimate - 1)):
+            lo = estimate - 1
+        elif estimate > 0:
+            lo = -1 if ok(run(0)) else 0
+    else:
+        lo = estimate
+        for d in sorted({*DEFAULT_LADDER_MS, MAX_DELAY_MS}):
+            if d > estimate and ok(run(d)):
+                hi = d
+                break
+    if hi is None:  # pragma: no cover - MAX_DELAY_MS keeps every row with an event time
+        hi = MAX_DELAY_MS
+    if lo == -1:
+        hi = 0
+    elif lo is not None:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(run(mid)):
+                hi = mid
+            else:
+                lo = mid
+    confirmed = ok(run(hi)) and (hi == 0 or not ok(run(hi - 1)))
+    smallest = None
+    if candidates_ms:
+        smallest = next((d for d in sorted(set(candidates_ms)) if ok(run(d))), None)
     return Recommendation(
         target_completeness_pct=target_completeness_pct,
         max_dropped_share=allowed,
-        delay_ms=best,
-        summary=summary,
+        allowed_rows=allowed_rows,
+        delay_ms=hi,
+        estimated_ms=estimate,
+        confirmed=confirmed,
+        summary=run(hi),
         smallest_candidate_ms=smallest,
         evaluated=tuple(done[d] for d in sorted(done)),
     )

@@ -67,6 +67,12 @@ def _lag(sample: Sample) -> int | None:
     return lag
 
 
+def _owned(sample: Sample) -> bool:
+    """Whether a live group member owned the partition at this observation (``extra["assigned"]`` from
+    :mod:`collectors.kafka`; samples without it, e.g. from other exporters, count as owned)."""
+    return sample.extra.get("assigned", True) is not False
+
+
 def _window(samples: list[Sample], size: int, max_age: timedelta) -> list[Sample]:
     out: list[Sample] = []
     oldest = samples[-1].observed_at - max_age
@@ -78,7 +84,21 @@ def _window(samples: list[Sample], size: int, max_age: timedelta) -> list[Sample
             if len(out) == size:
                 break
     out.reverse()
-    return out
+    return _commits_only(out)
+
+
+def _commits_only(window: list[Sample]) -> list[Sample]:
+    """A poll sees a commit again on every poll; Burrow sees only the commits a consumer makes. While a
+    live member owns the partition an unchanged offset is taken as re-committed (Burrow's STALL: alive,
+    not progressing). Once no member owns it, nothing can commit: the newest run of unchanged offsets is
+    kept at its *first* observation, so the window ends when the last commit was made and Burrow's STOP
+    (``now - last commit > window span``) can hold."""
+    if len(window) < 2 or _owned(window[-1]):
+        return window
+    first = len(window) - 1
+    while first > 0 and window[first - 1].committed_offset == window[-1].committed_offset:
+        first -= 1
+    return window[: first + 1]
 
 
 def _message(scope: Scope, result: PartitionLagEvaluation, window: list[Sample]) -> str:
@@ -128,8 +148,8 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
         if scope.partition is None:
             continue
         window = _window(samples, params.window_samples, params.max_age)
-        if not window:
-            continue
+        if len(window) < 2 and (not window or _owned(window[-1])):
+            continue  # one observation is no trend (Burrow evaluates a window of commits)
         commits = [
             CommitObservation(s.committed_offset, round(s.observed_at.timestamp() * 1000), _lag(s))
             for s in window
@@ -140,6 +160,8 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
         # always look caught up compared with the newest commit, and STOP could never be reported)
         brokers = [samples[-1].log_end_offset] if samples[-1].log_end_offset is not None else []
         result = evaluate_partition(commits, brokers, _lag(window[-1]), now_ms, params.allowed_lag)
+        if len(commits) < 2 and result.status is not LagStatus.STOP:
+            continue  # a single commit shows no trend; it can only be too old (STOP)
         severity = SEVERITY.get(result.status)
         if severity is None:
             continue

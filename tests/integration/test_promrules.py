@@ -76,7 +76,7 @@ def test_promtool_check_rules(promtool: str, rules_file: Path) -> None:
         [promtool, "check", "rules", str(rules_file)], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 9 rules found" in proc.stdout
+    assert "SUCCESS: 10 rules found" in proc.stdout
 
 
 def test_stall_fires_only_while_rows_arrive(promtool: str, rules_file: Path) -> None:
@@ -196,6 +196,40 @@ def test_future_timestamp_late_drops_and_state_growth(promtool: str, rules_file:
                         "exp_alerts": [_expected(rules_file, state, "warning", JOB_LABELS)],
                     },
                 ],
+            },
+        ],
+    )
+
+
+def test_consumer_lag_seconds_threshold_on_the_group_series(promtool: str, rules_file: Path) -> None:
+    alert = "TidegaugeConsumerLagSeconds"
+    group = 'engine="kafka",job_id="prod/orders",job_name="orders"'
+    labels = {"engine": "kafka", "job_id": "prod/orders", "job_name": "orders"}
+    _run(
+        promtool,
+        rules_file,
+        [
+            {
+                # 1. the group 400 s behind (threshold 5m = 300 s) for longer than `for: 1m` -> firing; the
+                #    series of its partitions do not fire on their own (one alert per group, not per partition)
+                "interval": "1m",
+                "input_series": [
+                    {"series": f'tidegauge_consumer_lag_seconds{{{group},source="",partition=""}}', "values": "400x10"},
+                    {"series": f'tidegauge_consumer_lag_seconds{{{group},source="orders",partition="3"}}',
+                     "values": "400x10"},
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "5m", "alertname": alert,
+                     "exp_alerts": [_expected(rules_file, alert, "warning", labels)]},
+                ],
+            },
+            {
+                # 2. 200 s behind: under the threshold -> nothing
+                "interval": "1m",
+                "input_series": [
+                    {"series": f'tidegauge_consumer_lag_seconds{{{group},source="",partition=""}}', "values": "200x10"},
+                ],
+                "alert_rule_test": [{"eval_time": "5m", "alertname": alert, "exp_alerts": []}],
             },
         ],
     )

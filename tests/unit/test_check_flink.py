@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from monitor.commands.check import run_check_flink
+from monitor.commands._check_flink import run_check_flink
 from monitor.model import Severity
 from tests.flink_replay import mock_transport, standalone_routes
 

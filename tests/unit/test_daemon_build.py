@@ -1,5 +1,5 @@
 """The composition root's builders: receivers with secrets from the environment, routes, config silences,
-unsupported targets; and config silences stored once and muting delivery."""
+targets; and config silences stored once and muting delivery."""
 
 from __future__ import annotations
 
@@ -69,14 +69,6 @@ def test_config_silences_have_stable_ids_and_checked_times() -> None:
     assert a.ends_at == datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
     with pytest.raises(ConfigError, match=r"silences\[0\]\.ends_at"):
         build_silences(parse_config({"silences": [{"matchers": {"job_id": "q1"}, "ends_at": "tomorrow"}]}))
-
-
-def test_unsupported_targets_are_refused_before_anything_runs(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'tg.db'}"
-    upgrade(url)
-    config = parse_config({"targets": {"kafka": [{"name": "k", "bootstrap_servers": "127.0.0.1:9092"}]}})
-    with pytest.raises(ConfigError, match=r"targets\.kafka: not supported"):
-        build(config, db_url=url, environ={}, clock=lambda: NOW)
 
 
 def test_flink_rest_targets_get_a_collector_with_their_auth() -> None:

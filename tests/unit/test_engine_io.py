@@ -44,7 +44,7 @@ def test_jsonl_numeric_times_with_unit_and_arrival(tmp_path: Path) -> None:
         "{not json\n"  # line 3: corrupt record -> null time, reported
         '{"event_time": null, "arrival_time": 1767225602000, "partition": 1}\n',
     )
-    with pytest.raises(EventsFileError, match="not a JSON object"):
+    with pytest.raises(EventsFileError, match=r"e.jsonl:3: invalid JSON: Expecting property name"):
         load_events(f, time_unit="ms")  # a corrupt line cannot give the arrival time needed to plan
     f2 = write(
         tmp_path / "e2.jsonl",
@@ -53,7 +53,9 @@ def test_jsonl_numeric_times_with_unit_and_arrival(tmp_path: Path) -> None:
     ev = load_events(f2, time_unit="ms")
     assert ev.event_time_us.tolist()[0] == 1_767_225_600 * SEC_US
     assert ev.event_time_us.tolist()[2] == 1_767_225_600 * SEC_US + 500_500
-    assert [(b.line, b.reason) for b in ev.bad_rows] == [(2, "not a JSON object")]
+    assert [(b.line, b.kind, b.reason) for b in ev.bad_rows] == [
+        (2, "line", "invalid JSON: Expecting property name enclosed in double quotes at column 2")
+    ]
     assert ev.key_names == ("a", "")
 
 

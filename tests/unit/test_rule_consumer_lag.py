@@ -4,6 +4,7 @@ A row is a partition's (committed offset, log-end offset) per poll."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -82,3 +83,41 @@ def test_partitions_are_judged_separately_and_messages_name_them() -> None:
         "source `orders` partition 3: committed offset stuck at 500 over 10 observations"
     )
     assert "lag is 190" in finding.message  # 600 + 90 - 500
+
+
+def unowned(rows: list[Poll], partition: int = 0) -> list[Sample]:
+    """Polls of a partition no live member owns (the collector's ``extra["assigned"] = False``)."""
+    return [dataclasses.replace(s, extra={"assigned": False}) for s in polls(rows, partition)]
+
+
+# (case, samples, now, expected status or None); polls every 15 s as above
+OWNERSHIP: list[tuple[int, list[Sample], object, str | None]] = [
+    # 1. one observation is no trend: lag 40 at the first poll is neither STALL nor WARN (Burrow judges a
+    #    window of commits; a single point "never decreases" trivially)
+    (1, polls([(100, 140)]), T0 + timedelta(seconds=15), None),
+    # 2. the group's members left after the commit at 15 s (offset 200, then unchanged, lag 40 constant):
+    #    nothing can commit any more, so the window ends at 15 s; at 150 s, 135 s since the last commit is
+    #    more than the window's 15 s span and the consumer was not caught up -> STOP (owned, the same polls
+    #    are STALL: case 3 of the table above)
+    (2, polls([(100, 140)]) + unowned([(200, 240)] * 9)[1:], AFTER_LAST, "STOP"),
+    # 3. the same polls while a member owns the partition: each poll is a re-commit of 200, lag 40 never
+    #    decreasing -> WARN (Burrow; not STOP: commits keep coming); an offset that never moved at all over
+    #    the window -> STALL
+    (3, polls([(100, 140)] + [(200, 240)] * 9), AFTER_LAST, "WARN"),
+    (5, polls([(200, 240)] * 10), AFTER_LAST, "STALL"),
+    # 4. an empty group that is caught up (lag 0) is never an error, however long ago it committed
+    (4, unowned([(200, 200)] * 10), AFTER_LAST, None),
+]
+
+
+@pytest.mark.parametrize(("case", "samples", "now", "expected"), OWNERSHIP, ids=[f"own-{c[0]}" for c in OWNERSHIP])
+def test_commit_windows_follow_ownership(case: int, samples: list[Sample], now: object, expected: str | None) -> None:
+    found = evaluate_lag(LagParams(), history(samples), now)  # type: ignore[arg-type]
+    assert [f.details["status"] for f in found] == ([] if expected is None else [expected])
+
+
+def test_a_single_commit_of_an_empty_group_is_no_trend_until_it_is_old() -> None:
+    one = unowned([(100, 140)])
+    assert evaluate_lag(LagParams(), history(one), T0) == []  # judged at its own time: nothing yet
+    (f,) = evaluate_lag(LagParams(), history(one), T0 + timedelta(seconds=15))
+    assert f.details["status"] == "STOP"

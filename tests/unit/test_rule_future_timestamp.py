@@ -14,7 +14,7 @@ import pytest
 
 from monitor.model import Sample, Scope, Severity
 from rules.future import FutureParams, UnitsParams, evaluate_future, evaluate_units
-from tests.rule_samples import EPOCH, T0, flink, history, spark
+from tests.rule_samples import EPOCH, T0, flink, history, recorded_case, spark
 
 NOW = T0 + timedelta(minutes=30)
 OLD = -1_000_000  # about 1.9 years before T0: a backfill of historical data
@@ -58,6 +58,20 @@ FUTURE_TABLE: list[tuple[int, list[Sample], list[tuple[int | None, dict[str, str
     ),
     # 8. an event time after 2200 is a unit mismatch (event_time_units), not a future timestamp
     (8, [spark(0, 10, -10, datetime(2500, 1, 1, tzinfo=UTC))], []),
+    # 9. recorded (PySpark 4.3, backfill_future_row): 2024 event times replayed in 2026, one minute per
+    #    data batch; batch 4 carries a row dated +24 h (max 2024-03-02T12:02 after 12:01:55), batch 5's
+    #    watermark follows (+1 day), batch 6's rows continue at 12:03 and are all dropped. Every event time
+    #    is years behind processing time, so the skew cannot see it: the leap beyond the data's own
+    #    progression does, named at batch 4, the batch that carried the row
+    (9, recorded_case("backfill_future_row"), [(4, {})]),
+    # 10. the same with little history, at batch 6: only one increment (+1 min) before the leap, too few
+    #     to call it unusual, but batch 6 fell back to the old progression: the row was an outlier
+    (10, recorded_case("backfill_future_row", upto_batch=6), [(4, {})]),
+    # 11. ... and at batch 5 (no rows since the leap): it may still be a fast backfill -> not yet
+    (11, recorded_case("backfill_future_row", upto_batch=5), []),
+    # 12. recorded backfill_fast: every data batch two hours further, none falling back: each advance is
+    #     big (>= min_jump 1h) but the data keep up with it -> nothing (a naive leap rule fires every batch)
+    (12, recorded_case("backfill_fast"), []),
 ]
 
 
@@ -91,6 +105,18 @@ def test_jump_message() -> None:
     assert "2880 times its usual per-batch advance of 1 min" in finding.message
 
 
+def test_recorded_backfill_leap_message_says_how_far_and_what_followed() -> None:
+    (finding,) = evaluate_future(FutureParams(), history(recorded_case("backfill_future_row")), NOW)
+    assert finding.message.startswith(
+        "batch 4 at 2026-12-01T09:43:36Z: event-time max 2024-03-02T12:02Z leapt 1.0 days beyond the data's "
+        "own progression (newest event time before: 2024-03-01T12:01:55Z, usually +1 min per batch, beyond "
+        "the watermark delay of 10 min)"
+    )
+    # batches 6-10 each dropped their 12 rows: 60 of the 60 rows after batch 4 (batch 5 had none)
+    assert "The watermark followed in batch 5 +1.0 days (to 2024-03-02T11:52Z) and 60 of the 60 rows" in finding.message
+    assert finding.details["leap_seconds"] == 86_405.0  # 2024-03-01T12:01:55 -> 2024-03-02T12:02:00
+
+
 # (case, samples, expected [(batch_id, words in the message)])
 UNITS_TABLE: list[tuple[int, list[Sample], list[tuple[int | None, str]]]] = [
     # 1. event time 1970-01-20 while rows flow: 1.7e9 epoch SECONDS read as milliseconds lands there
@@ -105,6 +131,12 @@ UNITS_TABLE: list[tuple[int, list[Sample], list[tuple[int | None, str]]]] = [
     (5, [spark(m, 10, m - 10, m) for m in range(3)], []),
     # 6. a Flink subtask's watermark in 2300 (274 years of minutes after 2026): milliseconds read as seconds
     (6, [flink(0, 1, 274 * 525_960.0)], [(None, "milliseconds read as seconds")]),
+    # 7. recorded (PySpark 4.3, epoch_units) at batch 4: timestamp_seconds over one epoch-millisecond
+    #    value puts the row in year 56,135 (Spark prints +56135-05-22T09:20:00.000Z, beyond Python's 9999)
+    (7, recorded_case("epoch_units", upto_batch=4), [(4, "beyond the year 9999 is after 2200")]),
+    # 8. ... and at the end: the row is gone but the watermark stays there (it never goes back): still
+    #    named at batch 4, the batch that carried it
+    (8, recorded_case("epoch_units"), [(4, "the watermark is beyond the year 9999")]),
 ]
 
 

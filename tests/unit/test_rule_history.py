@@ -57,3 +57,26 @@ def test_lookbacks_trim_before_the_newest_sample() -> None:
     assert h is not None
     # newest at 12:30: batches from 12:10 (21 of them), the source series from 12:25 (6)
     assert (len(h.batches), len(h.series[Scope(source="clicks")])) == (21, 6)
+
+
+def test_rolling_history_equals_job_history_at_every_step() -> None:
+    # the replay's incremental history must be what job_history makes of the same prefix: the recorded
+    # never_seen_input log (query and per-source progress, starts, terminations, three runs), judged with
+    # a 10-s window so that trimming happens
+    from rules.history import RollingHistory
+    from tests.rule_samples import recorded_case
+
+    samples = recorded_case("never_seen_input")
+    window, series_window = timedelta(seconds=10), timedelta(seconds=5)
+    rolling = RollingHistory(window, series_window)
+    for i in range(len(samples)):
+        got = rolling.extend(samples[i : i + 1])
+        want = job_history(samples[: i + 1], window, series_window)
+        assert got is not None and want is not None
+        assert (got.job, got.batches, got.lifecycle, got.idle, got.newest_at) == (
+            want.job, want.batches, want.lifecycle, want.idle, want.newest_at
+        )
+        assert dict(got.series) == dict(want.series)
+        maxes = [b.event_time_max for b in want.batches if b.event_time_max is not None]
+        expected = (maxes[-1], max(maxes[:-1]) if len(maxes) > 1 else None) if maxes else None
+        assert got.event_max_top == expected  # the sliding maximum find_leap's fast path reads

@@ -10,7 +10,7 @@ import pytest
 
 from monitor.model import Sample, Severity
 from rules.late import LateSurgeParams, evaluate_late_surge
-from tests.rule_samples import T0, history, spark
+from tests.rule_samples import T0, history, recorded_case, spark
 
 NOW = T0 + timedelta(minutes=30)
 
@@ -33,6 +33,9 @@ TABLE: list[tuple[int, list[Sample], tuple[int, int] | None]] = [
     # 5. a foreachBatch running two actions doubles the operator's counts: 30 "dropped" of 20 rows is
     #    reported as measured (share 150 %), not clipped
     (5, run(1, {0: 30}, rows=20), (30, 20)),
+    # 6. recorded (PySpark 4.3, backfill_future_row): batches 6-10 each drop their 12 rows; the 10-min
+    #    window (batch times 4 s apart) holds all 11 batches: 60 dropped of 12+0+12+0+13+0+12*5 = 97 rows
+    (6, recorded_case("backfill_future_row"), (60, 97)),
 ]
 
 
@@ -54,6 +57,14 @@ def test_message_names_cause() -> None:
     # the watermark 3 days ahead of the batch time: the cause is a future event time, not lateness
     (future,) = evaluate_late_surge(LateSurgeParams(), history(run(10, {9: 50}, wm_ahead=True)), NOW)
     assert "a future event time moved it" in future.message
+
+
+def test_recorded_drops_are_linked_to_the_batch_that_moved_the_watermark() -> None:
+    # batch 4 carried a row dated +24 h, batch 5's watermark jumped +1 day: the drops of batch 10 are its
+    # doing, and a longer delay would not help (backfill: the skew to processing time cannot see it)
+    (found,) = evaluate_late_surge(LateSurgeParams(), history(recorded_case("backfill_future_row")), NOW)
+    assert "12 rows dropped at batch 10 because batch 4 moved the watermark +1.0 days" in found.message
+    assert "A longer delay does not help" in found.message and "raise the watermark delay" not in found.message
 
 
 def test_flink_surge_names_the_window_subtask_and_what_the_counter_hides() -> None:

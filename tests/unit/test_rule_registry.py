@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from collectors.spark.eventlog import EventLogCollector
 from monitor.cli import app
 from monitor.errors import ConfigError
-from monitor.model import CollectorError, Engine, JobRef, Sample, Severity
+from monitor.model import CollectorError, Engine, JobRef, Sample, SampleKind, Severity
 from rules.config import RulesConfig
 from rules.registry import RULES, evaluate, rule_timing, validate
 from tests.rule_samples import SPARK, T0, source, spark
@@ -96,7 +96,7 @@ def test_invalid_params_name_rule_and_param(case: int, data: dict[str, object], 
 def test_every_rule_accepts_its_defaults_and_common_keys() -> None:
     data = {name: {"enabled": True, "severity": "info", "keep_firing_for": "1m"} for name in RULES}
     validate(rules(data))
-    assert len(RULES) == 11
+    assert len(RULES) == 13  # eleven batch-time rules (consumer_lag_seconds among them), checkpoint_failures and no_progress
 
 
 def test_override_applies_only_to_matching_jobs() -> None:
@@ -176,7 +176,14 @@ def test_recorded_real_spark_event_log(spark_fixtures: Path) -> None:
         by_job.setdefault((sample.job.engine, sample.job.job_id), []).append(sample)
     (samples,) = by_job.values()
     newest = max(s.observed_at for s in samples)  # 11:32:51.258, the last run's start/stop
-    found = evaluate(rules({}), by_job, newest + timedelta(minutes=1))
+    # the log ends with the last run's QueryTerminatedEvent (no exception): a terminated query's
+    # conditions no longer hold, only its restarts (target_health) are still reported
+    assert [f.rule for f in evaluate(rules({}), by_job, newest)] == ["target_health"]
+    # judged at batch 11 (11:32:50.792, before its run terminated), as the daemon saw it live
+    at_11 = max(s.observed_at for s in samples if s.batch_id == 11)
+    live = [s for s in samples if s.observed_at < at_11 or (s.observed_at == at_11 and s.kind is not SampleKind.TERMINATED)]
+    by_job = {(Engine.SPARK, samples[0].job.job_id): live}
+    found = evaluate(rules({}), by_job, at_11)
     assert [f.rule for f in found] == ["future_timestamp", "late_drop_surge", "target_health"]
     future, late, health = found
     # batch 6 brought the 2099-01-01 row (eventTime.max) and every later batch stays ahead: the stretch
@@ -187,12 +194,12 @@ def test_recorded_real_spark_event_log(spark_fixtures: Path) -> None:
     # 5+6+6+3+3+1 = 24 input rows; the newest watermark (2099) is ahead, so the cause named is the future time
     assert (late.details["dropped"], late.details["rows"]) == (5, 24)
     assert "a future event time moved it" in late.message
-    # seven runs of the same query id (the last one started and stopped without a batch), each started
-    # after the previous one terminated: 6 restarts
-    assert health.labels["check"] == "restarted" and health.details["restarts"] == 6
+    # six runs of the same query id up to batch 11, each started after the previous one terminated: 5
+    # restarts (the seventh run starts, and stops without a batch, after batch 11)
+    assert health.labels["check"] == "restarted" and health.details["restarts"] == 5
     # the watermark stalls nowhere (the log spans 10 s, far below for 10m), and the never-computed 1970
     # watermark of batch 0 is not reported as a 56-year freshness delay even with a target
-    with_target = evaluate(rules({"freshness": {"target": "1h"}}), by_job, newest + timedelta(minutes=1))
+    with_target = evaluate(rules({"freshness": {"target": "1h"}}), by_job, at_11)
     assert [f.rule for f in with_target] == ["future_timestamp", "late_drop_surge", "target_health"]
 
 

@@ -14,9 +14,11 @@ import pytest
 
 from monitor.model import Sample, SampleKind, Severity
 from rules.stall import StallParams, evaluate_stall
-from tests.rule_samples import EPOCH, SPARK, T0, flink, history, source, spark
+from tests.rule_samples import EPOCH, SPARK, T0, flink, history, recorded_case, source, spark
 
 NOW = T0 + timedelta(minutes=30)
+#: the never-fed input of the recorded case, as Spark describes it in sources[]
+NEVER_SEEN_B = "FileStreamSource[file:/tmp/tg-never_seen_input-_l6zv2qb/b]"
 
 
 def _advancing_then_flat(flat_until: int, *, sources: bool) -> list[Sample]:
@@ -103,6 +105,17 @@ TABLE: list[tuple[int, list[Sample], tuple[str, dict[str, str] | None] | None]] 
         + [Sample(SPARK, T0 + timedelta(minutes=m), SampleKind.IDLE, batch_id=0) for m in range(1, 20)],
         None,
     ),
+    # 16. recorded (PySpark 4.3, never_seen_input): two watermarked file sources unioned, input `b` never
+    #     gets a file; batches 0-3 (4 s apart, 10 rows each from `a`) all report 1970 -> a stall at once
+    #     (30 s, far below `for` 10m: a never-computed watermark after rows is no lull), naming `b`, whose
+    #     sources[] entry has numInputRows 0 in every batch
+    (16, recorded_case("never_seen_input", upto_batch=3), ("never_seen_input", {"source": NEVER_SEEN_B})),
+    # 17. the same at batch 2: only batches 0-1 could have moved the watermark (2 < min_data_batches 3)
+    (17, recorded_case("never_seen_input", upto_batch=2), None),
+    # 18. the same query restarted twice with Trigger.AvailableNow (batches 8 and 9, one per run): per-input
+    #     watermarks are not checkpointed, `b` still has no data, the watermark is 1970 again -> the stall
+    #     holds at the restarted runs' batches too
+    (18, recorded_case("never_seen_input", upto_batch=9), ("never_seen_input", {"source": NEVER_SEEN_B})),
 ]
 
 
@@ -142,3 +155,12 @@ def test_for_and_min_rows_params() -> None:
     # an explicit delay of 30 min makes 12:13 <= 11:52 + 30 min: the delay exceeds the data's span
     found = evaluate_stall(StallParams.model_validate({"delay": "30m"}), history(samples), NOW)
     assert found[0].details["cause"] == "delay_exceeds_span"
+
+
+def test_recorded_never_seen_input_names_the_input_and_the_remedies() -> None:
+    (finding,) = evaluate_stall(StallParams(), history(recorded_case("never_seen_input", upto_batch=7)), NOW)
+    assert f"source `{NEVER_SEEN_B}` has produced no rows (numInputRows 0 in every batch)" in finding.message
+    assert "Spark's initial 1970-01-01" in finding.message and "70 rows arrived in 7 batches" in finding.message
+    for remedy in ("feed that input", "drop it from the query", "spark.sql.streaming.multipleWatermarkPolicy=max",
+                   "dropped as late", "Trigger.AvailableNow"):
+        assert remedy in finding.message

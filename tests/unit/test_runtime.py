@@ -103,15 +103,18 @@ def test_each_tick_passes_its_one_now_down(
         eval_now = poll_now + timedelta(seconds=7)
         events = runtime.evaluate(eval_now)
         assert [e.kind.value for e in events] == ["pending", "firing"]
-        assert {e.at for e in events} == {eval_now}
+        # the lifecycle steps at the batch's own time (the data's clock): the fourth batch, the first
+        # at which three batches with rows had not moved the watermark
+        stalled_at = max(s.observed_at for s in result.samples)
+        assert {e.at for e in events} == {stalled_at} and stalled_at < eval_now
         with store.sessions() as s:
             [alert] = load_alerts(s).values()
             outbox = s.scalars(select(OutboxRow)).all()
         assert (alert.rule, alert.state, alert.active_at, alert.fired_at) == (
             "watermark_stall",
             AlertState.FIRING,
-            eval_now,
-            eval_now,
+            stalled_at,
+            stalled_at,
         )
         assert [(o.status, o.created_at) for o in outbox] == [("firing", eval_now)]
         assert [(a.rule, a.state, a.count) for a in runtime.alert_counts()] == [
@@ -295,3 +298,159 @@ def test_recent_history_loads_only_new_rows_and_keeps_the_window(store: Store) -
         lookback=timedelta(minutes=30),
     )
     assert again.recent_history() == runtime.recent_history()
+
+
+def _outbox(store: Store) -> list[tuple[str, dict[str, str]]]:
+    with store.sessions() as s:
+        rows = s.scalars(select(OutboxRow).order_by(OutboxRow.id)).all()
+    return [(o.status, o.payload.get("annotations", {}) if isinstance(o.payload, dict) else {}) for o in rows]
+
+
+def test_stall_that_began_and_ended_while_the_daemon_was_stopped_fires_and_resolves(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        runtime.poll(target, T0)
+        assert runtime.evaluate(T0) == []  # nothing written yet
+        # stopped; meanwhile four stalled batches (three with rows not moving the watermark) and the
+        # recovering one (recorded batch 5: the watermark moved) are written
+        log.batches(4, 4, 4, 4, 5)
+        restarted, target = _runtime(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(minutes=1)
+        restarted.poll(target, now)
+        events = restarted.evaluate(now)
+        # fired at the fourth batch's time, resolved at the fifth's: both notified
+        assert [(e.kind.value, e.at) for e in events] == [
+            ("pending", log.times[3]), ("firing", log.times[3]), ("resolved", log.times[4])
+        ]
+        assert [status for status, _ in _outbox(store)] == ["firing", "resolved"]
+        assert restarted.evaluate(now + timedelta(seconds=15)) == []  # evaluated once, not again
+
+
+def test_history_older_than_the_horizon_is_stored_but_notifies_nobody(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    # a daemon pointed at an old log: the same stall, two hours before the daemon first sees it (the
+    # default horizon is the longest rule window, 30 min): the alert is stored and shown, nobody paged
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4, 5, 4, 4, 4, 4)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(hours=2)
+        runtime.poll(target, now)
+        events = runtime.evaluate(now)
+        assert [e.kind.value for e in events] == ["pending", "firing", "resolved", "pending", "firing"]
+        assert _outbox(store) == []
+        with store.sessions() as s:
+            [alert] = load_alerts(s).values()
+        assert alert.state is AlertState.FIRING and "not notified" in alert.annotations["history"]
+        # the stall ends live, now: still that history episode, so its resolution is not notified either
+        log.clock = now
+        log.batches(5)
+        runtime.poll(target, now + timedelta(seconds=5))
+        assert [e.kind.value for e in runtime.evaluate(now + timedelta(seconds=5))] == ["resolved"]
+        assert _outbox(store) == []
+        # a new stall live: notified
+        log.batches(4, 4, 4, 4)
+        runtime.poll(target, now + timedelta(seconds=10))
+        assert [e.kind.value for e in runtime.evaluate(now + timedelta(seconds=10))] == ["pending", "firing"]
+        assert [status for status, _ in _outbox(store)] == ["firing"]
+
+
+def test_terminated_query_resolves_its_alerts_with_the_reason(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4)
+    log.terminate()  # a clean stop (no exception) right after the stalled batch
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(minutes=1)
+        runtime.poll(target, now)
+        assert [e.kind.value for e in runtime.evaluate(now)] == ["pending", "firing", "resolved"]
+        (_, fired), (_, resolved) = _outbox(store)
+        assert resolved.get("resolved_reason") == "terminated" and "resolved_reason" not in fired
+
+
+def _runtime_all_rules(store: Store, tmp_path: Path, receiver_url: str, client: httpx.Client) -> tuple[Runtime, Target]:
+    cursors = StoreCursors(store.sessions, COLLECTOR_NAME)
+    target = Target("logs", EventLogCollector([tmp_path / "events"], cursors), timedelta(seconds=1), cursors)
+    runtime = Runtime(
+        sessions=store.sessions,
+        targets=[target],
+        latest=LatestSamples(),
+        rules_config=parse_config({}).rules,  # every rule, defaults
+        notifiers=[WebhookNotifier("ops", receiver_url, "s3cret-for-tests", timeout_seconds=5.0)],
+        routes=[Route("ops")],
+        http_client=client,
+    )
+    return runtime, target
+
+
+def test_history_only_log_directory_raises_no_notification(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    # a recorded-style log that ended two hours before the daemon first sees it, with the 2099 row
+    # (future_timestamp, late drops) and no termination: findings are stored, nobody is paged, and
+    # the two hours of silence since are not a no_progress page either
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4, 5, 6, 7, 4)
+    with httpx.Client() as client:
+        runtime, target = _runtime_all_rules(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(hours=2)
+        runtime.poll(target, now)
+        events = runtime.evaluate(now)
+        assert {e.kind.value for e in events} >= {"pending", "firing"}
+        with store.sessions() as s:
+            rules = {a.rule for a in load_alerts(s).values()}
+        assert "future_timestamp" in rules and "no_progress" not in rules
+        assert _outbox(store) == []
+    # a restarted daemon (seeding /metrics from the store first, as `tidegauge run` does) still sees the
+    # two-hour-old job as history: its silence is no page
+    with httpx.Client() as client:
+        restarted, _ = _runtime_all_rules(store, tmp_path, hook.url, client)
+        restarted.seed_latest()
+        restarted.evaluate(now + timedelta(minutes=1))
+        assert _outbox(store) == []
+
+
+def test_live_query_that_stops_reporting_is_a_no_progress_page(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0, step=timedelta(minutes=1))
+    log.batches(5, 5, 5)  # no-data batches a minute apart: nothing wrong
+    with httpx.Client() as client:
+        runtime, target = _runtime_all_rules(store, tmp_path, hook.url, client)
+        runtime.poll(target, T0 + timedelta(minutes=3))
+        runtime.evaluate(T0 + timedelta(minutes=3))
+        assert _outbox(store) == []
+        # the last batch at 12:03; silent (no batch, no idle event, no termination) for 11 min at 12:14,
+        # more than 10 trigger intervals of 1 min
+        quiet = T0 + timedelta(minutes=14)
+        runtime.poll(target, quiet)
+        runtime.evaluate(quiet)
+        [(status, _)] = _outbox(store)
+        with store.sessions() as s:
+            [alert] = [a for a in load_alerts(s).values() if a.rule == "no_progress"]
+        assert status == "firing" and alert.message.startswith("no progress for 11 min; last batch 2")
+
+
+def test_termination_read_after_its_last_batch_still_resolves(
+    tmp_path: Path, spark_fixtures: Path, store: Store, hook: Receiver
+) -> None:
+    # Spark logs QueryTerminatedEvent without a time (it takes its last batch's): read by a later poll
+    # than that batch, it is still a new instant at the same time, after the one already evaluated
+    log = LiveEventLog(tmp_path / "events" / "local-1.inprogress", spark_fixtures, T0)
+    log.batches(4, 4, 4, 4)
+    with httpx.Client() as client:
+        runtime, target = _runtime(store, tmp_path, hook.url, client)
+        now = T0 + timedelta(minutes=1)
+        runtime.poll(target, now)
+        assert [e.kind.value for e in runtime.evaluate(now)] == ["pending", "firing"]
+        log.terminate()
+        runtime.poll(target, now + timedelta(seconds=15))
+        events = runtime.evaluate(now + timedelta(seconds=15))
+        assert [(e.kind.value, e.at) for e in events] == [("resolved", log.times[3])]
+        assert _outbox(store)[-1][1].get("resolved_reason") == "terminated"

@@ -30,12 +30,15 @@ def test_demo_text_shows_future_jump_and_drops(capsys: pytest.CaptureFixture[str
     code, out, err = run(["scan", "--demo"], capsys)
     assert code == 0, err  # no --fail-on: findings do not change the exit code
     assert "Query wm_gt" in out
-    assert "batch 6: event-time max 2099-01-01T00:00Z is 72 years ahead of the batch time" in out
-    assert "the watermark jumps to 2098-12-31T23:50Z in batch 7" in out
-    assert "filter rows with event_time > now + 1 h before withWatermark" in out
-    for batch, rows in ((2, "1 row"), (4, "2 rows"), (8, "2 rows")):
-        assert f"batch {batch}: {rows} dropped as later than the watermark" in out
-    assert "5 rows dropped by the watermark in total, in 3 batches (2, 4, 8)" in out
+    # replayed batch by batch: the 2099 row of batch 6 is seen at batch 6 itself, and held until its run
+    # terminated after batch 7 (a terminated query's alerts resolve)
+    assert "CRITICAL future_timestamp [wm_gt] (held batches 6-7) batch 6 at 2026-11-29T11:32:48.289Z: event-time max " \
+        "2099-01-01T00:00Z is 72 years ahead of the observation time" in out
+    assert "Filter rows with event_time > now + 1 h before the watermark is assigned" in out
+    # batch 2 dropped 1 of the 11 rows of batches 0-2 (all within late_drop_surge's 10-min window)
+    assert "(held batches 2-3) 1 of 11 input rows (9.1%) were dropped as late" in out
+    # batch 8 ran with the 2098-12-31T23:50Z watermark: its drops are blamed on the future row
+    assert "the watermark 2098-12-31T23:53Z is 72 years ahead of the observation time: a future event time moved it" in out
 
 
 def test_demo_json_document(capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,9 +57,17 @@ def test_demo_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     assert {k for b in query["batches"] for k in b} >= {
         "batch_id", "timestamp", "num_input_rows", "watermark", "event_time_max", "dropped_by_watermark", "state_rows"
     }
-    found = [(f["rule"], f["severity"], f["batch_id"]) for f in doc["findings"]]
-    assert ("future_timestamp", "critical", 6) in found
-    assert [b for r, _, b in found if r == "late_rows_dropped"] == [2, 4, 8, None]
+    found = [(f["rule"], f["severity"], f["batch_id"], f["first_batch_id"], f["last_batch_id"]) for f in doc["findings"]]
+    # runs are batches (0, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11), then one without a batch; each run
+    # terminated cleanly, which resolves the query's alerts; the next run's first batch brings them back
+    assert [f for f in found if f[0] == "future_timestamp"] == [
+        ("future_timestamp", "critical", 6, 6, 7), ("future_timestamp", "critical", 6, 8, 9),
+        ("future_timestamp", "critical", 6, 10, 11),
+    ]
+    # drops in batches 2, 4, 8 (1, 2, 2 rows): every run from batch 2 on has a drop in its 10-min window
+    assert [f[3:] for f in found if f[0] == "late_drop_surge"] == [(2, 3), (4, 5), (6, 7), (8, 9), (10, 11)]
+    # restarts: a new run id from batch 2 on; a restart stays reported for 15 min, past the log's end
+    assert ("target_health", "warning", None, 1, 11) in found
     assert all(f["query_id"] == query["id"] and f["message"] for f in doc["findings"])
 
 
@@ -76,8 +87,10 @@ def test_future_skew_option(capsys: pytest.CaptureFixture[str]) -> None:
     # a skew of 100 years tolerates the 2099 row: no future finding, and the late rows of batch 8 are no
     # longer blamed on a future watermark
     code, out, _ = run(["scan", "--demo", "--future-skew", "36500d", "--format", "json"], capsys)
-    rules = {f["rule"] for f in json.loads(out)["findings"]}
-    assert code == 0 and "future_timestamp" not in rules and "late_rows_dropped" in rules
+    findings = json.loads(out)["findings"]
+    assert code == 0 and "future_timestamp" not in {f["rule"] for f in findings}
+    late = [f for f in findings if f["rule"] == "late_drop_surge"]
+    assert late and not any("future event time" in f["message"] for f in late)
 
 
 def test_bad_inputs_exit_2_and_others_still_scanned(
@@ -100,7 +113,7 @@ def test_bad_inputs_exit_2_and_others_still_scanned(
     assert any(str(corrupt) in line and "corrupt zstd frame" in line for line in lines)
     assert any(str(unknown) in line and "unknown format" in line for line in lines)
     assert any(str(missing) in line and "no such file" in line for line in lines)
-    assert "Query wm_gt" in out and "batch 6: event-time max" in out  # the good file was still scanned
+    assert "Query wm_gt" in out and "batch 6 at 2026-11-29T11:32:48.289Z: event-time max" in out  # still scanned
 
 
 def test_progress_files_object_array_and_lines(
@@ -303,3 +316,28 @@ def test_unknown_format_skipped_inside_a_directory_but_an_error_when_named(
     assert f"tidegauge: warning: {notes}: unknown format" in err and "(skipped)" in err
     code, _, err = run(["scan", str(notes)], capsys)
     assert code == 2 and f"tidegauge: error: {notes}: unknown format" in err
+
+
+def test_config_rules_section_is_used(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # the daemon's config file: scan replays with its rules (late_drop_surge off, a 100-year skew)
+    config = tmp_path / "tidegauge.yaml"
+    config.write_text("rules:\n  late_drop_surge: {enabled: false}\n  future_timestamp: {skew: 36500d}\n")
+    code, out, err = run(["scan", "--demo", "-c", str(config), "--format", "json"], capsys)
+    assert code == 0, err
+    assert {f["rule"] for f in json.loads(out)["findings"]} == {"target_health"}
+    # --future-skew on top of the file sets future_timestamp.skew back to 1 h
+    code, out, _ = run(["scan", "--demo", "-c", str(config), "--future-skew", "1h", "--format", "json"], capsys)
+    assert {f["rule"] for f in json.loads(out)["findings"]} == {"target_health", "future_timestamp"}
+    config.write_text("rules:\n  watermark_stall: {for: soon}\n")
+    code, _, err = run(["scan", "--demo", "-c", str(config)], capsys)
+    assert code == 2 and "rules.watermark_stall.for" in err
+
+
+def test_lifecycle_for_applies_as_in_the_daemon(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # late_drop_surge with `for: 1h`: the daemon would keep each episode pending (the demo log spans 10 s
+    # of batch time) and notify none, so scan reports none; future_timestamp keeps its for 0
+    config = tmp_path / "tidegauge.yaml"
+    config.write_text("rules:\n  late_drop_surge: {for: 1h}\n")
+    code, out, _ = run(["scan", "--demo", "-c", str(config), "--format", "json"], capsys)
+    assert code == 0
+    assert {f["rule"] for f in json.loads(out)["findings"]} == {"future_timestamp", "target_health"}

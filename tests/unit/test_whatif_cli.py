@@ -66,7 +66,9 @@ def test_whatif_json_shape_and_values(events_csv: Path, capsys: pytest.CaptureFi
     s = doc["summary"]
     assert (s["dropped_rows"], s["rows_with_time"], s["peak_state_rows"]) == (2, 6, 3)
     assert s["dropped_by_source"] == {"a": 2}
-    assert doc["bad_rows"] == [{"line": 6, "value": "garbage", "reason": "not ISO-8601 nor a number"}]
+    assert doc["bad_rows"] == [
+        {"line": 6, "value": "garbage", "reason": "not ISO-8601 nor a number", "kind": "event_time"}
+    ]
     assert [
         (e["batch_id"], e["line"], e["window_end_ms"], e["lateness_ms"]) for e in doc["late_row_details"]
     ] == [
@@ -106,10 +108,11 @@ def test_whatif_sweep_and_target(events_csv: Path, capsys: pytest.CaptureFixture
     assert code == 0
     doc = json.loads(out)
     assert [(s["delay_ms"], s["dropped_rows"]) for s in doc["sweep"]] == [(10_000, 2), (30_000, 0)]
-    # 80% completeness allows 1 of 6 rows with a time. Delay 16 s: wm after batch 0 = 84 s, so batch 2
-    # (late wm 84) keeps 83 s ([80,85) ends 85 > 84); then wm 85 and batch 4 drops 84 s (85 <= 85):
-    # 1 dropped. Delay 15 s: late wm 85 drops 83 s in batch 2 and 84 s in batch 4: 2 dropped.
-    assert doc["recommendation"]["delay_ms"] == 16_000
+    # 80% completeness allows 1 of 6 rows with a time. Delay 15.001 s: wm after batch 0 = 84.999 s, so
+    # batch 2 (late wm 84.999) keeps 83 s ([80,85) ends 85 > 84.999); batch 4 (late wm 101 - 15.001 =
+    # 85.999) drops 84 s: 1 dropped. Delay 15 s: late wm 85 drops 83 s too: 2 dropped.
+    assert doc["recommendation"]["delay_ms"] == 15_001
+    assert doc["recommendation"]["confirmed_by_replay"] is True
     assert doc["recommendation"]["smallest_candidate_ms"] == 30_000
 
 

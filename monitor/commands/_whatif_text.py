@@ -1,0 +1,394 @@
+"""Text and JSON pieces of ``tidegauge whatif``'s report (the command itself is in :mod:`.whatif`).
+
+Every instant goes through :func:`monitor.model.format_epoch_ms`, which renders any int64 time
+(a watermark in year 57,971 prints as Spark prints it, ``+57971-02-25T19:25:40Z``); a
+:class:`datetime` is never built, so no input can make rendering fail.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from monitor.durations import format_duration_ms
+from monitor.model import format_epoch_ms
+from monitor.watermark import BatchResult, EventsTable, Replay, Summary, WatermarkConfig
+from monitor.watermark.config import Session, Sliding, Tumbling
+from monitor.watermark.diagnose import Diagnosis, WatermarkMover
+from monitor.watermark.events import UnitMismatch
+from monitor.watermark.sweep import Recommendation
+
+_DAY_MS = 86_400_000
+_YEAR_MS = 31_556_952_000  # 365.2425 days
+
+
+def iso(ms: int | None) -> str:
+    """Epoch ms -> ``2026-01-01T00:00:30Z`` (``.123`` only when the ms are not 0); ``-`` for None."""
+    return "-" if ms is None else format_epoch_ms(ms, always_millis=False)
+
+
+def iso_us(us: int) -> str:
+    """Epoch us -> as :func:`iso` (floored to the millisecond)."""
+    return iso(us // 1000)
+
+
+def dur(ms: int | None) -> str:
+    """A duration as ``1h30m`` (``-`` for None)."""
+    return "-" if ms is None else format_duration_ms(ms)
+
+
+def human(ms: int | None) -> str:
+    """A duration a reader takes in at a glance: ``4m30s`` below a day, ``3.5 days``, ``73.0 years``."""
+    if ms is None:
+        return "-"
+    a = abs(ms)
+    if a < _DAY_MS:
+        return format_duration_ms(ms)
+    if a < 365 * _DAY_MS:
+        return f"{ms / _DAY_MS:.1f} days"
+    return f"{ms / _YEAR_MS:,.1f} years"
+
+
+def describe(config: WatermarkConfig) -> str:
+    """One line naming the query shape, output mode, policy and options."""
+    w = config.window
+    if isinstance(w, Tumbling):
+        shape = f"window {dur(w.size_ms)} tumbling"
+    elif isinstance(w, Sliding):
+        shape = f"window {dur(w.size_ms)} sliding {dur(w.slide_ms)}"
+    elif isinstance(w, Session):
+        shape = f"session gap {dur(w.gap_ms)} per key"
+    else:
+        assert config.dedup is not None
+        shape = f"dedup ({config.dedup.mode})"
+    parts = [shape, config.output_mode if config.dedup is None else "", f"policy {config.policy}"]
+    if config.group_by_key and not isinstance(w, Session):
+        parts.append("grouped by key")
+    if config.trigger_ms is not None:
+        parts.append(f"trigger {dur(config.trigger_ms)}")
+    if config.max_rows_per_batch is not None:
+        parts.append(f"max {config.max_rows_per_batch} rows/batch")
+    if config.max_future_skew_ms is not None:
+        parts.append(f"future-skew filter {dur(config.max_future_skew_ms)}")
+    return ", ".join(p for p in parts if p)
+
+
+def _clock(ms: int) -> str:
+    return iso(ms).split("T", 1)[1]
+
+
+def emitted_text(b: BatchResult, limit: int = 3) -> str:
+    """The first windows a batch emitted, ``[00:00:00Z,00:01:00Z)=3``."""
+    ws = b.emitted.to_list()
+    if not ws:
+        return "-"
+    out = []
+    for w in ws[:limit]:
+        k = f"{w.key}:" if w.key else ""
+        out.append(f"{k}[{_clock(w.start_ms)},{_clock(w.end_ms)})={w.count}")
+    if len(ws) > limit:
+        out.append(f"+{len(ws) - limit} more")
+    return " ".join(out)
+
+
+def latency_text(s: Summary) -> list[str]:
+    """Output latency lines (processing time, event time, batches)."""
+    lines = []
+    if s.latency is not None and s.latency.count:
+        lat = s.latency
+        lines.append(
+            f"  output latency (processing time, window end -> emitting batch): p50 {dur(lat.p50_ms)}, "
+            f"p95 {dur(lat.p95_ms)}, max {dur(lat.max_ms)} over {lat.count} windows"
+        )
+    e = s.event_time_latency
+    if e.count:
+        lines.append(
+            f"  output latency (event time past window end when emitted): p50 {dur(e.p50_ms)}, "
+            f"p95 {dur(e.p95_ms)}, max {dur(e.max_ms)}"
+        )
+        nb = s.latency_batches
+        lines.append(
+            f"  output latency in batches: p50 {nb.p50_batches}, p95 {nb.p95_batches}, max {nb.max_batches}"
+        )
+    return lines
+
+
+def summary_text(s: Summary) -> list[str]:
+    """The Summary block."""
+    named = {k: v for k, v in s.dropped_by_source.items() if k}
+    by = ", ".join(f"{k}={v}" for k, v in sorted(named.items()))
+    lines = [
+        "Summary",
+        f"  rows: {s.input_rows} read, {s.rows_with_time} with an event time, "
+        f"{s.null_time_rows} null/unparseable (filtered, not counted as dropped)",
+        f"  rows dropped as late: {s.dropped_rows} ({s.dropped_share * 100:.3f}%)"
+        + (f"; by source: {by}" if by else ""),
+    ]
+    if s.future_filtered_rows:
+        lines.append(f"  rows removed by the future-skew filter: {s.future_filtered_rows}")
+    if s.duplicates_dropped:
+        lines.append(f"  duplicates dropped: {s.duplicates_dropped}")
+    lines.append(f"  windows/rows emitted: {s.windows_emitted}")
+    lines.extend(latency_text(s))
+    lines.append(f"  state rows: peak {s.peak_state_rows}, at the end {s.final_state_rows}")
+    lines.append(
+        f"  batches: {s.batches} ({s.no_data_batches} no-data); final watermark {iso(s.final_watermark_ms)}"
+    )
+    return lines
+
+
+def bad_rows_text(events: EventsTable, limit: int) -> list[str]:
+    """Rows skipped for want of an event time: invalid lines, then unparseable times."""
+    lines: list[str] = []
+    for kind, title in (
+        ("line", "Invalid lines: {n} rows (Spark's PERMISSIVE reader makes them rows of nulls, skipped)"),
+        ("event_time", "Unparseable event times: {n} rows (Spark reads them as null and skips them)"),
+    ):
+        rows = [b for b in events.bad_rows if b.kind == kind]
+        if not rows:
+            continue
+        lines.append(title.format(n=len(rows)))
+        for br in rows[:limit]:
+            if kind == "line":
+                lines.append(f"  line {br.line}: {br.reason}: {br.value!r}")
+            else:
+                lines.append(f"  line {br.line}: {br.value!r} ({br.reason})")
+        if len(rows) > limit:
+            lines.append(f"  ... {len(rows) - limit} more")
+    return lines
+
+
+def mismatch_json(m: UnitMismatch) -> dict[str, Any]:
+    """A unit mismatch as JSON (times as epoch ms and as text, any year)."""
+    return dataclasses.asdict(m) | {"read_as": iso_us(m.read_as_us), "likely": iso_us(m.likely_us)}
+
+
+def mismatches_text(events: EventsTable, limit: int) -> list[str]:
+    """Rows whose epoch number looks written in another unit."""
+    ms = events.unit_mismatches
+    if not ms:
+        return []
+    lines = [
+        f"Epoch unit mismatch: {len(ms)} row(s) look written in another unit than --time-unit "
+        f"{ms[0].unit}; replayed as read, as Spark would (its JSON reader takes an integer as seconds):"
+    ]
+    for m in ms[:limit]:
+        lines.append(
+            f"  line {m.line}: {m.value} read as epoch {m.unit} is {iso_us(m.read_as_us)}; "
+            f"as epoch {m.likely_unit} it would be {iso_us(m.likely_us)}"
+        )
+    if len(ms) > limit:
+        lines.append(f"  ... {len(ms) - limit} more")
+    return lines
+
+
+def batches_text(r: Replay, show: int) -> list[str]:
+    """The per-batch table."""
+    head = f"{'batch':>6} {'kind':<7} {'watermark':<24} {'input':>8} {'late':>7} {'state':>8}  emitted"
+    lines = [head]
+    rows = r.batches if show <= 0 or len(r.batches) <= show else r.batches[:show]
+    for b in rows:
+        lines.append(
+            f"{b.batch_id:>6} {b.kind:<7} {iso(b.watermark_ms):<24} {b.input_rows:>8} "
+            f"{b.late_row_count:>7} {b.state_rows:>8}  {emitted_text(b)}"
+        )
+    if len(rows) < len(r.batches):
+        lines.append(f"  ... {len(r.batches) - len(rows)} more batches (--show-batches 0 shows all)")
+    return lines
+
+
+def late_entries(r: Replay, events: EventsTable, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` late (row, window) entries (all when ``limit < 0``), JSON-ready."""
+    out: list[dict[str, Any]] = []
+    if limit == 0:
+        return out
+    for b in r.batches:
+        for lr in b.late_rows:
+            out.append(
+                {
+                    "batch_id": b.batch_id,
+                    "line": events.line_of(lr.row_index),
+                    "event_time_us": lr.event_time_us,
+                    "window_start_ms": lr.window_start_ms,
+                    "window_end_ms": lr.window_end_ms,
+                    "watermark_ms": b.late_watermark_ms,
+                    "lateness_ms": lr.lateness_ms,
+                    "lateness": human(lr.lateness_ms),
+                    "source": lr.source,
+                    "key": lr.key,
+                }
+            )
+            if 0 < limit <= len(out):
+                return out
+    return out
+
+
+def late_text(entries: list[dict[str, Any]], total: int) -> list[str]:
+    """The late-row list."""
+    if not entries:
+        return []
+    lines = [f"Late rows ({len(entries)} of {total} shown; --show-late N, -1 for all):"]
+    for e in entries:
+        where = f"window ending {iso(e['window_end_ms'])}" if e["window_end_ms"] is not None else "event time"
+        src = f" source {e['source']}" if e["source"] else ""
+        lines.append(
+            f"  batch {e['batch_id']}: line {e['line']} (event time {iso_us(e['event_time_us'])}{src}) "
+            f"late by {e['lateness']} ({where} <= watermark {iso(e['watermark_ms'])})"
+        )
+    return lines
+
+
+def sweep_table(summaries: list[Summary]) -> list[str]:
+    """The ``--sweep`` comparison table."""
+    lines = [
+        f"{'delay':>8} {'dropped':>9} {'share':>9} {'lat p50':>12} {'lat p95':>12} "
+        f"{'peak state':>11} {'no-data':>8}"
+    ]
+    for s in summaries:
+        lat = s.latency if s.latency is not None and s.latency.count else s.event_time_latency
+        lines.append(
+            f"{dur(s.delay_ms):>8} {s.dropped_rows:>9} {s.dropped_share * 100:>8.3f}% {human(lat.p50_ms):>12} "
+            f"{human(lat.p95_ms):>12} {s.peak_state_rows:>11} {s.no_data_batches:>8}"
+        )
+    kind = "processing time" if summaries and summaries[0].latency is not None else "event time"
+    lines.append(f"(latency: window end -> emission, in {kind})")
+    return lines
+
+
+def recommendation_json(rec: Recommendation) -> dict[str, Any]:
+    """The ``recommendation`` object of the JSON report."""
+    return {
+        "target_completeness_pct": rec.target_completeness_pct,
+        "allowed_rows": rec.allowed_rows,
+        "delay_ms": rec.delay_ms,
+        "estimated_ms": rec.estimated_ms,
+        "confirmed_by_replay": rec.confirmed,
+        "smallest_candidate_ms": rec.smallest_candidate_ms,
+        "summary": rec.summary.to_json(),
+    }
+
+
+def recommendation_text(rec: Recommendation) -> list[str]:
+    """The ``--target-completeness`` answer."""
+    allowed = rec.max_dropped_share * 100
+    s = rec.summary
+    big = f" ({human(rec.delay_ms)})" if rec.delay_ms >= _DAY_MS else ""
+    out = [
+        f"Smallest delay for {rec.target_completeness_pct}% completeness: {dur(rec.delay_ms)}{big} "
+        f"(drops {s.dropped_rows} of {s.rows_with_time} rows = {s.dropped_share * 100:.3f}% <= "
+        f"{allowed:.3f}%; peak state {s.peak_state_rows})",
+        "  read off the lateness of the rows at delay 0 "
+        + (
+            f"and confirmed by replay ({dur(rec.delay_ms - 1)} would drop more)"
+            if rec.confirmed and rec.delay_ms > 0
+            else "and confirmed by replay"
+            if rec.confirmed
+            else f"(estimate {dur(rec.estimated_ms)}); the replays settled on {dur(rec.delay_ms)}"
+        ),
+    ]
+    if rec.smallest_candidate_ms is not None and rec.smallest_candidate_ms != rec.delay_ms:
+        out.append(f"  smallest of the delays tried that meets it: {dur(rec.smallest_candidate_ms)}")
+    return out
+
+
+def recommendation_without_text(rec: Recommendation, lines: list[int]) -> list[str]:
+    """The recommendation once the mis-dated rows are filtered out."""
+    which = ", ".join(str(n) for n in lines[:5]) + (" ..." if len(lines) > 5 else "")
+    s = rec.summary
+    return [
+        f"  without the mis-dated row{'s' if len(lines) > 1 else ''} (line {which}): {dur(rec.delay_ms)} "
+        f"(drops {s.dropped_rows} of {s.rows_with_time} rows = {s.dropped_share * 100:.3f}%"
+        + ("; confirmed by replay)" if rec.confirmed else ")")
+    ]
+
+
+def mover_json(m: WatermarkMover) -> dict[str, Any]:
+    """A watermark mover as JSON."""
+    d = dataclasses.asdict(m)
+    d["unit_mismatch"] = None if m.unit_mismatch is None else mismatch_json(m.unit_mismatch)
+    d["event_time"] = iso_us(m.event_time_us)
+    d["watermark_after"] = iso(m.watermark_after_ms)
+    return d
+
+
+def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
+    """The ``cause`` object of the JSON report."""
+    fix = d.skew_fix
+    return {
+        "misdated_rows": [mover_json(m) for m in d.misdated],
+        "watermark_movers": [mover_json(m) for m in d.movers[:20]],
+        "dropped_rows": d.dropped_rows,
+        "dropped_by_misdated_rows": d.dropped_by_misdated,
+        "delay_needed_ms": d.delay_needed_ms,
+        "without_misdated_rows": None if d.without_misdated is None else d.without_misdated.to_json(),
+        "max_future_skew": None
+        if fix is None
+        else {
+            "max_future_skew_ms": fix.max_future_skew_ms,
+            "movers_min_lead_ms": fix.movers_min_lead_ms,
+            "others_max_lead_ms": fix.others_max_lead_ms,
+            "summary": fix.summary.to_json(),
+        },
+        "max_future_skew_unavailable": d.skew_unavailable or None,
+    }
+
+
+def _share(s: Summary) -> str:
+    return f"{s.dropped_rows} rows ({s.dropped_share * 100:.3f}%)"
+
+
+def diagnosis_text(d: Diagnosis, limit: int = 5) -> list[str]:
+    """The Cause block: which rows moved the watermark, that no delay helps, what does."""
+    if not d.misdated:
+        return []
+    n = len(d.misdated)
+    lines = [
+        f"Cause: {n} row{'s' if n > 1 else ''} moved the watermark ahead of the rest of the stream "
+        f"(almost no later row reaches the watermark {'they' if n > 1 else 'it'} set):"
+    ]
+    for m in d.misdated[:limit]:
+        src = f", source {m.source}" if m.source else ""
+        lines.append(
+            f"  line {m.line} (batch {m.batch_id}{src}): event time {iso_us(m.event_time_us)} moved the "
+            f"watermark from {iso(m.watermark_before_ms)} to {iso(m.watermark_after_ms)} "
+            f"(+{human(m.watermark_after_ms - m.watermark_before_ms)})"
+        )
+        if m.later_max_event_time_us is not None:
+            lines.append(f"    the rows read after it reach at most {iso_us(m.later_max_event_time_us)}")
+        if m.unit_mismatch is not None:
+            u = m.unit_mismatch
+            lines.append(
+                f"    {u.value} read as epoch {u.unit}; as epoch {u.likely_unit} it is {iso_us(u.likely_us)}: "
+                f"fix the producer, or convert that row"
+            )
+    if n > limit:
+        lines.append(f"  ... {n - limit} more")
+    share = d.dropped_by_misdated / d.dropped_rows * 100 if d.dropped_rows else 0.0
+    lines.append(
+        f"  {d.dropped_by_misdated} of the {d.dropped_rows} dropped rows ({share:.1f}%) were dropped "
+        f"against a watermark {'these rows' if n > 1 else 'this row'} set."
+    )
+    if d.delay_needed_ms is not None:
+        lines.append(
+            f"  No delay fixes it: keeping those rows needs a delay of at least {human(d.delay_needed_ms)} "
+            f"({dur(d.delay_needed_ms)})."
+        )
+    fixes = []
+    if d.without_misdated is not None:
+        fixes.append(
+            f"  Filtering {'these rows' if n > 1 else 'that row'} out before withWatermark: "
+            f"{_share(d.without_misdated)} dropped"
+        )
+    if d.skew_fix is not None:
+        f = d.skew_fix
+        fixes.append(
+            f"  --max-future-skew {dur(f.max_future_skew_ms)} (filter(event_time <= current_timestamp() + "
+            f"INTERVAL {f.max_future_skew_ms // 1000} SECONDS) before withWatermark): {_share(f.summary)} "
+            f"dropped, {f.summary.future_filtered_rows} row(s) filtered"
+        )
+    elif d.skew_unavailable:
+        fixes.append(f"  --max-future-skew cannot: {d.skew_unavailable}")
+    if fixes:
+        lines.append("  What fixes it (replayed):")
+        lines.extend("  " + f for f in fixes)
+    return lines

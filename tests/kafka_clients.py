@@ -1,0 +1,85 @@
+"""Small helpers driving the test broker with real clients (confluent-kafka): topics, producers, consumers
+that commit exactly what a test says. Every test names its own topics and groups (:func:`unique`), so
+the one session broker is shared without interference."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.kafka_broker import quiet_logger
+
+__all__ = ["admin", "commit", "consume", "create_topic", "produce", "unique"]
+
+
+def unique(prefix: str) -> str:
+    """``prefix-<8 hex>``."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, **config: str) -> None:
+    """Create ``topic`` and wait until it is in the metadata."""
+    a = admin(bootstrap)
+    for fut in a.create_topics([NewTopic(topic, partitions, 1, config=config)]).values():
+        fut.result(30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if topic in a.list_topics(timeout=5).topics:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"topic {topic} did not appear")
+
+
+def produce(
+    bootstrap: str, topic: str, count: int, partition: int = 0, timestamp_ms: int | None = None, step_ms: int = 0
+) -> None:
+    """Produce ``count`` records to one partition (timestamps ``timestamp_ms + i * step_ms`` if given)."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "logger": quiet_logger()})
+    for i in range(count):
+        kw: dict[str, Any] = {}
+        if timestamp_ms is not None:
+            kw["timestamp"] = timestamp_ms + i * step_ms
+        p.produce(topic, value=f"r{i}".encode(), partition=partition, **kw)
+    assert p.flush(30) == 0
+
+
+def consumer(bootstrap: str, group: str, **conf: Any) -> Consumer:
+    base: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "logger": quiet_logger(),
+    }
+    base.update(conf)
+    return Consumer(base)
+
+
+def consume(c: Consumer, count: int, timeout_s: float = 60.0) -> list[Any]:
+    """Poll until ``count`` records arrived (raises AssertionError on timeout)."""
+    got: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg)
+    assert len(got) == count, f"consumed {len(got)} of {count}"
+    return got
+
+
+def commit(bootstrap: str, group: str, offsets: Iterable[tuple[str, int, int]]) -> None:
+    """Commit ``(topic, partition, offset)`` for ``group`` without joining it (a standalone consumer)."""
+    c = consumer(bootstrap, group)
+    try:
+        c.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
+    finally:
+        c.close()
