@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	# a full Flink distribution for the integration tests (the PyPI wheels' own deps are not needed)
+	$(BIN)/pip install -q --no-deps apache-flink==2.3.0 apache-flink-libraries==2.3.0
 	touch $(STAMP)
 
 ## The demo installs only what tidegauge itself needs (no `dev` extra: no PySpark, no mypy, no Java).

@@ -22,6 +22,7 @@ Messages and targets never contain credentials: URLs are shown without user-info
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,6 +56,12 @@ def make_client(
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
     headers: Mapping[str, str] | None = None,
     transport: httpx.BaseTransport | None = None,
+    auth: tuple[str, str] | None = None,
+    tls_verify: bool = True,
+    ca_file: str | None = None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+    max_connections: int = 10,
 ) -> httpx.Client:
     """Build the :class:`httpx.Client` a pull collector uses (the composition root owns and closes it).
 
@@ -63,6 +70,15 @@ def make_client(
         read_timeout_s: read/write/pool timeout, seconds.
         headers: extra headers (e.g. ``Authorization`` for a secured Flink REST endpoint).
         transport: an ``httpx`` transport (tests: :class:`httpx.MockTransport`).
+        auth: ``(username, password)`` for HTTP basic authentication.
+        tls_verify: verify the server's TLS certificate (default); ``False`` turns verification off.
+        ca_file: a PEM bundle of CAs to verify the server against (instead of the system's).
+        cert_file / key_file: a client certificate (PEM) and its key (omit ``key_file`` when the
+            certificate file holds the key).
+
+    Raises:
+        OSError / ssl.SSLError: a TLS file cannot be read or is not PEM.
+        max_connections: connection pool size (a collector polling concurrently needs one per worker).
 
     Redirects are not followed: a monitored metrics endpoint that redirects is misconfigured, and following
     could send credentials elsewhere.
@@ -71,7 +87,25 @@ def make_client(
     all_headers = {"User-Agent": _USER_AGENT}
     if headers:
         all_headers.update(headers)
-    return httpx.Client(timeout=timeout, headers=all_headers, transport=transport, follow_redirects=False)
+    verify: bool | ssl.SSLContext = tls_verify
+    if ca_file is not None or cert_file is not None:
+        context = ssl.create_default_context(cafile=ca_file)
+        if not tls_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if cert_file is not None:
+            context.load_cert_chain(cert_file, key_file)
+        verify = context
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    return httpx.Client(
+        timeout=timeout,
+        headers=all_headers,
+        transport=transport,
+        follow_redirects=False,
+        auth=auth,
+        verify=verify,
+        limits=limits,
+    )
 
 
 def check_url(url: str, what: str = "url") -> str:
@@ -124,11 +158,13 @@ def _status_retryable(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
 
-def get_text(client: httpx.Client, url: str) -> str | HttpFailure:
+def get_text(client: httpx.Client, url: str | httpx.URL) -> str | HttpFailure:
     """GET ``url`` and return the body text, or an :class:`HttpFailure` (never raises for I/O errors).
 
     A 2xx response is success; anything else (including 3xx, since redirects are not followed) is a
-    failure whose message names the status and the URL without credentials.
+    failure whose message names the status and the URL without credentials. A prebuilt
+    :class:`httpx.URL` skips httpx's URL parsing (a collector asking for the same long URL every poll
+    keeps it).
     """
     shown = safe_url(url)
     try:
@@ -138,7 +174,9 @@ def get_text(client: httpx.Client, url: str) -> str | HttpFailure:
     except httpx.TimeoutException:
         return HttpFailure(f"timed out requesting {shown}", retryable=True)
     except httpx.RequestError as exc:  # other transport errors, undecodable content-encoding, ...
-        return HttpFailure(f"request failed for {shown}: {type(exc).__name__}: {_reason(exc)}", retryable=True)
+        return HttpFailure(
+            f"request failed for {shown}: {type(exc).__name__}: {_reason(exc)}", retryable=True
+        )
     if not response.is_success:
         status = response.status_code
         return HttpFailure(

@@ -233,6 +233,56 @@ class HttpTarget(_Model):
         return v.rstrip("/")
 
 
+class BasicAuth(_Model):
+    """HTTP basic authentication (a JobManager behind an authenticating proxy); the password is a secret."""
+
+    username: str
+    password: SecretRef
+
+
+class FlinkRestTarget(HttpTarget):
+    """A Flink JobManager's REST API (``collectors.flink.FlinkRestCollector``).
+
+    Besides :class:`HttpTarget`'s keys: ``basic_auth`` (or ``bearer_token``, not both) for a proxy in
+    front of Flink; TLS options ``tls_ca_file`` (PEM bundle to verify the server), ``tls_cert_file`` /
+    ``tls_key_file`` (client certificate, Flink's ``security.ssl.rest.authentication-enabled``) and
+    ``tls_verify`` (default true); ``concurrency``: jobs polled at once (default 8).
+    """
+
+    basic_auth: BasicAuth | None = None
+    tls_ca_file: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_verify: bool = True
+    concurrency: int = Field(8, ge=1, le=256)
+
+    @model_validator(mode="after")
+    def _one_auth(self) -> FlinkRestTarget:
+        if self.basic_auth is not None and self.bearer_token is not None:
+            raise ValueError("give at most one of basic_auth and bearer_token")
+        if self.tls_key_file is not None and self.tls_cert_file is None:
+            raise ValueError("tls_key_file needs tls_cert_file")
+        return self
+
+
+class FlinkPrometheusTarget(_Model):
+    """Flink's Prometheus reporters of one cluster (``collectors.flink.prometheus.FlinkPrometheusCollector``):
+    the job manager's and every task manager's ``/metrics`` URL, scraped together."""
+
+    name: str
+    urls: list[str] = Field(min_length=1)
+    poll_interval: PositiveDurationMs = 15_000
+    timeout: DurationMs = 5_000
+
+    @field_validator("urls")
+    @classmethod
+    def _http_urls(cls, v: list[str]) -> list[str]:
+        for url in v:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"must start with http:// or https://: {url!r}")
+        return v
+
+
 class KafkaTarget(_Model):
     """A Kafka cluster whose consumer groups' lag is evaluated (:mod:`collectors.kafka`).
 
@@ -299,7 +349,8 @@ class Targets(_Model):
 
     spark_event_logs: list[SparkEventLogTarget] = Field(default_factory=list)
     spark_prometheus: list[HttpTarget] = Field(default_factory=list)
-    flink_rest: list[HttpTarget] = Field(default_factory=list)
+    flink_rest: list[FlinkRestTarget] = Field(default_factory=list)
+    flink_prometheus: list[FlinkPrometheusTarget] = Field(default_factory=list)
     kafka: list[KafkaTarget] = Field(default_factory=list)
     kafka_exporters: list[HttpTarget] = Field(default_factory=list)
 
@@ -307,8 +358,14 @@ class Targets(_Model):
     def _unique_names(self) -> Targets:
         names = [
             t.name
-            for group in (self.spark_event_logs, self.spark_prometheus, self.flink_rest, self.kafka,
-                          self.kafka_exporters)
+            for group in (
+                self.spark_event_logs,
+                self.spark_prometheus,
+                self.flink_rest,
+                self.flink_prometheus,
+                self.kafka,
+                self.kafka_exporters,
+            )
             for t in group
         ]
         dupes = sorted({n for n in names if names.count(n) > 1})

@@ -12,8 +12,9 @@
    :class:`collectors.spark.eventlog.EventLogCollector` with cursors in the database;
    ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; ``kafka``:
    :class:`collectors.kafka.KafkaLagCollector`; ``kafka_exporters``:
-   :class:`collectors.kafka.exporter_scrape.ExporterScrapeCollector`; Flink REST targets are refused with a
-   :class:`~monitor.errors.ConfigError` until their collector exists) at its
+   :class:`collectors.kafka.exporter_scrape.ExporterScrapeCollector`; ``flink_rest``:
+   :class:`collectors.flink.FlinkRestCollector` (one pooled client per target, ``concurrency`` jobs at once);
+   ``flink_prometheus``: :class:`collectors.flink.prometheus.FlinkPrometheusCollector`) at its
    ``poll_interval``, rule
    evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``), retention clean-up
    (hourly) and one job per ``reports[]`` entry on its cron schedule (APScheduler ``CronTrigger``, UTC),
@@ -32,6 +33,7 @@ import json
 import logging
 import os
 import signal
+import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,6 +46,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
+from collectors.flink import FlinkRestCollector
+from collectors.flink.prometheus import FlinkPrometheusCollector
 from collectors.http import make_client
 from collectors.kafka import KafkaLagCollector, KafkaOptions
 from collectors.kafka.exporter_scrape import ExporterScrapeCollector
@@ -56,6 +60,7 @@ from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, MatchOp, Silence
 from monitor.config import (
     Config,
+    FlinkRestTarget,
     HttpTarget,
     KafkaTarget,
     ReportConfig,
@@ -161,7 +166,11 @@ class SchedulerService:
                 first_line = redaction.redact((str(exc).splitlines() or [""])[0][:300])
                 with self._lock:
                     count = self._failures.get(job.name, (0, now, ""))[0] + 1
-                    self._failures[job.name] = (count, now, f"{type(exc).__name__}: {first_line}".rstrip(": "))
+                    self._failures[job.name] = (
+                        count,
+                        now,
+                        f"{type(exc).__name__}: {first_line}".rstrip(": "),
+                    )
             else:
                 with self._lock:
                     self._failures.pop(job.name, None)
@@ -218,7 +227,12 @@ class Daemon:
     """The built daemon: its runtime and its services (see :func:`build`)."""
 
     def __init__(
-        self, store: Store, runtime: Runtime, services: list[Service], http: HttpService, scheduler: SchedulerService
+        self,
+        store: Store,
+        runtime: Runtime,
+        services: list[Service],
+        http: HttpService,
+        scheduler: SchedulerService,
     ) -> None:
         self.store = store
         self.runtime = runtime
@@ -296,7 +310,9 @@ def build_silences(config: Config) -> list[Silence]:
         try:
             ends_at = parse_time(sc.ends_at)
         except ValueError:
-            raise ConfigError(f"{where}.ends_at: expected ISO 8601 with offset, e.g. 2026-12-01T18:00:00Z") from None
+            raise ConfigError(
+                f"{where}.ends_at: expected ISO 8601 with offset, e.g. 2026-12-01T18:00:00Z"
+            ) from None
         identity = json.dumps([sorted(sc.matchers.items()), ends_at.isoformat(), sc.comment])
         try:
             out.append(
@@ -345,7 +361,9 @@ def report_jobs(config: Config, runtime: Runtime) -> list[ScheduledJob]:
     ]
 
 
-def _http_client(target: HttpTarget, environ: Mapping[str, str], where: str, clients: list[httpx.Client]) -> httpx.Client:
+def _http_client(
+    target: HttpTarget, environ: Mapping[str, str], where: str, clients: list[httpx.Client]
+) -> httpx.Client:
     headers = {}
     if target.bearer_token is not None:
         token = resolve_secret(target.bearer_token, environ, f"{where}.bearer_token")
@@ -369,7 +387,9 @@ def build_targets(
     for t in config.targets.spark_event_logs:
         cursors = StoreCursors(store.sessions, EVENTLOG_COLLECTOR)
         targets.append(
-            Target(t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors)
+            Target(
+                t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors
+            )
         )
     for i, h in enumerate(config.targets.spark_prometheus):
         client = _http_client(h, environ, f"targets.spark_prometheus[{i}]", clients)
@@ -379,18 +399,70 @@ def build_targets(
     for i, h in enumerate(config.targets.kafka_exporters):
         client = _http_client(h, environ, f"targets.kafka_exporters[{i}]", clients)
         targets.append(
-            Target(h.name, ExporterScrapeCollector(h.url, client, h.name), timedelta(milliseconds=h.poll_interval))
+            Target(
+                h.name,
+                ExporterScrapeCollector(h.url, client, h.name),
+                timedelta(milliseconds=h.poll_interval),
+            )
         )
     for i, k in enumerate(config.targets.kafka):
         options = kafka_options(k, environ, f"targets.kafka[{i}]")
         targets.append(Target(k.name, KafkaLagCollector(options), timedelta(milliseconds=k.poll_interval)))
-    if config.targets.flink_rest:
-        raise ConfigError("targets.flink_rest: not supported by `tidegauge run` yet (spark_event_logs is)")
+    for i, f in enumerate(config.targets.flink_rest):
+        targets.append(
+            Target(f.name, _flink_collector(f, i, environ, clients), timedelta(milliseconds=f.poll_interval))
+        )
+    for p in config.targets.flink_prometheus:
+        client = make_client(connect_timeout_s=p.timeout / 1000.0, read_timeout_s=p.timeout / 1000.0)
+        clients.append(client)
+        targets.append(
+            Target(
+                p.name,
+                FlinkPrometheusCollector(p.urls, client, cluster=p.name),
+                timedelta(milliseconds=p.poll_interval),
+            )
+        )
     names = [t.name for t in targets]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ConfigError(f"targets: names must be unique; repeated: {', '.join(dupes)}")
     return targets
+
+
+def _flink_collector(
+    f: FlinkRestTarget, index: int, environ: Mapping[str, str], clients: list[httpx.Client]
+) -> FlinkRestCollector:
+    """The collector of ``targets.flink_rest[index]``: auth from secrets, TLS files, one pooled client.
+
+    Raises:
+        ConfigError: a secret that does not resolve, or a TLS file that cannot be loaded (named by its
+            config path, never with the secret).
+    """
+    where = f"targets.flink_rest[{index}]"
+    headers: dict[str, str] = {}
+    auth: tuple[str, str] | None = None
+    if f.bearer_token is not None:
+        token = resolve_secret(f.bearer_token, environ, f"{where}.bearer_token")
+        headers["Authorization"] = f"Bearer {token.get_secret_value()}"
+    if f.basic_auth is not None:
+        password = resolve_secret(f.basic_auth.password, environ, f"{where}.basic_auth.password")
+        auth = (f.basic_auth.username, password.get_secret_value())
+    try:
+        client = make_client(
+            connect_timeout_s=f.timeout / 1000.0,
+            read_timeout_s=f.timeout / 1000.0,
+            headers=headers,
+            auth=auth,
+            tls_verify=f.tls_verify,
+            ca_file=str(f.tls_ca_file) if f.tls_ca_file else None,
+            cert_file=str(f.tls_cert_file) if f.tls_cert_file else None,
+            key_file=str(f.tls_key_file) if f.tls_key_file else None,
+            max_connections=f.concurrency,
+        )
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"{where}: cannot load the TLS files: {exc}") from None
+    clients.append(client)
+    return FlinkRestCollector(f.url, client, concurrency=f.concurrency, cluster=f.name)
 
 
 def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -> KafkaOptions:
@@ -505,7 +577,9 @@ def build(
         routes=routes,
         http_client=client,
         retention=timedelta(milliseconds=config.retention),
-        history_horizon=None if config.history_horizon is None else timedelta(milliseconds=config.history_horizon),
+        history_horizon=None
+        if config.history_horizon is None
+        else timedelta(milliseconds=config.history_horizon),
         retry_policy=RetryPolicy(
             initial_backoff=timedelta(milliseconds=delivery.initial_backoff),
             max_backoff=timedelta(milliseconds=delivery.max_backoff),
@@ -524,9 +598,13 @@ def build(
         )
     )
     jobs = [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t)) for t in targets]
-    jobs.append(ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate))
+    jobs.append(
+        ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate)
+    )
     jobs.append(ScheduledJob("dispatch", timedelta(milliseconds=delivery.interval), runtime.dispatch))
-    jobs.append(ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1)))
+    jobs.append(
+        ScheduledJob("retention", CLEANUP_INTERVAL, runtime.clean_up, first_delay=timedelta(minutes=1))
+    )
     jobs.extend(report_jobs(config, runtime))
     scheduler = SchedulerService(jobs, clock)
 
@@ -537,7 +615,9 @@ def build(
         if failing:
             body["failing_jobs"] = failing
         # evaluation or delivery failing again and again means alerts are not raised or not sent
-        stuck = [n for n in ("evaluate", "dispatch") if failing.get(n, {}).get("consecutive_failures", 0) >= 3]
+        stuck = [
+            n for n in ("evaluate", "dispatch") if failing.get(n, {}).get("consecutive_failures", 0) >= 3
+        ]
         if stuck:
             body["degraded"] = stuck + list(body.get("degraded", []))
         return ok and not stuck, redactor.redact_json(body)
@@ -548,7 +628,9 @@ def build(
         def sink(result: PollResult) -> None:
             runtime.ingest(result, INGEST_COLLECTOR)
 
-        ingest = create_ingest_app(token=token, sink=sink, clock=clock, max_body_bytes=config.server.max_body_bytes)
+        ingest = create_ingest_app(
+            token=token, sink=sink, clock=clock, max_body_bytes=config.server.max_body_bytes
+        )
     http = HttpService(create_app(registry, health, ingest), config.server.host, config.server.port)
 
     def close_clients() -> None:
@@ -600,7 +682,9 @@ def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIME
         redaction.install(redactor)
         daemon = build(config, db_url=db_url, environ=os.environ, redactor=redactor)
         daemon.start()
-        log.info("tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port)
+        log.info(
+            "tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port
+        )
         try:
             while not stop.wait(1.0):
                 pass

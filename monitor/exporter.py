@@ -21,6 +21,10 @@ Metrics (the names :mod:`monitor.promrules` writes PromQL against):
 ``tidegauge_consumer_lag_offsets``                           gauge    consumer lag in records
 ``tidegauge_consumer_lag_seconds``                           gauge    consumer lag as time
 ``tidegauge_source_idle_seconds``                            gauge    time the source/subtask has had no data
+``tidegauge_backpressure_ratio``                             gauge    share of time back-pressured (Flink subtask)
+``tidegauge_job_restarts_total``                             counter  restarts of the job (Flink ``numRestarts``)
+``tidegauge_vertex_info``                                    gauge    1 per Flink vertex: ``operator`` (vertex id)
+                                                                      -> ``vertex`` (its name)
 ``tidegauge_last_sample_timestamp_seconds``                  gauge    observation time of the newest sample
 ``tidegauge_alerts``                                         gauge    alerts by ``rule``, ``severity``, ``state``
 ``tidegauge_collector_poll_duration_seconds``                gauge    last poll duration by ``collector``/``target``
@@ -173,6 +177,16 @@ class TidegaugeCollector(Collector):
         lag_s = gauge("tidegauge_consumer_lag_seconds", "Consumer lag as time, seconds.")
         idle = gauge("tidegauge_source_idle_seconds", "Time the source or subtask has had no data, seconds.")
         last = gauge("tidegauge_last_sample_timestamp_seconds", "Observation time of the newest sample.")
+        pressure = gauge("tidegauge_backpressure_ratio", "Share of time the subtask was back-pressured, 0-1.")
+        restarts = CounterMetricFamily(
+            "tidegauge_job_restarts", "Restarts of the job (Flink numRestarts).", labels=JOB_LABELS
+        )
+        vertex_info = GaugeMetricFamily(
+            "tidegauge_vertex_info",
+            "1 per Flink job vertex: its id (operator label) and name (vertex label).",
+            labels=("engine", "job_id", "job_name", "operator", "vertex"),
+        )
+        vertices_seen: set[tuple[str, str]] = set()
 
         for key, st in self._latest.snapshot():
             s = st.latest
@@ -201,8 +215,20 @@ class TidegaugeCollector(Collector):
                 lag_s.add_metric(lv, s.lag_seconds)
             if s.idle_ms is not None:
                 idle.add_metric(lv, s.idle_ms / 1000.0)
+            if s.backpressure_ratio is not None:
+                pressure.add_metric(lv, s.backpressure_ratio)
+            if s.restart_count is not None:
+                restarts.add_metric(lv, s.restart_count)
+            vertex = s.extra.get("vertex")
+            if key.scope.operator is not None and isinstance(vertex, str):
+                seen = (key.job_id, key.scope.operator)
+                if seen not in vertices_seen:
+                    vertices_seen.add(seen)
+                    vertex_info.add_metric(
+                        [key.engine.value, key.job_id, s.job.name or "", key.scope.operator, vertex], 1
+                    )
         yield from (wm, wm_lag, et_max, rate, rows_total, dropped_total, state_rows, state_bytes, batch_s)
-        yield from (lag_off, lag_s, idle, last)
+        yield from (lag_off, lag_s, idle, pressure, restarts, vertex_info, last)
 
         alerts = GaugeMetricFamily(
             "tidegauge_alerts", "Alerts by rule, severity and state.", labels=("rule", "severity", "state")

@@ -350,22 +350,35 @@ class Sample:
         input_rows_per_second / processed_rows_per_second: rates as reported.
         batch_duration_ms: Spark ``batchDuration`` (ms).
         dropped_by_watermark: rows dropped as late by the watermark in this batch (Spark:
-            sum of state operators' ``numRowsDroppedByWatermark``, older logs ``numLateInputs``).
+            sum of state operators' ``numRowsDroppedByWatermark``, older logs ``numLateInputs``; Flink: the
+            rise of ``numLateRecordsDropped`` since the previous poll).
         state_rows_total / state_rows_updated / state_rows_removed: summed over state operators.
-        state_memory_bytes: summed ``memoryUsedBytes``.
+        state_memory_bytes: summed ``memoryUsedBytes`` (Flink: the latest completed checkpoint's
+            ``state_size``).
         lag_offsets: consumer lag in records/offsets (Kafka) or Spark ``maxOffsetsBehindLatest``.
         lag_seconds: consumer lag as a time.
-        idle_ms: how long the source/subtask has had no data (Flink ``sourceIdleTime``), ms.
+        idle_ms: how long the source/subtask has had no data (Flink: the larger of ``sourceIdleTime`` and
+            the time its record counter has not moved), ms.
         committed_offset: the consumer group's committed offset of the partition (Kafka; ``-1``/absent
             from the broker is ``None``), used by the consumer-lag rule (Burrow's commit window).
         log_end_offset: the partition's log-end (high-water) offset seen by the collector (Kafka).
         backpressure_ratio: share of time the subtask/vertex was back-pressured, ``0.0``-``1.0`` (Flink
             ``backPressuredTimeMsPerSecond / 1000``, or the REST ``backpressure-level`` ratio).
         restart_count: how often the job has restarted (Flink ``numRestarts``), a counter.
-        extra: small engine-specific extras (kept JSON-serializable). Rules read only two, both from
-            the Kafka lag collector: ``assigned`` (a live group member owns the partition: ``consumer_lag``
-            tells STALL from STOP by it) and ``lag_seconds_min`` (a lower bound when ``lag_seconds`` is
-            unknown: ``consumer_lag_seconds``).
+        checkpoints_failed: failed checkpoints since the job was submitted (Flink ``/checkpoints``
+            ``counts.failed``), a counter; every Flink job start counts one failed trigger before its tasks
+            run, so only increases after the job is running mean failures.
+        watermark_end_of_input: ``True`` when the engine reports the +infinity watermark (Flink
+            ``Long.MAX_VALUE``: end of input, or a source subtask without splits); ``watermark`` is then
+            ``None``. ``None``/``False`` otherwise.
+        extra: small engine-specific extras (kept JSON-serializable). Rules read only these documented
+            keys: from the Kafka lag collector ``assigned`` (a live group member owns the partition:
+            ``consumer_lag`` tells STALL from STOP by it) and ``lag_seconds_min`` (a lower bound when
+            ``lag_seconds`` is unknown: ``consumer_lag_seconds``); for messages and lifecycle context
+            ``exception`` (the failure of a terminated Spark query / the root cause of a Flink job's last
+            failure), ``vertex`` (a Flink vertex's name), ``running_since_ms`` (when the Flink job's current
+            attempt began running, epoch ms) and ``checkpoint_failure`` (Flink's latest checkpoint failure
+            message).
     """
 
     job: JobRef
@@ -394,6 +407,8 @@ class Sample:
     log_end_offset: int | None = None
     backpressure_ratio: float | None = None
     restart_count: int | None = None
+    checkpoints_failed: int | None = None
+    watermark_end_of_input: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:

@@ -18,9 +18,9 @@ from datetime import datetime, timedelta
 
 from pydantic import Field
 
-from monitor.model import Finding, Sample, Scope, Severity
+from monitor.model import Engine, Finding, Sample, Scope, Severity
 from rules.batches import fmt_duration, fmt_time
-from rules.common import scope_name, tail_since
+from rules.common import flink_scope_name, scope_name, tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
 
@@ -78,6 +78,12 @@ def _slow_batches(params: BehindParams, history: JobHistory, now: datetime) -> F
     )
 
 
+def _name(history: JobHistory, scope: Scope, newest: Sample) -> str:
+    if history.engine is Engine.FLINK and not scope.is_job():
+        return flink_scope_name(history.job.name or history.job.job_id, newest)
+    return scope_name(scope)
+
+
 def _pressured(
     params: BehindParams, scope: Scope, samples: Sequence[Sample], history: JobHistory, now: datetime
 ) -> Finding | None:
@@ -96,7 +102,7 @@ def _pressured(
         severity=Severity.WARNING,
         job=history.job,
         message=(
-            f"{scope_name(scope)} has been back-pressured {min(ratios):.0%}-{max(ratios):.0%} of the time since "
+            f"{_name(history, scope, newest)} has been back-pressured {min(ratios):.0%}-{max(ratios):.0%} of the time since "
             f"{fmt_time(window[0].observed_at)}: an operator downstream is slower than its input. Find the first "
             "operator downstream that is busy but not back-pressured (the bottleneck) and raise its parallelism "
             "or make it cheaper (async I/O, less state access)."

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from monitor.model import Sample, Scope
 
-__all__ = ["EPOCH", "NULL_EVENT_TIME_BEFORE", "is_epoch", "scope_name", "tail_since"]
+__all__ = ["EPOCH", "NULL_EVENT_TIME_BEFORE", "flink_scope_name", "is_epoch", "scope_name", "tail_since"]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: Spark reports a watermark of 0 (1970-01-01) before any event time was seen, and ``eventTime.min`` of
@@ -40,3 +40,12 @@ def scope_name(scope: Scope) -> str:
     if scope.operator is not None:
         parts.append(f"operator `{scope.operator}`")
     return " ".join(parts) or "the job"
+
+
+def flink_scope_name(job: str, sample: Sample) -> str:
+    """``job `x` vertex `Source: ...` subtask 1`` for a Flink sample (vertex name from the collector)."""
+    vertex = sample.extra.get("vertex") or sample.scope.source or sample.scope.operator
+    text = f"job `{job}` vertex `{vertex}`"
+    if sample.scope.subtask is not None:
+        text += f" subtask {sample.scope.subtask}"
+    return text

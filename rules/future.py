@@ -17,9 +17,9 @@ from itertools import pairwise
 
 from pydantic import Field
 
-from monitor.model import MAX_TIME, Finding, Sample, Severity
+from monitor.model import MAX_TIME, Engine, Finding, Sample, Severity
 from rules.batches import fmt_duration, fmt_time
-from rules.common import is_epoch, scope_name, tail_since
+from rules.common import flink_scope_name, is_epoch, scope_name, tail_since
 from rules.history import JobHistory
 from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
 from rules.params import Duration, RuleParams
@@ -82,6 +82,13 @@ def _surge_text(batches: Sequence[Sample]) -> str:
     return f" Since then {dropped} of {rows} input rows were dropped as late."
 
 
+def _when(sample: Sample) -> str:
+    """``batch 7 at <time>`` (Spark), ``the poll at <time>`` where there are no batches (Flink)."""
+    if sample.batch_id is None:
+        return f"the poll at {fmt_time(sample.observed_at)}"
+    return f"batch {sample.batch_id} at {fmt_time(sample.observed_at)}"
+
+
 def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> Finding | None:
     batches = history.batches
     if batches and _ahead(batches[-1], params.skew) is not None:
@@ -93,7 +100,7 @@ def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         assert value is not None
         which = "event-time max" if value == first.event_time_max else "watermark"
         message = (
-            f"batch {first.batch_id} at {fmt_time(first.observed_at)}: {which} {fmt_time(value)} is "
+            f"{_when(first)}: {which} {fmt_time(value)} is "
             f"{fmt_duration(value - first.observed_at)} ahead of the observation time (allowed skew "
             f"{fmt_duration(params.skew)}); the watermark follows it and honest rows are dropped as late."
             f"{_surge_text(batches[start:])} Filter rows with event_time > now + {fmt_duration(params.skew)} "
@@ -120,17 +127,22 @@ def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
 
 def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> list[Finding]:
     out: list[Finding] = []
+    flink = history.engine is Engine.FLINK
+    job = history.job.name or history.job.job_id
     for scope, samples in history.series.items():
+        if flink and scope.source is None:
+            continue  # downstream vertices only inherit a source's watermark: name where it entered
         value = _ahead(samples[-1], params.skew)
         if value is None:
             continue
         newest = samples[-1]
+        name = flink_scope_name(job, newest) if flink else scope_name(scope)
         out.append(
             Finding(
                 RULE,
                 Severity.CRITICAL,
                 history.job,
-                f"{scope_name(scope)}: watermark/event time {fmt_time(value)} is "
+                f"{name}: watermark/event time {fmt_time(value)} is "
                 f"{fmt_duration(value - newest.observed_at)} ahead of the observation time "
                 f"{fmt_time(newest.observed_at)} (allowed skew {fmt_duration(params.skew)}): a record with a future "
                 "timestamp moved it; filter such records before the watermark strategy and restart from a "
@@ -172,7 +184,7 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         if advance < usual * params.jump_factor:
             continue
         message = (
-            f"batch {cur.batch_id} at {fmt_time(cur.observed_at)}: the watermark jumped {fmt_duration(advance)} "
+            f"{_when(cur)}: the watermark jumped {fmt_duration(advance)} "
             f"to {fmt_time(wm)}, {advance / usual:.0f} times its usual per-batch advance of "
             f"{fmt_duration(usual)}: a row with a future event time came in the batch before."
             f"{_surge_text([k[0] for k in known[i:]])} Filter rows with implausible event times before the watermark is "
@@ -248,7 +260,11 @@ def evaluate_future(params: FutureParams, history: JobHistory, now: datetime) ->
     invisible against processing time), named at the batch that carried it; otherwise a watermark
     advance within ``jump_window`` that is ``jump_factor`` times the usual per-batch advance and at least
     ``min_jump``. Flink (per-subtask ``currentOutputWatermark``): each subtask whose newest watermark is
-    ahead is named. Values from year 2200 on are left to ``event_time_units``. ``now`` stamps findings.
+    ahead is named — on source vertices only, where the record entered (``BoundedOutOfOrdernessWatermarks``
+    emits ``max timestamp - delay - 1``, so one future-dated record moves the source's watermark and every
+    operator downstream inherits it). The job-level check on Flink reads the job watermark (the last
+    vertex's minimum input watermark); ``watermarkLag`` going negative is the same jump seen from the
+    source. Values from year 2200 on are left to ``event_time_units``. ``now`` stamps findings.
     """
     found = _skew_finding(params, history, now) or _leap_finding(params, history, now) or _jump_finding(params, history, now)
     return ([found] if found is not None else []) + _scope_finding(params, history, now)

@@ -8,7 +8,11 @@ Semantics followed:
   (``QueryStartedEvent``), so a new run id is a restart; ``QueryTerminatedEvent.exception`` is set when the
   query failed (the collector keeps it in ``Sample.extra["exception"]``).
 * Flink (``numRestarts`` job metric, :attr:`Sample.restart_count`): a rising count is a restart by the
-  restart strategy.
+  restart strategy. A job first seen with a count above 0 (a one-shot ``check flink``, or a daemon that
+  started after the restarts) restarted that often since submission; it is reported when the current
+  attempt began running (``extra["running_since_ms"]``, the job's ``RUNNING`` status timestamp) within the
+  window. The root cause of the last failure (``extra["exception"]``, from ``/jobs/<jid>/exceptions``:
+  ``JobExceptionsHandler``'s root exception, its innermost ``Caused by``) is named in the message.
 """
 
 from __future__ import annotations
@@ -18,7 +22,16 @@ from datetime import datetime, timedelta
 
 from pydantic import Field
 
-from monitor.model import CollectorError, Engine, Finding, JobRef, Sample, SampleKind, Severity
+from monitor.model import (
+    CollectorError,
+    Engine,
+    Finding,
+    JobRef,
+    Sample,
+    SampleKind,
+    Severity,
+    ms_to_datetime,
+)
 from rules.batches import fmt_duration, fmt_time
 from rules.common import tail_since
 from rules.history import JobHistory
@@ -83,6 +96,10 @@ def _run_changes(samples: Sequence[Sample], since: datetime) -> list[tuple[datet
     return out
 
 
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Finding | None:
     since = now - params.restart_window
     # the run ids in time order: lifecycle events, plus the batches around the window (a listener may
@@ -101,16 +118,29 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
     # Flink's numRestarts is a job metric: read on the job-scope samples, from the last known count before
     # the window to the newest one
     counts: list[int] = []
+    last_at = changes[-1][0] if changes else None
+    newest = history.batches[-1] if history.batches else None
     if history.engine is not Engine.SPARK:
         older = history.batches[: len(history.batches) - len(recent)]
         earlier = next((s.restart_count for s in reversed(older) if s.restart_count is not None), None)
         window = [s.restart_count for s in recent if s.restart_count is not None]
         values = ([earlier] if earlier is not None else []) + window
         counts = [values[-1] - values[0]] if len(values) >= 2 and values[-1] > values[0] else []
+        running_since = ms_to_datetime(_int(newest.extra.get("running_since_ms"))) if newest is not None else None
+        if (
+            not counts
+            and earlier is None
+            and newest is not None
+            and newest.restart_count
+            and running_since is not None
+            and running_since >= since
+        ):
+            counts = [newest.restart_count]  # all since submission; the last one within the window
+            last_at = running_since
     restarts = max([restarts, *counts])
     if restarts == 0:
         return None
-    last_at = changes[-1][0] if changes else None
+    cause = newest.extra.get("exception") if newest is not None else None
     when = f", last at {fmt_time(last_at)}" if last_at is not None else ""
     return Finding(
         rule=RULE,
@@ -119,12 +149,14 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
         message=(
             f"the job restarted {restarts} time{'s' if restarts != 1 else ''} in the last "
             f"{fmt_duration(params.restart_window)}{when}: each restart replays from the last checkpoint and "
-            "delays results. Look at the previous run's failure (exceptions, lost executors/TaskManagers, "
+            "delays results. "
+            + (f"The last failure: {str(cause)[:300]}. " if cause else "")
+            + "Look at the previous run's failure (exceptions, lost executors/TaskManagers, "
             "out-of-memory) and fix it before the restart strategy gives up."
         ),
         observed_at=now,
         labels={"check": "restarted"},
-        details={"restarts": restarts},
+        details={"restarts": restarts, "cause": cause},
     )
 
 

@@ -11,6 +11,27 @@ Semantics followed:
   progress has ``numInputRows`` but no watermark; a source bringing no rows while others do keeps the
   global (minimum) watermark where it was. With the ``max`` policy it does not.
 
+Flink specifics (:func:`evaluate_idle` on ``Engine.FLINK`` histories, samples of
+:class:`collectors.flink.FlinkRestCollector`): only *source* vertices' subtasks (``Scope.source`` set: they
+generate the watermarks; an idle window subtask still forwards them) are judged, each against the other
+subtasks of the same vertex, and findings name the job, the vertex and the subtask:
+
+* an idle subtask with no watermark (``Long.MIN_VALUE``) while the job has none either, or with the lowest
+  one while the job's watermark is flat, pins the operator's minimum (``StatusWatermarkValve``):
+  ``WARNING``; remedy ``withIdleness``;
+* an idle subtask without a watermark while the job has one, or whose watermark is not the lowest or
+  while the job's watermark advances, has been marked idle (``WatermarksWithIdleness`` emits
+  ``WatermarkStatus.IDLE``, and the valve leaves idle channels out of the minimum): ``INFO``. (A subtask
+  with no watermark that took part in the minimum would leave the job without one, so this needs no
+  second poll.)
+* every source subtask idle and the job's watermark flat: event time is frozen (``labels.check =
+  all_inputs_idle``, ``WARNING``). ``withIdleness`` cannot help: with all channels idle the valve emits no
+  watermark, so windows wait for data;
+* a source subtask advertising ``Long.MAX_VALUE`` (+infinity, ``Sample.watermark_end_of_input``) while the job
+  runs: ``WARNING`` (``labels.check = end_of_input``) — a subtask without splits/partitions (source
+  parallelism above the partition count, the known Flink behaviour of ``SourceOperator`` with no splits)
+  or a finished bounded source; it no longer holds the minimum, which hides idle partitions elsewhere.
+
 Unknown is not zero: a sample without ``num_input_rows``/``idle_ms`` (e.g. Flink's aggregated metrics
 endpoint answering ``[]``) never makes a source idle.
 """
@@ -21,9 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from monitor.model import Engine, Finding, Sample, Severity
+from monitor.model import Engine, Finding, Sample, Scope, Severity
 from rules.batches import fmt_duration, fmt_time
-from rules.common import scope_name, tail_since
+from rules.common import flink_scope_name, scope_name, tail_since
 from rules.history import JobHistory
 from rules.params import RuleParams
 
@@ -116,7 +137,11 @@ def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> lis
     job's watermark back (the job watermark is flat, or absent, over the idle time; for Flink without a
     job-level watermark, the idle scope has the lowest or no watermark), else ``INFO``.
     """
-    if history.engine is Engine.KAFKA or len(history.series) < 2:
+    if history.engine is Engine.KAFKA:
+        return []
+    if history.engine is Engine.FLINK:
+        return _evaluate_flink(params, history, now)
+    if len(history.series) < 2:
         return []
     idle_for = params.idle_for()
     out: list[Finding] = []
@@ -163,3 +188,128 @@ def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> lis
             )
         )
     return out
+
+
+# ----------------------------------------------------------------------------------------------- Flink
+
+
+def _flink_sources(history: JobHistory) -> dict[str, dict[Scope, list[Sample]]]:
+    """Source-vertex series by vertex (id, or name where no id is known)."""
+    out: dict[str, dict[Scope, list[Sample]]] = {}
+    for scope, samples in history.series.items():
+        if scope.source is not None and samples:
+            out.setdefault(scope.operator or scope.source, {})[scope] = samples
+    return out
+
+
+def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> list[Finding]:
+    idle_for = params.idle_for()
+    job = history.job.name or history.job.job_id
+    out: list[Finding] = []
+    all_idle: list[tuple[Scope, list[Sample], _Idle]] = []
+    n_sources = 0
+    for subtasks in _flink_sources(history).values():
+        for scope, samples in subtasks.items():
+            n_sources += 1
+            newest = samples[-1]
+            if newest.watermark_end_of_input:
+                out.append(_end_of_input(history, scope, newest, job, now))
+                continue
+            idle = _idle(samples, idle_for)
+            if idle is None:
+                continue
+            all_idle.append((scope, samples, idle))
+            window_start = max(idle.since, newest.observed_at - idle_for)
+            siblings = [s for s, other in subtasks.items() if s != scope and _advancing(other, window_start)]
+            if not siblings:
+                continue
+            flat = _job_watermark_flat(history, window_start)
+            own = newest.watermark
+            others = [subtasks[s][-1].watermark for s in siblings]
+            job_wm = history.batches[-1].watermark if history.batches else None
+            if own is None:
+                # no watermark at all: were it in the minimum, the job would have none either; a job
+                # watermark means the valve left this channel out (marked idle)
+                holding = job_wm is None
+            else:
+                lowest = all(o is not None and o > own for o in others)
+                holding = lowest and (flat is None or flat)
+            idle_time = newest.observed_at - idle.since
+            sibling_text = ", ".join(f"subtask {s.subtask}" for s in siblings[:5]) + (
+                " ..." if len(siblings) > 5 else ""
+            )
+            wm_text = "no watermark at all (Long.MIN_VALUE)" if own is None else f"watermark {fmt_time(own)}"
+            if holding:
+                consequence = (
+                    f"it has {wm_text}, and the operator downstream takes the minimum over its input channels "
+                    "(StatusWatermarkValve), so this subtask pins the job's event time: windows do not fire. "
+                    + _remedy(Engine.FLINK)
+                )
+            else:
+                consequence = (
+                    f"it has {wm_text} but the job's watermark still advances: the subtask is marked idle "
+                    "(withIdleness) and left out of the minimum. If it should have data, check its "
+                    "partitions/splits (or the filter in front of the watermark assigner)."
+                )
+            message = (
+                f"{flink_scope_name(job, newest)} has had no records for {fmt_duration(idle_time)} (since "
+                f"{fmt_time(idle.since)}) while {sibling_text} of the same vertex advanced; {consequence}"
+            )
+            out.append(
+                Finding(
+                    rule=RULE,
+                    severity=Severity.WARNING if holding else Severity.INFO,
+                    job=history.job,
+                    message=message,
+                    observed_at=now,
+                    scope=scope,
+                    details={
+                        "idle_seconds": idle_time.total_seconds(),
+                        "holding_watermark": holding,
+                        "vertex": newest.extra.get("vertex"),
+                        "subtask": scope.subtask,
+                    },
+                )
+            )
+    if n_sources and len(all_idle) == n_sources and history.batches:
+        since = max(i.since for _, _, i in all_idle)
+        flat = _job_watermark_flat(history, max(since, history.batches[-1].observed_at - idle_for))
+        if flat is None or flat:
+            wm = history.batches[-1].watermark
+            frozen = f"at {fmt_time(wm)}" if wm is not None else "before its first watermark"
+            out.append(
+                Finding(
+                    rule=RULE,
+                    severity=Severity.WARNING,
+                    job=history.job,
+                    message=(
+                        f"every source subtask of job `{job}` has had no records for at least "
+                        f"{fmt_duration(idle_for)}: event time is frozen {frozen} and event-time windows do not "
+                        "fire. withIdleness cannot help: with all input channels idle no watermark is emitted. "
+                        "If results must come out during quiet periods, advance the watermark on processing "
+                        "time (a custom WatermarkGenerator's onPeriodicEmit) or send heartbeat records."
+                    ),
+                    observed_at=now,
+                    labels={"check": "all_inputs_idle"},
+                    details={"sources": n_sources},
+                )
+            )
+    return out
+
+
+def _end_of_input(history: JobHistory, scope: Scope, newest: Sample, job: str, now: datetime) -> Finding:
+    return Finding(
+        rule=RULE,
+        severity=Severity.WARNING,
+        job=history.job,
+        message=(
+            f"{flink_scope_name(job, newest)} advertises the watermark Long.MAX_VALUE (+infinity) while the job "
+            "runs: it has no split/partition to read (source parallelism above the partition count) or its "
+            "bounded input ended. It no longer takes part in the minimum, so an idle partition elsewhere is "
+            "hidden; set the source parallelism to at most the number of partitions."
+        ),
+        observed_at=now,
+        scope=scope,
+        labels={"check": "end_of_input"},
+        details={"vertex": newest.extra.get("vertex"), "subtask": scope.subtask},
+    )

@@ -20,6 +20,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       falling_behind: {trigger_interval: 30s, batches: 3, backpressure_ratio: 0.5, for: 1m}
       freshness: {target: 15m}
       target_health: {restart_window: 15m, error_window: 2m, min_errors: 2}
+      checkpoint_failures: {window: 15m, min_failures: 1}
       no_progress: {for: 5m, intervals: 10}
       overrides:
         - {match: {job_name: clicks}, rule: watermark_stall, params: {for: 30m}}
@@ -39,7 +40,19 @@ from typing import Any, TypeVar
 
 from monitor.errors import ConfigError
 from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample, SampleKind
-from rules import behind, consumer_lag, freshness, future, health, idle, late, progress, stall, state_growth
+from rules import (
+    behind,
+    checkpoints,
+    consumer_lag,
+    freshness,
+    future,
+    health,
+    idle,
+    late,
+    progress,
+    stall,
+    state_growth,
+)
 from rules.config import RulesConfig
 from rules.history import JobHistory, RollingHistory, job_history
 from rules.params import RuleParams, parse_params
@@ -91,6 +104,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),
         RuleSpec(freshness.RULE, freshness.FreshnessParams, freshness.evaluate_freshness),
         RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),
+        RuleSpec(checkpoints.RULE, checkpoints.CheckpointParams, checkpoints.evaluate_checkpoints),
         RuleSpec(progress.RULE, progress.NoProgressParams, progress.evaluate_no_progress, clock=True),
     )
 }
@@ -276,7 +290,9 @@ class Evaluator:
         """How far back from a job's newest sample its rules read."""
         return self.resolved(job).lookback
 
-    def evaluate_job(self, samples: Sequence[Sample], now: datetime, *, clock: bool | None = False) -> list[Finding]:
+    def evaluate_job(
+        self, samples: Sequence[Sample], now: datetime, *, clock: bool | None = False
+    ) -> list[Finding]:
         """The findings of ONE job's samples at ``now``.
 
         Args:
@@ -298,7 +314,9 @@ class Evaluator:
         resolved = self.resolved(job)
         return RollingHistory(resolved.lookback, resolved.series_lookback)
 
-    def evaluate_history(self, hist: JobHistory, now: datetime, *, clock: bool | None = False) -> list[Finding]:
+    def evaluate_history(
+        self, hist: JobHistory, now: datetime, *, clock: bool | None = False
+    ) -> list[Finding]:
         """As :meth:`evaluate_job`, on a job's history already split (and windowed)."""
         resolved = self.resolved(hist.job)
         terminated = is_terminated(hist)
@@ -322,7 +340,12 @@ class Evaluator:
 
 def finding_order(finding: Finding) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
     """Sort key of findings: job (engine, job id), then rule, then scope."""
-    return (finding.job.engine.value, finding.job.job_id, finding.rule, tuple(sorted(finding.scope.labels().items())))
+    return (
+        finding.job.engine.value,
+        finding.job.job_id,
+        finding.rule,
+        tuple(sorted(finding.scope.labels().items())),
+    )
 
 
 def evaluate(

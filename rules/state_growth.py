@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from monitor.model import Finding, Severity
+from monitor.model import Engine, Finding, Severity
 from rules.batches import fmt_duration, fmt_time
 from rules.common import tail_since
 from rules.history import JobHistory
@@ -102,13 +102,17 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     at least ``min_monotone_share`` of the steps did not decrease, and the Theil-Sen slope grew the state
     by ``min_growth`` of its size over the window. Spark's ``dropDuplicatesWithinWatermark`` keeps about
     twice the delay's worth of keys and removes the rest: it plateaus with removals, so it is not reported.
-    The message projects when ``limit_rows``/``limit_bytes`` is reached at the fitted rate.
+    The message projects when ``limit_rows``/``limit_bytes`` is reached at the fitted rate. Flink jobs are
+    judged on bytes whatever ``metric`` says: the collector's ``state_memory_bytes`` is the latest completed
+    checkpoint's ``state_size`` (``CheckpointingStatistics``), Flink's only state-size figure in REST.
     """
     batches = history.batches
     if not batches:
         return []
     window = tail_since(batches, batches[-1].observed_at - params.window)
-    field = "state_rows_total" if params.metric == "rows" else "state_memory_bytes"
+    # Flink reports no state rows: its state size is the latest completed checkpoint's state_size (bytes)
+    metric = "bytes" if history.engine is Engine.FLINK else params.metric
+    field = "state_rows_total" if metric == "rows" else "state_memory_bytes"
     if any(map(_REMOVED, window)):
         return []  # eviction works (checked first: it is the common case, and C-level)
     points = [b for b in window if getattr(b, field) is not None]
@@ -133,8 +137,8 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     growth = slope * xs[-1]
     if slope <= 0 or growth < params.min_growth * max(ys[0], 1.0):
         return []
-    unit = "rows" if params.metric == "rows" else "bytes"
-    limit = params.limit_rows if params.metric == "rows" else params.limit_bytes
+    unit = "rows" if metric == "rows" else "bytes"
+    limit = params.limit_rows if metric == "rows" else params.limit_bytes
     current = ys[-1]
     severity = Severity.WARNING
     projection = ""
@@ -151,12 +155,22 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
         details["seconds_to_limit"] = remaining.total_seconds()
         if remaining <= params.critical_within:
             severity = Severity.CRITICAL
+    if history.engine is Engine.FLINK:
+        cause = (
+            "Keyed state that nothing clears grows with every new key: give it a state TTL (StateTtlConfig), "
+            "clear it from an event-time timer, or key windows so the watermark ends them."
+        )
+    else:
+        cause = (
+            "The state key does not include the event time, so the watermark cannot evict it "
+            "(the classic: dropDuplicates without the event-time column). Add the event-time column to the key, "
+            "use a window, dropDuplicatesWithinWatermark, or a state TTL."
+        )
+    what = "checkpointed state size" if history.engine is Engine.FLINK else f"state {unit}"
     message = (
-        f"state {unit} grew from {ys[0]:.0f} to {current:.0f} in {fmt_duration(timedelta(seconds=xs[-1]))} "
+        f"{what} grew from {ys[0]:.0f} to {current:.0f} in {fmt_duration(timedelta(seconds=xs[-1]))} "
         f"(Theil-Sen trend {slope * 3600:.0f} {unit}/h) with no rows removed while the watermark advanced {steps} "
-        f"times.{projection} The state key does not include the event time, so the watermark cannot evict it "
-        "(the classic: dropDuplicates without the event-time column). Add the event-time column to the key, "
-        "use a window, dropDuplicatesWithinWatermark, or a state TTL."
+        f"times.{projection} {cause}"
     )
     return [
         Finding(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
+from tests.flink_cluster import FlinkCluster, cluster_fixture, submit_test_jobs
 
 # One real Apache Kafka broker per session (see tests/kafka_broker.py): `kafka_broker`.
 from tests.kafka_broker import kafka_broker  # noqa: F401
@@ -34,3 +37,16 @@ def spark_fixtures(recorded_fixtures: Path) -> Path:
 def fixed_now() -> datetime:
     """A fixed, timezone-aware 'now' for pure functions (tests step clocks, never sleep)."""
     return datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="session")
+def flink_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlinkCluster]:
+    """One real Flink 2.3.0 standalone cluster for the whole test session (tests/flink_cluster.py), started
+    on first use (~20 s) and stopped at the end. Skipped when Flink/JDK are missing, failed under CI."""
+    yield from cluster_fixture(tmp_path_factory.mktemp("flink"))
+
+
+@pytest.fixture(scope="session")
+def flink_test_jobs(flink_cluster: FlinkCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The test job's modes running on :func:`flink_cluster` (``mode -> job id``; names ``tg-<mode>``)."""
+    return submit_test_jobs(flink_cluster, tmp_path_factory.mktemp("flink-job"))

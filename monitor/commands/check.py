@@ -23,6 +23,7 @@ import typer
 from collectors.kafka import KafkaLagCollector, KafkaOptions, Snapshot, group_samples
 from collectors.kafka.spark import SparkKafkaSource, source_offsets
 from collectors.spark.progress_files import read_progress_file
+from monitor.commands._check_flink import add_flink
 from monitor.commands.scan import _parse_fail_on
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
@@ -120,7 +121,8 @@ def run_check(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``check`` command group (``check kafka``) to ``app``."""
+    """Add the ``check`` command group (``check kafka``, and ``check flink`` from
+    :mod:`monitor.commands._check_flink`) to ``app``."""
     group = typer.Typer(help="One-shot checks of a live system.", no_args_is_help=True)
 
     @group.command("kafka")
@@ -195,4 +197,5 @@ def register(app: typer.Typer) -> None:
         typer.echo(text)
         raise typer.Exit(code=code)
 
+    add_flink(group)
     app.add_typer(group, name="check")

@@ -66,6 +66,10 @@ def _raw_secret_refs(raw: Mapping[str, Any]) -> list[tuple[str, SecretRef]]:
         for i, t in enumerate(_list(targets.get(group))):
             if isinstance(t, Mapping):
                 candidates.append((f"targets.{group}[{i}].bearer_token", t.get("bearer_token")))
+    for i, f in enumerate(_list(targets.get("flink_rest"))):
+        auth = f.get("basic_auth") if isinstance(f, Mapping) else None
+        if isinstance(auth, Mapping):
+            candidates.append((f"targets.flink_rest[{i}].basic_auth.password", auth.get("password")))
     for i, k in enumerate(_list(targets.get("kafka"))):
         if isinstance(k, Mapping):
             candidates += [(f"targets.kafka[{i}].{f}", k.get(f)) for f in ("sasl_password", "ssl_key_password")]
@@ -172,7 +176,9 @@ def register(app: typer.Typer) -> None:
         if problems or cfg is None:
             raise ConfigError("\n".join(problems))
         t = cfg.targets
-        groups = (t.spark_event_logs, t.spark_prometheus, t.flink_rest, t.kafka, t.kafka_exporters)
+        groups = (
+            t.spark_event_logs, t.spark_prometheus, t.flink_rest, t.flink_prometheus, t.kafka, t.kafka_exporters
+        )
         n_targets = sum(len(g) for g in groups)
         typer.echo(
             f"{config}: ok ({n_targets} targets, {len(cfg.receivers)} receivers, {len(cfg.routes)} routes)"

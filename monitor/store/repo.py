@@ -75,6 +75,8 @@ _MEASURES: Final = (
     "log_end_offset",
     "backpressure_ratio",
     "restart_count",
+    "checkpoints_failed",
+    "watermark_end_of_input",
 )
 
 

@@ -116,6 +116,9 @@ class SampleRow(Base):
     log_end_offset: Mapped[int | None] = mapped_column(BigInteger)
     backpressure_ratio: Mapped[float | None] = mapped_column(Double)
     restart_count: Mapped[int | None] = mapped_column(BigInteger)
+    # 0004_flink_sample_fields
+    checkpoints_failed: Mapped[int | None] = mapped_column(BigInteger)
+    watermark_end_of_input: Mapped[bool | None] = mapped_column(Boolean)
     extra: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 

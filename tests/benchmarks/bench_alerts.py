@@ -27,7 +27,14 @@ from tests.http_receiver import running_receiver
 def main(n_jobs: int = 200, per_job: int = 10) -> None:
     now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     findings = [
-        Finding("idle_source", Severity.WARNING, JobRef(Engine.FLINK, f"job-{j}"), "idle", now, scope=Scope(subtask=s))
+        Finding(
+            "idle_source",
+            Severity.WARNING,
+            JobRef(Engine.FLINK, f"job-{j}"),
+            "idle",
+            now,
+            scope=Scope(subtask=s),
+        )
         for j in range(n_jobs)
         for s in range(per_job)
     ]

@@ -35,7 +35,9 @@ def _history(jobs: int, batches: int) -> list[PollResult]:
             wm = START - timedelta(minutes=10) + timedelta(seconds=b // 10 * 10)  # moves every 10 batches
             common = {"observed_at": at, "collector": "spark-eventlog", "batch_id": b, "num_input_rows": 100}
             samples.append(Sample(job, watermark=wm, event_time_max=at, state_rows_total=50, **common))  # type: ignore[arg-type]
-            samples.append(Sample(job, scope=Scope(source="kafka[clicks]"), input_rows_per_second=100.0, **common))  # type: ignore[arg-type]
+            samples.append(
+                Sample(job, scope=Scope(source="kafka[clicks]"), input_rows_per_second=100.0, **common)
+            )  # type: ignore[arg-type]
         out.append(PollResult(tuple(samples)))
     return out
 
@@ -48,7 +50,9 @@ def main(jobs: int = 5, batches: int = 3600) -> None:
         with store.sessions.begin() as session:
             for poll in _history(jobs, batches):
                 save_poll(session, poll)
-        runtime = Runtime(sessions=store.sessions, targets=[], latest=LatestSamples(), rules_config=parse_config({}).rules)
+        runtime = Runtime(
+            sessions=store.sessions, targets=[], latest=LatestSamples(), rules_config=parse_config({}).rules
+        )
         now = START + timedelta(seconds=batches)
         t0 = time.perf_counter()
         runtime.evaluate(now)
@@ -64,8 +68,10 @@ def main(jobs: int = 5, batches: int = 3600) -> None:
             times.append(time.perf_counter() - t0)
         store.dispose()
     samples = jobs * batches * 2
-    print(f"evaluate: {jobs} jobs x {batches} batches ({samples} samples): first tick {first:.3f} s, "
-          f"steady tick {statistics.median(times):.3f} s (median of 10)")
+    print(
+        f"evaluate: {jobs} jobs x {batches} batches ({samples} samples): first tick {first:.3f} s, "
+        f"steady tick {statistics.median(times):.3f} s (median of 10)"
+    )
 
 
 if __name__ == "__main__":

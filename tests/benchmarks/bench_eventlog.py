@@ -34,17 +34,26 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 ORDINARY_SRC = REPO / "tests" / "fixtures" / "spark-codecs" / "local-1795956025902"
 STREAMING_SRC = REPO / "tests" / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
-ONE_TIME = (b"SparkListenerLogStart", b"SparkListenerEnvironmentUpdate", b"SparkListenerApplication",
-            b"SparkListenerExecutorAdded", b"SparkListenerBlockManagerAdded", b"SparkListenerResourceProfileAdded")
+ONE_TIME = (
+    b"SparkListenerLogStart",
+    b"SparkListenerEnvironmentUpdate",
+    b"SparkListenerApplication",
+    b"SparkListenerExecutorAdded",
+    b"SparkListenerBlockManagerAdded",
+    b"SparkListenerResourceProfileAdded",
+)
 MARKER = b"StreamingQueryListener$Query"
 
 
 def _blocks(profile: str) -> bytes:
-    streaming = [line for line in STREAMING_SRC.read_bytes().splitlines(keepends=True) if MARKER in line[:200]]
+    streaming = [
+        line for line in STREAMING_SRC.read_bytes().splitlines(keepends=True) if MARKER in line[:200]
+    ]
     if profile == "streaming-only":
         return b"".join(streaming)
     ordinary = [
-        line for line in ORDINARY_SRC.read_bytes().splitlines(keepends=True)
+        line
+        for line in ORDINARY_SRC.read_bytes().splitlines(keepends=True)
         if MARKER not in line[:200] and not any(t in line[:80] for t in ONE_TIME)
     ]
     # one run of the query: started, progress batch 0, progress batch 1, terminated (lines 1-4 of streaming)
@@ -101,7 +110,10 @@ def measure(path: Path) -> dict[str, float | int]:
 def _measure_in_subprocess(path: Path) -> dict[str, float]:
     proc = subprocess.run(
         [sys.executable, "-m", "tests.benchmarks.bench_eventlog", "--measure", str(path)],
-        cwd=REPO, capture_output=True, text=True, check=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
@@ -110,7 +122,9 @@ def _measure_in_subprocess(path: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes-mb", default="200,1000")
-    parser.add_argument("--dir", default=None, help="where to write the generated logs (default: system temp)")
+    parser.add_argument(
+        "--dir", default=None, help="where to write the generated logs (default: system temp)"
+    )
     parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -119,8 +133,10 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes_mb.split(",")]
     work = Path(tempfile.mkdtemp(prefix="tidegauge-bench-", dir=args.dir))
     cases = [("mixed", s) for s in sizes] + [("streaming-only", sizes[0])]
-    print(f"{'profile':<15} {'size':>6} {'codec':<6} {'log MB/s':>9} {'file MB/s':>9} {'wall MB/s':>9} {'CPU s':>6} "
-          f"{'wall s':>6} {'samples':>8} {'RSS base':>8} {'RSS peak':>8}")
+    print(
+        f"{'profile':<15} {'size':>6} {'codec':<6} {'log MB/s':>9} {'file MB/s':>9} {'wall MB/s':>9} {'CPU s':>6} "
+        f"{'wall s':>6} {'samples':>8} {'RSS base':>8} {'RSS peak':>8}"
+    )
     try:
         for profile, size in cases:
             plain, packed = generate(work, profile, size)
@@ -137,8 +153,10 @@ def main() -> None:
             packed.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("MB/s = 10^6 bytes per CPU second of the scanning process (one core); log = decompressed event-log "
-          "bytes, file = bytes on disk; wall MB/s = log bytes per wall-clock second (shared machine).")
+    print(
+        "MB/s = 10^6 bytes per CPU second of the scanning process (one core); log = decompressed event-log "
+        "bytes, file = bytes on disk; wall MB/s = log bytes per wall-clock second (shared machine)."
+    )
 
 
 if __name__ == "__main__":

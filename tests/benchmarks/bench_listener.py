@@ -44,7 +44,9 @@ def _events() -> list[dict[str, Any]]:
     return [json.loads(x) for x in SOURCE.read_text().splitlines() if EVENT_PROGRESS in x]
 
 
-def _callback_times(url: str, events: list[QueryProgressEvent], n: int, **kwargs: Any) -> tuple[list[float], dict[str, int]]:
+def _callback_times(
+    url: str, events: list[QueryProgressEvent], n: int, **kwargs: Any
+) -> tuple[list[float], dict[str, int]]:
     listener = TidegaugeListener(url, TOKEN, flush_at_exit_s=None, **kwargs)
     times = []
     for i in range(n):
@@ -78,8 +80,10 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         delivered = sum(1 for r in stored for s in r.samples if s.scope.is_job())
         print(f"monitor up       {_summary(times)}  stats {stats}")
-        print(f"  delivered {delivered} events in {elapsed:.2f} s = {delivered / elapsed:,.0f} events/s "
-              f"(callbacks + close/flush, one sender thread, batches of <=100)")
+        print(
+            f"  delivered {delivered} events in {elapsed:.2f} s = {delivered / elapsed:,.0f} events/s "
+            f"(callbacks + close/flush, one sender thread, batches of <=100)"
+        )
 
     times, stats = _callback_times(f"http://127.0.0.1:{refused_port()}", events, n, timeout_s=0.5)
     print(f"monitor refusing {_summary(times)}  stats {stats}")

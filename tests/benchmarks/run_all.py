@@ -14,7 +14,9 @@ def main() -> int:
     failed = 0
     for script in sorted(HERE.glob("bench_*.py")):
         print(f"== {script.stem}", flush=True)
-        proc = subprocess.run([sys.executable, "-m", f"tests.benchmarks.{script.stem}"], cwd=HERE.parents[1], check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", f"tests.benchmarks.{script.stem}"], cwd=HERE.parents[1], check=False
+        )
         if proc.returncode != 0:
             print(f"!! {script.stem} exited with {proc.returncode}", flush=True)
             failed += 1

@@ -1,5 +1,5 @@
 """The composition root's builders: receivers with secrets from the environment, routes, config silences,
-unsupported targets; and config silences stored once and muting delivery."""
+targets; and config silences stored once and muting delivery."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from collectors.flink import FlinkRestCollector
+from collectors.flink.prometheus import FlinkPrometheusCollector
 from monitor.alerts.lifecycle import RuleTiming, step_all
 from monitor.alerts.silences import MatchOp
 from monitor.config import parse_config
-from monitor.daemon import build, build_notifiers, build_routes, build_silences
+from monitor.daemon import build, build_notifiers, build_routes, build_silences, build_targets
 from monitor.errors import ConfigError, StoreError
 from monitor.latest import LatestSamples
 from monitor.model import Engine, Finding, JobRef, Severity
@@ -32,7 +34,9 @@ RECEIVERS = [
 
 def test_notifiers_resolve_secrets_from_the_given_environment() -> None:
     config = parse_config({"receivers": RECEIVERS})
-    ops, chat = build_notifiers(config, {"TG_SECRET": "hmac-key", "TG_SLACK": "https://hooks.slack.test/T/B/x"})
+    ops, chat = build_notifiers(
+        config, {"TG_SECRET": "hmac-key", "TG_SLACK": "https://hooks.slack.test/T/B/x"}
+    )
     assert isinstance(ops, WebhookNotifier) and ops.secret == "hmac-key"
     assert isinstance(chat, SlackNotifier) and chat.webhook_url == "https://hooks.slack.test/T/B/x"
     with pytest.raises(ConfigError, match=r"receivers\[1\]\.url: environment variable TG_SLACK is not set"):
@@ -42,14 +46,19 @@ def test_notifiers_resolve_secrets_from_the_given_environment() -> None:
 def test_routes_default_to_every_receiver_and_map_matchers() -> None:
     assert [r.receiver for r in build_routes(parse_config({"receivers": RECEIVERS}))] == ["ops", "chat"]
     config = parse_config(
-        {"receivers": RECEIVERS, "routes": [{"receiver": "ops", "match": {"severity": "critical"}, "repeat_interval": "1h"}]}
+        {
+            "receivers": RECEIVERS,
+            "routes": [{"receiver": "ops", "match": {"severity": "critical"}, "repeat_interval": "1h"}],
+        }
     )
     [route] = build_routes(config)
     assert route.receiver == "ops"
     assert [(m.name, m.op, m.value) for m in route.matchers] == [("severity", MatchOp.EQ, "critical")]
     assert route.repeat_interval == timedelta(hours=1)
     with pytest.raises(ConfigError, match=r"routes\[0\]\.repeat_interval"):
-        build_routes(parse_config({"receivers": RECEIVERS, "routes": [{"receiver": "ops", "repeat_interval": "0s"}]}))
+        build_routes(
+            parse_config({"receivers": RECEIVERS, "routes": [{"receiver": "ops", "repeat_interval": "0s"}]})
+        )
 
 
 def test_config_silences_have_stable_ids_and_checked_times() -> None:
@@ -62,19 +71,103 @@ def test_config_silences_have_stable_ids_and_checked_times() -> None:
         build_silences(parse_config({"silences": [{"matchers": {"job_id": "q1"}, "ends_at": "tomorrow"}]}))
 
 
-def test_unsupported_targets_are_refused_before_anything_runs(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'tg.db'}"
-    upgrade(url)
-    config = parse_config({"targets": {"flink_rest": [{"name": "f", "url": "http://jobmanager:8081"}]}})
-    with pytest.raises(ConfigError, match=r"targets\.flink_rest: not supported"):
-        build(config, db_url=url, environ={}, clock=lambda: NOW)
+def test_flink_rest_targets_get_a_collector_with_their_auth() -> None:
+    config = parse_config(
+        {
+            "targets": {
+                "flink_rest": [
+                    {"name": "f", "url": "http://jobmanager:8081", "bearer_token": {"env": "TG_FLINK"}},
+                    {
+                        "name": "g",
+                        "url": "https://proxy:443/flink",
+                        "basic_auth": {"username": "mon", "password": {"env": "TG_PW"}},
+                        "concurrency": 4,
+                        "poll_interval": "30s",
+                    },
+                ]
+            }
+        }
+    )
+    clients: list[httpx.Client] = []
+    targets = build_targets(config, None, {"TG_FLINK": "tok-123", "TG_PW": "pw-456"}, clients)  # type: ignore[arg-type]
+    try:
+        assert [t.name for t in targets] == ["f", "g"]
+        assert all(isinstance(t.source, FlinkRestCollector) for t in targets)
+        assert targets[1].interval == timedelta(seconds=30)
+        assert clients[0].headers["Authorization"] == "Bearer tok-123"
+        assert isinstance(clients[1].auth, httpx.BasicAuth)
+        request = clients[1].build_request("GET", "https://proxy:443/flink/jobs/overview")
+        assert next(clients[1].auth.auth_flow(request)).headers["Authorization"].startswith("Basic ")
+    finally:
+        for c in clients:
+            c.close()
+    with pytest.raises(
+        ConfigError, match=r"targets\.flink_rest\[1\]\.basic_auth\.password: environment variable TG_PW"
+    ):
+        build_targets(config, None, {"TG_FLINK": "tok-123"}, [])  # type: ignore[arg-type]
+
+
+def test_flink_prometheus_targets_scrape_every_url() -> None:
+    config = parse_config(
+        {
+            "targets": {
+                "flink_prometheus": [
+                    {
+                        "name": "p",
+                        "urls": ["http://jm:9249/metrics", "http://tm1:9250/metrics"],
+                        "poll_interval": "20s",
+                    }
+                ]
+            }
+        }
+    )
+    clients: list[httpx.Client] = []
+    (target,) = build_targets(config, None, {}, clients)  # type: ignore[arg-type]
+    try:
+        assert isinstance(target.source, FlinkPrometheusCollector)
+        assert target.source.urls == ["http://jm:9249/metrics", "http://tm1:9250/metrics"]
+        assert target.interval == timedelta(seconds=20)
+    finally:
+        for c in clients:
+            c.close()
+    with pytest.raises(ConfigError, match="urls"):
+        parse_config({"targets": {"flink_prometheus": [{"name": "p", "urls": []}]}})
+
+
+def test_flink_rest_target_validation() -> None:
+    with pytest.raises(ConfigError, match="at most one of basic_auth and bearer_token"):
+        parse_config(
+            {
+                "targets": {
+                    "flink_rest": [
+                        {
+                            "name": "f",
+                            "url": "http://jm:8081",
+                            "bearer_token": {"env": "A"},
+                            "basic_auth": {"username": "u", "password": {"env": "B"}},
+                        }
+                    ]
+                }
+            }
+        )
+    config = parse_config(
+        {
+            "targets": {
+                "flink_rest": [{"name": "f", "url": "https://jm:8081", "tls_ca_file": "/nonexistent/ca.pem"}]
+            }
+        }
+    )
+    with pytest.raises(ConfigError, match=r"targets\.flink_rest\[0\]: cannot load the TLS files"):
+        build_targets(config, None, {}, [])  # type: ignore[arg-type]
 
 
 def test_config_silences_are_stored_once_and_mute_delivery(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'tg.db'}"
     upgrade(url)
     store = open_store(url)
-    config = parse_config({"silences": [{"matchers": {"job_id": "q-muted"}, "ends_at": "2026-12-01T00:00:00Z"}]})
+    config = parse_config(
+        {"silences": [{"matchers": {"job_id": "q-muted"}, "ends_at": "2026-12-01T00:00:00Z"}]}
+    )
     silences = build_silences(config)
     routes = build_routes(parse_config({"receivers": [RECEIVERS[0]]}))
     with running_receiver() as rx, httpx.Client() as client:
@@ -118,4 +211,6 @@ def test_database_is_db_option_else_config_else_default(tmp_path: Path) -> None:
     # neither: the per-user default of the environment passed in (missing there: refused, naming the fix,
     # and not created: only `tidegauge db upgrade` creates a database)
     with pytest.raises(StoreError, match=r"no database at .*xdg.*tidegauge\.db.*tidegauge db upgrade"):
-        build(parse_config({}), db_url=None, environ={"XDG_DATA_HOME": str(tmp_path / "xdg")}, clock=lambda: NOW)
+        build(
+            parse_config({}), db_url=None, environ={"XDG_DATA_HOME": str(tmp_path / "xdg")}, clock=lambda: NOW
+        )

@@ -112,3 +112,35 @@ def test_scope_labels_alerts_and_targets() -> None:
     assert m[("tidegauge_collector_errors_total", _with_kind(T, "unreachable"))] == 2
     assert m[("tidegauge_collector_errors_total", _with_kind(T, "line"))] == 1
     assert m[("tidegauge_collector_errors_total", _with_kind(T, "field"))] == 0  # every kind, from 0
+
+
+def test_flink_jobs_vertices_and_subtasks() -> None:
+    job = JobRef(Engine.FLINK, "tg-idle", "ff68", "tg-idle")
+    latest = LatestSamples()
+    latest.update(
+        [
+            Sample(job, NOW, collector="flink-rest", restart_count=2),
+            Sample(
+                job,
+                NOW,
+                collector="flink-rest",
+                scope=Scope(source="Source: seq", subtask=1, operator="cbc3"),
+                watermark=None,
+                idle_ms=240_000,
+                backpressure_ratio=0.25,
+                extra={"vertex": "Source: seq"},
+            ),
+        ]
+    )
+    got = _scrape(latest)
+    base = {"engine": "flink", "job_id": "tg-idle", "job_name": "tg-idle"}
+    sub = tuple(
+        sorted({**base, "source": "Source: seq", "partition": "", "subtask": "1", "operator": "cbc3"}.items())
+    )
+    job_labels = tuple(sorted({**base, "source": "", "partition": "", "subtask": "", "operator": ""}.items()))
+    assert got[("tidegauge_source_idle_seconds", sub)] == 240.0
+    assert got[("tidegauge_backpressure_ratio", sub)] == 0.25
+    assert ("tidegauge_watermark_timestamp_seconds", sub) not in got  # no watermark: absent, not 0
+    assert got[("tidegauge_job_restarts_total", job_labels)] == 2
+    info = tuple(sorted({**base, "operator": "cbc3", "vertex": "Source: seq"}.items()))
+    assert got[("tidegauge_vertex_info", info)] == 1

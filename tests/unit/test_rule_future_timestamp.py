@@ -7,11 +7,12 @@ batch at 12:00 + m minutes; watermarks and event times are minutes after 12:00 (
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from monitor.model import Sample, Severity
+from monitor.model import Sample, Scope, Severity
 from rules.future import FutureParams, UnitsParams, evaluate_future, evaluate_units
 from tests.rule_samples import EPOCH, T0, flink, history, recorded_case, spark
 
@@ -179,3 +180,18 @@ def test_the_finding_names_the_run_of_the_batch_it_names() -> None:
     ]
     [finding] = evaluate_future(FutureParams(), history(samples), T0 + timedelta(minutes=1))
     assert (finding.batch_id, finding.job.run_id) == (6, "r1")
+
+
+def test_flink_jump_is_named_at_the_source_and_per_poll() -> None:
+    # a future-dated record (3 h ahead) reached source subtask 0 at 12:02; the window vertex (no
+    # Scope.source) inherits the watermark and the job watermark follows
+    samples: list[Sample] = []
+    for m in range(5):
+        wm = m - 1 if m < 2 else 180
+        samples.append(flink(m, None, wm, 10))
+        samples.append(flink(m, 0, wm, 10))
+        samples.append(dataclasses.replace(flink(m, 1, wm, 10), scope=Scope(operator="w1", subtask=0)))
+    found = evaluate_future(FutureParams(), history(samples), T0 + timedelta(minutes=5))
+    assert [f.scope.labels() for f in found] == [{}, {"source": "Source: clicks", "subtask": "0"}]
+    assert found[0].message.startswith("the poll at 2026-11-29T12:02Z: watermark 2026-11-29T15:00Z is 3.0 h ahead")
+    assert found[1].message.startswith("job `sessions` vertex `Source: clicks` subtask 0: watermark/event time")

@@ -3,11 +3,12 @@ right. Default ``for``: 5m. Flink polls and Spark batches are one minute apart f
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
 
-from monitor.model import Sample, Severity
+from monitor.model import Sample, Scope, Severity
 from rules.idle import IdleParams, evaluate_idle
 from tests.rule_samples import T0, flink, history, source, spark
 
@@ -79,11 +80,78 @@ def test_idle_source(
 
 def test_messages_name_the_input_and_remedy() -> None:
     (flink_finding,) = evaluate_idle(IdleParams(), history(_flink(False, 6)), NOW)
-    # idle 6 min since 12:04 (sourceIdleTime 360000 ms at 12:10)
+    # idle 6 min since 12:04 (sourceIdleTime 360000 ms at 12:10); named by job, vertex and subtask
     assert flink_finding.message.startswith(
-        "source `Source: clicks` subtask 1 has had no data for 6 min (since 2026-11-29T12:04Z, from sourceIdleTime)"
+        "job `sessions` vertex `Source: clicks` subtask 1 has had no records for 6 min (since 2026-11-29T12:04Z) "
+        "while subtask 0 of the same vertex advanced"
     )
+    assert "StatusWatermarkValve" in flink_finding.message
     assert "WatermarkStrategy.withIdleness" in flink_finding.message
+    (marked,) = evaluate_idle(IdleParams(), history(_flink(True, 6)), NOW)
+    assert "marked idle (withIdleness) and left out of the minimum" in marked.message
     (spark_finding,) = evaluate_idle(IdleParams(), history(_spark(quiet_from=4)), NOW)
     assert "spark.sql.streaming.multipleWatermarkPolicy=max" in spark_finding.message
     assert spark_finding.details["idle_seconds"] == 360.0  # batches 4..10: 12:04 to 12:10
+
+
+def _window(minute: int, subtask: int, rows: int, idle_ms: int) -> Sample:
+    """A non-source (window) vertex subtask of the Flink job."""
+    return dataclasses.replace(
+        flink(minute, subtask, minute - 1, rows, idle_ms=idle_ms),
+        scope=Scope(operator="w1", subtask=subtask),
+        extra={"vertex": "window-10s"},
+    )
+
+
+def test_flink_all_inputs_idle_freezes_event_time() -> None:
+    # both source subtasks without records for 6 min (sourceIdleTime), the job watermark flat at 11:55:
+    # no subtask is idle *beside* an advancing one, but event time is frozen -> one job-scope WARNING
+    samples = []
+    for m in range(11):
+        samples.append(flink(m, None, -5, 0))
+        for sub in (0, 1):
+            samples.append(flink(m, sub, -5, 0, idle_ms=max(0, m - 4) * MIN_MS))
+    (found,) = evaluate_idle(IdleParams(), history(samples), NOW)
+    assert found.scope.labels() == {} and found.labels == {"check": "all_inputs_idle"}
+    assert found.severity is Severity.WARNING
+    assert "event time is frozen at 2026-11-29T11:55Z" in found.message
+    assert "withIdleness cannot help" in found.message
+
+
+def test_flink_source_subtask_advertising_infinity() -> None:
+    # subtask 1 reports Long.MAX_VALUE (watermark_end_of_input) while subtask 0 flows
+    samples = []
+    for m in range(11):
+        samples.append(flink(m, None, m - 1, 100))
+        samples.append(flink(m, 0, m - 1, 100, idle_ms=0))
+        samples.append(dataclasses.replace(flink(m, 1, None, 0, idle_ms=0), watermark_end_of_input=True))
+    (found,) = evaluate_idle(IdleParams(), history(samples), NOW)
+    assert (found.scope.subtask, found.labels, found.severity) == (1, {"check": "end_of_input"}, Severity.WARNING)
+    assert "Long.MAX_VALUE (+infinity)" in found.message
+
+
+def test_flink_idle_window_subtask_is_not_an_idle_input() -> None:
+    # window subtask 0 gets no keys (all go to subtask 1) for 10 min; windows forward watermarks even
+    # without records, so only source subtasks can pin event time: nothing to report
+    samples = []
+    for m in range(11):
+        samples.append(flink(m, None, m - 1, 100))
+        samples.append(flink(m, 0, m - 1, 100, idle_ms=0))
+        samples.append(flink(m, 1, m - 1, 100, idle_ms=0))
+        samples.append(_window(m, 0, 0, m * MIN_MS))
+        samples.append(_window(m, 1, 200, 0))
+    assert evaluate_idle(IdleParams(), history(samples), NOW) == []
+
+
+def test_flink_subtask_without_watermark_beside_a_job_watermark_is_marked_idle() -> None:
+    # subtask 1 never had a watermark (Long.MIN_VALUE) and no records for 10 min, yet the job has a
+    # watermark (flat between these polls, as Flink's REST metrics can be): had subtask 1 been in the
+    # valve's minimum the job would have none, so withIdleness left it out -> INFO, not pinning
+    samples = []
+    for m in range(11):
+        samples.append(flink(m, None, -1, 100))
+        samples.append(flink(m, 0, m - 1, 100, idle_ms=0))
+        samples.append(flink(m, 1, None, 0, idle_ms=m * MIN_MS))
+    (found,) = evaluate_idle(IdleParams(), history(samples), NOW)
+    assert (found.scope.subtask, found.severity) == (1, Severity.INFO)
+    assert "marked idle (withIdleness)" in found.message

@@ -3,6 +3,7 @@ Defaults: window 10m, max_share 1 %, min_dropped 1, skew 1h. Batches one minute 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -64,3 +65,29 @@ def test_recorded_drops_are_linked_to_the_batch_that_moved_the_watermark() -> No
     (found,) = evaluate_late_surge(LateSurgeParams(), history(recorded_case("backfill_future_row")), NOW)
     assert "12 rows dropped at batch 10 because batch 4 moved the watermark +1.0 days" in found.message
     assert "A longer delay does not help" in found.message and "raise the watermark delay" not in found.message
+
+
+def test_flink_surge_names_the_window_subtask_and_what_the_counter_hides() -> None:
+    from monitor.model import Scope
+    from tests.rule_samples import flink
+
+    samples = []
+    for m in range(5):
+        samples.append(dataclasses.replace(flink(m, None, m - 1, 100), dropped_by_watermark=5))
+        samples.append(
+            dataclasses.replace(
+                flink(m, 0, m - 1, 100),
+                scope=Scope(operator="w1", subtask=0),
+                dropped_by_watermark=5,
+                extra={"vertex": "window-2s -> discard: Writer"},
+            )
+        )
+    (found,) = evaluate_late_surge(LateSurgeParams(), history(samples), T0 + timedelta(minutes=5))
+    # 25 of 500 rows over the 5 polls: 5 % > 1 %
+    assert found.message.startswith("25 of 500 input rows (5.0%) were dropped as late by the watermark")
+    assert "(5 polls, threshold 1.0%)" in found.message
+    assert (
+        "Dropped by WindowOperator at vertex `window-2s -> discard: Writer` subtask 0 (25)." in found.message
+    )
+    assert "with a late side output numLateRecordsDropped stays 0" in found.message
+    assert "sliding windows silently skip" in found.message

@@ -34,7 +34,7 @@ def stalled(job: JobRef = SPARK) -> list[Sample]:
 # (case, rules section, expected ConfigError text)
 BAD: list[tuple[int, dict[str, object], str]] = [
     # 1. a rule that does not exist: named, with the list of rules
-    (1, {"watermark_stal": {"for": "10m"}}, "rules.watermark_stal: unknown rule (rules are: consumer_lag,"),
+    (1, {"watermark_stal": {"for": "10m"}}, "rules.watermark_stal: unknown rule (rules are: checkpoint_failures, consumer_lag,"),
     # 2. a parameter the rule does not have
     (
         2,
@@ -96,7 +96,7 @@ def test_invalid_params_name_rule_and_param(case: int, data: dict[str, object], 
 def test_every_rule_accepts_its_defaults_and_common_keys() -> None:
     data = {name: {"enabled": True, "severity": "info", "keep_firing_for": "1m"} for name in RULES}
     validate(rules(data))
-    assert len(RULES) == 12  # eleven batch-time rules (consumer_lag_seconds among them) and no_progress
+    assert len(RULES) == 13  # eleven batch-time rules (consumer_lag_seconds among them), checkpoint_failures and no_progress
 
 
 def test_override_applies_only_to_matching_jobs() -> None:

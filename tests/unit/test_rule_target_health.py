@@ -3,6 +3,7 @@ NOW is 12:30. Defaults: restart_window 15m, error_window 2m, min_errors 2."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -15,6 +16,13 @@ NOW = T0 + timedelta(minutes=30)
 STARTED, TERMINATED = SampleKind.STARTED, SampleKind.TERMINATED
 
 # (case, samples, expected [(check label, severity)])
+def _running_since(sample: Sample, minute: int, exception: str | None = None) -> Sample:
+    extra: dict[str, object] = {"running_since_ms": int((T0 + timedelta(minutes=minute)).timestamp() * 1000)}
+    if exception:
+        extra["exception"] = exception
+    return dataclasses.replace(sample, extra=extra)
+
+
 TABLE: list[tuple[int, list[Sample], list[tuple[str, Severity]]]] = [
     # 1. run r1 started 12:00, terminated 12:20; run r2 started 12:21 (9 min ago, within 15m): restarted
     (
@@ -50,6 +58,13 @@ TABLE: list[tuple[int, list[Sample], list[tuple[str, Severity]]]] = [
     (6, [flink(5, None, 0, restarts=2), flink(20, None, 10, restarts=3)], [("restarted", Severity.WARNING)]),
     # 7. Flink numRestarts constant at 3: a counter that does not rise is no restart
     (7, [flink(m, None, m, restarts=3) for m in range(10, 30)], []),
+    # 8. Flink job first seen with numRestarts 2 and its current attempt RUNNING since 12:25 (within 15m):
+    #    it restarted since submission, the last time 5 min ago (a one-shot `check flink`)
+    (8, [_running_since(flink(m, None, m, restarts=2), 25) for m in (26, 27)], [("restarted", Severity.WARNING)]),
+    # 9. the same counts, but RUNNING since 12:05 (25 min ago): the restarts are older than the window
+    (9, [_running_since(flink(m, None, m, restarts=2), 5) for m in (26, 27)], []),
+    # 10. RUNNING since 12:25 after numRestarts 0: a first start, not a restart
+    (10, [_running_since(flink(m, None, m, restarts=0), 25) for m in (26, 27)], []),
 ]
 
 
@@ -90,3 +105,12 @@ def test_unreachable_targets(case: int, errors: list[CollectorError], expected: 
     assert [f.job.job_id for f in found] == expected
     assert all(f.severity is Severity.CRITICAL and f.labels["check"] == "unreachable" for f in found)
     assert all(f.job.engine is Engine.FLINK for f in found)  # from the collector name prefix
+
+
+def test_flink_restart_names_the_cause() -> None:
+    cause = "java.lang.IllegalStateException: tidegauge test failure at record 30"
+    samples = [_running_since(flink(26, None, 26, restarts=2), 25, cause)]
+    (found,) = evaluate_health(HealthParams(), history(samples), NOW)
+    assert found.message.startswith("the job restarted 2 times in the last 15 min, last at 2026-11-29T12:25Z")
+    assert f"The last failure: {cause}." in found.message
+    assert found.details["cause"] == cause

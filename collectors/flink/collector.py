@@ -1,0 +1,369 @@
+"""The Flink REST collector: polls a JobManager's REST API and emits :class:`monitor.model.Sample` records.
+
+What one poll reads (Flink 2.x REST API, see :mod:`collectors.flink.responses` for the shapes):
+
+1. ``/jobs/overview``: every job. Jobs are tracked **by name**: a resubmitted job (new job id) continues
+   the same history (``JobRef.job_id`` is the name, ``JobRef.run_id`` the Flink job id), and of several
+   jobs with one name only the newest (by start time) is followed. Restarts within one job id are
+   counted by the ``numRestarts`` job metric (``Sample.restart_count``).
+2. Per followed job, concurrently (at most ``concurrency`` jobs at once):
+   ``/jobs/<jid>/metrics?get=numRestarts``, ``/jobs/<jid>`` (state, status timestamps, vertices; read again
+   only when the state or the restart count changed, or every ``metric_list_every`` polls),
+   ``/jobs/<jid>/checkpoints``, and ``/jobs/<jid>/exceptions`` when the job has restarted or is not
+   running (for the cause).
+3. Per vertex of a running job: the vertex's metric ids (``/jobs/<jid>/vertices/<vid>/metrics``, listed
+   again every ``metric_list_every`` polls or when a vertex changes) and then ``?get=`` of only the ids
+   that exist (Flink answers ``[]`` for the whole request if one id is unknown): per subtask the task's
+   ``currentInputWatermark`` (what ``/watermarks`` serves), records in/out and rates,
+   ``backPressuredTimeMsPerSecond``, and operator metrics (``currentOutputWatermark``, ``sourceIdleTime``,
+   ``watermarkLag``, ``pendingRecords``, ``numLateRecordsDropped``).
+
+Samples per poll of a running job (kind ``GAUGE``, ``collector="flink-rest"``, ``observed_at`` = the poll's
+``now``):
+
+* one per (vertex, subtask): ``Scope(operator=<vertex id>, subtask=<index>)``, plus ``source=<vertex
+  name>`` for source vertices. ``watermark`` is the subtask's input watermark, or for a source vertex its
+  output watermark (what it contributes downstream); ``num_input_rows`` the records since the previous
+  poll (source vertices: records emitted downstream, so a source whose records are all filtered out
+  counts as having none); ``dropped_by_watermark`` the late records dropped since the previous poll;
+  ``idle_ms`` the larger of ``sourceIdleTime`` and the time since that record counter last moved (a
+  counter still 0 has not moved since the attempt started running); ``lag_offsets`` = ``pendingRecords``;
+  ``backpressure_ratio``; ``watermark_end_of_input`` when the watermark is ``Long.MAX_VALUE``. ``extra``
+  keeps the display values (vertex name, input/output watermark ms, ``sourceIdleTime``, cumulative late
+  drops, ``watermarkLag``).
+* one for the whole job: ``watermark`` = the minimum input watermark of the last vertex's subtasks
+  (unknown if any subtask has none), rows and late drops summed over sources/subtasks since the previous
+  poll, ``restart_count`` (``numRestarts``), ``checkpoints_failed`` (``counts.failed``),
+  ``state_memory_bytes`` = the latest completed checkpoint's ``state_size``; ``extra`` has the job state,
+  the other checkpoint counts, the latest checkpoint failure message, ``running_since_ms`` and the root
+  cause of the last failure (``exception``).
+
+A failed, cancelled or finished job gives one job sample and a ``TERMINATED`` lifecycle sample (stamped
+with the job's end time) whose ``extra["exception"]`` is the root cause from ``/exceptions``.
+
+Counters between polls (``numRecordsIn``, ``numLateRecordsDropped``) live in memory: the first poll of a
+subtask has unknown deltas, and a counter that went down (a restart resets task metrics) counts from zero.
+
+Failures are data: ``/jobs/overview`` failing is one error for the target; a job or vertex failing is one
+error entry (``target`` = the endpoint, never with credentials) and the other jobs' samples are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from collectors.base import PollsOnce
+from collectors.flink.responses import (
+    CheckpointStats,
+    ExceptionEntry,
+    JobDetail,
+    JobOverview,
+    SubtaskMetrics,
+    VertexInfo,
+    parse_checkpoints,
+    parse_exceptions,
+    parse_job_detail,
+    parse_jobs_overview,
+    parse_metric_ids,
+    parse_metric_values,
+    select_metric_ids,
+    subtask_metrics,
+)
+from collectors.flink.samples import Counters, JobFigures, running_job_samples
+from collectors.flink.values import parse_long
+from collectors.http import HttpFailure, check_url, get_text, safe_url
+from monitor.errors import InputError
+from monitor.model import (
+    CollectorError,
+    Engine,
+    JobRef,
+    PollResult,
+    Sample,
+    SampleKind,
+    ms_to_datetime,
+)
+
+__all__ = ["COLLECTOR_NAME", "TERMINAL_STATES", "FlinkRestCollector"]
+
+#: ``Sample.collector`` of this collector's samples.
+COLLECTOR_NAME = "flink-rest"
+#: Job states after which nothing runs any more (``org.apache.flink.api.common.JobStatus#isGloballyTerminalState``).
+TERMINAL_STATES = frozenset({"FAILED", "CANCELED", "FINISHED"})
+_MAX_URL_IDS = 60  # ids per ``?get=`` request (keeps URLs well under 8 KiB)
+
+
+class _Failed(Exception):
+    """A request of one job/vertex failed; carries the error entry."""
+
+    def __init__(self, message: str, target: str, retryable: bool) -> None:
+        super().__init__(message)
+        self.target = target
+        self.retryable = retryable
+
+
+@dataclass(slots=True)
+class _JobState:
+    """What the collector remembers of one job id between polls."""
+
+    metric_ids: dict[str, list[str]] = field(default_factory=dict)
+    polls_since_list: int = 0
+    detail: JobDetail | None = None
+    restarts: int | None = None
+    urls: dict[str, httpx.URL] = field(default_factory=dict)  # parsed once: httpx's URL parsing is costly
+    counters: Counters = field(default_factory=Counters)
+
+
+@dataclass(slots=True)
+class _JobResult:
+    samples: list[Sample] = field(default_factory=list)
+    errors: list[CollectorError] = field(default_factory=list)
+
+
+class FlinkRestCollector(PollsOnce):
+    """Poll one Flink JobManager's REST API (see the module docstring for what is read and emitted).
+
+    Args:
+        base_url: ``http(s)://host:port`` of the JobManager (or a proxy in front of it), optionally with a
+            path prefix.
+        client: the HTTP client (built by :func:`collectors.http.make_client` with timeouts, auth headers
+            and TLS options; the caller owns and closes it). It must be safe to share between threads
+            (``httpx.Client`` is).
+        concurrency: at most this many jobs are polled at once (each job's requests run in sequence).
+        metric_list_every: list each vertex's metric ids again every this many polls (new operators or
+            late-registered metrics such as ``numLateRecordsDropped`` appear).
+        cluster: ``JobRef.app_id`` of the samples (default: the base URL without credentials).
+        name: ``Sample.collector``.
+
+    Raises:
+        ValueError: ``base_url`` is not an absolute http(s) URL, or ``concurrency`` < 1.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        client: httpx.Client,
+        *,
+        concurrency: int = 8,
+        metric_list_every: int = 10,
+        cluster: str | None = None,
+        name: str = COLLECTOR_NAME,
+    ) -> None:
+        self.base_url = check_url(base_url, "flink_rest url").rstrip("/")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.name = name
+        self._client = client
+        self._concurrency = concurrency
+        self._list_every = max(1, metric_list_every)
+        self._cluster = cluster or safe_url(self.base_url)
+        self._jobs: dict[str, _JobState] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------ requests
+
+    def _get(self, path: str, state: _JobState | None = None) -> Any:
+        url: str | httpx.URL = self.base_url + path
+        if state is not None:
+            cached = state.urls.get(path)
+            if cached is None:
+                cached = state.urls[path] = httpx.URL(self.base_url + path)
+            url = cached
+        body = get_text(self._client, url)
+        if isinstance(body, HttpFailure):
+            raise _Failed(body.message, safe_url(url), body.retryable)
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise _Failed(f"{path}: invalid JSON: {exc}", safe_url(url), False) from None
+
+    def _parse(self, parser: Callable[..., Any], doc: Any, path: str) -> Any:
+        try:
+            return parser(doc, path)
+        except InputError as exc:
+            raise _Failed(str(exc), safe_url(self.base_url + path), False) from None
+
+    def _error(self, exc: _Failed, now: datetime) -> CollectorError:
+        return CollectorError(self.name, exc.target, str(exc), now, exc.retryable)
+
+    # -------------------------------------------------------------------------------------------- poll
+
+    def poll(self, now: datetime) -> PollResult:
+        """Poll every job once (see the module docstring). Never raises for per-target failures."""
+        try:
+            jobs = self._parse(parse_jobs_overview, self._get("/jobs/overview"), "/jobs/overview")
+        except _Failed as exc:
+            return PollResult(errors=(self._error(exc, now),))
+        followed = _newest_per_name(jobs)
+        with ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="flink-poll") as pool:
+            results = list(pool.map(lambda job: self._poll_job(job, now), followed))
+        with self._lock:  # forget jobs no longer followed
+            keep = {job.jid for job in followed}
+            for jid in list(self._jobs):
+                if jid not in keep:
+                    del self._jobs[jid]
+        samples = [s for r in results for s in r.samples]
+        errors = [e for r in results for e in r.errors]
+        return PollResult(tuple(samples), tuple(errors))
+
+    def _state(self, jid: str) -> _JobState:
+        with self._lock:
+            state = self._jobs.get(jid)
+            if state is None:
+                state = self._jobs[jid] = _JobState()
+            return state
+
+    def _poll_job(self, job: JobOverview, now: datetime) -> _JobResult:
+        result = _JobResult()
+        path = f"/jobs/{job.jid}"
+        state = self._state(job.jid)
+        relist = state.polls_since_list % self._list_every == 0
+        state.polls_since_list += 1
+        cached = state.detail
+        fresh = cached is None or relist or cached.state != job.state or cached.state != "RUNNING"
+        detail: JobDetail | None = None if fresh else cached
+        if detail is None:
+            detail = self._detail(path, now, result)
+            if detail is None:
+                return result
+        restarts = self._restarts(job.jid, now, result)
+        if not fresh and restarts != state.restarts:  # restarted since: new status timestamps
+            detail = self._detail(path, now, result)
+            if detail is None:
+                return result
+        state.detail, state.restarts = detail, restarts
+        ref = JobRef(Engine.FLINK, detail.name, run_id=detail.jid, name=detail.name, app_id=self._cluster)
+        checkpoints = self._checkpoints(detail.jid, now, result)
+        exceptions: list[ExceptionEntry] = []
+        if detail.state in TERMINAL_STATES or detail.state != "RUNNING" or (restarts or 0) > 0:
+            exceptions = self._exceptions(detail.jid, now, result)
+        extra: dict[str, Any] = {"state": detail.state, "vertices": len(detail.vertices)}
+        if checkpoints is not None:
+            extra.update(
+                checkpoints_total=checkpoints.total,
+                checkpoints_completed=checkpoints.completed,
+                checkpoints_failed=checkpoints.failed,
+                checkpoints_in_progress=checkpoints.in_progress,
+                checkpoint_duration_ms=checkpoints.latest_duration_ms,
+                checkpoint_failure=checkpoints.latest_failure_message,
+            )
+        if exceptions:
+            extra["exception"] = exceptions[0].root_cause
+            extra["exception_at"] = exceptions[0].timestamp_ms
+        running_since = detail.timestamps.get("RUNNING")
+        if running_since is not None:
+            extra["running_since_ms"] = running_since
+        state_bytes = checkpoints.latest_state_size_bytes if checkpoints is not None else None
+
+        if detail.state in TERMINAL_STATES:
+            ended = ms_to_datetime(detail.end_time_ms) or now
+            result.samples.append(
+                Sample(ref, min(ended, now), SampleKind.TERMINATED, self.name, extra=dict(extra))
+            )
+            result.samples.append(
+                Sample(
+                    ref,
+                    now,
+                    SampleKind.GAUGE,
+                    self.name,
+                    restart_count=restarts,
+                    checkpoints_failed=checkpoints.failed if checkpoints is not None else None,
+                    state_memory_bytes=state_bytes,
+                    extra=extra,
+                )
+            )
+            return result
+
+        per_vertex: list[tuple[VertexInfo, dict[int, SubtaskMetrics]]] = []
+        for vertex in detail.vertices:
+            try:
+                per_vertex.append((vertex, self._vertex(detail.jid, vertex, state, relist)))
+            except _Failed as exc:
+                result.errors.append(self._error(exc, now))
+        figures = JobFigures(
+            restarts=restarts,
+            checkpoints_failed=checkpoints.failed if checkpoints is not None else None,
+            state_bytes=state_bytes,
+            running_since_ms=running_since,
+            extra=extra,
+        )
+        complete = len(per_vertex) == len(detail.vertices)
+        result.samples.extend(
+            running_job_samples(ref, per_vertex, complete, state.counters, figures, now, self.name)
+        )
+        return result
+
+    def _detail(self, path: str, now: datetime, result: _JobResult) -> JobDetail | None:
+        try:
+            detail: JobDetail = self._parse(parse_job_detail, self._get(path), path)
+        except _Failed as exc:
+            result.errors.append(self._error(exc, now))
+            return None
+        return detail
+
+    def _restarts(self, jid: str, now: datetime, result: _JobResult) -> int | None:
+        path = f"/jobs/{jid}/metrics?get=numRestarts"
+        try:
+            values = self._parse(parse_metric_values, self._get(path, self._state(jid)), path)
+        except _Failed as exc:
+            result.errors.append(self._error(exc, now))
+            return None
+        return parse_long(values.get("numRestarts"))
+
+    def _checkpoints(self, jid: str, now: datetime, result: _JobResult) -> CheckpointStats | None:
+        path = f"/jobs/{jid}/checkpoints"
+        try:
+            stats: CheckpointStats = self._parse(parse_checkpoints, self._get(path, self._state(jid)), path)
+        except _Failed as exc:
+            if "HTTP 404" not in str(exc):  # checkpointing not enabled: nothing to read
+                result.errors.append(self._error(exc, now))
+            return None
+        return stats
+
+    def _exceptions(self, jid: str, now: datetime, result: _JobResult) -> list[ExceptionEntry]:
+        path = f"/jobs/{jid}/exceptions?maxExceptions=5"
+        try:
+            entries: list[ExceptionEntry] = self._parse(parse_exceptions, self._get(path), path)
+        except _Failed as exc:
+            result.errors.append(self._error(exc, now))
+            return []
+        return entries
+
+    def _vertex(
+        self, jid: str, vertex: VertexInfo, state: _JobState, relist: bool
+    ) -> dict[int, SubtaskMetrics]:
+        base = f"/jobs/{jid}/vertices/{vertex.id}/metrics"
+        ids = state.metric_ids.get(vertex.id)
+        if ids is None or relist:
+            ids = select_metric_ids(self._parse(parse_metric_ids, self._get(base), base), vertex)
+            if ids:  # none yet (tasks still deploying, or before the first metric fetch): list again
+                state.metric_ids[vertex.id] = ids
+            for key in [k for k in state.urls if k.startswith(f"{base}?get=")]:
+                del state.urls[key]
+        values: dict[str, str] = {}
+        for start in range(0, len(ids), _MAX_URL_IDS):
+            chunk = ids[start : start + _MAX_URL_IDS]
+            path = f"{base}?get={','.join(chunk)}"
+            got = self._parse(parse_metric_values, self._get(path, state), base)
+            if not got and chunk:
+                # an id went away (a metric unregistered): list again next poll
+                state.polls_since_list = 0
+            values.update(got)
+        return subtask_metrics(values, vertex)
+
+
+def _newest_per_name(jobs: Sequence[JobOverview]) -> list[JobOverview]:
+    """Of the jobs sharing a name, the newest by start time (a resubmission replaces the old job id)."""
+    best: dict[str, JobOverview] = {}
+    for job in jobs:
+        cur = best.get(job.name)
+        if cur is None or (job.start_time_ms or 0) > (cur.start_time_ms or 0):
+            best[job.name] = job
+    return sorted(best.values(), key=lambda j: j.name)

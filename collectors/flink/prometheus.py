@@ -1,0 +1,213 @@
+"""Flink's Prometheus reporter (``plugins/metrics-prometheus``) -> the same samples as the REST collector.
+
+For users who already run ``metrics.reporter.prom.factory.class:
+org.apache.flink.metrics.prometheus.PrometheusReporterFactory``: one target lists the job manager's and
+the task managers' ``/metrics`` URLs, scraped together each poll. What is read (recorded real output:
+``tests/fixtures/flink/real-2.3.0/prometheus_reporter``):
+
+* task manager, per ``job_id``/``task_id`` (the vertex id)/``subtask_index``: task-scope
+  ``flink_taskmanager_job_task_<metric>`` and operator-scope
+  ``flink_taskmanager_job_task_operator_<metric>{operator_name}`` for the metrics of
+  :data:`collectors.flink.responses.TASK_METRICS` / :data:`~collectors.flink.responses.OPERATOR_METRICS`;
+* job manager, per ``job_id``: ``numRestarts``, ``numberOfFailedCheckpoints``,
+  ``lastCheckpointFullSize`` (the state size) and ``runningTime`` (ms in the current ``RUNNING`` state).
+
+They are rewritten into the REST API's metric ids and parsed by the same code
+(:func:`collectors.flink.responses.subtask_metrics`, :func:`collectors.flink.samples.running_job_samples`),
+so the samples and the rules' findings are the ones of the REST path. Differences, from the reporter:
+
+* values are doubles: Long.MIN_VALUE arrives as ``-9.223372036854776E18`` (no watermark: unknown) and
+  Long.MAX_VALUE as ``9.223372036854776E18`` (end of input); epoch-ms watermarks are below 2**53, so they
+  are exact;
+* names are sanitized (``tg-late`` -> ``tg_late``, ``Source: seq -> stamp`` -> ``Source:_seq____stamp``):
+  ``JobRef.job_id`` is the sanitized job name (a job tracked through REST has its real name), vertex names
+  are shown with ``____`` read back as `` -> ``;
+* vertices come without their order: sources first, then the others, the one with the lowest input
+  watermark (none at all counts lowest) last, whose watermark is the job's (in a pipeline that is the
+  sink's);
+* a finished job's metrics disappear: no ``TERMINATED`` samples, no exception (use REST for causes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from collectors.base import PollsOnce
+from collectors.flink.responses import (
+    OPERATOR_METRICS,
+    TASK_METRICS,
+    SubtaskMetrics,
+    VertexInfo,
+    subtask_metrics,
+)
+from collectors.flink.samples import Counters, JobFigures, is_source_vertex, running_job_samples
+from collectors.flink.values import LONG_MAX, LONG_MIN
+from collectors.http import HttpFailure, check_url, get_text, safe_url
+from monitor.model import CollectorError, Engine, JobRef, PollResult, datetime_to_ms
+
+__all__ = ["COLLECTOR_NAME", "FlinkPrometheusCollector", "parse_reporter_text"]
+
+COLLECTOR_NAME = "flink-prometheus"
+_TASK = "flink_taskmanager_job_task_"
+_OPERATOR = "flink_taskmanager_job_task_operator_"
+_JOB = "flink_jobmanager_job_"
+_JOB_METRICS = frozenset(
+    {"numRestarts", "numberOfFailedCheckpoints", "lastCheckpointFullSize", "runningTime"}
+)
+
+
+def _text(value: float) -> str:
+    """A reporter double as the REST API's string: exact integers, the int64 markers, ``NaN``."""
+    if math.isnan(value):
+        return "NaN"
+    if value <= -9.2e18:
+        return str(LONG_MIN)
+    if value >= 9.2e18:
+        return str(LONG_MAX)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+class _Job:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.values: dict[str, dict[str, str]] = defaultdict(dict)  # task id -> REST-style id -> value
+        self.task_names: dict[str, str] = {}
+        self.parallelism: dict[str, int] = defaultdict(int)
+        self.figures: dict[str, float] = {}
+
+
+def parse_reporter_text(texts: Sequence[str]) -> dict[str, _Job]:
+    """Scrapes (Prometheus text exposition) -> per Flink job id its task values in REST id form.
+
+    Raises:
+        ValueError: a text that is not the exposition format (from ``prometheus_client``'s parser).
+    """
+    jobs: dict[str, _Job] = {}
+    for text in texts:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                labels = sample.labels
+                job_id = labels.get("job_id")
+                if not job_id:
+                    continue
+                job = jobs.setdefault(job_id, _Job(labels.get("job_name", job_id)))
+                name = sample.name
+                if name.startswith(_JOB):
+                    metric = name[len(_JOB) :]
+                    if metric in _JOB_METRICS:
+                        job.figures[metric] = float(sample.value)
+                    continue
+                task, index = labels.get("task_id"), labels.get("subtask_index")
+                if not task or index is None or not index.isdigit():
+                    continue
+                job.task_names[task] = labels.get("task_name", task).replace("____", " -> ")
+                job.parallelism[task] = max(job.parallelism[task], int(index) + 1)
+                if name.startswith(_OPERATOR):
+                    metric = name[len(_OPERATOR) :]
+                    operator = labels.get("operator_name")
+                    if metric in OPERATOR_METRICS and operator and "." not in operator:
+                        job.values[task][f"{index}.{operator}.{metric}"] = _text(float(sample.value))
+                elif name.startswith(_TASK):
+                    metric = name[len(_TASK) :]
+                    if metric in TASK_METRICS:
+                        job.values[task][f"{index}.{metric}"] = _text(float(sample.value))
+    return jobs
+
+
+def _order(per_vertex: list[tuple[VertexInfo, dict[int, SubtaskMetrics]]]) -> None:
+    def key(item: tuple[VertexInfo, dict[int, SubtaskMetrics]]) -> tuple[int, float]:
+        vertex, subs = item
+        if is_source_vertex(vertex, subs):
+            return (0, 0.0)
+        marks = [s.input_watermark.epoch_ms for s in subs.values()]
+        lowest = (
+            -math.inf
+            if not marks or any(m is None for m in marks)
+            else min(m for m in marks if m is not None)
+        )
+        return (1, -lowest)
+
+    per_vertex.sort(key=key)
+
+
+class FlinkPrometheusCollector(PollsOnce):
+    """Scrape the job manager's and task managers' Prometheus reporters of one Flink cluster.
+
+    Args:
+        urls: the reporters' ``/metrics`` URLs (job manager and every task manager).
+        client: the HTTP client (the caller owns it).
+        cluster: ``JobRef.app_id`` of the samples (default: the first URL without credentials).
+        name: ``Sample.collector``.
+
+    Raises:
+        ValueError: no URL, or one that is not an absolute http(s) URL.
+    """
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        client: httpx.Client,
+        *,
+        cluster: str | None = None,
+        name: str = COLLECTOR_NAME,
+    ) -> None:
+        if not urls:
+            raise ValueError("flink prometheus: give at least one /metrics URL")
+        self.urls = [check_url(u, "flink prometheus url") for u in urls]
+        self.name = name
+        self._client = client
+        self._cluster = cluster or safe_url(self.urls[0])
+        self._counters: dict[str, Counters] = {}
+
+    def poll(self, now: datetime) -> PollResult:
+        """Scrape every URL once; an unreachable or unparseable one is an error entry, the others count."""
+        texts: list[str] = []
+        errors: list[CollectorError] = []
+        for url in self.urls:
+            body = get_text(self._client, url)
+            if isinstance(body, HttpFailure):
+                errors.append(body.to_error(self.name, safe_url(url), now))
+            else:
+                texts.append(body)
+        try:
+            jobs = parse_reporter_text(texts)
+        except ValueError as exc:
+            errors.append(CollectorError(self.name, self._cluster, f"not Prometheus text: {exc}", now, False))
+            return PollResult(errors=tuple(errors))
+        now_ms = datetime_to_ms(now)
+        assert now_ms is not None
+        samples = []
+        for job_id in sorted(jobs, key=lambda j: jobs[j].name):
+            job = jobs[job_id]
+            if not job.values:
+                continue  # only job-manager figures: the job is not running on a scraped task manager
+            per_vertex = []
+            for task, values in job.values.items():
+                vertex = VertexInfo(task, job.task_names[task], job.parallelism[task], "RUNNING")
+                per_vertex.append((vertex, subtask_metrics(values, vertex)))
+            _order(per_vertex)
+            fig: dict[str, Any] = job.figures
+            running = fig.get("runningTime")
+            figures = JobFigures(
+                restarts=int(fig["numRestarts"]) if "numRestarts" in fig else None,
+                checkpoints_failed=int(fig["numberOfFailedCheckpoints"])
+                if "numberOfFailedCheckpoints" in fig
+                else None,
+                state_bytes=int(fig["lastCheckpointFullSize"]) if "lastCheckpointFullSize" in fig else None,
+                running_since_ms=now_ms - int(running) if running else None,
+                extra={"state": "RUNNING", "vertices": len(per_vertex)}
+                | ({"running_since_ms": now_ms - int(running)} if running else {}),
+            )
+            ref = JobRef(Engine.FLINK, job.name, run_id=job_id, name=job.name, app_id=self._cluster)
+            counters = self._counters.setdefault(job_id, Counters())
+            samples.extend(running_job_samples(ref, per_vertex, True, counters, figures, now, self.name))
+        for gone in set(self._counters) - set(jobs):
+            del self._counters[gone]
+        return PollResult(tuple(samples), tuple(errors))

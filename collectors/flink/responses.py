@@ -1,0 +1,511 @@
+"""Parsers of Flink 2.x JobManager REST responses (pure functions; no I/O, no clock).
+
+Endpoints (``flink-runtime`` ``rest/handler``; shapes checked against recorded Flink 2.3.0 responses in
+``tests/fixtures/flink/real-2.3.0``):
+
+========================================================  ====================================================
+endpoint                                                  parser
+========================================================  ====================================================
+``/jobs/overview``                                        :func:`parse_jobs_overview` (``JobsOverviewHandler``)
+``/jobs/<jid>``                                           :func:`parse_job_detail` (``JobDetailsHandler``)
+``/jobs/<jid>/vertices/<vid>/metrics``                    :func:`parse_metric_ids` (ids only, no values)
+``.../metrics?get=a,b``, ``/jobs/<jid>/metrics?get=``     :func:`parse_metric_values`
+``/jobs/<jid>/vertices/<vid>/watermarks``                 :func:`parse_metric_values` (``<i>.currentInputWatermark``)
+``/jobs/<jid>/checkpoints``                               :func:`parse_checkpoints` (``CheckpointingStatisticsHandler``)
+``/jobs/<jid>/exceptions``                                :func:`parse_exceptions` (``JobExceptionsHandler``)
+``/jobs/<jid>/vertices/<vid>/backpressure``               :func:`parse_backpressure`
+========================================================  ====================================================
+
+Vertex metric ids are ``<subtask>.<metric>`` (task scope: ``0.numRecordsIn``, ``0.currentInputWatermark``,
+``0.backPressuredTimeMsPerSecond``) or ``<subtask>.<operator>.<metric>`` (operator scope:
+``0.window-2s.numLateRecordsDropped``, ``1.Source__seq.sourceIdleTime``); operator names are the metric
+group's sanitized names (``Source: seq`` -> ``Source__seq``, at most 80 characters). Split-scope ids
+(``<op>.split.<n>.watermark.currentWatermark``) are not read.
+
+Every parser raises :class:`monitor.errors.InputError` naming the endpoint when the document has the wrong
+shape; the collector turns that into an error entry for the job or vertex.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.flink.values import Watermark, parse_double, parse_long, parse_watermark
+from monitor.errors import InputError
+
+__all__ = [
+    "OPERATOR_METRICS",
+    "TASK_METRICS",
+    "CheckpointStats",
+    "ExceptionEntry",
+    "JobDetail",
+    "JobOverview",
+    "SubtaskMetrics",
+    "VertexInfo",
+    "parse_backpressure",
+    "parse_checkpoints",
+    "parse_exceptions",
+    "parse_job_detail",
+    "parse_jobs_overview",
+    "parse_metric_ids",
+    "parse_metric_values",
+    "select_metric_ids",
+    "subtask_metrics",
+]
+
+#: Task-scope metrics read per subtask (``TaskIOMetricGroup``, ``MetricNames``).
+TASK_METRICS = frozenset(
+    {
+        "numRecordsIn",
+        "numRecordsOut",
+        "numRecordsInPerSecond",
+        "numRecordsOutPerSecond",
+        "currentInputWatermark",
+        "backPressuredTimeMsPerSecond",
+        "busyTimeMsPerSecond",
+    }
+)
+#: Operator-scope metrics read per subtask: output watermarks (``WatermarkGauge``), records out (of the
+#: source operator), and the source
+#: (``SourceReaderMetricGroup``: ``sourceIdleTime``, ``watermarkLag``, ``pendingRecords``) and window
+#: (``WindowOperator``: ``numLateRecordsDropped``) metrics.
+OPERATOR_METRICS = frozenset(
+    {
+        "currentOutputWatermark",
+        "numRecordsOut",
+        "sourceIdleTime",
+        "watermarkLag",
+        "pendingRecords",
+        "numLateRecordsDropped",
+    }
+)
+
+
+def _expect(doc: Any, kind: type, endpoint: str, what: str = "response") -> Any:
+    if not isinstance(doc, kind):
+        raise InputError(f"{endpoint}: {what}: expected a JSON {kind.__name__}, got {type(doc).__name__}")
+    return doc
+
+
+def _field(obj: Mapping[str, Any], key: str, endpoint: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in obj:
+        raise InputError(f"{endpoint}: field {key!r} missing")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise InputError(f"{endpoint}: field {key!r}: unexpected {type(value).__name__}")
+    return value
+
+
+def _time_ms(value: Any) -> int | None:
+    """Flink REST times are epoch ms; ``-1`` / ``0`` mean "not (yet) happened"."""
+    ms = parse_long(value)
+    return ms if ms is not None and ms > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class JobOverview:
+    """One entry of ``/jobs/overview``: id, name, state (``RUNNING``, ``FAILED``...) and times (epoch ms)."""
+
+    jid: str
+    name: str
+    state: str
+    start_time_ms: int | None
+    end_time_ms: int | None
+
+
+def parse_jobs_overview(doc: Any, endpoint: str = "/jobs/overview") -> list[JobOverview]:
+    """``{"jobs": [{"jid", "name", "state", "start-time", "end-time", ...}]}`` -> entries, in order.
+
+    Raises:
+        InputError: not that shape (names ``endpoint`` and the field).
+    """
+    jobs = _field(_expect(doc, dict, endpoint), "jobs", endpoint, list)
+    out: list[JobOverview] = []
+    for i, job in enumerate(jobs):
+        where = f"{endpoint}: jobs[{i}]"
+        _expect(job, dict, where, "entry")
+        out.append(
+            JobOverview(
+                jid=_field(job, "jid", where, str),
+                name=_field(job, "name", where, str),
+                state=_field(job, "state", where, str),
+                start_time_ms=_time_ms(job.get("start-time")),
+                end_time_ms=_time_ms(job.get("end-time")),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class VertexInfo:
+    """A job vertex: a chain of operators run by ``parallelism`` subtasks (names joined by `` -> ``)."""
+
+    id: str
+    name: str
+    parallelism: int
+    status: str
+
+    @property
+    def operator_names(self) -> list[str]:
+        """The chained operators' names, first (upstream) to last."""
+        return [part.strip() for part in self.name.split(" -> ")]
+
+
+@dataclass(frozen=True, slots=True)
+class JobDetail:
+    """``/jobs/<jid>``: the job's state, its status timestamps (``RUNNING``, ``RESTARTING``, ``FAILED``...,
+    epoch ms, ``None`` when never entered) and its vertices in topological order (sources first)."""
+
+    jid: str
+    name: str
+    state: str
+    start_time_ms: int | None
+    end_time_ms: int | None
+    now_ms: int | None
+    timestamps: dict[str, int | None]
+    vertices: tuple[VertexInfo, ...]
+
+
+def parse_job_detail(doc: Any, endpoint: str) -> JobDetail:
+    """Parse ``/jobs/<jid>``.
+
+    Raises:
+        InputError: a missing or mistyped ``jid``/``name``/``state``/``vertices`` field.
+    """
+    _expect(doc, dict, endpoint)
+    vertices: list[VertexInfo] = []
+    for i, v in enumerate(_field(doc, "vertices", endpoint, list)):
+        where = f"{endpoint}: vertices[{i}]"
+        _expect(v, dict, where, "entry")
+        vertices.append(
+            VertexInfo(
+                id=_field(v, "id", where, str),
+                name=_field(v, "name", where, str),
+                parallelism=_field(v, "parallelism", where, int),
+                status=str(v.get("status", "UNKNOWN")),
+            )
+        )
+    stamps = doc.get("timestamps") if isinstance(doc.get("timestamps"), dict) else {}
+    return JobDetail(
+        jid=_field(doc, "jid", endpoint, str),
+        name=_field(doc, "name", endpoint, str),
+        state=_field(doc, "state", endpoint, str),
+        start_time_ms=_time_ms(doc.get("start-time")),
+        end_time_ms=_time_ms(doc.get("end-time")),
+        now_ms=_time_ms(doc.get("now")),
+        timestamps={str(k): _time_ms(v) for k, v in stamps.items()},
+        vertices=tuple(vertices),
+    )
+
+
+def parse_metric_ids(doc: Any, endpoint: str) -> list[str]:
+    """A metric list (``[{"id": "0.numRecordsIn"}, ...]``) -> the ids.
+
+    Raises:
+        InputError: not a list of objects with a string ``id``.
+    """
+    out: list[str] = []
+    for i, entry in enumerate(_expect(doc, list, endpoint)):
+        _expect(entry, dict, f"{endpoint}: [{i}]", "entry")
+        out.append(_field(entry, "id", f"{endpoint}: [{i}]", str))
+    return out
+
+
+def parse_metric_values(doc: Any, endpoint: str) -> dict[str, str]:
+    """``[{"id": ..., "value": "..."}]`` -> ``{id: value string}``. Entries without a value are left out
+    (unknown); ``[]`` (Flink's answer when any requested id is unknown, or before the first metric fetch)
+    gives ``{}``.
+
+    Raises:
+        InputError: not a list of objects with a string ``id``.
+    """
+    out: dict[str, str] = {}
+    for i, entry in enumerate(_expect(doc, list, endpoint)):
+        _expect(entry, dict, f"{endpoint}: [{i}]", "entry")
+        key = _field(entry, "id", f"{endpoint}: [{i}]", str)
+        value = entry.get("value")
+        if value is not None:
+            out[key] = str(value)
+    return out
+
+
+def _split_id(metric_id: str) -> tuple[int, str | None, str] | None:
+    """``"1.op.name"`` -> ``(1, "op", "name")``; ``"0.name"`` -> ``(0, None, "name")``; others ``None``."""
+    head, dot, rest = metric_id.partition(".")
+    if not dot or not head.isdigit() or not rest:
+        return None
+    operator, dot, name = rest.rpartition(".")
+    if not dot:
+        return int(head), None, rest
+    if ".split." in f".{operator}.":
+        return None  # split-scope metric (``op.split.<n>.watermark.x``)
+    return int(head), operator, name
+
+
+def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> list[str]:
+    """The ids worth fetching (:data:`TASK_METRICS` at task scope, :data:`OPERATOR_METRICS` at operator
+    scope), sorted. Only ids the vertex listed are asked for: an unknown id makes Flink drop them all.
+
+    With ``vertex``, operator ids are narrowed to what :func:`subtask_metrics` reads (shorter URLs: URL
+    handling is most of a poll's cost): ``currentOutputWatermark`` of the chain's last operator (all
+    operators' if none matches its name), ``numRecordsOut`` of the source operator, and the source and
+    window metrics of any operator.
+    """
+    chosen: list[tuple[str, str | None, str]] = []
+    for metric_id in ids:
+        parts = _split_id(metric_id)
+        if parts is None:
+            continue
+        _, operator, name = parts
+        if (operator is None and name in TASK_METRICS) or (operator is not None and name in OPERATOR_METRICS):
+            chosen.append((metric_id, operator, name))
+    if vertex is not None:
+        last = _key(vertex.operator_names[-1])
+        first = _key(vertex.operator_names[0])
+        outputs = {op for _, op, name in chosen if op is not None and name == "currentOutputWatermark"}
+        matched = {op for op in outputs if _key(op) == last} or {
+            op for op in outputs if _key(op) and last.startswith(_key(op))
+        }
+        keep_outputs = matched or outputs
+        chosen = [
+            c
+            for c in chosen
+            if c[1] is None
+            or (c[2] == "currentOutputWatermark" and c[1] in keep_outputs)
+            or (c[2] == "numRecordsOut" and _key(c[1]) == first)
+            or c[2] not in ("currentOutputWatermark", "numRecordsOut")
+        ]
+    return sorted(c[0] for c in chosen)
+
+
+_SANITIZE = re.compile(r"[^0-9A-Za-z]+")
+
+
+def _key(name: str) -> str:
+    return _SANITIZE.sub("", name).lower()
+
+
+@dataclass(slots=True)
+class SubtaskMetrics:
+    """One subtask's metrics, parsed (``None`` = not reported / unknown).
+
+    Attributes:
+        subtask: index.
+        input_watermark: the task's ``currentInputWatermark`` (min over its input channels,
+            ``StatusWatermarkValve``); unknown for source tasks, which have no input.
+        output_watermark: ``currentOutputWatermark`` of the chain's last operator.
+        records_in / records_out: task counters (``numRecordsIn``/``numRecordsOut``), cumulative since
+            the attempt started.
+        records_in_per_second / records_out_per_second: task rates (1-minute meters).
+        source_records_out: the source operator's ``numRecordsOut`` (records the reader produced).
+        source_idle_ms: ``sourceIdleTime`` (ms since the source reader last produced a record).
+        watermark_lag_ms: ``watermarkLag`` (wall clock minus the source's watermark; negative = ahead).
+        pending_records: ``pendingRecords`` (records the source has not fetched yet, e.g. Kafka lag).
+        late_records_dropped: sum of ``numLateRecordsDropped`` over the window operators (cumulative).
+        backpressure_ratio: ``backPressuredTimeMsPerSecond`` / 1000.
+        operator_output_watermarks: each operator's ``currentOutputWatermark`` by metric name.
+    """
+
+    subtask: int
+    input_watermark: Watermark = field(default_factory=lambda: Watermark(None))
+    output_watermark: Watermark = field(default_factory=lambda: Watermark(None))
+    records_in: int | None = None
+    records_out: int | None = None
+    records_in_per_second: float | None = None
+    records_out_per_second: float | None = None
+    source_records_out: int | None = None
+    source_idle_ms: int | None = None
+    watermark_lag_ms: int | None = None
+    pending_records: int | None = None
+    late_records_dropped: int | None = None
+    backpressure_ratio: float | None = None
+    operator_output_watermarks: dict[str, Watermark] = field(default_factory=dict)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else a + b
+
+
+def subtask_metrics(values: Mapping[str, str], vertex: VertexInfo) -> dict[int, SubtaskMetrics]:
+    """Group a vertex's ``?get=`` values by subtask (0 .. parallelism-1; every subtask appears, with
+    unknowns where Flink reported nothing).
+
+    The output watermark is the one of the operator matching the chain's last name (names compared on
+    letters and digits, as the metric group sanitizes them); if no operator name matches, the output
+    watermarks reported are all equal or it stays unknown.
+    """
+    out = {i: SubtaskMetrics(i) for i in range(vertex.parallelism)}
+    source_key = _key(vertex.operator_names[0]) if vertex.name.startswith("Source:") else None
+    for metric_id, raw in values.items():
+        parts = _split_id(metric_id)
+        if parts is None:
+            continue
+        index, operator, name = parts
+        sub = out.setdefault(index, SubtaskMetrics(index))
+        if operator is None:
+            if name == "numRecordsIn":
+                sub.records_in = parse_long(raw)
+            elif name == "numRecordsOut":
+                sub.records_out = parse_long(raw)
+            elif name == "numRecordsInPerSecond":
+                sub.records_in_per_second = parse_double(raw)
+            elif name == "numRecordsOutPerSecond":
+                sub.records_out_per_second = parse_double(raw)
+            elif name == "currentInputWatermark":
+                sub.input_watermark = parse_watermark(raw)
+            elif name == "backPressuredTimeMsPerSecond":
+                ms = parse_double(raw)
+                sub.backpressure_ratio = None if ms is None else min(max(ms / 1000.0, 0.0), 1.0)
+            continue
+        if name == "currentOutputWatermark":
+            sub.operator_output_watermarks[operator] = parse_watermark(raw)
+        elif name == "sourceIdleTime":
+            sub.source_idle_ms = parse_long(raw)
+        elif name == "watermarkLag":
+            sub.watermark_lag_ms = parse_long(raw)
+        elif name == "pendingRecords":
+            pending = parse_long(raw)
+            sub.pending_records = pending if pending is None or pending >= 0 else None
+        elif name == "numLateRecordsDropped":
+            sub.late_records_dropped = _add(sub.late_records_dropped, parse_long(raw))
+        elif name == "numRecordsOut" and source_key is not None and _key(operator) == source_key:
+            sub.source_records_out = parse_long(raw)
+    last = _key(vertex.operator_names[-1])
+    for sub in out.values():
+        marks = sub.operator_output_watermarks
+        chosen = next((wm for op, wm in marks.items() if _key(op) == last), None)
+        if chosen is None:
+            chosen = next((wm for op, wm in marks.items() if last.startswith(_key(op)) and _key(op)), None)
+        if chosen is None and marks and len(set(marks.values())) == 1:
+            chosen = next(iter(marks.values()))
+        if chosen is not None:
+            sub.output_watermark = chosen
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointStats:
+    """``/jobs/<jid>/checkpoints`` (``CheckpointingStatistics``): counts since the job was submitted (every
+    job start counts one failed trigger before the tasks run) and the latest completed/failed checkpoint.
+
+    Attributes:
+        total / completed / failed / in_progress / restored: the ``counts``.
+        latest_completed_id / latest_state_size_bytes / latest_duration_ms / latest_completed_at_ms:
+            the latest completed checkpoint (``state_size``, ``end_to_end_duration``,
+            ``latest_ack_timestamp``), ``None`` before the first.
+        latest_failed_at_ms / latest_failure_message: the latest failed checkpoint, if any.
+    """
+
+    total: int | None
+    completed: int | None
+    failed: int | None
+    in_progress: int | None
+    restored: int | None
+    latest_completed_id: int | None = None
+    latest_state_size_bytes: int | None = None
+    latest_duration_ms: int | None = None
+    latest_completed_at_ms: int | None = None
+    latest_failed_at_ms: int | None = None
+    latest_failure_message: str | None = None
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def parse_checkpoints(doc: Any, endpoint: str) -> CheckpointStats:
+    """Parse ``/jobs/<jid>/checkpoints``.
+
+    Raises:
+        InputError: no ``counts`` object.
+    """
+    counts = _field(_expect(doc, dict, endpoint), "counts", endpoint, dict)
+    latest = _obj(doc.get("latest"))
+    completed = _obj(latest.get("completed"))
+    failed = _obj(latest.get("failed"))
+    message = failed.get("failure_message")
+    return CheckpointStats(
+        total=parse_long(counts.get("total")),
+        completed=parse_long(counts.get("completed")),
+        failed=parse_long(counts.get("failed")),
+        in_progress=parse_long(counts.get("in_progress")),
+        restored=parse_long(counts.get("restored")),
+        latest_completed_id=parse_long(completed.get("id")),
+        latest_state_size_bytes=parse_long(completed.get("state_size")),
+        latest_duration_ms=parse_long(completed.get("end_to_end_duration")),
+        latest_completed_at_ms=_time_ms(completed.get("latest_ack_timestamp")),
+        latest_failed_at_ms=_time_ms(failed.get("failure_timestamp")),
+        latest_failure_message=str(message).strip().splitlines()[0][:300] if message else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionEntry:
+    """One root exception of ``/jobs/<jid>/exceptions`` (``exceptionHistory.entries``, newest first).
+
+    Attributes:
+        name: the exception class (``exceptionName``).
+        message: the first line of the stack trace (class and message), at most 300 characters.
+        timestamp_ms: when it happened (epoch ms), if given.
+        task: the failing task (``taskName``), if given.
+        root_cause: the innermost ``Caused by:`` line of the stack trace (what actually went wrong, e.g.
+            the user function's exception under ``Recovery is suppressed by ...``), else ``message``.
+    """
+
+    name: str
+    message: str
+    timestamp_ms: int | None
+    task: str | None
+    root_cause: str = ""
+
+
+def parse_exceptions(doc: Any, endpoint: str) -> list[ExceptionEntry]:
+    """Parse ``/jobs/<jid>/exceptions`` into root exceptions, newest first.
+
+    Raises:
+        InputError: no ``exceptionHistory.entries`` list.
+    """
+    history = _field(_expect(doc, dict, endpoint), "exceptionHistory", endpoint, dict)
+    entries = _field(history, "entries", f"{endpoint}: exceptionHistory", list)
+    out: list[ExceptionEntry] = []
+    for i, e in enumerate(entries):
+        _expect(e, dict, f"{endpoint}: exceptionHistory.entries[{i}]", "entry")
+        trace = str(e.get("stacktrace") or e.get("exceptionName") or "")
+        first = trace.strip().splitlines()[0][:300] if trace.strip() else ""
+        task = e.get("taskName")
+        causes = [
+            line.strip()[len("Caused by: ") :]
+            for line in trace.splitlines()
+            if line.strip().startswith("Caused by: ")
+        ]
+        out.append(
+            ExceptionEntry(
+                name=str(e.get("exceptionName") or ""),
+                message=first,
+                timestamp_ms=_time_ms(e.get("timestamp")),
+                task=str(task) if task else None,
+                root_cause=(causes[-1] if causes else first)[:300],
+            )
+        )
+    return out
+
+
+def parse_backpressure(doc: Any, endpoint: str) -> dict[int, float]:
+    """``/backpressure`` -> ``{subtask: ratio}`` (share of time back-pressured, 0-1); ``{}`` when Flink
+    has no sample yet (``status`` ``deprecated``/``in-progress`` without subtasks).
+
+    Raises:
+        InputError: not a JSON object.
+    """
+    _expect(doc, dict, endpoint)
+    out: dict[int, float] = {}
+    subtasks: Sequence[Any] = doc.get("subtasks") or []
+    for entry in subtasks:
+        if isinstance(entry, dict):
+            index, ratio = parse_long(entry.get("subtask")), parse_double(entry.get("ratio"))
+            if index is not None and ratio is not None:
+                out[index] = ratio
+    return out

@@ -1,0 +1,166 @@
+"""``tidegauge check flink URL``: poll a Flink JobManager once (twice with ``--interval``) and judge it.
+
+Composition root of a one-shot check: it builds the HTTP client and the collector, reads the wall clock
+for each poll's ``now``, sleeps ``--interval`` between the two polls (counters such as
+``numLateRecordsDropped`` and record counts need two polls to give a rate), runs the same rules as the
+daemon (:func:`rules.registry.evaluate`) over the samples and prints :mod:`monitor.flink_report`.
+
+Exit codes as for ``scan``: 0 no finding reached ``--fail-on`` (or none given), 1 one did, 2 the
+JobManager could not be read at all (bad URL, unreachable, not a Flink REST API). An error of one job or
+vertex is printed on stderr and in the report and does not change the exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import typer
+
+from collectors.flink import FlinkRestCollector
+from collectors.http import make_client
+from monitor.commands.scan import _parse_fail_on
+from monitor.config import load_config
+from monitor.durations import parse_timedelta
+from monitor.errors import InputError
+from monitor.flink_report import build_check_report, render_json, render_text
+from monitor.model import CollectorError, Engine, Sample, Severity
+from rules.config import RulesConfig
+from rules.registry import evaluate
+
+__all__ = ["add_flink", "run_check_flink"]
+
+
+def run_check_flink(
+    url: str,
+    *,
+    fmt: str = "text",
+    interval: timedelta = timedelta(seconds=11),
+    rules: RulesConfig | None = None,
+    fail_on: Severity | None = None,
+    token: str | None = None,
+    timeout_s: float = 5.0,
+    transport: httpx.BaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Poll, judge and print; returns the exit code (see the module docstring). ``transport`` replaces the
+    network, ``clock`` (aware UTC) and ``sleep`` the wall clock (tests)."""
+    now_of = clock or (lambda: datetime.now(UTC))
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    rules = rules or RulesConfig()
+    with make_client(
+        connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers, transport=transport
+    ) as client:
+        try:
+            collector = FlinkRestCollector(url, client)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        samples: list[Sample] = []
+        errors: list[CollectorError] = []
+        polls = 2 if interval > timedelta(0) else 1
+        now = now_of()
+        for i in range(polls):
+            if i:
+                sleep(interval.total_seconds())
+                now = now_of()
+            result = collector.poll(now)
+            samples.extend(result.samples)
+            errors = list(result.errors)  # the errors of the newest poll
+            if not result.samples and result.errors and i == 0:
+                for e in result.errors:
+                    print(f"tidegauge: error: {e.message}", file=sys.stderr)
+                return 2
+    history: dict[tuple[Engine, str], list[Sample]] = {}
+    for s in samples:
+        history.setdefault((s.job.engine, s.job.job_id), []).append(s)
+    findings = evaluate(rules, history, now)
+    report = build_check_report(samples, findings, errors)
+    for line in report["errors"]:
+        print(f"tidegauge: warning: {line}", file=sys.stderr)
+    typer.echo(render_json(report) if fmt == "json" else render_text(report))
+    if fail_on is not None and any(f.severity >= fail_on for f in findings):
+        return 1
+    return 0
+
+
+def _rules(config: Path | None, idle_for: str | None, future_skew: str | None) -> RulesConfig:
+    base = load_config(config).rules if config is not None else RulesConfig()
+    data = base.model_dump(by_alias=True)
+    if idle_for is not None:
+        parse_timedelta(idle_for, what="--idle-for")
+        data["idle_source"] = {**(data.get("idle_source") or {}), "for": idle_for}
+    if future_skew is not None:
+        parse_timedelta(future_skew, what="--future-skew")
+        data["future_timestamp"] = {**(data.get("future_timestamp") or {}), "skew": future_skew}
+    return RulesConfig.model_validate(data)
+
+
+def add_flink(group: typer.Typer) -> None:
+    """Add ``flink`` to the ``check`` command group (:mod:`monitor.commands.check` registers the group)."""
+
+    @group.command("flink")
+    def flink(
+        url: str = typer.Argument(..., help="The JobManager's REST address, e.g. http://jobmanager:8081."),
+        fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
+        interval: str = typer.Option(
+            "11s",
+            "--interval",
+            help="Poll again after this long (rates and late drops need two polls; Flink refreshes REST "
+            "metrics every 10 s by default). 0s polls once.",
+        ),
+        idle_for: str | None = typer.Option(
+            None, "--idle-for", help="A subtask without data this long is idle (idle_source for; default 5m)."
+        ),
+        future_skew: str | None = typer.Option(
+            None, "--future-skew", help="How far ahead of the poll time a watermark may be (default 1h)."
+        ),
+        fail_on: str | None = typer.Option(
+            None,
+            "--fail-on",
+            help="Exit with code 1 if a finding is at least this severe: info, warning or critical.",
+        ),
+        config: Path | None = typer.Option(
+            None, "--config", "-c", help="Take rule parameters from this tidegauge config's rules: section."
+        ),
+        token_env: str | None = typer.Option(
+            None,
+            "--token-env",
+            metavar="VAR",
+            help="Send Authorization: Bearer $VAR (a proxy in front of Flink).",
+        ),
+    ) -> None:
+        """Poll a Flink JobManager's REST API and print per job its vertices, each subtask's input/output watermark, idle subtasks, late drops and the findings.
+
+        --format json prints {"jobs": [{"jid", "name", "state", "vertices": [{"id", "name", "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms", "output_watermark_ms", "source_idle_ms", ...}]}]}], "findings": [{"rule", "severity", "job", "vertex", "subtask", "message"}], "errors": [...]}.
+
+        Exit codes: 0 ok, 1 a finding reached --fail-on, 2 the JobManager could not be read.
+        """
+        if fmt not in ("text", "json"):
+            raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
+        wait = (
+            parse_timedelta(interval, what="--interval")
+            if interval.strip() not in ("0", "0s")
+            else timedelta(0)
+        )
+        threshold = _parse_fail_on(fail_on) if fail_on is not None else None
+        token = None
+        if token_env is not None:
+            import os
+
+            token = os.environ.get(token_env)
+            if not token:
+                raise InputError(f"--token-env: environment variable {token_env} is not set")
+        code = run_check_flink(
+            url,
+            fmt=fmt,
+            interval=wait,
+            rules=_rules(config, idle_for, future_skew),
+            fail_on=threshold,
+            token=token,
+        )
+        raise typer.Exit(code=code)

@@ -1,0 +1,184 @@
+"""What ``tidegauge check flink`` prints: per job its vertices and subtasks, and the findings.
+
+Pure functions over samples from :class:`collectors.flink.FlinkRestCollector` and findings from
+:func:`rules.registry.evaluate` (the same rules the daemon runs). The newest sample of each job, vertex
+and subtask is shown; unknown values are ``null`` in JSON and ``-`` in text (never 0 or 1970).
+
+JSON shape::
+
+    {"jobs": [{"jid", "name", "state", "restarts", "watermark_ms", "vertices": [{"id", "name",
+      "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms",
+      "output_watermark_ms", "source_idle_ms", "idle_ms", "records_in", "records_out",
+      "backpressure_ratio", "end_of_input"}]}]}],
+     "findings": [{"rule", "severity", "job", "vertex", "vertex_id", "subtask", "message"}],
+     "errors": ["<endpoint>: <message>", ...]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from monitor.model import CollectorError, Finding, Sample, SampleKind, datetime_to_ms, ms_to_datetime
+
+__all__ = ["build_check_report", "render_json", "render_text"]
+
+
+def _newest(samples: Sequence[Sample]) -> dict[tuple[str, str | None, int | None], Sample]:
+    out: dict[tuple[str, str | None, int | None], Sample] = {}
+    for s in samples:
+        if s.kind is not SampleKind.GAUGE:
+            continue
+        key = (s.job.job_id, s.scope.operator, s.scope.subtask)
+        if key not in out or s.observed_at >= out[key].observed_at:
+            out[key] = s
+    return out
+
+
+def build_check_report(
+    samples: Sequence[Sample], findings: Sequence[Finding], errors: Sequence[CollectorError] = ()
+) -> dict[str, Any]:
+    """The report document (see the module docstring). Jobs by name; vertices in Flink's order (sources
+    first); subtasks by index."""
+    newest = _newest(samples)
+    jobs: dict[str, dict[str, Any]] = {}
+    vertex_names: dict[tuple[str, str], str] = {}
+    for (job_id, operator, subtask), s in newest.items():
+        job = jobs.setdefault(
+            job_id,
+            {
+                "jid": s.job.run_id,
+                "name": s.job.name,
+                "state": None,
+                "restarts": None,
+                "watermark_ms": None,
+                "vertices": {},
+            },
+        )
+        if operator is None:
+            job.update(
+                jid=s.job.run_id,
+                state=s.extra.get("state"),
+                restarts=s.restart_count,
+                watermark_ms=datetime_to_ms(s.watermark),
+                exception=s.extra.get("exception"),
+                checkpoints_failed=s.checkpoints_failed,
+            )
+            continue
+        vertex = job["vertices"].setdefault(
+            operator,
+            {
+                "id": operator,
+                "name": s.extra.get("vertex"),
+                "parallelism": s.extra.get("parallelism"),
+                "late_records_dropped": None,
+                "subtasks": [],
+            },
+        )
+        vertex_names[(job_id, operator)] = str(s.extra.get("vertex"))
+        late = s.extra.get("late_records_dropped")
+        if late is not None:
+            vertex["late_records_dropped"] = (vertex["late_records_dropped"] or 0) + late
+        vertex["subtasks"].append(
+            {
+                "subtask": subtask,
+                "input_watermark_ms": s.extra.get("input_watermark_ms"),
+                "output_watermark_ms": s.extra.get("output_watermark_ms"),
+                "source_idle_ms": s.extra.get("source_idle_ms"),
+                "idle_ms": s.idle_ms,
+                "records_in": s.extra.get("records_in"),
+                "records_out": s.extra.get("records_out"),
+                "backpressure_ratio": s.backpressure_ratio,
+                "end_of_input": bool(s.watermark_end_of_input),
+            }
+        )
+    # vertices in first-seen (Flink's topological) order
+    order: dict[tuple[str, str], int] = {}
+    for s in samples:
+        if s.scope.operator is not None:
+            order.setdefault((s.job.job_id, s.scope.operator), len(order))
+    out_jobs = []
+    for job_id in sorted(jobs):
+        job = jobs[job_id]
+        vertices = sorted(job["vertices"].values(), key=lambda v: order.get((job_id, v["id"]), 0))
+        for v in vertices:
+            v["subtasks"].sort(key=lambda t: t["subtask"])
+        out_jobs.append({**job, "vertices": vertices})
+    out_findings = [
+        {
+            "rule": f.rule,
+            "severity": f.severity.label(),
+            "job": f.job.job_id,
+            "jid": f.job.run_id,
+            "vertex": vertex_names.get((f.job.job_id, f.scope.operator)) if f.scope.operator else None,
+            "vertex_id": f.scope.operator,
+            "subtask": f.scope.subtask,
+            "message": f.message,
+            "labels": dict(f.labels),
+        }
+        for f in findings
+    ]
+    return {
+        "jobs": out_jobs,
+        "findings": out_findings,
+        "errors": [e.message if e.target in e.message else f"{e.target}: {e.message}" for e in errors],
+    }
+
+
+def render_json(report: dict[str, Any]) -> str:
+    """The report as indented JSON."""
+    return json.dumps(report, indent=2, sort_keys=False)
+
+
+def _time(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    value = ms_to_datetime(ms)
+    assert value is not None
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The report as text: per job a header, per vertex a table of subtasks, then the findings."""
+    lines: list[str] = []
+    for job in report["jobs"]:
+        lines.append(
+            f"job {job['name']} ({job['jid']}): {job['state'] or '-'}, restarts {_cell(job['restarts'])}, "
+            f"watermark {_time(job['watermark_ms'])}"
+        )
+        if job.get("exception"):
+            lines.append(f"  last exception: {job['exception']}")
+        for v in job["vertices"]:
+            lines.append(
+                f"  vertex {v['name']} [{v['id']}] parallelism {_cell(v['parallelism'])}, late records dropped "
+                f"{_cell(v['late_records_dropped'])}"
+            )
+            lines.append(
+                "    subtask  input watermark           output watermark          idle ms    records in/out"
+            )
+            for t in v["subtasks"]:
+                out_wm = "+inf (end of input)" if t["end_of_input"] else _time(t["output_watermark_ms"])
+                lines.append(
+                    f"    {t['subtask']:>7}  {_time(t['input_watermark_ms']):<24}  {out_wm:<24}  "
+                    f"{_cell(t['idle_ms']):>7}    {_cell(t['records_in'])}/{_cell(t['records_out'])}"
+                )
+        lines.append("")
+    if report["findings"]:
+        lines.append("findings:")
+        for f in report["findings"]:
+            where = f["job"]
+            if f["vertex"]:
+                where += f" / {f['vertex']}"
+            if f["subtask"] is not None:
+                where += f" / subtask {f['subtask']}"
+            lines.append(f"  [{f['severity']}] {f['rule']} ({where}): {f['message']}")
+    else:
+        lines.append("findings: none")
+    for e in report["errors"]:
+        lines.append(f"error: {e}")
+    return "\n".join(lines)

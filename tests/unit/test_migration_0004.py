@@ -1,0 +1,75 @@
+"""Migration 0004_flink_sample_fields on SQLite and a real PostgreSQL: it adds the two nullable Flink
+sample columns (failed checkpoints, the +infinity watermark flag), drops them again on downgrade without
+touching the other columns, and samples with and without those values round-trip."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from monitor.model import Engine, JobRef, PollResult, Sample, SampleKind, Scope
+from monitor.store.database import make_engine, make_session_factory
+from monitor.store.migrate import current, downgrade, upgrade
+from monitor.store.repo import load_samples, save_poll
+from tests.alerting import sqlite_url
+
+NEW_COLUMNS = {"checkpoints_failed", "watermark_end_of_input"}
+
+
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres])]
+)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return sqlite_url(tmp_path) if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
+
+
+def sample_columns(url: str) -> set[str]:
+    engine = make_engine(url)
+    try:
+        return {c["name"] for c in sa.inspect(engine).get_columns("samples")}
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_adds_and_downgrade_drops_the_columns(url: str) -> None:
+    upgrade(url, "0003_sample_rule_inputs")
+    before = sample_columns(url)
+    assert before & NEW_COLUMNS == set()
+    assert upgrade(url, "0004_flink_sample_fields") == ("0003_sample_rule_inputs", "0004_flink_sample_fields")
+    assert sample_columns(url) == before | NEW_COLUMNS
+    assert downgrade(url, "0003_sample_rule_inputs") == (
+        "0004_flink_sample_fields",
+        "0003_sample_rule_inputs",
+    )
+    assert sample_columns(url) == before
+    upgrade(url)
+    assert current(url) == "0004_flink_sample_fields"
+
+
+def test_new_fields_round_trip(url: str) -> None:
+    upgrade(url)
+    at = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    job = JobRef(Engine.FLINK, "tg-idle", run_id="ff68")
+    whole = Sample(job, at, SampleKind.GAUGE, "flink-rest", checkpoints_failed=3)
+    infinite = Sample(
+        job, at, SampleKind.GAUGE, "flink-rest", Scope(subtask=1, operator="v"), watermark_end_of_input=True
+    )
+    unknown = Sample(job, at, SampleKind.GAUGE, "flink-rest", Scope(subtask=0, operator="v"))
+    engine = make_engine(url)
+    sessions = make_session_factory(engine)
+    try:
+        with sessions.begin() as session:
+            save_poll(session, PollResult(samples=(whole, infinite, unknown)))
+        with sessions() as session:
+            loaded = {s.scope.subtask: s for s in load_samples(session)}
+    finally:
+        engine.dispose()
+    assert (loaded[None].checkpoints_failed, loaded[None].watermark_end_of_input) == (3, None)
+    assert (loaded[1].watermark_end_of_input, loaded[1].watermark) == (True, None)
+    assert (loaded[0].checkpoints_failed, loaded[0].watermark_end_of_input) == (
+        None,
+        None,
+    )  # unknown, not 0/False
