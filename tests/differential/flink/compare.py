@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor.engine.flink import FlinkReplay, replay_flink
+from monitor.watermark.flink import FlinkReplay, replay_flink
 from tests.differential.flink.harness import FlinkResult
 from tests.differential.flink.scenarios import FlinkScenario
 
@@ -16,7 +16,9 @@ def engine_run(sc: FlinkScenario) -> FlinkReplay:
     return replay_flink(sc.events(), sc.config)
 
 
-def _sorted(firings: list[tuple[int, int, int, int, int, bool]]) -> list[tuple[int, bool, int, int, int, int]]:
+def _sorted(
+    firings: list[tuple[int, int, int, int, int, bool]],
+) -> list[tuple[int, bool, int, int, int, int]]:
     # (key, start, end, count, wm, late) -> ordered by watermark, then the rest (ties inside one
     # watermark advance fire in timer-queue order, which carries no meaning)
     return sorted((wm, late, k, s, e, c) for k, s, e, c, wm, late in firings)
@@ -32,8 +34,12 @@ def compare(sc: FlinkScenario, flink: FlinkResult) -> list[str]:
     ours = [
         (int(names[k][1:]), s, e, c, wm, lf)
         for k, s, e, c, wm, lf in zip(
-            r.firings.key_codes.tolist(), r.firings.start_ms.tolist(), r.firings.end_ms.tolist(),
-            r.firings.count.tolist(), r.firings.watermark_ms.tolist(), r.firings.late_firing.tolist(),
+            r.firings.key_codes.tolist(),
+            r.firings.start_ms.tolist(),
+            r.firings.end_ms.tolist(),
+            r.firings.count.tolist(),
+            r.firings.watermark_ms.tolist(),
+            r.firings.late_firing.tolist(),
             strict=True,
         )
     ]

@@ -30,7 +30,9 @@ class HarnessError(RuntimeError):
 class FlinkResult:
     """What real Flink did in one scenario."""
 
-    firings: list[tuple[int, int, int, int, int, bool]] = field(default_factory=list)  # key,start,end,count,wm,late
+    firings: list[tuple[int, int, int, int, int, bool]] = field(
+        default_factory=list
+    )  # key,start,end,count,wm,late
     side_output_rows: list[int] = field(default_factory=list)
     late_records_dropped: int | None = None
     error: str | None = None
@@ -44,7 +46,9 @@ def flink_lib_dir() -> Path:
     """
     spec = importlib.util.find_spec("pyflink")
     if spec is None or not spec.submodule_search_locations:
-        raise HarnessError("pyflink is not installed: pip install --no-deps apache-flink apache-flink-libraries")
+        raise HarnessError(
+            "pyflink is not installed: pip install --no-deps apache-flink apache-flink-libraries"
+        )
     lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
     if not list(lib.glob("flink-dist-*.jar")):
         raise HarnessError(f"no flink-dist jar in {lib}: install apache-flink-libraries")
@@ -66,7 +70,9 @@ def compile_harness(cache_root: Path | None = None) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=root))
     proc = subprocess.run(
         [javac, "-nowarn", "-d", str(tmp), "-cp", f"{flink_lib_dir()}/*", str(_SOURCE)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise HarnessError(f"javac failed:\n{proc.stderr[-4000:]}")
@@ -82,7 +88,9 @@ def compile_harness(cache_root: Path | None = None) -> Path:
     return out
 
 
-def run_flink(scenarios: list[FlinkScenario], *, chunk: int = 25, timeout_s: float = 900) -> dict[str, FlinkResult]:
+def run_flink(
+    scenarios: list[FlinkScenario], *, chunk: int = 25, timeout_s: float = 900
+) -> dict[str, FlinkResult]:
     """Run all ``scenarios`` through real Flink in one JVM (one job per ``chunk`` scenarios).
 
     Raises:
@@ -96,9 +104,22 @@ def run_flink(scenarios: list[FlinkScenario], *, chunk: int = 25, timeout_s: flo
         inp = Path(d) / "scenarios.txt"
         inp.write_text(harness_text(scenarios))
         proc = subprocess.run(
-            [java, "-Xmx1g", "-XX:+UseSerialGC", "-Dlog4j2.level=WARN", "-cp", f"{classes}:{flink_lib_dir()}/*",
-             "FlinkHarness", str(inp), str(chunk)],
-            capture_output=True, text=True, timeout=timeout_s, check=False, cwd=d,
+            [
+                java,
+                "-Xmx1g",
+                "-XX:+UseSerialGC",
+                "-Dlog4j2.level=WARN",
+                "-cp",
+                f"{classes}:{flink_lib_dir()}/*",
+                "FlinkHarness",
+                str(inp),
+                str(chunk),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            cwd=d,
         )
     results: dict[str, FlinkResult] = {sc.id: FlinkResult() for sc in scenarios}
     seen: set[str] = set()

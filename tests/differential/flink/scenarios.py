@@ -1,7 +1,7 @@
 """Seeded random scenarios for the Flink differential tests, and their harness input text.
 
 A scenario is a stream (event time, arrival time, partition, key per row) plus a Flink job
-(:class:`monitor.engine.flink.FlinkConfig`): tumbling / sliding (divisible or not, sometimes
+(:class:`monitor.watermark.flink.FlinkConfig`): tumbling / sliding (divisible or not, sometimes
 ``slide > size``) / session windows, allowed lateness, 1-4 partitions (splits) that pause and resume
 (so idleness matters), per-event or periodic watermarks, a late side output or the drop counter.
 Arrival times drive the deterministic periodic schedule (``periodic_ticks``), written into the harness
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from monitor.engine import EventsTable, Session, Sliding, Tumbling
-from monitor.engine.flink import FlinkConfig, periodic_ticks
+from monitor.watermark import EventsTable, Session, Sliding, Tumbling
+from monitor.watermark.flink import FlinkConfig, periodic_ticks
 
 __all__ = ["FlinkScenario", "generate", "harness_text"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.engine.config import EngineConfigError, Session, Sliding, Tumbling
+from monitor.watermark.config import EngineConfigError, Session, Sliding, Tumbling
 
 __all__ = ["LONG_MAX", "LONG_MIN", "FlinkConfig"]
 
@@ -71,11 +71,15 @@ class FlinkConfig:
             EngineConfigError: naming the field.
         """
         if self.delay_ms < 0:
-            raise EngineConfigError(f"delay_ms must be >= 0 (maxOutOfOrderness cannot be negative), got {self.delay_ms}")
+            raise EngineConfigError(
+                f"delay_ms must be >= 0 (maxOutOfOrderness cannot be negative), got {self.delay_ms}"
+            )
         if self.allowed_lateness_ms < 0:
             raise EngineConfigError(f"allowed_lateness_ms must be >= 0, got {self.allowed_lateness_ms}")
         if self.idleness_ms is not None and self.idleness_ms <= 0:
-            raise EngineConfigError(f"idleness_ms must be > 0 (idleTimeout must be greater than zero), got {self.idleness_ms}")
+            raise EngineConfigError(
+                f"idleness_ms must be > 0 (idleTimeout must be greater than zero), got {self.idleness_ms}"
+            )
         if self.watermark_interval_ms <= 0:
             raise EngineConfigError(f"watermark_interval_ms must be > 0, got {self.watermark_interval_ms}")
         w = self.window
@@ -84,7 +88,9 @@ class FlinkConfig:
                 raise EngineConfigError("TumblingEventTimeWindows: size must be > 0 and |offset| < size")
         elif isinstance(w, Sliding):
             if w.size_ms <= 0 or w.slide_ms <= 0 or abs(w.offset_ms) >= w.slide_ms:
-                raise EngineConfigError("SlidingEventTimeWindows: size and slide must be > 0 and |offset| < slide")
+                raise EngineConfigError(
+                    "SlidingEventTimeWindows: size and slide must be > 0 and |offset| < slide"
+                )
         elif isinstance(w, Session):
             if w.gap_ms <= 0:
                 raise EngineConfigError(f"EventTimeSessionWindows: gap must be > 0 ms, got {w.gap_ms}")

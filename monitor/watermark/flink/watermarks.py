@@ -42,9 +42,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from monitor.engine.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
+from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
 
-__all__ = ["IdlePeriod", "WatermarkTimeline", "periodic_ticks", "watermark_timeline", "watermark_timeline_stepwise"]
+__all__ = [
+    "IdlePeriod",
+    "WatermarkTimeline",
+    "periodic_ticks",
+    "watermark_timeline",
+    "watermark_timeline_stepwise",
+]
 
 I64 = npt.NDArray[np.int64]
 BoolArr = npt.NDArray[np.bool_]
@@ -134,7 +140,11 @@ def _event_watermarks(n: int, adv_pos: I64, adv_ms: I64) -> I64:
     """Watermark at each event: the last advance with ``pos <= i`` (before event ``i``)."""
     i = np.arange(n, dtype=np.int64)
     j = np.searchsorted(adv_pos, i, side="right") - 1
-    out = np.where(j >= 0, adv_ms[np.maximum(j, 0)], np.int64(LONG_MIN)) if len(adv_pos) else np.full(n, LONG_MIN)
+    out = (
+        np.where(j >= 0, adv_ms[np.maximum(j, 0)], np.int64(LONG_MIN))
+        if len(adv_pos)
+        else np.full(n, LONG_MIN)
+    )
     return np.asarray(out, dtype=np.int64)
 
 
@@ -171,9 +181,7 @@ def watermark_timeline(
         combined = np.maximum.accumulate(combined) if n else combined
         times = arrival_ms if arrival_ms is not None else np.full(n, -1, dtype=np.int64)
         ap, am, at = _advances(combined, np.arange(1, n + 1, dtype=np.int64), times)
-        return WatermarkTimeline(
-            _event_watermarks(n, ap, am), ap, am, at, (), tuple(finals), 0
-        )
+        return WatermarkTimeline(_event_watermarks(n, ap, am), ap, am, at, (), tuple(finals), 0)
     if config.per_event_watermarks:
         return watermark_timeline_stepwise(ts_ms, part, n_partitions, arrival_ms, config)
     if arrival_ms is None:
@@ -191,7 +199,11 @@ def watermark_timeline(
         idx = np.flatnonzero(part == p)
         cm = np.maximum.accumulate(ts_ms[idx]) if len(idx) else _EMPTY
         cnt = np.searchsorted(idx, pos, side="left")  # events of p read before each tick
-        wm = np.where(cnt > 0, cm[np.maximum(cnt - 1, 0)] - delay - 1, np.int64(LONG_MIN)) if len(idx) else np.full(k, LONG_MIN)
+        wm = (
+            np.where(cnt > 0, cm[np.maximum(cnt - 1, 0)] - delay - 1, np.int64(LONG_MIN))
+            if len(idx)
+            else np.full(k, LONG_MIN)
+        )
         wm = np.asarray(wm, dtype=np.int64)
         if timeout is not None and k:
             act = np.diff(cnt, prepend=0) > 0
@@ -216,9 +228,7 @@ def watermark_timeline(
     cand = np.where(any_active, m, top)
     combined = np.maximum.accumulate(cand) if k else cand
     ap, am, at = _advances(combined, pos, ticks)
-    return WatermarkTimeline(
-        _event_watermarks(n, ap, am), ap, am, at, tuple(idle_periods), tuple(finals), k
-    )
+    return WatermarkTimeline(_event_watermarks(n, ap, am), ap, am, at, tuple(idle_periods), tuple(finals), k)
 
 
 def _period_order(x: IdlePeriod) -> tuple[int, int]:
@@ -369,6 +379,4 @@ def watermark_timeline_stepwise(
     am = np.array([e[1] for e in mux.emitted], dtype=np.int64)
     at = np.array([e[2] for e in mux.emitted], dtype=np.int64)
     periods.sort(key=_period_order)
-    return WatermarkTimeline(
-        event_wm, ap, am, at, tuple(periods), tuple(x.wm for x in mux.parts), len(ticks)
-    )
+    return WatermarkTimeline(event_wm, ap, am, at, tuple(periods), tuple(x.wm for x in mux.parts), len(ticks))

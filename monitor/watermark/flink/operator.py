@@ -24,7 +24,7 @@ Semantics (Flink 2.3 ``WindowOperator``, ``EventTimeTrigger``, ``MergingWindowSe
   ``maxTimestamp`` is after the watermark), and lateness is judged on the merged window: an element
   whose own session is late still joins an in-flight session it touches.
 
-The watermark the operator sees comes from :mod:`monitor.engine.flink.watermarks`; a firing's
+The watermark the operator sees comes from :mod:`monitor.watermark.flink.watermarks`; a firing's
 ``watermark_ms`` is the operator's current watermark when it fires.
 """
 
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from monitor.engine.config import Session, Sliding, Tumbling
-from monitor.engine.flink.config import LONG_MAX
-from monitor.engine.flink.watermarks import WatermarkTimeline
-from monitor.engine.windowing import assign_windows
+from monitor.watermark.config import Session, Sliding, Tumbling
+from monitor.watermark.flink.config import LONG_MAX
+from monitor.watermark.flink.watermarks import WatermarkTimeline
+from monitor.watermark.windowing import assign_windows
 
 __all__ = ["Firings", "WindowOutcome", "run_windows"]
 
@@ -199,21 +199,120 @@ def _non_merging(
 def _concat_sorted(parts: list[Firings]) -> Firings:
     cols = {
         name: np.concatenate([getattr(p, name) for p in parts])
-        for name in ("start_ms", "end_ms", "count", "watermark_ms", "late_firing", "key_codes", "seq", "time_ms")
+        for name in (
+            "start_ms",
+            "end_ms",
+            "count",
+            "watermark_ms",
+            "late_firing",
+            "key_codes",
+            "seq",
+            "time_ms",
+        )
     }
     # emission order; within one watermark advance timers fire by timestamp (ties: key, start)
     order = np.lexsort((cols["start_ms"], cols["key_codes"], cols["end_ms"], cols["seq"]))
     return Firings(**{k: v[order] for k, v in cols.items()})
 
 
+class _SessionKey:
+    """One key's in-flight session windows and event-time timers (``MergingWindowSet`` + timer service)."""
+
+    def __init__(
+        self,
+        key: int,
+        lateness: int,
+        tl: WatermarkTimeline,
+        out: list[tuple[int, int, int, int, bool, int, int, int]],
+    ) -> None:
+        self.key = key
+        self.lateness = lateness
+        self.adv_ms = tl.advance_ms
+        self.adv_pos = tl.advance_pos
+        self.adv_t = tl.advance_time_ms
+        self.out = out
+        self.windows: dict[tuple[int, int], int] = {}  # (start, end) -> count
+        self.timers: set[tuple[int, int, int]] = set()  # (timestamp, start, end)
+        self.heap: list[tuple[int, int, int]] = []
+
+    def cleanup_of(self, end: int) -> int:
+        mt = end - 1
+        return LONG_MAX if mt > LONG_MAX - self.lateness else mt + self.lateness
+
+    def register(self, t: int, s: int, e: int) -> None:
+        if (t, s, e) not in self.timers:
+            self.timers.add((t, s, e))
+            heapq.heappush(self.heap, (t, s, e))
+
+    def fire_until(self, limit: int | None) -> None:
+        """Fire the timers with ``timestamp <= limit`` in timestamp order (``InternalTimerServiceImpl``)."""
+        heap = self.heap
+        while heap and limit is not None and heap[0][0] <= limit:
+            t, s, e = heapq.heappop(heap)
+            if (t, s, e) not in self.timers:
+                continue  # deleted
+            self.timers.discard((t, s, e))
+            if (s, e) not in self.windows:
+                continue
+            a = int(np.searchsorted(self.adv_ms, t, side="left"))
+            if t == e - 1:  # EventTimeTrigger.onEventTime: FIRE at maxTimestamp
+                self.out.append(
+                    (
+                        2 * int(self.adv_pos[a]),
+                        s,
+                        e,
+                        self.windows[(s, e)],
+                        False,
+                        self.key,
+                        int(self.adv_ms[a]),
+                        int(self.adv_t[a]),
+                    )
+                )
+            if t == self.cleanup_of(e):
+                del self.windows[(s, e)]
+
+    def element(self, idx: int, t0: int, gap: int, cur: int) -> bool:
+        """Process element ``idx`` (timestamp ``t0``) at watermark ``cur``; False when it was skipped."""
+        windows = self.windows
+        self.fire_until(cur)
+        ns, ne = t0, t0 + gap
+        merged = [sw for sw in windows if sw[0] <= ne and sw[1] >= ns]
+        if merged:
+            rs = min(ns, *(m[0] for m in merged))
+            re_ = max(ne, *(m[1] for m in merged))
+            r = (rs, re_)
+            if not (len(merged) == 1 and merged[0] == r):
+                # MergeFunction.merge (the merged window cannot be late: in-flight windows never are)
+                assert self.cleanup_of(re_) > cur, "merged session window would be late"
+                if re_ - 1 > cur:  # EventTimeTrigger.onMerge
+                    self.register(re_ - 1, rs, re_)
+                total = 0
+                for m in merged:
+                    self.timers.discard((m[1] - 1, m[0], m[1]))
+                    self.timers.discard((self.cleanup_of(m[1]), m[0], m[1]))
+                    total += windows.pop(m)
+                windows[r] = total
+        else:
+            r = (ns, ne)
+            if self.cleanup_of(ne) <= cur:  # a late new window: retired at once, element skipped
+                return False
+            windows[r] = 0
+        windows[r] += 1
+        if r[1] - 1 <= cur:
+            self.out.append((2 * idx + 1, r[0], r[1], windows[r], True, self.key, cur, -1))
+        else:
+            self.register(r[1] - 1, r[0], r[1])
+        c = self.cleanup_of(r[1])
+        if c != LONG_MAX:
+            self.register(c, r[0], r[1])
+        return True
+
+
 def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int) -> WindowOutcome:
     """Per key, element by element (``MergingWindowSet`` + ``EventTimeTrigger``); pure Python."""
     n = len(ts)
     w = tl.event_watermark_ms.tolist()
-    adv_ms = tl.advance_ms
-    adv_pos = tl.advance_pos.tolist()
-    adv_t = tl.advance_time_ms.tolist()
-    final_wm = int(adv_ms[-1]) if len(adv_ms) else None
+    final_wm = int(tl.advance_ms[-1]) if len(tl.advance_ms) else None
     out: list[tuple[int, int, int, int, bool, int, int, int]] = []  # seq, start, end, count, late, key, wm, t
     late_events: list[int] = []
     open_windows: list[tuple[int, int, int, int]] = []
@@ -221,79 +320,22 @@ def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int
     ks = keys[order].tolist()
     evs = order.tolist()
     tss = ts.tolist()
-
-    def cleanup_of(end: int) -> int:
-        mt = end - 1
-        return LONG_MAX if mt > LONG_MAX - lateness else mt + lateness
-
     i = 0
     while i < n:
         key = ks[i]
         j = i
         while j < n and ks[j] == key:
             j += 1
-        windows: dict[tuple[int, int], int] = {}  # (start, end) -> count
-        timers: set[tuple[int, int, int]] = set()  # (timestamp, start, end)
-        heap: list[tuple[int, int, int]] = []
-
-        def register(t: int, s: int, e: int) -> None:
-            if (t, s, e) not in timers:
-                timers.add((t, s, e))
-                heapq.heappush(heap, (t, s, e))
-
-        def fire_until(limit: int | None) -> None:
-            while heap and limit is not None and heap[0][0] <= limit:
-                t, s, e = heapq.heappop(heap)
-                if (t, s, e) not in timers:
-                    continue
-                timers.discard((t, s, e))
-                if (s, e) not in windows:
-                    continue
-                a = int(np.searchsorted(adv_ms, t, side="left"))
-                if t == e - 1:  # EventTimeTrigger.onEventTime: FIRE at maxTimestamp
-                    out.append((2 * adv_pos[a], s, e, windows[(s, e)], False, key, int(adv_ms[a]), adv_t[a]))
-                if t == cleanup_of(e):
-                    del windows[(s, e)]
-
+        state = _SessionKey(key, lateness, tl, out)
         for x in range(i, j):
             e_idx = evs[x]
             cur = w[e_idx]
-            fire_until(cur)
-            t0 = tss[e_idx]
-            ns, ne = t0, t0 + gap
-            merged = [sw for sw in windows if sw[0] <= ne and sw[1] >= ns]
-            if merged:
-                rs = min(ns, *(m[0] for m in merged))
-                re_ = max(ne, *(m[1] for m in merged))
-                r = (rs, re_)
-                if not (len(merged) == 1 and merged[0] == r):
-                    # MergeFunction.merge (the merged window cannot be late: in-flight windows never are)
-                    assert cleanup_of(re_) > cur, "merged session window would be late"
-                    if re_ - 1 > cur:
-                        register(re_ - 1, rs, re_)
-                    total = 0
-                    for m in merged:
-                        timers.discard((m[1] - 1, m[0], m[1]))
-                        timers.discard((cleanup_of(m[1]), m[0], m[1]))
-                        total += windows.pop(m)
-                    windows[r] = total
-            else:
-                r = (ns, ne)
-                if cleanup_of(ne) <= cur:  # a late new window: retired at once, element skipped
-                    if (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur:
-                        late_events.append(e_idx)
-                    continue
-                windows[r] = 0
-            windows[r] += 1
-            if r[1] - 1 <= cur:
-                out.append((2 * e_idx + 1, r[0], r[1], windows[r], True, key, cur, -1))
-            else:
-                register(r[1] - 1, r[0], r[1])
-            c = cleanup_of(r[1])
-            if c != LONG_MAX:
-                register(c, r[0], r[1])
-        fire_until(final_wm)
-        for (s, e), c in sorted(windows.items()):
+            if not state.element(e_idx, tss[e_idx], gap, cur):
+                t0 = tss[e_idx]
+                if (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur:  # isElementLate
+                    late_events.append(e_idx)
+        state.fire_until(final_wm)
+        for (s, e), c in sorted(state.windows.items()):
             open_windows.append((key, s, e, c))
         i = j
     out.sort(key=lambda f: (f[0], f[2], f[5], f[1]))

@@ -8,10 +8,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from monitor.engine.events import EventsTable
-from monitor.engine.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
-from monitor.engine.flink.operator import Firings, WindowOutcome, run_windows
-from monitor.engine.flink.watermarks import IdlePeriod, WatermarkTimeline, periodic_ticks, watermark_timeline
+from monitor.watermark.events import EventsTable
+from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
+from monitor.watermark.flink.operator import Firings, WindowOutcome, run_windows
+from monitor.watermark.flink.watermarks import (
+    IdlePeriod,
+    WatermarkTimeline,
+    periodic_ticks,
+    watermark_timeline,
+)
 
 __all__ = ["FlinkReplay", "FlinkSummary", "replay_flink"]
 
@@ -73,7 +78,8 @@ class FlinkSummary:
             "final_watermark_ms": self.final_watermark_ms,
             "partitions": self.partitions,
             "idle_periods": [
-                {"partition": p.partition, "from_ms": p.from_ms, "until_ms": p.until_ms} for p in self.idle_periods
+                {"partition": p.partition, "from_ms": p.from_ms, "until_ms": p.until_ms}
+                for p in self.idle_periods
             ],
             "all_partitions_idle_ms": self.all_partitions_idle_ms,
             "ticks": self.ticks,
@@ -86,7 +92,7 @@ class FlinkReplay:
     """The result of :func:`replay_flink`.
 
     Attributes:
-        firings: every window firing in emission order (:class:`~monitor.engine.flink.operator.Firings`).
+        firings: every window firing in emission order (:class:`~monitor.watermark.flink.operator.Firings`).
         late_rows: row indices (into the events table) of the elements dropped as late / sent to the
             late side output, in processing order.
         late_row_watermarks_ms: the watermark each of those met.
@@ -112,8 +118,15 @@ class FlinkReplay:
         """Firings as JSON-ready dicts (``start_ms``, ``end_ms``, ``count``, ``watermark_ms``,
         ``late_firing``, ``key``, ``processing_time_ms``)."""
         f = self.firings
-        cols = (f.start_ms.tolist(), f.end_ms.tolist(), f.count.tolist(), f.watermark_ms.tolist(),
-                f.late_firing.tolist(), f.key_codes.tolist(), f.time_ms.tolist())
+        cols = (
+            f.start_ms.tolist(),
+            f.end_ms.tolist(),
+            f.count.tolist(),
+            f.watermark_ms.tolist(),
+            f.late_firing.tolist(),
+            f.key_codes.tolist(),
+            f.time_ms.tolist(),
+        )
         return [
             {
                 "start_ms": s,
@@ -149,7 +162,7 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
     Raises:
         EngineConfigError: periodic emission or idleness without an ``arrival_time`` column.
     """
-    from monitor.engine.config import EngineConfigError
+    from monitor.watermark.config import EngineConfigError
 
     valid_rows = np.flatnonzero(events.valid).astype(np.int64)
     arrival_all = events.arrival_ms
@@ -172,7 +185,11 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
         part = np.searchsorted(values, pv).astype(np.int64)
     else:
         values = np.unique(np.asarray(config.partitions or (0,), dtype=np.int64))
-        part = np.zeros(len(order), dtype=np.int64) if len(values) == 1 else np.full(len(order), int(np.searchsorted(values, 0)))
+        part = (
+            np.zeros(len(order), dtype=np.int64)
+            if len(values) == 1
+            else np.full(len(order), int(np.searchsorted(values, 0)))
+        )
         if 0 not in values.tolist():
             values = np.unique(np.append(values, 0))
             part = np.full(len(order), int(np.searchsorted(values, 0)), dtype=np.int64)
@@ -223,7 +240,9 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
     return FlinkReplay(
         firings=f,
         late_rows=order[late_ev] if config.keep_late_rows else np.zeros(0, dtype=np.int64),
-        late_row_watermarks_ms=tl.event_watermark_ms[late_ev] if config.keep_late_rows else np.zeros(0, dtype=np.int64),
+        late_row_watermarks_ms=tl.event_watermark_ms[late_ev]
+        if config.keep_late_rows
+        else np.zeros(0, dtype=np.int64),
         timeline=tl,
         order=order,
         open_windows=[(names[k], s, e, c) for k, s, e, c in outcome.open_windows],

@@ -9,17 +9,17 @@ Use::
 
     config = FlinkConfig(delay_ms=5_000, window=Tumbling(10_000), allowed_lateness_ms=5_000,
                          idleness_ms=30_000, watermark_interval_ms=200)
-    result = replay_flink(events, config)     # events: monitor.engine.EventsTable
+    result = replay_flink(events, config)     # events: monitor.watermark.EventsTable
     result.firings, result.summary.late_records_dropped, result.to_json()
 
 The rules and the Flink classes they come from are in :mod:`.watermarks` and :mod:`.operator`; the
 differential tests against a real Flink 2.3.0 are in ``tests/differential/flink``.
 """
 
-from monitor.engine.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
-from monitor.engine.flink.operator import Firings, WindowOutcome, run_windows
-from monitor.engine.flink.replay import FlinkReplay, FlinkSummary, replay_flink
-from monitor.engine.flink.watermarks import (
+from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
+from monitor.watermark.flink.operator import Firings, WindowOutcome, run_windows
+from monitor.watermark.flink.replay import FlinkReplay, FlinkSummary, replay_flink
+from monitor.watermark.flink.watermarks import (
     IdlePeriod,
     WatermarkTimeline,
     periodic_ticks,
