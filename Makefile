@@ -3,8 +3,10 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Real Flink for the engine's Flink-mode differential tests: PyPI's distribution, jars only (no deps).
+FLINK_STAMP := $(VENV)/.flink-2.3.0
 
-.PHONY: demo test lint typecheck bench differential system-deps clean
+.PHONY: demo test lint typecheck bench differential differential-flink system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +19,11 @@ demo: $(STAMP)
 	$(BIN)/tidegauge scan --demo
 
 ## Installs everything the tests need (Python deps, Java 17, PostgreSQL, ...) and runs the whole suite.
-test: $(STAMP) system-deps
+$(FLINK_STAMP): $(STAMP)
+	$(BIN)/pip install -q --no-deps apache-flink==2.3.0 apache-flink-libraries==2.3.0
+	touch $(FLINK_STAMP)
+
+test: $(STAMP) $(FLINK_STAMP) system-deps
 	$(BIN)/ruff check monitor collectors rules dashboard tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
@@ -46,3 +52,7 @@ differential: $(STAMP) system-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+## Flink-mode differential tests: N seeded scenarios through real Flink 2.3.0 (one JVM) and the engine.
+differential-flink: $(STAMP) $(FLINK_STAMP) system-deps
+	$(BIN)/python -m tests.differential.flink.run --count $(N) --seed-start $(S)

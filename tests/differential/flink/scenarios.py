@@ -18,7 +18,7 @@ import numpy as np
 from monitor.watermark import EventsTable, Session, Sliding, Tumbling
 from monitor.watermark.flink import FlinkConfig, periodic_ticks
 
-__all__ = ["FlinkScenario", "generate", "harness_text"]
+__all__ = ["FlinkScenario", "features", "generate", "harness_text"]
 
 _ARRIVAL_BASE_MS = 1_000_000
 _EVENT_BASE_MS = 1_700_000_000_000
@@ -157,3 +157,32 @@ def harness_text(scenarios: list[FlinkScenario]) -> str:
         for t in ticks[j:]:
             lines.append(f"K {t}")
     return "\n".join(lines) + "\n"
+
+
+def features(sc: FlinkScenario) -> set[str]:
+    """What a scenario exercises (configuration only; what happens is checked by the engine tests)."""
+    c = sc.config
+    w = c.window
+    out = {
+        "window:"
+        + ("session" if isinstance(w, Session) else "sliding" if isinstance(w, Sliding) else "tumbling")
+    }
+    if isinstance(w, Sliding) and w.slide_ms > w.size_ms:
+        out.add("sliding_gaps")
+    if isinstance(w, Sliding) and w.size_ms % w.slide_ms:
+        out.add("sliding_not_divisible")
+    if c.allowed_lateness_ms:
+        out.add("allowed_lateness")
+    if len(set(sc.partition) | set(c.partitions)) > 1:
+        out.add("partitions")
+    if set(c.partitions) - set(sc.partition):
+        out.add("partition_without_rows")
+    if c.idleness_ms is not None:
+        out.add("idleness")
+    out.add("per_event" if c.per_event_watermarks else "periodic")
+    out.add("side_output" if c.late_side_output else "drop_counter")
+    if len(set(sc.key)) > 1:
+        out.add("keys")
+    if c.delay_ms == 0:
+        out.add("monotonous")
+    return out
