@@ -24,7 +24,7 @@ tests in ``tests/differential/flink``):
 * ``WatermarksWithIdleness`` (``IdlenessTimer``): checked only in ``onPeriodicEmit``. A check that saw
   no event since the previous check starts the countdown (at that check's time); the split is marked
   idle at the first later check more than ``timeout`` after that start, i.e. between ``timeout`` and
-  ``timeout + 2 intervals`` after its last event. While idle it emits no watermark; its next event
+  ``timeout + 3 intervals`` after its last event. While idle it emits no watermark; its next event
   clears the countdown and its next periodic emission makes it active again.
 * ``TimestampsAndWatermarksOperator.WatermarkEmitter`` forwards only strictly increasing watermarks:
   the watermark never goes back (asserted here).
