@@ -119,79 +119,103 @@ def run_windows(
 def _non_merging(
     ts: I64, keys: I64, tl: WatermarkTimeline, spec: Tumbling | Sliding, lateness: int
 ) -> WindowOutcome:
+    """Tumbling/sliding windows, vectorised: O(n) bincounts over dense (key, window) group ids.
+
+    Within one (key, window) group ``maxTimestamp`` is fixed and the watermark at each element only
+    grows, so the elements added while ``maxTimestamp > watermark`` (they register the on-time timer)
+    are a prefix of the group, and every later element added is a late firing. The on-time firing
+    happens at the first watermark advance reaching ``maxTimestamp`` and counts exactly that prefix.
+    """
     n = len(ts)
     w = tl.event_watermark_ms
-    size, slide = spec.size_ms, spec.slide_ms
-    starts, ev = assign_windows(ts, np.arange(n, dtype=np.int64), size, slide, spec.offset_ms)
+    size, slide, offset = spec.size_ms, spec.slide_ms, spec.offset_ms
+    tumbling = size == slide
+    if tumbling:  # one window per element: one division gives its index
+        ev = np.arange(n, dtype=np.int64)
+        widx = (ts - offset) // slide
+        starts = widx * slide + offset
+    else:
+        starts, ev = assign_windows(ts, np.arange(n, dtype=np.int64), size, slide, offset)
+        widx = (starts - offset) // slide
     max_ts = starts + (size - 1)
-    cleanup = _cleanup(max_ts, lateness)
-    ok = cleanup > w[ev]
-    starts, ev, max_ts = starts[ok], ev[ok], max_ts[ok]
-    added = np.bincount(ev, minlength=n) if n else _EMPTY
-    skipped = added == 0
-    elem_late = _cleanup(ts, lateness) <= w
-    late_events = np.flatnonzero(skipped & elem_late).astype(np.int64)
-    k = keys[ev]
-    order = np.lexsort((ev, starts, k))
-    s_start, s_ev, s_key, s_max = starts[order], ev[order], k[order], max_ts[order]
-    m = len(order)
+    w_ev = w if tumbling else w[ev]
+    ok = _cleanup(max_ts, lateness) > w_ev
+    if tumbling:
+        # the element's only window is late -> the element is late (its timestamp <= maxTimestamp)
+        late_events = np.flatnonzero(~ok).astype(np.int64)
+    else:
+        added = np.bincount(ev[ok], minlength=n) if n else _EMPTY
+        elem_late = _cleanup(ts, lateness) <= w
+        late_events = np.flatnonzero((added == 0) & elem_late).astype(np.int64)
+    if not ok.all():
+        starts, ev, max_ts, w_ev, widx = starts[ok], ev[ok], max_ts[ok], w_ev[ok], widx[ok]
+    m = len(ev)
     if m == 0:
         return WindowOutcome(Firings(), late_events, [])
-    new_group = np.ones(m, dtype=np.bool_)
-    new_group[1:] = (s_start[1:] != s_start[:-1]) | (s_key[1:] != s_key[:-1])
-    gstart = np.flatnonzero(new_group)
-    gid = np.cumsum(new_group) - 1
-    rank = np.arange(m, dtype=np.int64) - gstart[gid]  # 0-based position within the group
-    g_max = s_max[gstart]
-    g_first = s_ev[gstart]
+    # dense group ids: key * span + window index (compacted with np.unique when that space is large)
+    w0 = int(widx.min())
+    span = int(widx.max()) - w0 + 1
+    k = keys[ev]
+    n_keys = int(k.max()) + 1
+    if n_keys * span <= max(4 * m, 1 << 16):
+        g = k * span + (widx - w0)
+        n_groups = n_keys * span
+        g_key = np.repeat(np.arange(n_keys, dtype=np.int64), span)
+        g_start = np.tile(np.arange(w0, w0 + span, dtype=np.int64), n_keys) * slide + offset
+    else:
+        uniq, g = np.unique(k * span + (widx - w0), return_inverse=True)
+        g = g.astype(np.int64)
+        n_groups = len(uniq)
+        g_key = uniq // span
+        g_start = (uniq % span + w0) * slide + offset
+    g_max = g_start + (size - 1)
+    prefix = max_ts > w_ev  # added before the watermark reached maxTimestamp
+    pc = np.bincount(g[prefix], minlength=n_groups)
+    total = np.bincount(g, minlength=n_groups)
     adv_ms, adv_pos, adv_t = tl.advance_ms, tl.advance_pos, tl.advance_time_ms
-    # on-time firing: the first element registered a timer at maxTimestamp (it was after the watermark)
-    has_timer = g_max > w[g_first]
-    a = np.searchsorted(adv_ms, g_max, side="left")
-    fires = has_timer & (a < len(adv_ms))
-    fg = np.flatnonzero(fires)
-    fa = a[fg]
-    fpos = adv_pos[fa]
-    # elements of the group read before that advance: group members with index < pos (sorted by ev)
-    gend = np.append(gstart[1:], m)
-    counts = np.empty(len(fg), dtype=np.int64)
-    for_groups = gstart[fg]
-    # members are sorted by event index inside a group: count = searchsorted within the slice
-    if len(fg):
-        # global trick: offset event indices by group so one searchsorted does all groups
-        off = gid.astype(np.int64) * (n + 1)
-        keyed = s_ev + off
-        counts = np.searchsorted(keyed, fpos + off[for_groups], side="left") - for_groups
+    timer_groups = np.flatnonzero(pc > 0)
+    a = np.searchsorted(adv_ms, g_max[timer_groups], side="left")
+    fires = a < len(adv_ms)
+    fg, fa = timer_groups[fires], a[fires]
     on = Firings(
-        start_ms=s_start[for_groups],
-        end_ms=s_start[for_groups] + size,
-        count=counts.astype(np.int64),
+        start_ms=g_start[fg],
+        end_ms=g_start[fg] + size,
+        count=pc[fg],
         watermark_ms=adv_ms[fa],
         late_firing=np.zeros(len(fg), dtype=np.bool_),
-        key_codes=s_key[for_groups],
-        seq=2 * fpos,
+        key_codes=g_key[fg],
+        seq=2 * adv_pos[fa],
         time_ms=adv_t[fa],
     )
-    # late firings: every element added while maxTimestamp <= watermark
-    lf = np.flatnonzero(s_max <= w[s_ev])
-    late = Firings(
-        start_ms=s_start[lf],
-        end_ms=s_start[lf] + size,
-        count=rank[lf] + 1,
-        watermark_ms=w[s_ev[lf]],
-        late_firing=np.ones(len(lf), dtype=np.bool_),
-        key_codes=s_key[lf],
-        seq=2 * s_ev[lf] + 1,
-        time_ms=np.full(len(lf), -1, dtype=np.int64),
-    )
-    firings = _concat_sorted([on, late])
+    # late firings: the rest of each group, in element order; count = prefix + rank + 1
+    lf = np.flatnonzero(~prefix)
+    if len(lf):
+        lg, le = g[lf], ev[lf]
+        o = np.lexsort((le, lg))
+        lg, le, lw = lg[o], le[o], w_ev[lf][o]
+        first = np.ones(len(lg), dtype=np.bool_)
+        first[1:] = lg[1:] != lg[:-1]
+        run_start = np.maximum.accumulate(np.where(first, np.arange(len(lg)), 0))
+        rank = np.arange(len(lg)) - run_start
+        late = Firings(
+            start_ms=g_start[lg],
+            end_ms=g_start[lg] + size,
+            count=pc[lg] + rank + 1,
+            watermark_ms=lw,
+            late_firing=np.ones(len(lg), dtype=np.bool_),
+            key_codes=g_key[lg],
+            seq=2 * le + 1,
+            time_ms=np.full(len(lg), -1, dtype=np.int64),
+        )
+        firings = _concat_sorted([on, late])
+    else:
+        firings = _concat_sorted([on])
     final_wm = int(adv_ms[-1]) if len(adv_ms) else None
-    g_clean = _cleanup(g_max, lateness)
-    still = np.ones(len(gstart), dtype=np.bool_) if final_wm is None else g_clean > final_wm
-    sizes = gend - gstart
+    present = np.flatnonzero(total > 0)
+    if final_wm is not None:
+        present = present[_cleanup(g_max[present], lateness) > final_wm]
     open_windows = [
-        (int(s_key[gstart[i]]), int(s_start[gstart[i]]), int(s_start[gstart[i]]) + size, int(sizes[i]))
-        for i in np.flatnonzero(still).tolist()
+        (int(g_key[i]), int(g_start[i]), int(g_start[i]) + size, int(total[i])) for i in present.tolist()
     ]
     return WindowOutcome(firings, late_events, open_windows)
 

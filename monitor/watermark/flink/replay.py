@@ -151,6 +151,25 @@ class FlinkReplay:
         }
 
 
+def _dense_codes(pv: I64, declared: I64) -> tuple[I64, I64]:
+    """Sorted distinct partition values (with the declared ones) and each row's code into them."""
+    if (
+        len(pv)
+        and int(pv.min()) >= 0
+        and int(pv.max()) < (1 << 20)
+        and (len(declared) == 0 or int(declared.min()) >= 0)
+    ):
+        top = max(int(pv.max()), int(declared.max()) if len(declared) else 0) + 1
+        present = np.bincount(pv, minlength=top) > 0
+        if len(declared):
+            present[declared] = True
+        values = np.flatnonzero(present).astype(np.int64)
+        lookup = np.cumsum(present) - 1
+        return values, lookup[pv].astype(np.int64)
+    values = np.unique(np.concatenate([pv, declared]))
+    return values, np.searchsorted(values, pv).astype(np.int64)
+
+
 def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
     """Replay ``events`` through the Flink job described by ``config``.
 
@@ -164,7 +183,8 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
     """
     from monitor.watermark.config import EngineConfigError
 
-    valid_rows = np.flatnonzero(events.valid).astype(np.int64)
+    all_valid = bool(events.valid.all())
+    valid_rows = np.arange(len(events), dtype=np.int64) if all_valid else np.flatnonzero(events.valid)
     arrival_all = events.arrival_ms
     needs_time = not config.per_event_watermarks or config.idleness_ms is not None
     if needs_time and arrival_all is None:
@@ -172,27 +192,25 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
             "periodic watermarks (and idleness) run on processing time: the events need an arrival_time "
             "column, or use per-event watermarks"
         )
+    arrival: I64 | None = None
     if arrival_all is not None:
-        order = valid_rows[np.argsort(arrival_all[valid_rows], kind="stable")]
-        arrival: I64 | None = arrival_all[order]
+        arr_valid = arrival_all if all_valid else arrival_all[valid_rows]
+        if len(arr_valid) < 2 or bool(np.all(arr_valid[1:] >= arr_valid[:-1])):
+            order, arrival = valid_rows, arr_valid  # already in arrival order (the usual file)
+        else:
+            o = np.argsort(arr_valid, kind="stable")
+            order, arrival = valid_rows[o], arr_valid[o]
     else:
         order = valid_rows
-        arrival = None
-    ts = np.floor_divide(events.event_time_us[order], 1000)
+    identity = all_valid and (order is valid_rows)
+    ts = np.floor_divide(events.event_time_us if identity else events.event_time_us[order], 1000)
+    declared = np.asarray(config.partitions, dtype=np.int64)
     if events.partition is not None:
-        pv = events.partition[order]
-        values = np.unique(np.concatenate([pv, np.asarray(config.partitions, dtype=np.int64)]))
-        part = np.searchsorted(values, pv).astype(np.int64)
+        pv = events.partition if identity else events.partition[order]
+        values, part = _dense_codes(pv, declared)
     else:
-        values = np.unique(np.asarray(config.partitions or (0,), dtype=np.int64))
-        part = (
-            np.zeros(len(order), dtype=np.int64)
-            if len(values) == 1
-            else np.full(len(order), int(np.searchsorted(values, 0)))
-        )
-        if 0 not in values.tolist():
-            values = np.unique(np.append(values, 0))
-            part = np.full(len(order), int(np.searchsorted(values, 0)), dtype=np.int64)
+        values = np.unique(np.append(declared, 0))
+        part = np.full(len(order), int(np.searchsorted(values, 0)), dtype=np.int64)
     tl = watermark_timeline(ts, part, len(values), arrival, config)
     if config.end_of_input:
         if arrival is not None:
@@ -201,7 +219,7 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
         else:
             end_t = -1
         tl = tl.with_end_of_input(len(order), end_t)
-    keys = events.key_codes[order].astype(np.int64)
+    keys = (events.key_codes if identity else events.key_codes[order]).astype(np.int64)
     outcome: WindowOutcome = run_windows(ts, keys, tl, config.window, config.allowed_lateness_ms)
     f = outcome.firings
     if arrival is not None and len(f):

@@ -137,15 +137,11 @@ def _advances(combined: I64, pos: I64, times: I64) -> tuple[I64, I64, I64]:
 
 
 def _event_watermarks(n: int, adv_pos: I64, adv_ms: I64) -> I64:
-    """Watermark at each event: the last advance with ``pos <= i`` (before event ``i``)."""
-    i = np.arange(n, dtype=np.int64)
-    j = np.searchsorted(adv_pos, i, side="right") - 1
-    out = (
-        np.where(j >= 0, adv_ms[np.maximum(j, 0)], np.int64(LONG_MIN))
-        if len(adv_pos)
-        else np.full(n, LONG_MIN)
-    )
-    return np.asarray(out, dtype=np.int64)
+    """Watermark at each event: the last advance with ``pos <= i`` (before event ``i``); O(n)."""
+    at = np.full(n + 1, LONG_MIN, dtype=np.int64)
+    if len(adv_pos):
+        np.maximum.at(at, adv_pos, adv_ms)  # advances are increasing: the max is the last at a position
+    return np.maximum.accumulate(at)[:n]
 
 
 def watermark_timeline(
