@@ -209,6 +209,16 @@ def _text(
         ),
         f"  firings: {s.firings} ({s.late_firings} late firings), windows fired {s.windows_fired}, "
         f"open at the end {s.open_windows}",
+        *(
+            [
+                f"  on-time firings, processing time past the window end: p50 "
+                f"{format_duration_ms(max(0, s.firing_delay_ms['p50']))}, p95 "
+                f"{format_duration_ms(max(0, s.firing_delay_ms['p95']))}, max "
+                f"{format_duration_ms(max(0, s.firing_delay_ms['max']))}"
+            ]
+            if s.firing_delay_ms and s.firing_delay_ms["count"]
+            else []
+        ),
         f"  watermark: {s.watermark_advances} advances over {s.partitions} partition(s); final "
         f"{_instant(s.final_watermark_ms)}",
     ]

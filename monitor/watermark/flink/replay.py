@@ -41,6 +41,9 @@ class FlinkSummary:
         partitions: number of splits (one generator each).
         idle_periods: idle periods of single partitions and of all of them (event time frozen).
         ticks: periodic emissions replayed.
+        firing_delay_ms: on-time firings, processing time of the firing minus the window's end
+            (``{"count", "p50", "p95", "max"}``; meaningful when event time tracks processing time;
+            ``None`` without arrival times).
     """
 
     input_rows: int
@@ -60,6 +63,7 @@ class FlinkSummary:
     all_partitions_idle_ms: int
     ticks: int
     delay_ms: int
+    firing_delay_ms: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain-data form (idle periods as dicts)."""
@@ -84,6 +88,7 @@ class FlinkSummary:
             "all_partitions_idle_ms": self.all_partitions_idle_ms,
             "ticks": self.ticks,
             "delay_ms": self.delay_ms,
+            "firing_delay_ms": self.firing_delay_ms,
         }
 
 
@@ -149,6 +154,15 @@ class FlinkReplay:
                 {"key": k, "start_ms": s, "end_ms": e, "count": c} for k, s, e, c in self.open_windows
             ],
         }
+
+
+def _firing_delay(f: Firings) -> dict[str, int]:
+    on = ~f.late_firing & (f.time_ms >= 0)
+    d = f.time_ms[on] - f.end_ms[on]
+    if not len(d):
+        return {"count": 0, "p50": 0, "p95": 0, "max": 0}
+    p50, p95 = np.percentile(d, [50, 95], method="higher")
+    return {"count": len(d), "p50": int(p50), "p95": int(p95), "max": int(d.max())}
 
 
 def _dense_codes(pv: I64, declared: I64) -> tuple[I64, I64]:
@@ -253,6 +267,7 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
         all_partitions_idle_ms=all_idle,
         ticks=tl.ticks,
         delay_ms=config.delay_ms,
+        firing_delay_ms=_firing_delay(f) if arrival is not None else None,
     )
     names = events.key_names
     return FlinkReplay(
