@@ -285,3 +285,9 @@ def test_vectorised_watermark_timeline_equals_the_stepwise_mirror(seed: int) -> 
     assert a.advance_pos.tolist() == b.advance_pos.tolist()
     assert a.idle_periods == b.idle_periods
     assert a.final_partition_watermarks_ms == b.final_partition_watermarks_ms
+
+
+def test_a_span_too_long_for_the_interval_is_a_clear_error() -> None:
+    cfg = FlinkConfig(delay_ms=0, window=Tumbling(1000), watermark_interval_ms=1)
+    with pytest.raises(EngineConfigError, match="larger watermark interval"):
+        periodic_ticks(np.array([0, 10**9]), cfg)

@@ -30,6 +30,7 @@ The watermark the operator sees comes from :mod:`monitor.watermark.flink.waterma
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from dataclasses import dataclass, field
 
@@ -240,95 +241,127 @@ def _concat_sorted(parts: list[Firings]) -> Firings:
 
 
 class _SessionKey:
-    """One key's in-flight session windows and event-time timers (``MergingWindowSet`` + timer service)."""
+    """One key's in-flight session windows and event-time timers (``MergingWindowSet`` + timer service).
+
+    Windows are kept sorted by start in parallel lists (in-flight windows never intersect or touch, so
+    their ends are sorted too and ``bisect`` finds the ones a new window touches). Timers are a heap of
+    ``(timestamp, start, end)`` validated when popped: a timer of a window that was merged away or
+    cleaned up no longer matches a window; per window one trigger and one cleanup registration (with
+    ``allowedLateness = 0`` they are the same timer).
+    """
+
+    __slots__ = (
+        "adv_ms",
+        "adv_pos",
+        "adv_t",
+        "clean",
+        "counts",
+        "ends",
+        "heap",
+        "key",
+        "lateness",
+        "out",
+        "starts",
+        "trig",
+    )
 
     def __init__(
         self,
         key: int,
         lateness: int,
-        tl: WatermarkTimeline,
+        adv: tuple[list[int], list[int], list[int]],
         out: list[tuple[int, int, int, int, bool, int, int, int]],
     ) -> None:
         self.key = key
         self.lateness = lateness
-        self.adv_ms = tl.advance_ms
-        self.adv_pos = tl.advance_pos
-        self.adv_t = tl.advance_time_ms
+        self.adv_ms, self.adv_pos, self.adv_t = adv
         self.out = out
-        self.windows: dict[tuple[int, int], int] = {}  # (start, end) -> count
-        self.timers: set[tuple[int, int, int]] = set()  # (timestamp, start, end)
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.counts: list[int] = []
+        self.trig: dict[int, bool] = {}  # window start -> trigger timer registered
+        self.clean: dict[int, bool] = {}  # window start -> cleanup timer registered
         self.heap: list[tuple[int, int, int]] = []
 
     def cleanup_of(self, end: int) -> int:
         mt = end - 1
         return LONG_MAX if mt > LONG_MAX - self.lateness else mt + self.lateness
 
-    def register(self, t: int, s: int, e: int) -> None:
-        if (t, s, e) not in self.timers:
-            self.timers.add((t, s, e))
-            heapq.heappush(self.heap, (t, s, e))
-
     def fire_until(self, limit: int | None) -> None:
         """Fire the timers with ``timestamp <= limit`` in timestamp order (``InternalTimerServiceImpl``)."""
         heap = self.heap
+        starts, ends = self.starts, self.ends
         while heap and limit is not None and heap[0][0] <= limit:
             t, s, e = heapq.heappop(heap)
-            if (t, s, e) not in self.timers:
-                continue  # deleted
-            self.timers.discard((t, s, e))
-            if (s, e) not in self.windows:
-                continue
-            a = int(np.searchsorted(self.adv_ms, t, side="left"))
-            if t == e - 1:  # EventTimeTrigger.onEventTime: FIRE at maxTimestamp
+            i = bisect.bisect_left(starts, s)
+            if i == len(starts) or starts[i] != s or ends[i] != e:
+                continue  # the window was merged away or cleaned up: its timers were deleted
+            if t == e - 1 and self.trig.get(s):  # EventTimeTrigger.onEventTime: FIRE at maxTimestamp
+                self.trig[s] = False
+                a = bisect.bisect_left(self.adv_ms, t)
                 self.out.append(
                     (
-                        2 * int(self.adv_pos[a]),
+                        2 * self.adv_pos[a],
                         s,
                         e,
-                        self.windows[(s, e)],
+                        self.counts[i],
                         False,
                         self.key,
-                        int(self.adv_ms[a]),
-                        int(self.adv_t[a]),
+                        self.adv_ms[a],
+                        self.adv_t[a],
                     )
                 )
-            if t == self.cleanup_of(e):
-                del self.windows[(s, e)]
+            if t == self.cleanup_of(e) and self.clean.get(s):  # clearAllState
+                del starts[i], ends[i], self.counts[i]
+                self.trig.pop(s, None)
+                self.clean.pop(s, None)
+
+    def _register(self, flags: dict[int, bool], t: int, s: int, e: int, push: bool = True) -> None:
+        if not flags.get(s):
+            flags[s] = True
+            if push:
+                heapq.heappush(self.heap, (t, s, e))
 
     def element(self, idx: int, t0: int, gap: int, cur: int) -> bool:
         """Process element ``idx`` (timestamp ``t0``) at watermark ``cur``; False when it was skipped."""
-        windows = self.windows
         self.fire_until(cur)
+        starts, ends, counts = self.starts, self.ends, self.counts
         ns, ne = t0, t0 + gap
-        merged = [sw for sw in windows if sw[0] <= ne and sw[1] >= ns]
-        if merged:
-            rs = min(ns, *(m[0] for m in merged))
-            re_ = max(ne, *(m[1] for m in merged))
-            r = (rs, re_)
-            if not (len(merged) == 1 and merged[0] == r):
+        hi = bisect.bisect_right(starts, ne)  # windows [0, hi) start <= ne
+        lo = bisect.bisect_left(ends, ns)  # windows [lo, ..) end >= ns
+        if lo < hi:
+            rs = ns if ns < starts[lo] else starts[lo]
+            re_ = ne if ne > ends[hi - 1] else ends[hi - 1]
+            if not (hi - lo == 1 and starts[lo] == rs and ends[lo] == re_):
                 # MergeFunction.merge (the merged window cannot be late: in-flight windows never are)
                 assert self.cleanup_of(re_) > cur, "merged session window would be late"
+                total = sum(counts[lo:hi])
+                for j in range(lo, hi):  # triggerContext.clear() + deleteCleanupTimer of merged windows
+                    self.trig.pop(starts[j], None)
+                    self.clean.pop(starts[j], None)
+                del starts[lo:hi], ends[lo:hi], counts[lo:hi]
+                starts.insert(lo, rs)
+                ends.insert(lo, re_)
+                counts.insert(lo, total)
                 if re_ - 1 > cur:  # EventTimeTrigger.onMerge
-                    self.register(re_ - 1, rs, re_)
-                total = 0
-                for m in merged:
-                    self.timers.discard((m[1] - 1, m[0], m[1]))
-                    self.timers.discard((self.cleanup_of(m[1]), m[0], m[1]))
-                    total += windows.pop(m)
-                windows[r] = total
+                    self._register(self.trig, re_ - 1, rs, re_)
+            i = lo
         else:
-            r = (ns, ne)
             if self.cleanup_of(ne) <= cur:  # a late new window: retired at once, element skipped
                 return False
-            windows[r] = 0
-        windows[r] += 1
-        if r[1] - 1 <= cur:
-            self.out.append((2 * idx + 1, r[0], r[1], windows[r], True, self.key, cur, -1))
+            i = lo
+            starts.insert(i, ns)
+            ends.insert(i, ne)
+            counts.insert(i, 0)
+        counts[i] += 1
+        s, e = starts[i], ends[i]
+        if e - 1 <= cur:  # EventTimeTrigger.onElement: FIRE now (a late firing)
+            self.out.append((2 * idx + 1, s, e, counts[i], True, self.key, cur, -1))
         else:
-            self.register(r[1] - 1, r[0], r[1])
-        c = self.cleanup_of(r[1])
-        if c != LONG_MAX:
-            self.register(c, r[0], r[1])
+            self._register(self.trig, e - 1, s, e)
+        c = self.cleanup_of(e)
+        if c != LONG_MAX:  # registerCleanupTimer (the same timer as the trigger's when lateness is 0)
+            self._register(self.clean, c, s, e, push=self.lateness != 0)
         return True
 
 
@@ -337,6 +370,7 @@ def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int
     n = len(ts)
     w = tl.event_watermark_ms.tolist()
     final_wm = int(tl.advance_ms[-1]) if len(tl.advance_ms) else None
+    adv = (tl.advance_ms.tolist(), tl.advance_pos.tolist(), tl.advance_time_ms.tolist())
     out: list[tuple[int, int, int, int, bool, int, int, int]] = []  # seq, start, end, count, late, key, wm, t
     late_events: list[int] = []
     open_windows: list[tuple[int, int, int, int]] = []
@@ -350,7 +384,7 @@ def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int
         j = i
         while j < n and ks[j] == key:
             j += 1
-        state = _SessionKey(key, lateness, tl, out)
+        state = _SessionKey(key, lateness, adv, out)
         for x in range(i, j):
             e_idx = evs[x]
             cur = w[e_idx]
@@ -359,7 +393,7 @@ def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int
                 if (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur:  # isElementLate
                     late_events.append(e_idx)
         state.fire_until(final_wm)
-        for (s, e), c in sorted(state.windows.items()):
+        for s, e, c in zip(state.starts, state.ends, state.counts, strict=True):
             open_windows.append((key, s, e, c))
         i = j
     out.sort(key=lambda f: (f[0], f[2], f[5], f[1]))

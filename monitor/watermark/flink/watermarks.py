@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from monitor.watermark.config import EngineConfigError
 from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
 
 __all__ = [
@@ -55,6 +56,9 @@ __all__ = [
 I64 = npt.NDArray[np.int64]
 BoolArr = npt.NDArray[np.bool_]
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+#: Most periodic ticks one replay may hold (memory: a few int64 arrays of this length per partition).
+MAX_TICKS = 20_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +121,11 @@ class WatermarkTimeline:
 
 def periodic_ticks(arrival_ms: I64, config: FlinkConfig) -> I64:
     """Processing times of the periodic ``onPeriodicEmit`` calls: ``start + k * interval``, ``k >= 1``,
-    up to ``run_until_ms`` (default: one interval after the last arrival). ``arrival_ms`` is sorted."""
+    up to ``run_until_ms`` (default: one interval after the last arrival). ``arrival_ms`` is sorted.
+
+    Raises:
+        EngineConfigError: more than :data:`MAX_TICKS` ticks (a long span at a short interval).
+    """
     iv = config.watermark_interval_ms
     if len(arrival_ms) == 0 and (config.start_ms is None or config.run_until_ms is None):
         return _EMPTY.copy()
@@ -126,6 +134,11 @@ def periodic_ticks(arrival_ms: I64, config: FlinkConfig) -> I64:
     if until < start + iv:
         return _EMPTY.copy()
     k = (until - start) // iv
+    if k > MAX_TICKS:
+        raise EngineConfigError(
+            f"the replay spans {until - start} ms of processing time: {k:,} periodic watermark ticks at "
+            f"{iv} ms exceed {MAX_TICKS:,}; use a larger watermark interval or per-event watermarks"
+        )
     return start + iv * np.arange(1, k + 1, dtype=np.int64)
 
 
