@@ -3,8 +3,6 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Real Flink for the engine's Flink-mode differential tests: PyPI's distribution, jars only (no deps).
-FLINK_STAMP := $(VENV)/.flink-2.3.0
 
 .PHONY: demo test lint typecheck bench differential differential-flink system-deps clean
 
@@ -12,6 +10,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	# a full Flink distribution for the integration tests (the PyPI wheels' own deps are not needed)
+	$(BIN)/pip install -q --no-deps apache-flink==2.3.0 apache-flink-libraries==2.3.0
 	touch $(STAMP)
 
 ## Runs tidegauge on its embedded default: a scan of the bundled real Spark 4.3.0 event log.
@@ -19,11 +19,7 @@ demo: $(STAMP)
 	$(BIN)/tidegauge scan --demo
 
 ## Installs everything the tests need (Python deps, Java 17, PostgreSQL, ...) and runs the whole suite.
-$(FLINK_STAMP): $(STAMP)
-	$(BIN)/pip install -q --no-deps apache-flink==2.3.0 apache-flink-libraries==2.3.0
-	touch $(FLINK_STAMP)
-
-test: $(STAMP) $(FLINK_STAMP) system-deps
+test: $(STAMP) system-deps
 	$(BIN)/ruff check monitor collectors rules dashboard tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
@@ -54,5 +50,5 @@ clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
 ## Flink-mode differential tests: N seeded scenarios through real Flink 2.3.0 (one JVM) and the engine.
-differential-flink: $(STAMP) $(FLINK_STAMP) system-deps
+differential-flink: $(STAMP) system-deps
 	$(BIN)/python -m tests.differential.flink.run --count $(N) --seed-start $(S)

@@ -5,7 +5,8 @@ need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 # Maven resolves the Apache Kafka broker's jars for tests/kafka_broker.py (cached in ~/.cache/tidegauge/kafka)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
-# javac: the Flink differential tests compile their harness against flink-dist at test time
+# the Flink integration tests compile their test job with javac
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 if ! command -v postgres >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   need+=(postgresql)
