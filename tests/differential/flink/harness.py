@@ -56,8 +56,14 @@ def flink_lib_dir() -> Path:
 
 
 def compile_harness(cache_root: Path | None = None) -> Path:
-    """Compile the harness (once per source version); returns the class directory."""
-    digest = hashlib.sha256(_SOURCE.read_bytes()).hexdigest()[:16]
+    """Compile the harness (once per source and Flink version); returns the class directory.
+
+    Raises:
+        HarnessError: no ``javac``, no Flink jars, or the compilation failed.
+    """
+    lib = flink_lib_dir()
+    dist = sorted(p.name for p in lib.glob("flink-dist-*.jar"))
+    digest = hashlib.sha256(_SOURCE.read_bytes() + "\n".join(dist).encode()).hexdigest()[:16]
     root = cache_root or Path(tempfile.gettempdir()) / f"tidegauge-flink-harness-{os.getuid()}"
     out = root / digest
     if (out / "FlinkHarness.class").exists():
@@ -65,11 +71,10 @@ def compile_harness(cache_root: Path | None = None) -> Path:
     javac = shutil.which("javac")
     if javac is None:
         raise HarnessError("javac not found: install a JDK (openjdk-17-jdk-headless)")
-    tmp = Path(tempfile.mkdtemp(dir=root if root.exists() else None)) if root.exists() else None
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=root))
     proc = subprocess.run(
-        [javac, "-nowarn", "-d", str(tmp), "-cp", f"{flink_lib_dir()}/*", str(_SOURCE)],
+        [javac, "-nowarn", "-d", str(tmp), "-cp", f"{lib}/*", str(_SOURCE)],
         capture_output=True,
         text=True,
         check=False,
