@@ -276,6 +276,11 @@ def run_whatif_flink(
         raise WhatifFlinkUsageError(
             f"{events_path} has a 'batch' column: Flink has no micro-batches (drop it)"
         )
+    if events.has_sources:
+        raise WhatifFlinkUsageError(
+            f"{events_path} has a 'source' column with several inputs: the Flink mode models one source "
+            "whose partitions (splits) each have a watermark generator; use a 'partition' column"
+        )
     result = replay_flink(events, config)
     late = _late_entries(result, events, show_late)
     doc: dict[str, Any] = {

@@ -127,3 +127,13 @@ def test_periodic_watermarks_without_arrival_times_say_what_to_do(
     code, out, _ = run(["whatif", str(p), *BASE, "--per-event-watermarks", "--format", "json"], capsys)
     assert code == 0
     assert json.loads(out)["summary"]["final_watermark_ms"] == 999
+
+
+def test_several_sources_are_refused_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = tmp_path / "e.csv"
+    p.write_text("event_time,arrival_time,source\n1000,1000,a\n2000,2000,b\n", encoding="utf-8")
+    code, _, err = run(["whatif", str(p), *BASE], capsys)
+    assert code != 0
+    assert "use a 'partition' column" in err
