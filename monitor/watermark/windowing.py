@@ -19,9 +19,29 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["assign_windows"]
+__all__ = ["assign_window_indices", "assign_windows"]
 
 I64 = npt.NDArray[np.int64]
+
+
+def assign_window_indices(t: I64, rows: I64, size: int, slide: int, offset: int = 0) -> tuple[I64, I64]:
+    """Every (window index, row) pair, window ``j`` being ``[j * slide + offset, j * slide + offset + size)``.
+
+    Same pairs and order as :func:`assign_windows` (which returns starts instead of indices); one
+    floor division per row: the latest window is ``floorDiv(t - offset, slide)``, the earlier
+    candidates count down from it.
+    """
+    last = (t - offset) // slide
+    k = -(-size // slide)
+    if k == 1 and size >= slide:
+        return last, rows
+    widx = np.concatenate([last - i for i in range(k)]) if k > 1 else last
+    r = np.tile(rows, k) if k > 1 else rows
+    if size % slide != 0:
+        tt = np.tile(t, k) if k > 1 else t
+        keep = tt < widx * slide + offset + size  # start <= t holds by construction
+        widx, r = widx[keep], r[keep]
+    return widx, r
 
 
 def assign_windows(t: I64, rows: I64, size: int, slide: int, offset: int = 0) -> tuple[I64, I64]:
@@ -37,14 +57,5 @@ def assign_windows(t: I64, rows: I64, size: int, slide: int, offset: int = 0) ->
         (all rows' latest window first, then each row's next-earlier window, ...), filtered to the
         windows that contain the time.
     """
-    last_start = t - np.mod(t - offset, slide)
-    k = -(-size // slide)
-    if k == 1 and size >= slide:
-        return last_start, rows
-    ws = np.concatenate([last_start - i * slide for i in range(k)]) if k > 1 else last_start
-    r = np.tile(rows, k) if k > 1 else rows
-    if size % slide != 0:
-        tt = np.tile(t, k) if k > 1 else t
-        keep = (tt >= ws) & (tt < ws + size)
-        ws, r = ws[keep], r[keep]
-    return ws, r
+    widx, r = assign_window_indices(t, rows, size, slide, offset)
+    return widx * slide + offset, r

@@ -40,7 +40,7 @@ import numpy.typing as npt
 from monitor.watermark.config import Session, Sliding, Tumbling
 from monitor.watermark.flink.config import LONG_MAX
 from monitor.watermark.flink.watermarks import WatermarkTimeline
-from monitor.watermark.windowing import assign_windows
+from monitor.watermark.windowing import assign_window_indices
 
 __all__ = ["Firings", "WindowOutcome", "run_windows"]
 
@@ -131,13 +131,8 @@ def _non_merging(
     w = tl.event_watermark_ms
     size, slide, offset = spec.size_ms, spec.slide_ms, spec.offset_ms
     tumbling = size == slide
-    if tumbling:  # one window per element: one division gives its index
-        ev = np.arange(n, dtype=np.int64)
-        widx = (ts - offset) // slide
-        starts = widx * slide + offset
-    else:
-        starts, ev = assign_windows(ts, np.arange(n, dtype=np.int64), size, slide, offset)
-        widx = (starts - offset) // slide
+    widx, ev = assign_window_indices(ts, np.arange(n, dtype=np.int64), size, slide, offset)
+    starts = widx * slide + offset
     max_ts = starts + (size - 1)
     w_ev = w if tumbling else w[ev]
     ok = _cleanup(max_ts, lateness) > w_ev
