@@ -305,14 +305,22 @@ def register(app: typer.Typer) -> None:
             50, "--show-batches", help="Batches to list in text output (0: all)."
         ),
         show_late: int = typer.Option(10, "--show-late", help="Late rows to list (text and JSON); -1: all."),
-        allowed_lateness: str | None = typer.Option(None, "--allowed-lateness", help="Flink: allowedLateness."),
-        idleness: str | None = typer.Option(None, "--idleness", help="Flink: withIdleness timeout, e.g. 30s."),
+        allowed_lateness: str | None = typer.Option(
+            None, "--allowed-lateness", help="Flink: allowedLateness."
+        ),
+        idleness: str | None = typer.Option(
+            None, "--idleness", help="Flink: withIdleness timeout, e.g. 30s."
+        ),
         watermark_interval: str | None = typer.Option(
             None, "--watermark-interval", help="Flink: pipeline.auto-watermark-interval (200ms)."
         ),
-        per_event_watermarks: bool = typer.Option(False, "--per-event-watermarks", help="Flink: emit per event."),
+        per_event_watermarks: bool = typer.Option(
+            False, "--per-event-watermarks", help="Flink: emit per event."
+        ),
         late_side_output: bool = typer.Option(False, "--late-side-output", help="Flink: sideOutputLateData."),
-        end_of_input: bool = typer.Option(False, "--end-of-input", help="Flink: bounded input, fire all at end."),
+        end_of_input: bool = typer.Option(
+            False, "--end-of-input", help="Flink: bounded input, fire all at end."
+        ),
     ) -> None:
         """Replay EVENTS through Spark's watermark rules: late rows, emitted windows, state, latency."""
         from monitor.commands._whatif_flink import dispatch_flink  # the Flink mode's glue
