@@ -7,7 +7,6 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 # the Flink integration tests compile their test job with javac
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
-command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 if ! command -v postgres >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   need+=(postgresql)
 fi
