@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench differential fuzz system-deps clean
+.PHONY: demo test lint typecheck bench differential differential-flink fuzz system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -67,3 +67,7 @@ differential: $(STAMP) system-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+## Flink-mode differential tests: N seeded scenarios through real Flink 2.3.0 (one JVM) and the engine.
+differential-flink: $(STAMP) system-deps
+	$(BIN)/python -m tests.differential.flink.run --count $(N) --seed-start $(S)

@@ -7,6 +7,8 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 # Maven resolves the Apache Kafka broker's jars for tests/kafka_broker.py (cached in ~/.cache/tidegauge/kafka)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
+# the Flink integration tests compile their test job with javac
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 if ! command -v postgres >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   need+=(postgresql)
 fi

@@ -267,7 +267,7 @@ def register(app: typer.Typer) -> None:
         events: Annotated[
             Path, typer.Argument(help="EVENTS file: .csv, .jsonl or .parquet with an event_time column.")
         ],
-        engine: str = typer.Option("spark", "--engine", help="Engine whose rules to replay (spark)."),
+        engine: str = typer.Option("spark", "--engine", help="Engine whose rules to replay: spark or flink."),
         delay: str | None = typer.Option(None, "--delay", help="Watermark delay, e.g. 10m."),
         window: str | None = typer.Option(None, "--window", help="Window size, e.g. 5m."),
         slide: str | None = typer.Option(None, "--slide", help="Slide of a sliding window, e.g. 1m."),
@@ -305,8 +305,28 @@ def register(app: typer.Typer) -> None:
             50, "--show-batches", help="Batches to list in text output (0: all)."
         ),
         show_late: int = typer.Option(10, "--show-late", help="Late rows to list (text and JSON); -1: all."),
+        allowed_lateness: str | None = typer.Option(
+            None, "--allowed-lateness", help="Flink: allowedLateness."
+        ),
+        idleness: str | None = typer.Option(
+            None, "--idleness", help="Flink: withIdleness timeout, e.g. 30s."
+        ),
+        watermark_interval: str | None = typer.Option(
+            None, "--watermark-interval", help="Flink: pipeline.auto-watermark-interval (200ms)."
+        ),
+        per_event_watermarks: bool = typer.Option(
+            False, "--per-event-watermarks", help="Flink: emit per event."
+        ),
+        late_side_output: bool = typer.Option(False, "--late-side-output", help="Flink: sideOutputLateData."),
+        end_of_input: bool = typer.Option(
+            False, "--end-of-input", help="Flink: bounded input, fire all at end."
+        ),
     ) -> None:
         """Replay EVENTS through Spark's watermark rules: late rows, emitted windows, state, latency."""
+        from monitor.commands._whatif_flink import dispatch_flink  # the Flink mode's glue
+
+        if dispatch_flink(engine, locals()):
+            return
         if engine not in ENGINES:
             raise WhatifUsageError(f"--engine {engine!r} is not supported; only {', '.join(ENGINES)}")
         sweep_delays = parse_duration_list_ms(sweep_opt, what="--sweep") if sweep_opt is not None else None

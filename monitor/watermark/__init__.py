@@ -82,6 +82,11 @@ row to the row that moved the watermark it was dropped against and replays the f
 :func:`monitor.watermark.sweep.recommend_delay` reads the smallest delay meeting a completeness target
 off the lateness distribution and confirms it by replay. Event times are int64 microseconds within
 ``±2^62`` (:data:`~monitor.watermark.events.MAX_ABS_EVENT_TIME_US`, about year ±146,000).
+
+Flink mode: :mod:`monitor.watermark.flink` (``replay_flink(events, FlinkConfig(...))``) replays the same
+``EventsTable`` through Flink 2.3's rules (per-split bounded-out-of-orderness watermarks, idleness,
+``WindowOperator`` with allowed lateness); it shares the window specs, the input loading and the window
+assignment (:mod:`monitor.watermark.windowing`) with the Spark mode.
 """
 
 from monitor.watermark.config import (

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from monitor.watermark.config import Dedup, EngineConfigError, Session, Sliding, Tumbling, WatermarkConfig
 from monitor.watermark.events import EventsTable
 from monitor.watermark.results import LateRows, Windows
+from monitor.watermark.windowing import assign_windows
 
 __all__ = ["OpResult", "Operator", "make_operator"]
 
@@ -125,7 +126,6 @@ class WindowAggregation:
         self._slide_us = spec.slide_ms * 1000
         self._offset_us = spec.offset_ms * 1000
         self._k = -(-spec.size_ms // spec.slide_ms)  # ceil(size / slide) candidate windows per row
-        self._filter = spec.size_ms % spec.slide_ms != 0
         self._by_key = config.group_by_key
         self._append = config.output_mode == "append"
         et = events.event_time_us[events.valid]
@@ -155,16 +155,7 @@ class WindowAggregation:
     def _expand(self, rows: I64) -> tuple[I64, I64]:
         """(window start us, row index) pairs: every window each row falls in (TimeWindowing)."""
         t = self._events.event_time_us[rows]
-        last_start = t - np.mod(t - self._offset_us, self._slide_us)
-        if self._k == 1:
-            return last_start, rows
-        ws = np.concatenate([last_start - i * self._slide_us for i in range(self._k)])
-        r = np.tile(rows, self._k)
-        if self._filter:
-            tt = np.tile(t, self._k)
-            keep = (tt >= ws) & (tt < ws + self._size_us)
-            ws, r = ws[keep], r[keep]
-        return ws, r
+        return assign_windows(t, rows, self._size_us, self._slide_us, self._offset_us)
 
     def _merge(self, gid: I64) -> I64:
         """Add the rows' group ids to the state counts; return the distinct ids touched."""

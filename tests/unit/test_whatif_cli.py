@@ -159,7 +159,7 @@ def test_whatif_future_skew_reports_what_the_filter_saves(
         (["--window", "5s"], "--delay is required"),
         (["--delay", "10s"], "give --window"),
         (["--delay", "10s", "--window", "5s", "--trigger", "10s"], "has a 'batch' column"),
-        (["--delay", "10s", "--window", "5s", "--engine", "flink"], "only spark"),
+        (["--delay", "10s", "--window", "5s", "--engine", "beam"], "is not supported"),
         (["--delay", "10s", "--session-gap", "5s", "--output-mode", "update"], "append"),
     ],
 )

@@ -1,0 +1,377 @@
+"""``tidegauge whatif --engine flink``: replay an EVENTS file through Flink's watermark and window rules.
+
+Examples::
+
+    tidegauge whatif events.csv --engine flink --delay 5s --window 10s
+    tidegauge whatif events.csv --engine flink --delay 5s --window 10s --slide 5s --allowed-lateness 5s
+    tidegauge whatif events.jsonl --engine flink --delay 2s --session-gap 30s --idleness 30s --format json
+    tidegauge whatif events.csv --engine flink --delay 5s --window 1m --per-event-watermarks --end-of-input
+
+Input: the same files as the Spark mode (:mod:`monitor.watermark.io`): ``event_time`` (required),
+``arrival_time`` (processing time: drives the periodic watermark emission and idleness),
+``partition`` (one watermark generator per partition/split), ``key`` (``keyBy``). The replay itself is
+:func:`monitor.watermark.flink.replay_flink`; this module turns options into a
+:class:`~monitor.watermark.flink.FlinkConfig` and prints the result. ``--format json`` prints
+``{"firings": [{"start_ms", "end_ms", "count", "watermark_ms", "late_firing", "key",
+"processing_time_ms"}], "summary": {"late_records_dropped", ...}, "open_windows": [...],
+"late_rows": [...]}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from monitor.durations import format_duration_ms, parse_duration_list_ms, parse_duration_ms
+from monitor.errors import InputError
+from monitor.model import ms_to_datetime
+from monitor.watermark import EventsTable, Session, Sliding, Tumbling
+from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
+from monitor.watermark.io import load_events
+
+__all__ = [
+    "FlinkOptions",
+    "WhatifFlinkUsageError",
+    "build_flink_config",
+    "dispatch_flink",
+    "run_whatif_flink",
+]
+
+
+class WhatifFlinkUsageError(InputError):
+    """The options of ``tidegauge whatif --engine flink`` do not fit together (the message says which)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FlinkOptions:
+    """The raw Flink-only command-line options (strings as typed; ``None``: not given)."""
+
+    allowed_lateness: str | None = None
+    idleness: str | None = None
+    watermark_interval: str | None = None
+    per_event_watermarks: bool = False
+    late_side_output: bool = False
+    end_of_input: bool = False
+    show_firings: int = 50
+
+
+def build_flink_config(
+    *,
+    delay: str | None,
+    window: str | None,
+    slide: str | None,
+    session_gap: str | None,
+    opts: FlinkOptions,
+    spark_only: dict[str, bool],
+) -> FlinkConfig:
+    """Turn the options into a :class:`FlinkConfig`.
+
+    Args:
+        spark_only: Spark-mode options that were given (name -> given); any given one is an error.
+
+    Raises:
+        WhatifFlinkUsageError / DurationError / EngineConfigError: options that do not parse or fit.
+    """
+    given = [name for name, on in spark_only.items() if on]
+    if given:
+        raise WhatifFlinkUsageError(f"{', '.join(given)}: only for --engine spark")
+    if delay is None:
+        raise WhatifFlinkUsageError(
+            "--delay is required (forBoundedOutOfOrderness; 0 = monotonous timestamps)"
+        )
+    if opts.per_event_watermarks and opts.watermark_interval is not None and opts.idleness is None:
+        raise WhatifFlinkUsageError(
+            "--watermark-interval and --per-event-watermarks exclude each other (the interval only paces "
+            "idleness checks in per-event mode: give --idleness too)"
+        )
+    spec: Tumbling | Sliding | Session
+    if session_gap is not None:
+        if slide is not None or window is not None:
+            raise WhatifFlinkUsageError("--session-gap cannot be combined with --window / --slide")
+        spec = Session(parse_duration_ms(session_gap, what="--session-gap"))
+    elif window is not None:
+        size = parse_duration_ms(window, what="--window")
+        if slide is not None:
+            sl = parse_duration_ms(slide, what="--slide")
+            spec = Tumbling(size) if sl == size else Sliding(size, sl)
+        else:
+            spec = Tumbling(size)
+    else:
+        raise WhatifFlinkUsageError("give --window (with optional --slide) or --session-gap")
+
+    def dur(value: str | None, what: str) -> int | None:
+        return parse_duration_ms(value, what=what) if value is not None else None
+
+    return FlinkConfig(
+        delay_ms=parse_duration_ms(delay, what="--delay"),
+        window=spec,
+        allowed_lateness_ms=dur(opts.allowed_lateness, "--allowed-lateness") or 0,
+        idleness_ms=dur(opts.idleness, "--idleness"),
+        watermark_interval_ms=dur(opts.watermark_interval, "--watermark-interval") or 200,
+        per_event_watermarks=opts.per_event_watermarks,
+        late_side_output=opts.late_side_output,
+        end_of_input=opts.end_of_input,
+    )
+
+
+def _instant(ms: int | None) -> str:
+    if ms is None or ms == LONG_MIN:
+        return "Long.MIN_VALUE (no watermark)"
+    if ms == LONG_MAX:
+        return "Long.MAX_VALUE (end of input)"
+    try:
+        dt = ms_to_datetime(ms)
+    except (OverflowError, OSError, ValueError):
+        return f"{ms} ms"
+    assert dt is not None
+    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+
+
+def describe(config: FlinkConfig) -> str:
+    """One line naming the modelled job."""
+    w = config.window
+    if isinstance(w, Session):
+        shape = f"session gap {format_duration_ms(w.gap_ms)} per key"
+    elif isinstance(w, Sliding):
+        shape = f"window {format_duration_ms(w.size_ms)} sliding {format_duration_ms(w.slide_ms)}"
+    else:
+        shape = f"window {format_duration_ms(w.size_ms)} tumbling"
+    parts = [shape, f"delay {format_duration_ms(config.delay_ms)}"]
+    if config.allowed_lateness_ms:
+        parts.append(f"allowed lateness {format_duration_ms(config.allowed_lateness_ms)}")
+    if config.idleness_ms is not None:
+        parts.append(f"idleness {format_duration_ms(config.idleness_ms)}")
+    if config.per_event_watermarks:
+        parts.append("per-event watermarks")
+    else:
+        parts.append(f"periodic watermarks every {format_duration_ms(config.watermark_interval_ms)}")
+    parts.append("late side output" if config.late_side_output else "late elements dropped")
+    if config.end_of_input:
+        parts.append("bounded input (Long.MAX_VALUE at the end)")
+    return ", ".join(parts)
+
+
+def _late_entries(r: FlinkReplay, events: EventsTable, limit: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if limit == 0:
+        return out
+    rows = r.late_rows.tolist()
+    wms = r.late_row_watermarks_ms.tolist()
+    for row, wm in zip(rows, wms, strict=True):
+        out.append(
+            {
+                "line": events.line_of(row),
+                "event_time_ms": int(events.event_time_us[row]) // 1000,
+                "partition": None if events.partition is None else int(events.partition[row]),
+                "key": events.key_names[int(events.key_codes[row])],
+                "watermark_ms": wm,
+            }
+        )
+        if 0 < limit <= len(out):
+            break
+    return out
+
+
+def _text(
+    path: Path,
+    events: EventsTable,
+    config: FlinkConfig,
+    r: FlinkReplay,
+    show: int,
+    late: list[dict[str, Any]],
+) -> list[str]:
+    s = r.summary
+    lines = [f"tidegauge whatif: {path} - {len(events)} rows; flink; {describe(config)}", ""]
+    recs = r.firing_records()
+    lines.append(f"{'window':<52} {'key':<10} {'count':>7}  {'watermark':<32} firing")
+    for f in recs if show <= 0 else recs[:show]:
+        win = f"[{_instant(f['start_ms'])}, {_instant(f['end_ms'])})"
+        lines.append(
+            f"{win:<52} {f['key'] or '-':<10} {f['count']:>7}  {_instant(f['watermark_ms']):<32} "
+            f"{'late (allowed lateness)' if f['late_firing'] else 'on time'}"
+        )
+    if 0 < show < len(recs):
+        lines.append(f"  ... {len(recs) - show} more firings (--show-batches 0 shows all)")
+    lines += [
+        "",
+        "Summary",
+        f"  rows: {s.input_rows} read, {s.rows_without_time} without an event time (left out)",
+        f"  late elements (all their windows past end - 1 + allowed lateness): {s.late_elements} "
+        f"({s.late_share * 100:.3f}%) -> "
+        + (
+            f"late side output {s.late_side_output_records} (numLateRecordsDropped stays 0)"
+            if config.late_side_output
+            else f"numLateRecordsDropped {s.late_records_dropped}"
+        ),
+        f"  firings: {s.firings} ({s.late_firings} late firings), windows fired {s.windows_fired}, "
+        f"open at the end {s.open_windows}",
+        *(
+            [
+                f"  on-time firings, processing time past the window end: p50 "
+                f"{format_duration_ms(max(0, s.firing_delay_ms['p50']))}, p95 "
+                f"{format_duration_ms(max(0, s.firing_delay_ms['p95']))}, max "
+                f"{format_duration_ms(max(0, s.firing_delay_ms['max']))}"
+            ]
+            if s.firing_delay_ms and s.firing_delay_ms["count"]
+            else []
+        ),
+        f"  watermark: {s.watermark_advances} advances over {s.partitions} partition(s); final "
+        f"{_instant(s.final_watermark_ms)}",
+    ]
+    idle = [p for p in s.idle_periods if p.partition is not None]
+    if idle:
+        lines.append(f"  idle partitions (withIdleness): {len(idle)} periods")
+        for p in idle[:10]:
+            until = _instant(p.until_ms) if p.until_ms is not None else "the end"
+            value = r.partition_values[p.partition or 0]
+            lines.append(f"    partition {value}: idle from {_instant(p.from_ms)} until {until}")
+    if s.all_partitions_idle_ms:
+        lines.append(
+            f"  all partitions idle for {format_duration_ms(s.all_partitions_idle_ms)} of processing time: "
+            "the watermark jumps to the highest partition's, then event time freezes"
+        )
+    if s.partitions > 1 and config.idleness_ms is None and s.final_watermark_ms is None:
+        lines.append(
+            "  a partition never emitted a watermark: it holds the min at Long.MIN_VALUE (try --idleness)"
+        )
+    if late:
+        lines += ["", f"Late elements ({len(late)} of {s.late_elements} shown; --show-late N, -1 for all):"]
+        for e in late:
+            part = f" partition {e['partition']}" if e["partition"] is not None else ""
+            lines.append(
+                f"  line {e['line']}: event time {_instant(e['event_time_ms'])}{part} at watermark "
+                f"{_instant(e['watermark_ms'])}"
+            )
+    return lines
+
+
+def run_whatif_flink(
+    events_path: Path,
+    *,
+    config: FlinkConfig,
+    time_unit: str | None,
+    time_column: str,
+    fmt: str,
+    show_firings: int,
+    show_late: int,
+    sweep: str | None,
+    out: TextIO,
+) -> None:
+    """Load the events, replay them in Flink mode and print text or JSON to ``out``.
+
+    Raises:
+        InputError (subclasses): bad file, columns, units or options; EngineConfigError: periodic
+            watermarks without an ``arrival_time`` column.
+    """
+    if fmt not in ("text", "json"):
+        raise WhatifFlinkUsageError(f"--format must be text or json, got {fmt!r}")
+    if time_unit is not None and time_unit not in ("s", "ms", "us"):
+        raise WhatifFlinkUsageError(f"--time-unit must be s, ms or us, got {time_unit!r}")
+    events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
+    if events.batch is not None:
+        raise WhatifFlinkUsageError(
+            f"{events_path} has a 'batch' column: Flink has no micro-batches (drop it)"
+        )
+    if events.has_sources:
+        raise WhatifFlinkUsageError(
+            f"{events_path} has a 'source' column with several inputs: the Flink mode models one source "
+            "whose partitions (splits) each have a watermark generator; use a 'partition' column"
+        )
+    result = replay_flink(events, config)
+    late = _late_entries(result, events, show_late)
+    doc: dict[str, Any] = {
+        "events": str(events_path),
+        "engine": "flink",
+        "query": describe(config),
+        "bad_rows": [dataclasses.asdict(b) for b in events.bad_rows],
+        **result.to_json(),
+        "late_rows": late,
+    }
+    text = _text(events_path, events, config, result, show_firings, late)
+    if sweep is not None:
+        rows = []
+        for d in parse_duration_list_ms(sweep, what="--sweep"):
+            s = replay_flink(events, dataclasses.replace(config, delay_ms=d, keep_late_rows=False)).summary
+            rows.append(s)
+        doc["sweep"] = [s.to_json() for s in rows]
+        text += ["", f"{'delay':>8} {'late':>9} {'share':>9} {'firings':>8} {'late firings':>13} {'open':>6}"]
+        for s in rows:
+            text.append(
+                f"{format_duration_ms(s.delay_ms):>8} {s.late_elements:>9} {s.late_share * 100:>8.3f}% "
+                f"{s.firings:>8} {s.late_firings:>13} {s.open_windows:>6}"
+            )
+    if fmt == "json":
+        out.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    else:
+        out.write("\n".join(text) + "\n")
+
+
+_FLINK_ONLY = {
+    "allowed_lateness": "--allowed-lateness",
+    "idleness": "--idleness",
+    "watermark_interval": "--watermark-interval",
+    "per_event_watermarks": "--per-event-watermarks",
+    "late_side_output": "--late-side-output",
+    "end_of_input": "--end-of-input",
+}
+
+
+def dispatch_flink(engine: str, params: Mapping[str, Any]) -> bool:
+    """The ``whatif`` command's hook: run the Flink mode when ``--engine flink`` (returns True), else
+    check that no Flink-only option was given and return False (the Spark mode runs).
+
+    ``params``: the command's parameters by name (``events``, ``delay``, ``window``, ``slide``,
+    ``session_gap``, the Flink-only options, and the Spark-only ones, which are rejected here).
+
+    Raises:
+        WhatifFlinkUsageError: a Flink-only option with another engine, or a Spark-only one with flink.
+    """
+    if engine != "flink":
+        given = [flag for name, flag in _FLINK_ONLY.items() if params.get(name)]
+        if given:
+            raise WhatifFlinkUsageError(f"{', '.join(given)}: only for --engine flink")
+        return False
+    spark_only = {
+        "--dedup": params.get("dedup") is not None,
+        "--trigger": params.get("trigger") is not None,
+        "--policy": params.get("policy", "min") != "min",
+        "--output-mode": params.get("output_mode", "append") != "append",
+        "--group-by-key": bool(params.get("group_by_key")),
+        "--max-future-skew": params.get("max_future_skew") is not None,
+        "--max-rows-per-batch": params.get("max_rows_per_batch") is not None,
+        "--no-no-data-batches": params.get("no_data_batches", True) is False,
+        "--target-completeness": params.get("target") is not None,
+    }
+    opts = FlinkOptions(
+        allowed_lateness=params.get("allowed_lateness"),
+        idleness=params.get("idleness"),
+        watermark_interval=params.get("watermark_interval"),
+        per_event_watermarks=bool(params.get("per_event_watermarks")),
+        late_side_output=bool(params.get("late_side_output")),
+        end_of_input=bool(params.get("end_of_input")),
+        show_firings=int(params.get("show_batches", 50)),
+    )
+    config = build_flink_config(
+        delay=params.get("delay"),
+        window=params.get("window"),
+        slide=params.get("slide"),
+        session_gap=params.get("session_gap"),
+        opts=opts,
+        spark_only=spark_only,
+    )
+    run_whatif_flink(
+        Path(params["events"]),
+        config=config,
+        time_unit=params.get("time_unit"),
+        time_column=params.get("time_column", "event_time"),
+        fmt=params.get("fmt", "text"),
+        show_firings=opts.show_firings,
+        show_late=int(params.get("show_late", 10)),
+        sweep=params.get("sweep_opt"),
+        out=sys.stdout,
+    )
+    return True

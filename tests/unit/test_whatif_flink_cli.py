@@ -1,0 +1,139 @@
+"""``tidegauge whatif --engine flink`` end to end: JSON shape, text, option checks.
+
+The stream (ms; one partition; delay 1 s, tumbling 10 s, periodic watermarks every 200 ms from the
+first arrival at 1000): ticks at 1200, 1400, ...; the tick at 12000 has read 12000 (an event arriving
+at a tick is read before it) -> watermark 12000 - 1000 - 1 = 10999 >= 9999 fires [0,10000) with 1000
+and 3000; 2000 arriving at 13000 finds [0,10000) past its cleanup time (9999 <= 10999): late; 25000
+(arrival 20000) -> 23999 at the tick at 20000 fires [10000,20000) with 12000; [20000,30000) stays open.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import main
+
+EVENTS = "event_time,arrival_time\n1000,1000\n3000,3000\n12000,12000\n2000,13000\n25000,20000\n"
+BASE = ["--engine", "flink", "--delay", "1s", "--window", "10s", "--time-unit", "ms"]
+
+
+@pytest.fixture
+def events_csv(tmp_path: Path) -> Path:
+    p = tmp_path / "events.csv"
+    p.write_text(EVENTS, encoding="utf-8")
+    return p
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_firings_summary_late_rows(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["whatif", str(events_csv), *BASE, "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["engine"] == "flink"
+    assert [
+        (f["start_ms"], f["end_ms"], f["count"], f["watermark_ms"], f["late_firing"], f["processing_time_ms"])
+        for f in doc["firings"]
+    ] == [(0, 10_000, 2, 10_999, False, 12_000), (10_000, 20_000, 1, 23_999, False, 20_000)]
+    s = doc["summary"]
+    assert (s["late_records_dropped"], s["late_side_output_records"], s["final_watermark_ms"]) == (
+        1,
+        0,
+        23_999,
+    )
+    assert doc["late_rows"] == [
+        {"line": 5, "event_time_ms": 2000, "partition": None, "key": "", "watermark_ms": 10_999}
+    ]
+    assert doc["open_windows"] == [{"key": "", "start_ms": 20_000, "end_ms": 30_000, "count": 1}]
+
+
+def test_allowed_lateness_turns_the_drop_into_a_late_firing(
+    events_csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        ["whatif", str(events_csv), *BASE, "--allowed-lateness", "2s", "--format", "json"], capsys
+    )
+    assert code == 0
+    doc = json.loads(out)
+    # 2000 at watermark 10999: cleanup 9999 + 2000 = 11999 > 10999 -> added, re-fires with 3
+    assert [(f["count"], f["watermark_ms"], f["late_firing"]) for f in doc["firings"][:2]] == [
+        (2, 10_999, False),
+        (3, 10_999, True),
+    ]
+    assert doc["summary"]["late_records_dropped"] == 0
+
+
+def test_side_output_end_of_input_and_text(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["whatif", str(events_csv), *BASE, "--late-side-output", "--end-of-input"], capsys)
+    assert code == 0
+    assert "late side output 1 (numLateRecordsDropped stays 0)" in out
+    assert "Long.MAX_VALUE (end of input)" in out  # [20000,30000) fires at the end of input
+    assert "open at the end 0" in out
+    assert "line 5: event time 1970-01-01T00:00:02.000Z at watermark 1970-01-01T00:00:10.999Z" in out
+
+
+def test_sweep_over_delays(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["whatif", str(events_csv), *BASE, "--sweep", "0,1s,11s", "--format", "json"], capsys)
+    assert code == 0
+    sweep = json.loads(out)["sweep"]
+    # at delay 11 s, 12000 -> watermark 999 and 25000 -> 13999: [0,10000) fires after 2000 joined
+    assert [(s["delay_ms"], s["late_elements"]) for s in sweep] == [(0, 1), (1000, 1), (11_000, 0)]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--trigger", "1s"], "--trigger: only for --engine spark"),
+        (["--dedup", "key"], "--dedup: only for --engine spark"),
+        (["--session-gap", "5s"], "--session-gap cannot be combined"),
+        (["--per-event-watermarks", "--watermark-interval", "1s"], "exclude each other"),
+    ],
+)
+def test_option_errors(
+    events_csv: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    code, _, err = run(["whatif", str(events_csv), *BASE, *extra], capsys)
+    assert code != 0
+    assert message in err
+
+
+def test_flink_options_are_refused_with_spark(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        ["whatif", str(events_csv), "--delay", "1s", "--window", "10s", "--idleness", "3s"], capsys
+    )
+    assert code != 0
+    assert "--idleness: only for --engine flink" in err
+
+
+def test_periodic_watermarks_without_arrival_times_say_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = tmp_path / "e.csv"
+    p.write_text("event_time\n1000\n2000\n", encoding="utf-8")
+    code, _, err = run(["whatif", str(p), *BASE], capsys)
+    assert code != 0
+    assert "arrival_time" in err and "per-event" in err
+    code, out, _ = run(["whatif", str(p), *BASE, "--per-event-watermarks", "--format", "json"], capsys)
+    assert code == 0
+    assert json.loads(out)["summary"]["final_watermark_ms"] == 999
+
+
+def test_several_sources_are_refused_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = tmp_path / "e.csv"
+    p.write_text("event_time,arrival_time,source\n1000,1000,a\n2000,2000,b\n", encoding="utf-8")
+    code, _, err = run(["whatif", str(p), *BASE], capsys)
+    assert code != 0
+    assert "use a 'partition' column" in err
