@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 import zstandard
-from sqlalchemy import Select, delete, func, insert, select, update
+from sqlalchemy import Row, Select, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -591,35 +591,37 @@ def _sample_select() -> Select[Any]:
 
 
 def _to_sample(
-    row: Any, engine: str, job_id: str, run_id: str | None, interned: dict[tuple[Any, ...], Any] | None = None
+    row: Row[Any], engine: str, job_id: str, run_id: str | None, interned: dict[tuple[Any, ...], Any] | None = None
 ) -> Sample:
-    """A stored row (a :class:`SampleRow` or a row of :func:`_sample_select`) as a :class:`Sample`. With ``interned``, equal :class:`JobRef` / :class:`Scope` values
-    are shared between the samples of one load (a daemon holds tens of thousands of them)."""
-    job_key = ("job", engine, job_id, run_id, row.job_name, row.app_id)
-    scope_key = ("scope", row.scope_source, row.scope_partition, row.scope_subtask, row.scope_operator)
+    """A row of :func:`_sample_select` as a :class:`Sample`. With ``interned``, equal :class:`JobRef` /
+    :class:`Scope` values are shared between the samples of one load (a daemon holds tens of thousands of
+    them)."""
+    m = row._mapping  # read by key (C-level), not by attribute
+    job_key = ("job", engine, job_id, run_id, m["job_name"], m["app_id"])
+    scope_key = ("scope", m["scope_source"], m["scope_partition"], m["scope_subtask"], m["scope_operator"])
     job = interned.get(job_key) if interned is not None else None
     if job is None:
-        job = JobRef(Engine(engine), job_id, run_id=run_id, name=row.job_name, app_id=row.app_id)
+        job = JobRef(Engine(engine), job_id, run_id=run_id, name=m["job_name"], app_id=m["app_id"])
         if interned is not None:
             interned[job_key] = job
     scope = interned.get(scope_key) if interned is not None else None
     if scope is None:
         scope = Scope(
-            source=row.scope_source,
-            partition=row.scope_partition,
-            subtask=row.scope_subtask,
-            operator=row.scope_operator,
+            source=m["scope_source"],
+            partition=m["scope_partition"],
+            subtask=m["scope_subtask"],
+            operator=m["scope_operator"],
         )
         if interned is not None:
             interned[scope_key] = scope
-    measures = {name: getattr(row, name) for name in _MEASURES}
+    measures = {name: m[name] for name in _MEASURES}
     return Sample(
         job=job,
-        observed_at=row.observed_at,
-        kind=SampleKind(row.kind),
-        collector=row.collector,
+        observed_at=m["observed_at"],
+        kind=SampleKind(m["kind"]),
+        collector=m["collector"],
         scope=scope,
-        extra=dict(row.extra),
+        extra=dict(m["extra"]),
         **measures,
     )
 
