@@ -36,6 +36,8 @@ import orjson
 
 from monitor.errors import ProgressFormatError
 from monitor.model import (
+    INT64_MAX,
+    INT64_MIN,
     MAX_TIME,
     Engine,
     JobRef,
@@ -310,15 +312,12 @@ def _sum_known(values: list[int | None]) -> int | None:
     return sum(known) if known else None
 
 
-#: Integers a count field takes as they are (SQL ``BIGINT``); anything else goes through :func:`_int`.
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
 def _count_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> int | None:
     """``_int(mapping[key])`` with the field named ``<where>: field <path><key>``; a plain JSON integer
-    within int64 (nearly every value) is taken without building that name."""
+    within int64 (:data:`monitor.model.INT64_MIN` .. ``INT64_MAX``: nearly every value) is taken without
+    building that name; anything else gets :func:`_int`'s checks."""
     value = mapping.get(key)
-    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:
         return value
     return _int(value, field_at(where, path + key))
 
