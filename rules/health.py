@@ -109,8 +109,8 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
     before = batches[start - 1 : start] if start else []
     # run ids never come back, so when the ends of the batches and every lifecycle event share one run
     # id nothing restarted (the common case, checked without copying or sorting the window)
-    newest = batches[-1:] if start < len(batches) else []
-    ends = [*before, *batches[start : start + 1], *newest, *history.lifecycle]
+    last_in_window = batches[-1:] if start < len(batches) else []
+    ends = [*before, *batches[start : start + 1], *last_in_window, *history.lifecycle]
     if len({s.job.run_id for s in ends if s.job.run_id is not None}) <= 1:
         changes: list[tuple[datetime, str | None]] = []
     else:
