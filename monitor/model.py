@@ -422,7 +422,8 @@ class Sample:
             raise ValueError("Sample.observed_at is required")
         for name in _TIME_FIELDS:
             value = getattr(self, name)
-            if value is not None:
+            # already UTC and in range (what every parser and the store give): nothing to convert
+            if value is not None and not (value.tzinfo is UTC and MIN_TIME <= value <= MAX_TIME):
                 object.__setattr__(self, name, check_time(value, f"Sample.{name}"))
         for name in _INT_FIELDS:
             value = getattr(self, name)

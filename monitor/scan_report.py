@@ -9,11 +9,12 @@ that batch), reporting each finding once with the first and last batch it held.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+
+import orjson
 
 from monitor.model import Finding, Sample, SampleKind, Severity
 from rules.batches import fmt_duration, is_placeholder_watermark, progress_batches, real_watermark
@@ -24,9 +25,13 @@ __all__ = ["QueryReport", "ScanReport", "build_report", "iso", "render_json", "r
 
 
 def iso(value: datetime | None) -> str | None:
-    """ISO-8601 UTC with milliseconds and ``Z`` (``2026-11-29T11:32:48.289Z``); ``None`` stays ``None``."""
+    """ISO-8601 UTC with milliseconds (truncated) and ``Z`` (``2026-11-29T11:32:48.289Z``); ``None`` stays
+    ``None``. The fields are printed as they are (the model's times are UTC)."""
     if value is None:
         return None
+    text = value.isoformat(timespec="milliseconds")  # C-level; strftime is the fallback for the odd cases
+    if value.year >= 1000 and text.endswith("+00:00"):
+        return text[:-6] + "Z"
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
@@ -181,7 +186,8 @@ def render_json(report: ScanReport) -> str:
         "findings": [_finding_json(f) for f in report.findings],
         "errors": list(report.errors),
     }
-    return json.dumps(document, indent=2)
+    # orjson: several times faster than json.dumps on a long timeline; non-ASCII text is written as UTF-8
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _cell(value: object) -> str:

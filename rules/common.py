@@ -5,10 +5,21 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 
 from monitor.model import Sample, Scope
 
-__all__ = ["EPOCH", "NULL_EVENT_TIME_BEFORE", "flink_scope_name", "is_epoch", "scope_name", "tail_since"]
+__all__ = [
+    "EPOCH",
+    "NULL_EVENT_TIME_BEFORE",
+    "flink_scope_name",
+    "is_epoch",
+    "scope_name",
+    "since_index",
+    "tail_since",
+]
+
+_TIME = attrgetter("observed_at")
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: Spark reports a watermark of 0 (1970-01-01) before any event time was seen, and ``eventTime.min`` of
@@ -22,10 +33,15 @@ def is_epoch(value: datetime | None) -> bool:
     return value is not None and value < NULL_EVENT_TIME_BEFORE
 
 
+def since_index(samples: Sequence[Sample], since: datetime) -> int:
+    """The index of the first sample (oldest first) with ``observed_at >= since`` (``len(samples)`` if none),
+    by bisection: O(log n), nothing copied (a rule that needs only the ends of a window reads them by index)."""
+    return bisect_left(samples, since, key=_TIME)
+
+
 def tail_since(samples: Sequence[Sample], since: datetime) -> Sequence[Sample]:
-    """The samples (oldest first) with ``observed_at >= since``, found by bisection (O(log n))."""
-    start = bisect_left(samples, since, key=lambda s: s.observed_at)
-    return samples[start:]
+    """The samples (oldest first) with ``observed_at >= since``, found by bisection (O(log n) plus the copy)."""
+    return samples[bisect_left(samples, since, key=_TIME) :]
 
 
 def scope_name(scope: Scope) -> str:

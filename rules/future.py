@@ -19,7 +19,7 @@ from pydantic import Field
 
 from monitor.model import MAX_TIME, Engine, Finding, Sample, Severity
 from rules.batches import fmt_duration, fmt_time
-from rules.common import flink_scope_name, is_epoch, scope_name, tail_since
+from rules.common import flink_scope_name, is_epoch, scope_name, since_index
 from rules.history import JobHistory
 from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
 from rules.params import Duration, RuleParams
@@ -160,10 +160,12 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
     if len(batches) < 5:
         return None
     cutoff = batches[-1].observed_at - params.jump_window
-    recent = len(batches) - len(tail_since(batches, cutoff))
+    recent = since_index(batches, cutoff)
     # the watermark never goes back (Spark checkpoints it): if it moved less than min_jump over the
     # window (from the batch before it to the newest), no single advance inside can be a jump
-    first_wm = next((b.watermark for b in batches[max(0, recent - 1) :] if b.watermark is not None), None)
+    first_wm = next(
+        (wm for k in range(max(0, recent - 1), len(batches)) if (wm := batches[k].watermark) is not None), None
+    )
     last_wm = next((b.watermark for b in reversed(batches) if b.watermark is not None), None)
     if first_wm is None or last_wm is None or last_wm - first_wm < params.min_jump:
         return None

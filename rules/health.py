@@ -33,7 +33,7 @@ from monitor.model import (
     ms_to_datetime,
 )
 from rules.batches import fmt_duration, fmt_time
-from rules.common import tail_since
+from rules.common import since_index
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
 
@@ -104,15 +104,17 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
     since = now - params.restart_window
     # the run ids in time order: lifecycle events, plus the batches around the window (a listener may
     # have missed a QueryStartedEvent); the batch just before the window gives the run it started from
-    recent = tail_since(history.batches, since)
-    before = history.batches[len(history.batches) - len(recent) - 1 : len(history.batches) - len(recent)]
+    batches = history.batches
+    start = since_index(batches, since)  # batches[start:] are in the window
+    before = batches[start - 1 : start] if start else []
     # run ids never come back, so when the ends of the batches and every lifecycle event share one run
-    # id nothing restarted (the common case, checked without sorting the window)
-    ends = [*before, *recent[:1], *recent[-1:], *history.lifecycle]
+    # id nothing restarted (the common case, checked without copying or sorting the window)
+    last_in_window = batches[-1:] if start < len(batches) else []
+    ends = [*before, *batches[start : start + 1], *last_in_window, *history.lifecycle]
     if len({s.job.run_id for s in ends if s.job.run_id is not None}) <= 1:
         changes: list[tuple[datetime, str | None]] = []
     else:
-        merged = sorted([*history.lifecycle, *before, *recent], key=lambda s: s.observed_at)
+        merged = sorted([*history.lifecycle, *before, *batches[start:]], key=lambda s: s.observed_at)
         changes = _run_changes(merged, since)
     restarts = len({run for _, run in changes})
     # Flink's numRestarts is a job metric: read on the job-scope samples, from the last known count before
@@ -121,9 +123,9 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
     last_at = changes[-1][0] if changes else None
     newest = history.batches[-1] if history.batches else None
     if history.engine is not Engine.SPARK:
-        older = history.batches[: len(history.batches) - len(recent)]
+        older = batches[:start]
         earlier = next((s.restart_count for s in reversed(older) if s.restart_count is not None), None)
-        window = [s.restart_count for s in recent if s.restart_count is not None]
+        window = [s.restart_count for s in batches[start:] if s.restart_count is not None]
         values = ([earlier] if earlier is not None else []) + window
         counts = [values[-1] - values[0]] if len(values) >= 2 and values[-1] > values[0] else []
         running_since = ms_to_datetime(_int(newest.extra.get("running_since_ms"))) if newest is not None else None

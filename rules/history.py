@@ -53,6 +53,16 @@ class JobHistory:
     event_max_top: tuple[datetime, datetime | None] | None = None
     """Kept by :class:`RollingHistory`: the newest batch's ``event_time_max`` and the largest of the earlier
     batches' (``None``: not kept; compute from ``batches``)."""
+    marks_kept: bool = False
+    """Whether :class:`RollingHistory` keeps ``newest_drop_at`` and ``newest_removal_at`` (else they are
+    ``None`` and a rule scans ``batches``)."""
+    newest_drop_at: datetime | None = None
+    """When ``marks_kept``: the ``observed_at`` of the newest of ``batches`` that dropped rows as late (a
+    non-zero ``dropped_by_watermark``), ``None`` if none did; lets ``late_drop_surge`` skip a quiet window in
+    O(1)."""
+    newest_removal_at: datetime | None = None
+    """When ``marks_kept``: the ``observed_at`` of the newest of ``batches`` that removed state rows (a
+    non-zero ``state_rows_removed``), ``None`` if none did; lets ``state_growth`` skip in O(1)."""
 
     @property
     def engine(self) -> Engine:
@@ -212,7 +222,7 @@ class RollingHistory:
             return self.history
         history = self.history
         if history is None:
-            history = self.history = JobHistory(job=samples[0].job)
+            history = self.history = JobHistory(job=samples[0].job, marks_kept=True)
         progress, gauge, idle_kind = SampleKind.PROGRESS, SampleKind.GAUGE, SampleKind.IDLE
         for sample in samples:
             kind = sample.kind
@@ -222,6 +232,10 @@ class RollingHistory:
                     if not (history.batches and _duplicate(history.batches, sample)):
                         history.batches.append(sample)
                         self._push_max(sample)
+                        if sample.dropped_by_watermark:
+                            history.newest_drop_at = sample.observed_at
+                        if sample.state_rows_removed:
+                            history.newest_removal_at = sample.observed_at
                 else:
                     history.series.setdefault(scope, []).append(sample)
             elif kind is idle_kind:
@@ -235,6 +249,14 @@ class RollingHistory:
         for kept in (history.batches, history.idle, history.lifecycle):
             if kept and kept[0].observed_at < cutoff:
                 del kept[: bisect_left(kept, cutoff, key=_TIME)]
+        # a mark whose batch was trimmed: no kept batch is newer and marked
+        oldest_batch = history.batches[0].observed_at if history.batches else None
+        if history.newest_drop_at is not None and (oldest_batch is None or history.newest_drop_at < oldest_batch):
+            history.newest_drop_at = None
+        if history.newest_removal_at is not None and (
+            oldest_batch is None or history.newest_removal_at < oldest_batch
+        ):
+            history.newest_removal_at = None
         tops = self._tops
         while tops and tops[0][0] < cutoff:
             tops.popleft()

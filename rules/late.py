@@ -82,7 +82,10 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     batches = history.batches
     if not batches:
         return []
-    window = tail_since(batches, batches[-1].observed_at - params.window)
+    cutoff = batches[-1].observed_at - params.window
+    if history.marks_kept and (history.newest_drop_at is None or history.newest_drop_at < cutoff):
+        return []  # nothing dropped in the window (the common case), in O(1)
+    window = tail_since(batches, cutoff)
     if not any(map(_DROPPED, window)):
         return []  # nothing dropped (the common case, checked at C level)
     known = [b for b in window if b.dropped_by_watermark is not None]

@@ -326,7 +326,9 @@ class Evaluator:
                 continue
             if terminated and spec.name != health.RULE:
                 continue
-            out.extend(_with_severity(spec.evaluate(params, hist, now), params))
+            found = spec.evaluate(params, hist, now)
+            if found:  # (most rules find nothing at most instants)
+                out.extend(_with_severity(found, params))
         return out
 
     def evaluate_targets(self, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:

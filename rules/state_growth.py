@@ -109,7 +109,10 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     batches = history.batches
     if not batches:
         return []
-    window = tail_since(batches, batches[-1].observed_at - params.window)
+    cutoff = batches[-1].observed_at - params.window
+    if history.marks_kept and history.newest_removal_at is not None and history.newest_removal_at >= cutoff:
+        return []  # eviction works (the common case, in O(1))
+    window = tail_since(batches, cutoff)
     # Flink reports no state rows: its state size is the latest completed checkpoint's state_size (bytes)
     metric = "bytes" if history.engine is Engine.FLINK else params.metric
     field = "state_rows_total" if metric == "rows" else "state_memory_bytes"

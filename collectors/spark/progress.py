@@ -36,6 +36,8 @@ import orjson
 
 from monitor.errors import ProgressFormatError
 from monitor.model import (
+    INT64_MAX,
+    INT64_MIN,
     MAX_TIME,
     Engine,
     JobRef,
@@ -310,6 +312,25 @@ def _sum_known(values: list[int | None]) -> int | None:
     return sum(known) if known else None
 
 
+def _count_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> int | None:
+    """``_int(mapping[key])`` with the field named ``<where>: field <path><key>``; a plain JSON integer
+    within int64 (:data:`monitor.model.INT64_MIN` .. ``INT64_MAX``: nearly every value) is taken without
+    building that name; anything else gets :func:`_int`'s checks."""
+    value = mapping.get(key)
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:
+        return value
+    return _int(value, field_at(where, path + key))
+
+
+def _rate_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> float | None:
+    """``_number(mapping[key])`` with the field named as in :func:`_count_at`; a finite JSON float is taken
+    without building that name."""
+    value = mapping.get(key)
+    if type(value) is float and not math.isnan(value) and not math.isinf(value):
+        return value
+    return _number(value, field_at(where, path + key))
+
+
 def _job(doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None) -> JobRef:
     query_id = doc.get("id")
     if query_id is None:
@@ -387,7 +408,7 @@ def parse_progress(
         raise ProgressFormatError(f"{what}: expected a JSON object, got {type(progress).__name__}")
     job = _job(progress, where, field_prefix, app_id)
     observed_at = parse_iso_utc(progress.get("timestamp"), at("timestamp"))
-    batch_id = _int(progress.get("batchId"), at("batchId"))
+    batch_id = _count_at(progress, "batchId", where, field_prefix)
 
     event_time = progress.get("eventTime") or {}
     if not isinstance(event_time, Mapping):
@@ -405,12 +426,13 @@ def parse_progress(
         w = f"stateOperators[{i}]"
         if not isinstance(op, Mapping):
             raise ProgressFormatError(f"{at(w)}: expected an object")
-        rows_total.append(_int(op.get("numRowsTotal"), at(f"{w}.numRowsTotal")))
-        rows_updated.append(_int(op.get("numRowsUpdated"), at(f"{w}.numRowsUpdated")))
-        rows_removed.append(_int(op.get("numRowsRemoved"), at(f"{w}.numRowsRemoved")))
-        mem_bytes.append(_int(op.get("memoryUsedBytes"), at(f"{w}.memoryUsedBytes")))
+        p = f"{field_prefix}{w}."
+        rows_total.append(_count_at(op, "numRowsTotal", where, p))
+        rows_updated.append(_count_at(op, "numRowsUpdated", where, p))
+        rows_removed.append(_count_at(op, "numRowsRemoved", where, p))
+        mem_bytes.append(_count_at(op, "memoryUsedBytes", where, p))
         late_key = "numRowsDroppedByWatermark" if "numRowsDroppedByWatermark" in op else "numLateInputs"
-        dropped.append(_int(op.get(late_key), at(f"{w}.{late_key}")))
+        dropped.append(_count_at(op, late_key, where, p))
 
     sources = progress.get("sources") or []
     if not isinstance(sources, list):
@@ -423,10 +445,11 @@ def parse_progress(
         if not isinstance(src, Mapping):
             raise ProgressFormatError(f"{at(w)}: expected an object")
         description = src.get("description")
-        rows = _int(src.get("numInputRows"), at(f"{w}.numInputRows"))
+        p = f"{field_prefix}{w}."
+        rows = _count_at(src, "numInputRows", where, p)
         metrics = src.get("metrics") or {}
         lag = (
-            _int(metrics.get("maxOffsetsBehindLatest"), at(f"{w}.metrics.maxOffsetsBehindLatest"))
+            _count_at(metrics, "maxOffsetsBehindLatest", where, f"{p}metrics.")
             if isinstance(metrics, Mapping)
             else None
         )
@@ -443,16 +466,14 @@ def parse_progress(
                 ),
                 batch_id=batch_id,
                 num_input_rows=rows,
-                input_rows_per_second=_number(src.get("inputRowsPerSecond"), at(f"{w}.inputRowsPerSecond")),
-                processed_rows_per_second=_number(
-                    src.get("processedRowsPerSecond"), at(f"{w}.processedRowsPerSecond")
-                ),
+                input_rows_per_second=_rate_at(src, "inputRowsPerSecond", where, p),
+                processed_rows_per_second=_rate_at(src, "processedRowsPerSecond", where, p),
                 lag_offsets=lag,
             )
         )
 
     if "numInputRows" in progress:
-        num_input_rows = _int(progress.get("numInputRows"), at("numInputRows"))
+        num_input_rows = _count_at(progress, "numInputRows", where, field_prefix)
     else:
         num_input_rows = _sum_known(source_rows)
 
@@ -467,11 +488,9 @@ def parse_progress(
         event_time_max=_opt_time(event_time, "max", where, field_prefix + "eventTime"),
         event_time_avg=_opt_time(event_time, "avg", where, field_prefix + "eventTime"),
         num_input_rows=num_input_rows,
-        input_rows_per_second=_number(progress.get("inputRowsPerSecond"), at("inputRowsPerSecond")),
-        processed_rows_per_second=_number(
-            progress.get("processedRowsPerSecond"), at("processedRowsPerSecond")
-        ),
-        batch_duration_ms=_int(progress.get("batchDuration"), at("batchDuration")),
+        input_rows_per_second=_rate_at(progress, "inputRowsPerSecond", where, field_prefix),
+        processed_rows_per_second=_rate_at(progress, "processedRowsPerSecond", where, field_prefix),
+        batch_duration_ms=_count_at(progress, "batchDuration", where, field_prefix),
         dropped_by_watermark=_sum_known(dropped),
         state_rows_total=_sum_known(rows_total),
         state_rows_updated=_sum_known(rows_updated),

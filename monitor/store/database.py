@@ -17,11 +17,13 @@ Transactional Modes").
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
@@ -33,6 +35,7 @@ from monitor.errors import ConfigError, StoreError
 __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
     "database_errors",
+    "decode_json_column",
     "default_db_path",
     "default_db_url",
     "is_transient",
@@ -204,12 +207,28 @@ def make_engine(
             )
     else:
         kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("json_deserializer", decode_json_column)
     with database_errors(parsed, drivers=True):
         engine = create_engine(parsed, **kwargs)
     if is_sqlite:
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
     return engine
+
+
+def decode_json_column(text: str | bytes) -> Any:
+    """A stored JSON column value (``samples.extra``, cursors) decoded with orjson, several times faster
+    than the standard library; what orjson refuses but :func:`json.loads` accepts (``NaN``/``Infinity``,
+    which :func:`json.dumps` writes for non-finite floats; integers beyond 64 bits) is decoded by the
+    standard library, so the value never depends on the decoder.
+
+    Raises:
+        ValueError: not JSON.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

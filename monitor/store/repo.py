@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 import zstandard
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Row, Select, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -487,19 +487,17 @@ def load_samples(
     Raises:
         ValueError: ``since`` or ``until`` is naive.
     """
-    run = aliased(RunRow)
-    stmt = (
-        select(SampleRow, JobRow.engine, JobRow.job_id, run.run_id)
-        .join(JobRow, SampleRow.job_pk == JobRow.id)
-        .outerjoin(run, SampleRow.run_pk == run.id)
-        .order_by(SampleRow.observed_at, SampleRow.id)
-    )
+    stmt = _sample_select().order_by(SampleRow.observed_at, SampleRow.id)
     if job_id is not None:
         stmt = stmt.where(JobRow.job_id == job_id)
     if engine is not None:
         stmt = stmt.where(JobRow.engine == engine.value)
     stmt = stmt.where(*_time_conditions(SampleRow.observed_at, since, until))
-    return [_to_sample(row, eng, jid, rid) for row, eng, jid, rid in session.execute(stmt)]
+    interned: dict[tuple[Any, ...], Any] = {}
+    return [
+        _to_sample(row, row.job_engine, row.job_job_id, row.run_run_id, interned)
+        for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS))
+    ]
 
 
 def max_sample_id(session: Session) -> int:
@@ -529,29 +527,27 @@ def load_recent_samples(
     """
     if lookback < timedelta(0):
         raise ValueError("load_recent_samples: lookback must not be negative")
-    newest_q = select(SampleRow.job_pk.label("job_pk"), func.max(SampleRow.observed_at).label("newest"))
+    # Two steps, so that only the window's rows are read (each an index range scan on
+    # ix_samples_job_pk_observed_at): each job's newest time, then its rows from newest - lookback. The
+    # cutoff is computed here, not in SQL: date arithmetic differs between SQLite and PostgreSQL.
+    newest_q = select(SampleRow.job_pk, func.max(SampleRow.observed_at)).group_by(SampleRow.job_pk)
     if upto_id is not None:
         newest_q = newest_q.where(SampleRow.id <= upto_id)
-    newest = newest_q.group_by(SampleRow.job_pk).subquery()
-    run = aliased(RunRow)
-    stmt = (
-        select(SampleRow, JobRow.engine, JobRow.job_id, run.run_id, newest.c.newest)
-        .join(JobRow, SampleRow.job_pk == JobRow.id)
-        .join(newest, newest.c.job_pk == SampleRow.job_pk)
-        .outerjoin(run, SampleRow.run_pk == run.id)
-        .order_by(SampleRow.job_pk, SampleRow.observed_at, SampleRow.id)
-    )
     if engine is not None:
-        stmt = stmt.where(JobRow.engine == engine.value)
-    if upto_id is not None:
-        stmt = stmt.where(SampleRow.id <= upto_id)
+        newest_q = newest_q.join(JobRow, SampleRow.job_pk == JobRow.id).where(JobRow.engine == engine.value)
     out: dict[tuple[Engine, str], list[Sample]] = {}
     interned: dict[tuple[Any, ...], Any] = {}
-    for row, eng, jid, rid, job_newest in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
-        # Compared in Python: date arithmetic in SQL differs between SQLite and PostgreSQL.
-        if job_newest - row.observed_at > lookback:
-            continue
-        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid, interned))
+    for job_pk, job_newest in session.execute(newest_q.order_by(SampleRow.job_pk)).all():
+        stmt = (
+            _sample_select()
+            .where(SampleRow.job_pk == job_pk, SampleRow.observed_at >= job_newest - lookback)
+            .order_by(SampleRow.observed_at, SampleRow.id)
+        )
+        if upto_id is not None:
+            stmt = stmt.where(SampleRow.id <= upto_id)
+        for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
+            eng, jid = row.job_engine, row.job_job_id
+            out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, row.run_run_id, interned))
     return out
 
 
@@ -561,20 +557,14 @@ def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engi
     Returns:
         ``(samples by (engine, job id), highest row id seen)`` (``after_id`` when there is nothing new).
     """
-    run = aliased(RunRow)
-    stmt = (
-        select(SampleRow, JobRow.engine, JobRow.job_id, run.run_id)
-        .join(JobRow, SampleRow.job_pk == JobRow.id)
-        .outerjoin(run, SampleRow.run_pk == run.id)
-        .where(SampleRow.id > after_id)
-        .order_by(SampleRow.id)
-    )
+    stmt = _sample_select().where(SampleRow.id > after_id).order_by(SampleRow.id)
     out: dict[tuple[Engine, str], list[Sample]] = {}
     top = after_id
     interned: dict[tuple[Any, ...], Any] = {}
-    for row, eng, jid, rid in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
+    for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
         top = max(top, row.id)
-        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, rid, interned))
+        eng, jid = row.job_engine, row.job_job_id
+        out.setdefault((Engine(eng), jid), []).append(_to_sample(row, eng, jid, row.run_run_id, interned))
     for samples in out.values():
         samples.sort(key=lambda s: s.observed_at)
     return out, top
@@ -583,36 +573,55 @@ def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engi
 _LOAD_BATCH_ROWS = 2000  # rows fetched at a time when loading histories (bounded buffering)
 
 
+def _sample_select() -> Select[Any]:
+    """The sample loaders' query: every ``samples`` column with the job's engine and id and the run id
+    (labelled ``job_engine``, ``job_job_id``, ``run_run_id``), as plain rows: no ORM objects are built
+    (they cost more than the :class:`Sample` made from them)."""
+    run = aliased(RunRow)
+    return (
+        select(
+            *SampleRow.__table__.columns,
+            JobRow.engine.label("job_engine"),
+            JobRow.job_id.label("job_job_id"),
+            run.run_id.label("run_run_id"),
+        )
+        .join(JobRow, SampleRow.job_pk == JobRow.id)
+        .outerjoin(run, SampleRow.run_pk == run.id)
+    )
+
+
 def _to_sample(
-    row: SampleRow, engine: str, job_id: str, run_id: str | None, interned: dict[tuple[Any, ...], Any] | None = None
+    row: Row[Any], engine: str, job_id: str, run_id: str | None, interned: dict[tuple[Any, ...], Any] | None = None
 ) -> Sample:
-    """A stored row as a :class:`Sample`. With ``interned``, equal :class:`JobRef` / :class:`Scope` values
-    are shared between the samples of one load (a daemon holds tens of thousands of them)."""
-    job_key = ("job", engine, job_id, run_id, row.job_name, row.app_id)
-    scope_key = ("scope", row.scope_source, row.scope_partition, row.scope_subtask, row.scope_operator)
+    """A row of :func:`_sample_select` as a :class:`Sample`. With ``interned``, equal :class:`JobRef` /
+    :class:`Scope` values are shared between the samples of one load (a daemon holds tens of thousands of
+    them)."""
+    m = row._mapping  # read by key (C-level), not by attribute
+    job_key = ("job", engine, job_id, run_id, m["job_name"], m["app_id"])
+    scope_key = ("scope", m["scope_source"], m["scope_partition"], m["scope_subtask"], m["scope_operator"])
     job = interned.get(job_key) if interned is not None else None
     if job is None:
-        job = JobRef(Engine(engine), job_id, run_id=run_id, name=row.job_name, app_id=row.app_id)
+        job = JobRef(Engine(engine), job_id, run_id=run_id, name=m["job_name"], app_id=m["app_id"])
         if interned is not None:
             interned[job_key] = job
     scope = interned.get(scope_key) if interned is not None else None
     if scope is None:
         scope = Scope(
-            source=row.scope_source,
-            partition=row.scope_partition,
-            subtask=row.scope_subtask,
-            operator=row.scope_operator,
+            source=m["scope_source"],
+            partition=m["scope_partition"],
+            subtask=m["scope_subtask"],
+            operator=m["scope_operator"],
         )
         if interned is not None:
             interned[scope_key] = scope
-    measures = {name: getattr(row, name) for name in _MEASURES}
+    measures = {name: m[name] for name in _MEASURES}
     return Sample(
         job=job,
-        observed_at=row.observed_at,
-        kind=SampleKind(row.kind),
-        collector=row.collector,
+        observed_at=m["observed_at"],
+        kind=SampleKind(m["kind"]),
+        collector=m["collector"],
         scope=scope,
-        extra=dict(row.extra),
+        extra=dict(m["extra"]),
         **measures,
     )
 

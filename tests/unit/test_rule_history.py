@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
+import pytest
+
 from monitor.model import SampleKind, Scope
 from rules import history as history_module
 from rules.history import job_history
@@ -59,14 +61,16 @@ def test_lookbacks_trim_before_the_newest_sample() -> None:
     assert (len(h.batches), len(h.series[Scope(source="clicks")])) == (21, 6)
 
 
-def test_rolling_history_equals_job_history_at_every_step() -> None:
+@pytest.mark.parametrize("case", ["never_seen_input", "backfill_future_row", "epoch_units", "backfill_fast"])
+def test_rolling_history_equals_job_history_at_every_step(case: str) -> None:
     # the replay's incremental history must be what job_history makes of the same prefix: the recorded
-    # never_seen_input log (query and per-source progress, starts, terminations, three runs), judged with
-    # a 10-s window so that trimming happens
+    # logs (never_seen_input: query and per-source progress, starts, terminations, three runs; the
+    # backfills and epoch_units: late drops and state removals), judged with a 10-s window so that
+    # trimming happens
     from rules.history import RollingHistory
     from tests.rule_samples import recorded_case
 
-    samples = recorded_case("never_seen_input")
+    samples = recorded_case(case)
     window, series_window = timedelta(seconds=10), timedelta(seconds=5)
     rolling = RollingHistory(window, series_window)
     for i in range(len(samples)):
@@ -80,3 +84,10 @@ def test_rolling_history_equals_job_history_at_every_step() -> None:
         maxes = [b.event_time_max for b in want.batches if b.event_time_max is not None]
         expected = (maxes[-1], max(maxes[:-1]) if len(maxes) > 1 else None) if maxes else None
         assert got.event_max_top == expected  # the sliding maximum find_leap's fast path reads
+        # the marks late_drop_surge and state_growth read: the newest kept batch that dropped / removed rows
+        drops = [b.observed_at for b in want.batches if b.dropped_by_watermark]
+        removals = [b.observed_at for b in want.batches if b.state_rows_removed]
+        assert got.marks_kept
+        assert (got.newest_drop_at, got.newest_removal_at) == (
+            drops[-1] if drops else None, removals[-1] if removals else None
+        )

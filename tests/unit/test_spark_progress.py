@@ -101,6 +101,26 @@ def test_nan_and_string_numbers() -> None:
             {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "stateOperators": [{"numRowsTotal": "many"}]},
             r"^x: field stateOperators\[0\]\.numRowsTotal: expected a number",
         ),
+        (
+            {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "stateOperators": [{}, {"numLateInputs": "a"}]},
+            r"^x: field stateOperators\[1\]\.numLateInputs: expected a number",
+        ),
+        (
+            {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "sources": [{"inputRowsPerSecond": "fast"}]},
+            r"^x: field sources\[0\]\.inputRowsPerSecond: expected a number",
+        ),
+        (
+            {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "sources": [{}, {"metrics": {"maxOffsetsBehindLatest": []}}]},
+            r"^x: field sources\[1\]\.metrics\.maxOffsetsBehindLatest: expected a number",
+        ),
+        (
+            {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "processedRowsPerSecond": {}},
+            r"^x: field processedRowsPerSecond: expected a number",
+        ),
+        (
+            {"id": "q", "timestamp": "2026-01-01T00:00:00Z", "batchDuration": "soon"},
+            r"^x: field batchDuration: expected a number",
+        ),
     ],
 )
 def test_bad_documents_name_the_field(doc: dict, message: str) -> None:

@@ -394,3 +394,20 @@ def test_collector_errors_keep_retryable_flag(store_url: str) -> None:
             assert conn.execute(sa.text("SELECT retryable FROM collector_errors")).scalar() == 0
     finally:
         store.dispose()
+
+
+def test_json_columns_decode_what_the_standard_library_wrote() -> None:
+    # the engine's JSON decoder (orjson, falling back to the standard library) reads back everything
+    # json.dumps writes: NaN/Infinity literals and integers beyond 64 bits included
+    import json
+    import math
+
+    from monitor.store.database import decode_json_column
+
+    value = {"num_sources": 2, "big": 2**70, "rate": float("nan"), "inf": float("inf"), "name": "é"}
+    decoded = decode_json_column(json.dumps(value))
+    assert decoded["big"] == 2**70 and math.isnan(decoded["rate"]) and decoded["inf"] == math.inf
+    assert {k: decoded[k] for k in ("num_sources", "name")} == {"num_sources": 2, "name": "é"}
+    assert decode_json_column(b'{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}
+    with pytest.raises(ValueError):
+        decode_json_column("{not json")
