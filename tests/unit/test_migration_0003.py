@@ -5,33 +5,14 @@ downgrade without touching the other sample columns, and a sample with those val
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
-
-import pytest
-import sqlalchemy as sa
 
 from monitor.model import Engine, JobRef, PollResult, Sample, SampleKind, Scope
 from monitor.store.database import make_engine, make_session_factory
 from monitor.store.migrate import current, downgrade, upgrade
 from monitor.store.repo import load_samples, save_poll
-from tests.alerting import sqlite_url
+from tests.migration_cases import migration_url, sample_columns  # noqa: F401 (the `url` fixture)
 
 NEW_COLUMNS = {"committed_offset", "log_end_offset", "backpressure_ratio", "restart_count"}
-
-
-@pytest.fixture(
-    params=["sqlite", pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres])]
-)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return sqlite_url(tmp_path) if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
-
-
-def sample_columns(url: str) -> set[str]:
-    engine = make_engine(url)
-    try:
-        return {c["name"] for c in sa.inspect(engine).get_columns("samples")}
-    finally:
-        engine.dispose()
 
 
 def test_upgrade_adds_and_downgrade_drops_the_columns(url: str) -> None:
