@@ -1,4 +1,5 @@
-"""Real loopback servers for tests: an ASGI app under uvicorn in a thread, and ports that refuse or hang.
+"""Real loopback servers for tests: an ASGI app under uvicorn in a thread, fixed pages served as a scrape
+target would serve them, and ports that refuse or hang.
 
 Not a test module (no ``test_`` prefix); imported by unit and integration tests.
 """
@@ -8,8 +9,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import uvicorn
@@ -64,3 +66,33 @@ def black_hole() -> Iterator[int]:
         yield sock.getsockname()[1]
     finally:
         sock.close()
+
+
+@contextmanager
+def static_pages(pages: Mapping[str, bytes], content_type: str = "text/plain; version=0.0.4") -> Iterator[str]:
+    """A loopback HTTP server answering ``GET path`` with ``200`` and ``pages[path]`` (Prometheus text by
+    default); yields its base URL ``http://127.0.0.1:PORT``. Stands in for a scrape target (a Spark driver's
+    servlet, an exporter) replaying recorded real pages."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages[self.path]
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

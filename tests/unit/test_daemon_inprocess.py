@@ -8,11 +8,8 @@ eventTime_watermark 1704111000000 ms, inputRate_total 1.5, states_rowsTotal 4, s
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -22,6 +19,7 @@ from monitor.daemon import build, wall_clock
 from monitor.store import upgrade
 from tests.daemon_process import free_port, metric_values, wait_for
 from tests.live_eventlog import RECORDED_QUERY_ID, recorded_events
+from tests.servers import static_pages
 
 TOKEN = "ingest-token-for-tests-0123456789"
 
@@ -29,28 +27,8 @@ TOKEN = "ingest-token-for-tests-0123456789"
 @pytest.fixture
 def driver(spark_fixtures: Path) -> Iterator[str]:
     body = (spark_fixtures / "prometheus_streaming_gauges_namespace_appname.txt").read_bytes()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics/prometheus"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with static_pages({"/metrics/prometheus": body}) as base:
+        yield f"{base}/metrics/prometheus"
 
 
 def _job(text: str, name: str, job_id: str) -> list[float]:

@@ -6,12 +6,9 @@ topic_name="shop-activity"} 147481."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -21,6 +18,7 @@ from monitor.config import parse_config
 from monitor.daemon import build, wall_clock
 from monitor.store import upgrade
 from tests.daemon_process import free_port, metric_values, wait_for
+from tests.servers import static_pages
 
 
 @pytest.fixture
@@ -30,28 +28,8 @@ def exporter(recorded_fixtures: Path) -> Iterator[str]:
         "/broken": b"<html><body>502 Bad Gateway</body></html>{",
     }
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = pages[self.path]
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with static_pages(pages) as base:
+        yield base
 
 
 def test_daemon_scrapes_an_exporter_and_serves_the_lag(exporter: str, tmp_path: Path) -> None:
