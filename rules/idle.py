@@ -127,6 +127,27 @@ def _remedy(engine: Engine) -> str:
     )
 
 
+def _idle_finding(
+    history: JobHistory,
+    scope: Scope,
+    message: str,
+    idle_time: timedelta,
+    holding: bool,
+    now: datetime,
+    extra_details: dict[str, object],
+) -> Finding:
+    """One idle source/subtask: a warning when it holds the job's watermark back, else info."""
+    return Finding(
+        rule=RULE,
+        severity=Severity.WARNING if holding else Severity.INFO,
+        job=history.job,
+        message=message,
+        observed_at=now,
+        scope=scope,
+        details={"idle_seconds": idle_time.total_seconds(), "holding_watermark": holding, **extra_details},
+    )
+
+
 def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> list[Finding]:
     """Current ``idle_source`` findings: one per idle source/subtask/partition scope of a Spark or Flink job.
 
@@ -172,21 +193,7 @@ def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> lis
             f"{scope_name(scope)} has had no data for {fmt_duration(idle_time)} (since {fmt_time(idle.since)}, "
             f"from {idle.how}) while {sibling_text} advanced; {consequence}"
         )
-        out.append(
-            Finding(
-                rule=RULE,
-                severity=Severity.WARNING if holding else Severity.INFO,
-                job=history.job,
-                message=message,
-                observed_at=now,
-                scope=scope,
-                details={
-                    "idle_seconds": idle_time.total_seconds(),
-                    "holding_watermark": holding,
-                    "evidence": idle.how,
-                },
-            )
-        )
+        out.append(_idle_finding(history, scope, message, idle_time, holding, now, {"evidence": idle.how}))
     return out
 
 
@@ -255,22 +262,8 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
                 f"{flink_scope_name(job, newest)} has had no records for {fmt_duration(idle_time)} (since "
                 f"{fmt_time(idle.since)}) while {sibling_text} of the same vertex advanced; {consequence}"
             )
-            out.append(
-                Finding(
-                    rule=RULE,
-                    severity=Severity.WARNING if holding else Severity.INFO,
-                    job=history.job,
-                    message=message,
-                    observed_at=now,
-                    scope=scope,
-                    details={
-                        "idle_seconds": idle_time.total_seconds(),
-                        "holding_watermark": holding,
-                        "vertex": newest.extra.get("vertex"),
-                        "subtask": scope.subtask,
-                    },
-                )
-            )
+            where = {"vertex": newest.extra.get("vertex"), "subtask": scope.subtask}
+            out.append(_idle_finding(history, scope, message, idle_time, holding, now, where))
     if n_sources and len(all_idle) == n_sources and history.batches:
         since = max(i.since for _, _, i in all_idle)
         flat = _job_watermark_flat(history, max(since, history.batches[-1].observed_at - idle_for))
