@@ -131,12 +131,18 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
             "(withWatermark / forBoundedOutOfOrderness) to cover how late they arrive, or route late rows to "
             "a side output (Flink sideOutputLateData) instead of dropping them."
         )
-    share_text = f"{share:.1%}" if rows else "all"
     unit = "polls" if history.engine is Engine.FLINK else "batches"
+    counted = len([b for b in known if b.dropped_by_watermark])
+    if rows:
+        what = f"{dropped} of {rows} input rows ({share:.1%})"
+    elif any(b.num_input_rows is None for b in known):
+        # e.g. a Flink poll that read the source vertex from the metric store's previous fetch
+        what = f"{dropped} rows (input row count unknown)"
+    else:
+        what = f"{dropped} of 0 input rows (all)"
     message = (
-        f"{dropped} of {rows} input rows ({share_text}) were dropped as late by the watermark in the last "
-        f"{fmt_duration(params.window)} ({len([b for b in known if b.dropped_by_watermark])} {unit}, threshold "
-        f"{params.max_share:.1%}); {cause}"
+        f"{what} were dropped as late by the watermark in the last {fmt_duration(params.window)} ({counted} "
+        f"{unit}, threshold {params.max_share:.1%}); {cause}"
     )
     return [
         Finding(

@@ -31,7 +31,8 @@ class Counters:
 
     activity: dict[tuple[str, int], _Counter] = field(default_factory=dict)
     late: dict[tuple[str, int], int] = field(default_factory=dict)
-    snapshot: tuple[Any, ...] | None = None  # every value of the previous poll, to tell a stale store
+    #: every value each vertex served at the previous poll (by vertex id), to tell a stale metric store
+    previous: dict[str, dict[int, SubtaskMetrics]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,27 +62,19 @@ def running_job_samples(
     out: list[Sample] = []
     now_ms = datetime_to_ms(now)
     assert now_ms is not None
-    # Flink's REST metric store refreshes asynchronously; when not one value of a running job changed
-    # since the previous poll, the store was not refreshed in between: nothing is known about that time
-    # (record and late-drop deltas and the quiet clock stay unknown, the counters are kept as they were)
-    snapshot = tuple(
-        (
-            v.id,
-            sub.subtask,
-            sub.records_in,
-            sub.records_out,
-            sub.late_records_dropped,
-            sub.input_watermark.epoch_ms,
-            sub.output_watermark.epoch_ms,
-            sub.source_idle_ms,
-        )
-        for v, subs in per_vertex
-        for sub in subs.values()
-    )
-    stale = counters.snapshot is not None and snapshot == counters.snapshot and bool(snapshot)
-    counters.snapshot = snapshot
-    if stale:
-        counters = Counters()  # a throw-away: first-sight rules (a counter at 0 since the attempt began)
+    # Flink's REST metric store refreshes asynchronously (MetricFetcherImpl: a request triggers a fetch
+    # in the background and is answered from the store as it is), and each vertex is a request of its own,
+    # so within one poll one vertex can be served the new fetch and another the old one. A vertex of which
+    # not one value changed since the previous poll was not refreshed in between: nothing is known about
+    # that time for it (its record and late-drop deltas and its quiet clock stay unknown, its counters are
+    # kept as they were). A source that truly has no records still moves: its sourceIdleTime grows.
+    stale_vertices: set[str] = set()
+    for vertex, subs in per_vertex:
+        if subs and counters.previous.get(vertex.id) == subs:
+            stale_vertices.add(vertex.id)
+        counters.previous[vertex.id] = subs
+    stale = bool(per_vertex) and len(stale_vertices) == len(per_vertex)
+    unknown = Counters()  # a throw-away for stale vertices: first-sight rules (a counter at 0 since the attempt began)
     rows_total: int | None = 0
     late_total: int | None = 0
     late_known = False  # no window operator anywhere: the job's late drops are unknown, not 0
@@ -90,8 +83,9 @@ def running_job_samples(
     for vertex, subs in per_vertex:
         is_source = is_source_vertex(vertex, subs)
         for sub in subs.values():
+            state = unknown if vertex.id in stale_vertices else counters
             sample = subtask_sample(
-                ref, vertex, sub, is_source, counters, now, now_ms, figures.running_since_ms, collector
+                ref, vertex, sub, is_source, state, now, now_ms, figures.running_since_ms, collector
             )
             out.append(sample)
             if sub.late_records_dropped is not None:
@@ -131,10 +125,20 @@ def running_job_samples(
             restart_count=figures.restarts,
             checkpoints_failed=figures.checkpoints_failed,
             state_memory_bytes=figures.state_bytes,
-            extra={**figures.extra, "stale_metrics": True} if stale else figures.extra,
+            extra=_job_extra(figures.extra, stale, [v.name for v, _ in per_vertex if v.id in stale_vertices]),
         )
     )
     return out
+
+
+def _job_extra(extra: dict[str, Any], stale: bool, stale_names: list[str]) -> dict[str, Any]:
+    """The job sample's ``extra``: ``stale_metrics`` when no vertex was refreshed since the previous poll,
+    else ``stale_vertices`` (names) when some were not."""
+    if stale:
+        return {**extra, "stale_metrics": True}
+    if stale_names:
+        return {**extra, "stale_vertices": stale_names}
+    return extra
 
 
 def subtask_sample(

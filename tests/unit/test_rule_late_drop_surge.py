@@ -91,3 +91,17 @@ def test_flink_surge_names_the_window_subtask_and_what_the_counter_hides() -> No
     )
     assert "with a late side output numLateRecordsDropped stays 0" in found.message
     assert "sliding windows silently skip" in found.message
+
+
+def test_unknown_input_rows_are_not_counted_as_zero_rows() -> None:
+    # a Flink poll whose source vertex came from the metric store's old fetch: 20 late drops counted at the
+    # window, the source's row count unknown (not "20 of 0 input rows", which Flink did not say)
+    from tests.rule_samples import flink
+
+    samples = [flink(0, None, -1, 100), dataclasses.replace(flink(1, None, 0, 0), num_input_rows=None, dropped_by_watermark=20)]
+    (found,) = evaluate_late_surge(LateSurgeParams(), history(samples), T0 + timedelta(minutes=1))
+    assert found.message.startswith("20 rows (input row count unknown) were dropped as late by the watermark")
+    # with the count known, the share is measured against it
+    known = [samples[0], dataclasses.replace(samples[1], num_input_rows=50)]
+    (found,) = evaluate_late_surge(LateSurgeParams(), history(known), T0 + timedelta(minutes=1))
+    assert found.message.startswith("20 of 50 input rows (40.0%)")  # the poll without a drop count is left out
