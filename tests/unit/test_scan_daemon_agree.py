@@ -8,6 +8,10 @@ Each recorded real Spark event log of the suite is read two ways:
   fake clock stepped to each event's own time (``tidegauge run`` on the directory, without sleeping);
   and once more catching up on the whole log in a single tick (a daemon started after the fact).
 
+Every other recorded log of the suite (the trimmed copy, the public Spark 3.0 excerpt, one app per
+compression codec, a rolled ``eventlog_v2_*`` directory) is read by ``scan`` and by a daemon started after
+it was written, as the files lie.
+
 Both must name the same (rule, query, batch) triples: the batch is the one a finding named when it
 first held (the daemon: the alert's ``batch_id`` annotation when it went pending).
 """
@@ -15,6 +19,7 @@ first held (the daemon: the alert's ``batch_id`` annotation when it went pending
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -164,3 +169,60 @@ def test_daemon_started_after_the_log_was_written_catches_up(
     report = build_report(Evaluator(RULES), list(poll.samples))
     assert began == sorted((f.rule, f.job.job_id, f.observed_at) for f in report.findings)
     assert len(began) == 9  # 5 late_drop_surge and 3 future_timestamp episodes (split by terminations), 1 restart
+
+
+#: the other recorded real logs of the suite, as they lie in tests/fixtures (plain, compressed by each of
+#: Spark's codecs, and a rolled ``eventlog_v2_*`` directory), with the rules read off each (see their
+#: PROVENANCE.md / tests/fixtures/RECORDED.md): the trimmed copy of the recorded log raises what the
+#: recorded log raises; the codec apps' two healthy batches and the public Spark 3.0 excerpt raise nothing
+OTHER_LOGS = {
+    "spark/real-4.3.0/eventlog_trimmed.jsonl": {"future_timestamp", "late_drop_surge", "target_health"},
+    "spark/real-4.3.0/eventlog_v2_fixture/eventlog_v2_local-1795951957158": {
+        "future_timestamp",
+        "late_drop_surge",
+        "target_health",
+    },
+    "spark/public/eventlog_local-1596020211915_streaming_excerpt.jsonl": set(),
+    "spark-codecs/local-1795956025902": set(),
+    "spark-codecs/local-1795956037602.zstd": set(),
+    "spark-codecs/local-1795956042426.lz4": set(),
+    "spark-codecs/local-1795956047235.snappy": set(),
+    "spark-codecs/local-1795956051510.lzf": set(),
+}
+
+
+def _copy_into(source: Path, folder: Path) -> None:
+    folder.mkdir()
+    if source.is_dir():
+        shutil.copytree(source, folder / source.name)
+    else:
+        shutil.copy(source, folder / source.name)
+
+
+@pytest.mark.parametrize("relative", sorted(OTHER_LOGS))
+def test_every_other_recorded_log_scanned_and_caught_up_agree(
+    relative: str, recorded_fixtures: Path, store: Store, tmp_path: Path
+) -> None:
+    # scan of the file as it lies, and a daemon started after it was written (one poll, one tick): the
+    # same findings, each episode by the instant it began, and the same batches read
+    source = recorded_fixtures / relative
+    scan_dir, log_dir = tmp_path / "scan", tmp_path / "logs"
+    _copy_into(source, scan_dir)
+    _copy_into(source, log_dir)
+    poll = EventLogCollector([scan_dir]).poll(SCAN_NOW)
+    assert poll.errors == ()
+    report = build_report(Evaluator(RULES), list(poll.samples))
+    assert {f.rule for f in report.findings} == OTHER_LOGS[relative]
+    runtime, target = _daemon(store, log_dir, RULES)
+    batches = [s for s in poll.samples if s.batch_id is not None]
+    tick = max(s.observed_at for s in batches) + timedelta(minutes=1)
+    stored = runtime.poll(target, tick)
+    assert stored.errors == ()
+    assert sorted((s.job.job_id, s.batch_id) for s in stored.samples if s.batch_id is not None) == sorted(
+        (s.job.job_id, s.batch_id) for s in batches
+    )
+    events = runtime.evaluate(tick)
+    with store.sessions() as session:
+        rule_of = {fp: (a.rule, a.labels["job_id"]) for fp, a in load_alerts(session).items()}
+    began = sorted((*rule_of[e.fingerprint], e.at) for e in events if e.kind is EventKind.PENDING)
+    assert began == sorted((f.rule, f.job.job_id, f.observed_at) for f in report.findings)
