@@ -104,6 +104,8 @@ def main(argv: list[str]) -> None:
         t = time.perf_counter()
         build(url, jobs, hours)
         print(f"built in {time.perf_counter() - t:.0f} s ({path.stat().st_size / 1e6:.0f} MB)", flush=True)
+    else:
+        upgrade(url)  # a database kept from an older tidegauge: its schema to this one's
     os.environ["TIDEGAUGE_DASHBOARD_DB"] = url
     import streamlit as st
     from streamlit.testing.v1 import AppTest
