@@ -27,6 +27,9 @@ from rules.common import tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
 
+#: how far ahead a limit is projected; beyond it the message gives no date
+_PROJECTION_HORIZON = timedelta(days=36_525)
+
 __all__ = [
     "RULE",
     "StateGrowthParams",
@@ -60,8 +63,8 @@ class StateGrowthParams(RuleParams):
     min_watermark_steps: int = Field(3, ge=0)
     min_growth: float = Field(0.05, ge=0)
     min_monotone_share: float = Field(0.8, ge=0, le=1)
-    limit_rows: int | None = Field(None, gt=0)
-    limit_bytes: int | None = Field(None, gt=0)
+    limit_rows: int | None = Field(None, gt=0, lt=2**63)
+    limit_bytes: int | None = Field(None, gt=0, lt=2**63)
     critical_within: Duration = timedelta(hours=1)
 
     def history_needed(self) -> tuple[timedelta, timedelta]:
@@ -147,16 +150,21 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     projection = ""
     details: dict[str, object] = {"slope_per_hour": slope * 3600, "watermark_steps": steps, unit: current}
     if limit is not None:
-        remaining = timedelta(seconds=max(0.0, (limit - current) / slope))
-        reach = points[-1].observed_at + remaining
-        projection = (
-            f" At this rate it reaches the limit of {limit} {unit} in {fmt_duration(remaining)} "
-            f"(about {fmt_time(reach.replace(microsecond=0))})."
-            if current < limit
-            else f" It is already above the limit of {limit} {unit}."
-        )
-        details["seconds_to_limit"] = remaining.total_seconds()
-        if remaining <= params.critical_within:
+        seconds = max(0.0, (limit - current) / slope)
+        details["seconds_to_limit"] = seconds
+        if current >= limit:
+            projection = f" It is already above the limit of {limit} {unit}."
+        elif seconds > _PROJECTION_HORIZON.total_seconds():
+            # a limit far beyond the trend: no date to give (and none a datetime could hold)
+            projection = f" At this rate it does not reach the limit of {limit} {unit} within 100 years."
+        else:
+            remaining = timedelta(seconds=seconds)
+            reach = points[-1].observed_at + remaining
+            projection = (
+                f" At this rate it reaches the limit of {limit} {unit} in {fmt_duration(remaining)} "
+                f"(about {fmt_time(reach.replace(microsecond=0))})."
+            )
+        if seconds <= params.critical_within.total_seconds():
             severity = Severity.CRITICAL
     if history.engine is Engine.FLINK:
         cause = (

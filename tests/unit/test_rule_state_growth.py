@@ -83,3 +83,21 @@ def test_theil_sen_ignores_outliers() -> None:
     assert theil_sen_slope(xs, ys) == 2.0
     with pytest.raises(ValueError, match="two distinct x"):
         theil_sen_slope([1.0, 1.0], [1.0, 2.0])
+
+
+def test_a_limit_far_beyond_the_trend_gives_no_date_and_no_overflow() -> None:
+    # 6000 rows/h towards a limit of 2**63 - 1 rows: about 1.75e11 years away, beyond any datetime (this
+    # raised OverflowError in timedelta before)
+    (finding,) = evaluate_state_growth(
+        StateGrowthParams(limit_rows=2**63 - 1), history(run([1000 + 100 * m for m in M])), NOW
+    )
+    assert finding.severity is Severity.WARNING
+    assert f"does not reach the limit of {2**63 - 1} rows within 100 years" in finding.message
+    assert finding.details["seconds_to_limit"] == pytest.approx((2**63 - 1 - 4000) / 100 * 60)
+
+
+def test_limits_beyond_int64_are_refused() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="limit_rows"):
+        StateGrowthParams(limit_rows=2**63)
