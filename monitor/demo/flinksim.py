@@ -194,6 +194,11 @@ class FlinkSimJob:
         return (operator_metric_name(f"Source: {self.source}"), operator_metric_name(self.window),
                 operator_metric_name(f"Sink: {self.sink}"))
 
+    def source_records(self, subtask: int) -> tuple[I64, I64]:
+        """``(arrival ms, event time ms)`` of the records source subtask ``subtask`` reads, arrival order."""
+        s = self._sources[subtask]
+        return s.arrival_ms, s.ts_ms
+
     def job_watermark(self, now_ms: int) -> int:
         """The window operator's input watermark at ``now_ms`` (``Long.MIN_VALUE``: none yet)."""
         return _watermark_at(self._job_wm_time_ms, self._job_wm_ms, now_ms)
