@@ -110,6 +110,7 @@ def test_fleet_engine_filter_shows_the_flink_job_and_the_kafka_groups(app_env: S
     for a in firing:
         assert f"**{a.annotations['job_name']}** · `{a.rule}`" in text
     assert "clicks_per_window" not in text  # the Spark jobs are filtered out
+    assert not any("more firing findings" in c.value for c in at.caption)  # nor counted as "more"
 
 
 def test_job_page_shows_the_findings_and_the_dropped_rows_of_the_database(app_env: Seeded) -> None:
