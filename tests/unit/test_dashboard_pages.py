@@ -113,6 +113,18 @@ def test_fleet_engine_filter_shows_the_flink_job_and_the_kafka_groups(app_env: S
     assert not any("more firing findings" in c.value for c in at.caption)  # nor counted as "more"
 
 
+@pytest.mark.parametrize(("engine", "name", "rule"), [("flink", "device-telemetry-windows", "idle_source"),
+                                                    ("kafka", "ledger-writer", "consumer_lag")])
+def test_job_page_of_the_flink_job_and_the_kafka_group(app_env: Seeded, engine: str, name: str, rule: str) -> None:
+    jobs, alerts, _, _ = stored(app_env)
+    job = next(j for j in jobs if j.name == name)
+    at = run("views/job.py", engine=engine, job_id=job.job_id)  # asserts no exception
+    assert at.subheader[0].value == name
+    boxes = " ".join(e.value for e in [*at.error, *at.warning])
+    mine = [a for a in alerts if a.labels["job_id"] == job.job_id and a.state is AlertState.FIRING and a.rule == rule]
+    assert mine and all(a.message in boxes for a in mine)
+
+
 def test_job_page_shows_the_findings_and_the_dropped_rows_of_the_database(app_env: Seeded) -> None:
     jobs, alerts, _, samples = stored(app_env)
     job = next(j for j in jobs if j.name == "clicks_per_window")
