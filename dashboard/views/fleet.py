@@ -99,6 +99,6 @@ if not unhealthy.empty:
                 f"**{job['name']}** · `{a['rule']}` ({a['severity']}): {a['message']} "
                 f"[open job](job?engine={job['engine']}&job_id={job['job_id']})"
             )
-    total = sum(len(v) for v in by_job.values())
+    total = sum(len(by_job.get((j["engine"], j["job_id"]), [])) for j in unhealthy.to_dict("records"))
     if total > shown:
         st.caption(f"... and {total - shown} more firing findings: see the Alerts page.")

@@ -9,7 +9,9 @@ A composition root (it reads the clock and the environment and wires the parts o
    ``/metrics``, ``/healthz``, the listener ingest endpoint, rule evaluation and notification delivery;
 4. the dashboard (``tidegauge dashboard``'s Streamlit process), unless ``--no-dashboard``;
 5. the simulated fleet (:mod:`monitor.demo.fleet`), writing Spark event logs and pushing listener events,
-   with six faults injected on a schedule.
+   serving a Flink job as a JobManager's REST API (:mod:`monitor.demo.flinkrest`) and two Kafka consumer
+   groups as kafka_exporter's ``/metrics`` (:mod:`monitor.demo.exporter`), both on loopback ports picked at
+   start, with eight faults injected on a schedule.
 
 It prints the URLs, then one line per fault as it is injected, detected and notified. Ctrl-C (or the end
 of ``--duration``) stops everything in reverse order. With ``--duration`` the exit code is 0 when every
@@ -73,10 +75,12 @@ def register(app: typer.Typer) -> None:
         no_dashboard: bool = typer.Option(False, "--no-dashboard", help="Do not start the dashboard."),
         seed: int = typer.Option(7, "--seed", help="Seed of the simulated fleet."),
     ) -> None:
-        """Run the daemon, the dashboard and a simulated Spark fleet with injected faults."""
+        """Run the daemon, the dashboard and a simulated Spark, Flink and Kafka fleet with injected faults."""
         from monitor.commands.dashboard import launch
         from monitor.daemon import build
+        from monitor.demo.exporter import create_exporter_app
         from monitor.demo.fleet import build_fleet
+        from monitor.demo.flinkrest import create_flink_app
         from monitor.demo.receiver import Inbox, create_receiver_app
         from monitor.demo.session import (
             DASHBOARD_TOKEN_ENV,
@@ -124,25 +128,36 @@ def register(app: typer.Typer) -> None:
         daemon = None
         dashboard: subprocess.Popen[bytes] | None = None
         client = httpx.Client()
+        servers = [receiver]
         code = 0
         try:
-            receiver.start()  # first: the daemon's config names its (possibly picked) port
-            config = demo_config(paths, port=port, receiver_port=receiver.port, dashboard_url=f"{dashboard_url}/job")
+            # the fleet first (the Flink and Kafka servers answer from it), then the servers, whose
+            # (possibly picked) ports the daemon's config names
+            start = _clock()
+            start_ms = int(start.timestamp() * 1000)
+            horizon = run_for + timedelta(seconds=30) if run_for is not None else DEFAULT_HORIZON
+            fleet = build_fleet(start_ms, int(horizon.total_seconds() * 1000), seed=seed)
+            assert fleet.kafka is not None
+            flink = HttpService(create_flink_app(fleet.flink, _clock), "127.0.0.1", 0)
+            exporter = HttpService(create_exporter_app(fleet.kafka, _clock), "127.0.0.1", 0)
+            servers += [flink, exporter]
+            for server in servers:
+                server.start()
+            config = demo_config(paths, port=port, receiver_port=receiver.port, dashboard_url=f"{dashboard_url}/job",
+                                 flink_port=flink.port, exporter_port=exporter.port)
             daemon = build(config, db_url=paths.db_url, environ=environ, clock=_clock)
             daemon.start()
             if not no_dashboard:
                 dashboard = launch(paths.db_url, dashboard_token, "127.0.0.1", dashboard_port, environ,
                                    reports_dir=paths.reports, quiet=True)
-            start = _clock()
-            start_ms = int(start.timestamp() * 1000)
-            horizon = run_for + timedelta(seconds=30) if run_for is not None else DEFAULT_HORIZON
-            fleet = build_fleet(start_ms, int(horizon.total_seconds() * 1000), seed=seed)
             sink = EventSink(paths.event_logs, f"http://127.0.0.1:{daemon.http.port}/api/v1/spark/events",
                              ingest_token, client)
             tracker = FaultTracker(fleet, start)
             typer.echo(f"tidegauge demo: files in {root}")
             typer.echo(f"  dashboard        {dashboard_url}" + ("" if dashboard else "  (not started)"))
             typer.echo(f"  receiver page    http://127.0.0.1:{receiver.port}/")
+            typer.echo(f"  flink rest api   http://127.0.0.1:{flink.port}/jobs/overview  (simulated JobManager)")
+            typer.echo(f"  kafka exporter   http://127.0.0.1:{exporter.port}/metrics  (simulated kafka_exporter)")
             typer.echo(f"  metrics          http://127.0.0.1:{daemon.http.port}/metrics")
             typer.echo(f"  health           http://127.0.0.1:{daemon.http.port}/healthz")
             typer.echo(f"  database         {paths.db_url}")
@@ -185,7 +200,8 @@ def register(app: typer.Typer) -> None:
                     dashboard.kill()
             if daemon is not None:
                 daemon.stop()
-            receiver.stop(5.0)
+            for server in reversed(servers):
+                server.stop(5.0)
             client.close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

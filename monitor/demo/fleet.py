@@ -1,4 +1,4 @@
-"""The demo's simulated fleet: Spark queries driven by the reference watermark engine, with scheduled faults.
+"""The demo's simulated fleet: Spark queries, a Flink job and Kafka consumer groups, with scheduled faults.
 
 Each :class:`SimJob` is one Structured Streaming query (``withWatermark`` + a window aggregation or a
 ``dropDuplicates``). Its input rows are generated up front for the whole run (seeded, so a run is
@@ -17,7 +17,16 @@ Faults (:data:`FAULTS`), each injected into one job at its time after the start:
 * ``lag_growth``: the input rate outgrows the query: batches take longer than the trigger and the Kafka
   source falls behind the latest offsets;
 * ``restart``: the query stops and starts again (a new ``runId``);
-* ``late_surge``: a backlogged upstream flushes rows older than the delay threshold: they are dropped.
+* ``late_surge``: a backlogged upstream flushes rows older than the delay threshold: they are dropped;
+* ``idle_subtask`` (the Flink job, :mod:`monitor.demo.flinksim`): one source subtask of two stops getting
+  records, without ``withIdleness``: its watermark pins the job's event time;
+* ``group_lag`` (a Kafka consumer group, :mod:`monitor.demo.kafkasim`): the group consumes slower than the
+  producers write: its lag climbs on every partition. (Distinct from ``lag_growth``: a Spark query keeps
+  its Kafka offsets in its checkpoint, not in a consumer group, so an exporter never sees it; its lag is
+  in its progress.)
+
+The Flink job and the groups are served on loopback (:mod:`monitor.demo.flinkrest`,
+:mod:`monitor.demo.exporter`) from numbers generated up front.
 
 Nothing here reads the clock: :meth:`Fleet.step` takes ``now_ms``.
 """
@@ -33,9 +42,11 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.demo import sparkfmt
+from monitor.demo.flinksim import FlinkSimJob
+from monitor.demo.kafkasim import KafkaSim, SimGroup
 from monitor.watermark import Dedup, EventsTable, Tumbling, WatermarkConfig, WatermarkRuntime
 
-__all__ = ["FAULTS", "Fault", "Fleet", "SimEvent", "SimJob", "build_fleet"]
+__all__ = ["FAULTS", "KAFKA_CLUSTER", "Fault", "Fleet", "SimEvent", "SimJob", "build_fleet"]
 
 Transport = Literal["eventlog", "listener"]
 
@@ -45,6 +56,10 @@ WARMUP_MS = 60_000
 DELAY_MS = 10_000
 WINDOW_MS = 10_000
 _NAMESPACE = uuid.UUID("5b0c3a8e-2f4e-4b8e-9a51-5e1d7d0c9e11")
+#: The name of the demo's kafka_exporter target: Kafka job ids are ``<target>/<group>``.
+KAFKA_CLUSTER = "demo-kafka"
+FLINK_JOB = "device-telemetry-windows"
+LAGGING_GROUP = "ledger-writer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +69,10 @@ class Fault:
     Attributes:
         key: short id (``future_row``).
         title: what a person would call it.
-        job: the :class:`SimJob` name it is injected into.
+        job: the name of the job it is injected into: a :class:`SimJob`, the Flink job or a consumer group.
         at_s: seconds after the start of the demo.
         rules: the rules expected to find it (any of them counts).
+        engine: ``spark``, ``flink`` or ``kafka``.
     """
 
     key: str
@@ -64,6 +80,7 @@ class Fault:
     job: str
     at_s: float
     rules: tuple[str, ...]
+    engine: str = "spark"
 
 
 FAULTS: tuple[Fault, ...] = (
@@ -73,6 +90,9 @@ FAULTS: tuple[Fault, ...] = (
     Fault("lag_growth", "consumer lag growth", "clickstream_enrich", 14, ("falling_behind", "consumer_lag")),
     Fault("restart", "query restart", "inventory_updates", 30, ("target_health",)),
     Fault("late_surge", "late-drop surge", "payments_fraud", 24, ("late_drop_surge",)),
+    Fault("idle_subtask", "Flink source subtask without records pins the watermark", FLINK_JOB, 10,
+          ("idle_source",), "flink"),
+    Fault("group_lag", "Kafka consumer group lag climbing", LAGGING_GROUP, 12, ("consumer_lag",), "kafka"),
 )
 
 
@@ -328,11 +348,14 @@ def _dedup_keys(rate: int) -> Generator:
 
 @dataclass(eq=False)
 class Fleet:
-    """The simulated jobs; :meth:`step` runs every job whose trigger is due."""
+    """The simulated jobs; :meth:`step` runs every Spark job whose trigger is due (the Flink job and the
+    Kafka groups are read at request time by their servers)."""
 
     jobs: list[SimJob]
     start_ms: int
     rng: np.random.Generator
+    flink: list[FlinkSimJob] = field(default_factory=list)
+    kafka: KafkaSim | None = None
 
     def step(self, now_ms: int) -> list[SimEvent]:
         """Run every due micro-batch up to ``now_ms``; returns the events, in time order per job."""
@@ -343,15 +366,27 @@ class Fleet:
         return out
 
     def job(self, name: str) -> SimJob:
-        """The job named ``name``. Raises KeyError."""
+        """The Spark job named ``name``. Raises KeyError."""
         for job in self.jobs:
             if job.name == name:
                 return job
         raise KeyError(name)
 
+    def job_id(self, fault: Fault) -> str:
+        """The ``job_id`` tidegauge gives the faulted job: a Spark query's id, a Flink job's name (the Flink
+        collector follows jobs by name), ``<cluster>/<group>`` for a consumer group. Raises KeyError."""
+        if fault.engine == "flink":
+            return next(j.name for j in self.flink if j.name == fault.job)
+        if fault.engine == "kafka":
+            if self.kafka is None:
+                raise KeyError(fault.job)
+            return f"{KAFKA_CLUSTER}/{self.kafka.group(fault.job).group}"
+        return self.job(fault.job).query_id
+
 
 def build_fleet(start_ms: int, horizon_ms: int, seed: int = 7, *, warmup_ms: int = WARMUP_MS) -> Fleet:
-    """The demo fleet (six queries, one fault each), prepared for ``horizon_ms`` from ``start_ms``.
+    """The demo fleet (six Spark queries, a Flink job and two consumer groups; one fault each but the
+    healthy group), prepared for ``horizon_ms`` from ``start_ms``.
 
     The queries have already run, healthy, for ``warmup_ms`` before ``start_ms`` (their first
     :meth:`Fleet.step` writes that history at once), so their state and watermark are past the warm-up of
@@ -380,4 +415,9 @@ def build_fleet(start_ms: int, horizon_ms: int, seed: int = 7, *, warmup_ms: int
     for job in jobs:
         job.fault = faults.get(job.name)
         job.prepare(start_ms - warmup_ms, horizon_ms + warmup_ms, rng, origin_ms=start_ms)
-    return Fleet(jobs, start_ms, rng)
+    at = {f.key: start_ms + int(f.at_s * 1000) for f in FAULTS}
+    flink = FlinkSimJob(FLINK_JOB, fault_at_ms=at["idle_subtask"])
+    flink.prepare(start_ms - warmup_ms, horizon_ms + warmup_ms, rng)
+    groups = KafkaSim([SimGroup(LAGGING_GROUP, fault_at_ms=at["group_lag"]), SimGroup("audit-archiver", members=1)])
+    groups.prepare(start_ms - warmup_ms, horizon_ms + warmup_ms, rng)
+    return Fleet(jobs, start_ms, rng, [flink], groups)

@@ -3,6 +3,8 @@
 * :func:`demo_paths`: where a run keeps its files (a per-user directory, emptied at the start of a run);
 * :func:`demo_config`: the daemon configuration of the demo (:class:`monitor.config.Config`): the demo's
   event-log directory as a ``spark_event_logs`` target, the ingest endpoint for listener pushes, the
+  simulated JobManager as a ``flink_rest`` target and the simulated kafka_exporter as a
+  ``kafka_exporters`` target (both on loopback), the
   built-in webhook receiver, a report to it every five minutes and detailed report files every two minutes
   (into the run's ``reports`` directory, which the dashboard's Reports page lists), and rule parameters scaled to a demo whose jobs
   trigger every 2 s (a stall after 20 s rather than 10 min);
@@ -27,12 +29,13 @@ import httpx
 from monitor.alerts.lifecycle import Alert
 from monitor.config import Config, parse_config
 from monitor.demo import sparkfmt
-from monitor.demo.fleet import FAULTS, Fault, Fleet, SimEvent
+from monitor.demo.fleet import FAULTS, KAFKA_CLUSTER, Fault, Fleet, SimEvent
 from monitor.demo.receiver import Received
 from monitor.ingest import APP_ID_HEADER
 from monitor.model import AlertState
 
 __all__ = [
+    "FLINK_TARGET",
     "INGEST_TOKEN_ENV",
     "WEBHOOK_SECRET_ENV",
     "DemoPaths",
@@ -46,6 +49,8 @@ __all__ = [
 INGEST_TOKEN_ENV = "TIDEGAUGE_DEMO_INGEST_TOKEN"  # noqa: S105 (variable names, not secrets)
 WEBHOOK_SECRET_ENV = "TIDEGAUGE_DEMO_WEBHOOK_SECRET"  # noqa: S105
 DASHBOARD_TOKEN_ENV = "TIDEGAUGE_DEMO_DASHBOARD_TOKEN"  # noqa: S105
+#: The name of the demo's ``flink_rest`` target (the Flink samples' ``app_id``).
+FLINK_TARGET = "demo-flink"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +94,11 @@ def demo_paths(root: Path, *, fresh: bool = True) -> DemoPaths:
 
 
 def demo_config(
-    paths: DemoPaths, *, port: int, receiver_port: int, dashboard_url: str, with_dashboard_token: bool = True
+    paths: DemoPaths, *, port: int, receiver_port: int, dashboard_url: str, with_dashboard_token: bool = True,
+    flink_port: int | None = None, exporter_port: int | None = None,
 ) -> Config:
-    """The daemon configuration of the demo (see the module docstring).
+    """The daemon configuration of the demo (see the module docstring); ``flink_port`` / ``exporter_port``:
+    where the simulated JobManager and kafka_exporter listen on 127.0.0.1 (``None``: no such target).
 
     Secrets are references to variables the demo sets in the environment it passes to the daemon
     (:data:`INGEST_TOKEN_ENV`, :data:`WEBHOOK_SECRET_ENV`), as a user's config would.
@@ -109,6 +116,8 @@ def demo_config(
             "late_drop_surge": {"window": "20s", "max_share": 0.05, "min_dropped": 5},
             "falling_behind": {"trigger_interval": "2s", "batches": 3},
             "target_health": {"restart_window": "5m"},
+            # Burrow's window of 6 polls (12 s); a healthy group's lag stays below a second of production
+            "consumer_lag": {"window_samples": 6, "allowed_lag": 150},
         },
         "receivers": [
             {
@@ -126,6 +135,12 @@ def demo_config(
         ],
         "delivery": {"interval": "2s", "initial_backoff": "2s", "max_backoff": "10s"},
     }
+    if flink_port is not None:
+        doc["targets"]["flink_rest"] = [{"name": FLINK_TARGET, "url": f"http://127.0.0.1:{flink_port}", "poll_interval": "2s"}]
+    if exporter_port is not None:
+        doc["targets"]["kafka_exporters"] = [
+            {"name": KAFKA_CLUSTER, "url": f"http://127.0.0.1:{exporter_port}/metrics", "poll_interval": "2s"}
+        ]
     return parse_config(doc, "<demo>")
 
 
@@ -224,7 +239,7 @@ class FaultTracker:
     statuses: list[FaultStatus] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.statuses = [FaultStatus(f, self.fleet.job(f.job).query_id) for f in FAULTS]
+        self.statuses = [FaultStatus(f, self.fleet.job_id(f)) for f in FAULTS]
 
     def update(self, now: datetime, alerts: Iterable[Alert], inbox: Sequence[Received]) -> list[str]:
         """Advance the statuses at ``now``; returns the lines of the statuses that changed."""

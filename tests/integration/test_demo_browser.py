@@ -31,7 +31,7 @@ import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-FAULT_COUNT = 6
+FAULT_COUNT = 8
 DURATION_S = 120
 
 
@@ -114,7 +114,8 @@ def test_demo_dashboard_in_a_real_browser_then_every_fault_notified(demo: _Demo,
     dashboard = f"http://127.0.0.1:{demo.dashboard_port}/"
     receiver = demo.url("receiver page")
     checks = {
-        "Fleet": ["Fleet", "clicks_per_window", "future_timestamp", "orders_payments", "watermark_stall"],
+        "Fleet": ["Fleet", "clicks_per_window", "future_timestamp", "orders_payments", "watermark_stall",
+                  "device-telemetry-windows", "idle_source", "ledger-writer", "consumer_lag"],
         "Job": ["Findings", "Watermark, event time and processing time", "Rows dropped by the watermark"],
         "Alerts": ["firing", "future_timestamp", "state_growth", "Silences"],
         "What-if lab": ["Delay sweep", "moved most in"],
@@ -144,11 +145,28 @@ def test_demo_dashboard_in_a_real_browser_then_every_fault_notified(demo: _Demo,
                     assert text in body, f"{title}: {text!r} not on the page"
                 assert page.locator("[data-testid='stException']").count() == 0, title
                 page.screenshot(path=str(tmp_path / f"{title.replace(' ', '_').lower()}.png"))
+            # the engine filter: only the Flink job and the Kafka groups are left
+            page.locator("[data-testid='stSidebarNav'] a", has_text="Fleet").first.click()
+            _settle(page)
+            for engine in ("flink", "kafka"):
+                page.locator("[data-testid='stMultiSelect']").first.click()
+                page.locator("[role='option']", has_text=engine).first.click()
+                _settle(page)
+            page.keyboard.press("Escape")
+            body = page.locator("[data-testid='stMain']").inner_text()
+            (tmp_path / "Fleet-filtered.txt").write_text(body)
+            page.screenshot(path=str(tmp_path / "fleet_flink_kafka.png"))
+            for text in ("device-telemetry-windows", "vertex Source: telemetry subtask 1", "ledger-writer",
+                         "consumer_lag"):  # (markdown renders the backticks of the message as code)
+                assert text in body, f"Fleet filtered to flink+kafka: {text!r} not on the page"
+            assert "clicks_per_window" not in body and "orders_payments" not in body
+            assert "more firing findings" not in body  # all of theirs are listed, the Spark ones not counted
             assert console == [], console
             page.goto(receiver)
             page.wait_for_load_state()
             text = page.inner_text("body")
-            for rule in ("future_timestamp", "state_growth", "falling_behind", "late_drop_surge", "target_health"):
+            for rule in ("future_timestamp", "state_growth", "falling_behind", "late_drop_surge", "target_health",
+                         "idle_source", "consumer_lag"):
                 assert rule in text, f"receiver page lacks {rule}"
         finally:
             browser.close()

@@ -85,10 +85,44 @@ def test_fleet_counts_and_findings_match_the_database(app_env: Seeded) -> None:
 
 
 def test_fleet_marks_jobs_that_stopped_reporting(app_env: Seeded, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs, _, _, _ = stored(app_env)
     monkeypatch.setattr(data, "now", lambda: app_env.end + timedelta(minutes=10))
     at = run()
-    assert metric(at, "stopped reporting") == "6"
+    assert len(jobs) == 9  # six Spark queries, the Flink job, two Kafka groups: none reported since
+    assert metric(at, "stopped reporting") == str(len(jobs))
     assert "Stopped reporting" in at.warning[0].value
+
+
+@pytest.mark.parametrize("engine", ["flink", "kafka"])
+def test_fleet_engine_filter_shows_the_flink_job_and_the_kafka_groups(app_env: Seeded, engine: str) -> None:
+    jobs, alerts, _, _ = stored(app_env)
+    mine = sorted(j.name for j in jobs if j.engine.value == engine)
+    assert mine == {"flink": ["device-telemetry-windows"], "kafka": ["audit-archiver", "ledger-writer"]}[engine]
+    at = run()
+    assert engine in at.multiselect[0].options
+    at.multiselect[0].select(engine).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert sorted(table["job"]) == mine and set(table["engine"]) == {engine}
+    text = " ".join(m.value for m in at.markdown)
+    firing = [a for a in alerts if a.state is AlertState.FIRING and a.labels["engine"] == engine]
+    assert firing  # the seeded 90 s hold the faults of both (idle_source at ~28 s, consumer_lag at ~30 s)
+    for a in firing:
+        assert f"**{a.annotations['job_name']}** · `{a.rule}`" in text
+    assert "clicks_per_window" not in text  # the Spark jobs are filtered out
+    assert not any("more firing findings" in c.value for c in at.caption)  # nor counted as "more"
+
+
+@pytest.mark.parametrize(("engine", "name", "rule"), [("flink", "device-telemetry-windows", "idle_source"),
+                                                    ("kafka", "ledger-writer", "consumer_lag")])
+def test_job_page_of_the_flink_job_and_the_kafka_group(app_env: Seeded, engine: str, name: str, rule: str) -> None:
+    jobs, alerts, _, _ = stored(app_env)
+    job = next(j for j in jobs if j.name == name)
+    at = run("views/job.py", engine=engine, job_id=job.job_id)  # asserts no exception
+    assert at.subheader[0].value == name
+    boxes = " ".join(e.value for e in [*at.error, *at.warning])
+    mine = [a for a in alerts if a.labels["job_id"] == job.job_id and a.state is AlertState.FIRING and a.rule == rule]
+    assert mine and all(a.message in boxes for a in mine)
 
 
 def test_job_page_shows_the_findings_and_the_dropped_rows_of_the_database(app_env: Seeded) -> None:
@@ -163,11 +197,12 @@ def test_alerts_page_is_read_only_without_a_token(app_env: Seeded, monkeypatch: 
 
 
 def test_reports_page_lists_the_scheduled_report(app_env: Seeded) -> None:
+    jobs, _, _, _ = stored(app_env)  # every job had reported by the report's time (60 s)
     at = run("views/reports.py")
     assert at.title[0].value == "Reports"
     labels = [e.label for e in at.expander]
     assert len(labels) == 1 and labels[0].startswith("demo-5min")
-    assert "6 jobs" in labels[0]
+    assert f"{len(jobs)} jobs" in labels[0]
 
 
 def test_whatif_lab_replays_the_stored_sample(app_env: Seeded) -> None:
