@@ -319,6 +319,8 @@ class EventLogCollector:
         chunk_bytes: read size in bytes for plain files (compressed files are read ``chunk_bytes / 16`` at a
             time); memory use is bounded by the decompressed chunk plus the longest line, whatever the file
             size.
+        keep_raw: return each parsed event document in ``PollResult.raw`` (for the store); ``False`` (``scan``
+            without ``--db``) drops it once its samples are made: ``raw`` stays empty.
 
     Attributes:
         name: ``"spark-eventlog"`` (``Sample.collector``).
@@ -336,8 +338,10 @@ class EventLogCollector:
         cursors: CursorStore | None = None,
         *,
         chunk_bytes: int = CHUNK_BYTES,
+        keep_raw: bool = True,
     ) -> None:
         self.paths = [Path(p) for p in paths]
+        self.keep_raw = keep_raw
         self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
         self.chunk_bytes = chunk_bytes
         self.decompressed_bytes_read = 0
@@ -706,7 +710,8 @@ class EventLogCollector:
             first = samples[0]
         self._last_seen[key] = first.observed_at
         result.samples.extend(samples)
-        result.raw.append((first.job, first.observed_at, first.kind.value, event))
+        if self.keep_raw:
+            result.raw.append((first.job, first.observed_at, first.kind.value, event))
 
 
 def _app_start_id(data: bytes, end: int) -> str | None:
