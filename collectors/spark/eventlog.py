@@ -348,6 +348,7 @@ class EventLogCollector:
         self.waiting_files: list[Path] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
+        self._named_jobs: dict[tuple[JobRef, str], JobRef] = {}  # (nameless JobRef, its run's name) -> named
         self._live: dict[str, _Live] = {}
 
     def poll(self, now: datetime) -> PollResult:
@@ -705,7 +706,10 @@ class EventLogCollector:
             self._run_names[key] = first.job.name
         elif key in self._run_names:
             # QueryTerminatedEvent has no name: take the one the run's other events carried
-            named = dataclasses.replace(first.job, name=self._run_names[key])
+            name_key = (first.job, self._run_names[key])
+            named = self._named_jobs.get(name_key)
+            if named is None:
+                named = self._named_jobs[name_key] = dataclasses.replace(first.job, name=name_key[1])
             samples = [dataclasses.replace(s, job=named) for s in samples]
             first = samples[0]
         self._last_seen[key] = first.observed_at
