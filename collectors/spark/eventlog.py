@@ -348,7 +348,6 @@ class EventLogCollector:
         self.waiting_files: list[Path] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
-        self._named_jobs: dict[tuple[JobRef, str], JobRef] = {}  # (nameless JobRef, its run's name) -> named
         self._live: dict[str, _Live] = {}
 
     def poll(self, now: datetime) -> PollResult:
@@ -682,6 +681,8 @@ class EventLogCollector:
             return
         run_key = _run_key(event)
         fallback = self._last_seen.get(run_key, now) if run_key is not None else now
+        # QueryTerminatedEvent has no name: the samples take the one the run's other events carried
+        fallback_name = self._run_names.get(run_key) if run_key is not None else None
         try:
             samples = parse_listener_event(
                 event,
@@ -689,6 +690,7 @@ class EventLogCollector:
                 where=where,
                 app_id=log_file.app_id,
                 fallback_time=fallback,
+                fallback_name=fallback_name,
                 checked=True,  # by load_json
             )
         except ProgressFormatError as exc:
@@ -704,14 +706,6 @@ class EventLogCollector:
         key = (first.job.job_id, first.job.run_id)
         if first.job.name is not None:
             self._run_names[key] = first.job.name
-        elif key in self._run_names:
-            # QueryTerminatedEvent has no name: take the one the run's other events carried
-            name_key = (first.job, self._run_names[key])
-            named = self._named_jobs.get(name_key)
-            if named is None:
-                named = self._named_jobs[name_key] = dataclasses.replace(first.job, name=name_key[1])
-            samples = [dataclasses.replace(s, job=named) for s in samples]
-            first = samples[0]
         self._last_seen[key] = first.observed_at
         result.samples.extend(samples)
         if self.keep_raw:

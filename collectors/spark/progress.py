@@ -379,7 +379,10 @@ def _rate_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> flo
     return _number(value, field_at(where, path + key))
 
 
-def _job(doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None) -> JobRef:
+def _job(
+    doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None, fallback_name: str | None = None
+) -> JobRef:
+    """The query run ``doc`` names (``id``, ``runId``, ``name``); ``fallback_name`` when it names none."""
     query_id = doc.get("id")
     if query_id is None:
         raise ProgressFormatError(f"{field_at(where, prefix + 'id')}: missing (the streaming query id)")
@@ -387,12 +390,10 @@ def _job(doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None) ->
         raise ProgressFormatError(
             f"{field_at(where, prefix + 'id')}: expected the streaming query id (a non-empty string), got {_show(query_id)}"
         )
-    return _job_ref(
-        _text_at(doc, "id", where, prefix) or query_id,
-        _text_at(doc, "runId", where, prefix),
-        _text_at(doc, "name", where, prefix),
-        app_id,
-    )
+    job_id = _text_at(doc, "id", where, prefix) or query_id
+    run_id = _text_at(doc, "runId", where, prefix)
+    name = _text_at(doc, "name", where, prefix)
+    return _job_ref(job_id, run_id, fallback_name if name is None else name, app_id)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -437,6 +438,7 @@ def _parse_progress(
     kind: SampleKind = SampleKind.PROGRESS,
     field_prefix: str = "",
     checked: bool = False,
+    fallback_name: str | None = None,
 ) -> list[Sample]:
     """Turn one ``StreamingQueryProgress`` JSON object into samples.
 
@@ -454,6 +456,8 @@ def _parse_progress(
         field_prefix: the path of ``progress`` inside its document (``"progress."`` in a listener event).
         checked: the document came from :func:`load_json` (already checked); otherwise it is checked
             first with :func:`check_document`.
+        fallback_name: the query name of the samples when ``progress`` has none (absent, null or not a
+            string), e.g. the name its run's other events carried.
 
     Raises:
         ProgressFormatError: ``id``, ``timestamp`` missing or malformed, or a field has the wrong type.
@@ -465,7 +469,7 @@ def _parse_progress(
     if not _is_mapping(progress):
         what = field_at(where, field_prefix.rstrip(".")) if field_prefix else (where or "progress")
         raise ProgressFormatError(f"{what}: expected a JSON object, got {type(progress).__name__}")
-    job = _job(progress, where, field_prefix, app_id)
+    job = _job(progress, where, field_prefix, app_id, fallback_name)
     observed_at = _time_at(progress, "timestamp", where, field_prefix)
     batch_id = _count_at(progress, "batchId", where, field_prefix)
 
@@ -577,6 +581,7 @@ def parse_listener_event(
     app_id: str | None = None,
     fallback_time: datetime | None = None,
     checked: bool = False,
+    fallback_name: str | None = None,
 ) -> list[Sample]:
     """Turn one streaming listener event (as written in an event log) into samples.
 
@@ -585,7 +590,8 @@ def parse_listener_event(
     single ``IDLE`` sample without quantities is returned). Started/terminated events give one lifecycle
     sample each (``observed_at`` = the event's ``timestamp``). Spark's ``QueryTerminatedEvent`` has no
     timestamp: ``fallback_time`` (e.g. the last progress time of that run, or the time the event was
-    received) is used then. Unless ``checked`` (the event came from :func:`load_json`), the whole event is
+    received) is used then; likewise it has no name: ``fallback_name`` (the name the run's other events
+    carried) names the samples of an event without one (absent, null or not a string). Unless ``checked`` (the event came from :func:`load_json`), the whole event is
     checked first (:func:`check_document`): this is what makes any caller's decoded JSON safe to store.
 
     Raises:
@@ -598,7 +604,13 @@ def parse_listener_event(
         if not _is_mapping(progress):
             raise ProgressFormatError(f"{field_at(where, 'progress')}: missing or not an object")
         return _parse_progress(
-            progress, collector=collector, where=where, app_id=app_id, field_prefix="progress.", checked=True
+            progress,
+            collector=collector,
+            where=where,
+            app_id=app_id,
+            field_prefix="progress.",
+            checked=True,
+            fallback_name=fallback_name,
         )
     if name == EVENT_IDLE:
         progress = event.get("progress")
@@ -611,8 +623,9 @@ def parse_listener_event(
                 app_id=app_id,
                 kind=SampleKind.IDLE,
                 field_prefix="progress.",
+                fallback_name=fallback_name,
             )
-        job = _job(event, where, "", app_id)
+        job = _job(event, where, "", app_id, fallback_name)
         return [
             Sample(
                 job=job,
@@ -622,7 +635,7 @@ def parse_listener_event(
             )
         ]
     if name in (EVENT_STARTED, EVENT_TERMINATED):
-        job = _job(event, where, "", app_id)
+        job = _job(event, where, "", app_id, fallback_name)
         kind = SampleKind.STARTED if name == EVENT_STARTED else SampleKind.TERMINATED
         extra: dict[str, Any] = {}
         if name == EVENT_TERMINATED and event.get("exception"):
