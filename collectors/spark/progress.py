@@ -363,19 +363,23 @@ def _sum_known(values: list[int | None]) -> int | None:
 def _count_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> int | None:
     """``_int(mapping[key])`` with the field named ``<where>: field <path><key>``; a plain JSON integer
     within int64 (:data:`monitor.model.INT64_MIN` .. ``INT64_MAX``: nearly every value) is taken without
-    building that name; anything else gets :func:`_int`'s checks."""
+    building that name, as is an absent or null one (unknown); anything else gets :func:`_int`'s checks."""
     value = mapping.get(key)
     if type(value) is int and INT64_MIN <= value <= INT64_MAX:
         return value
+    if value is None:
+        return None
     return _int(value, field_at(where, path + key))
 
 
 def _rate_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> float | None:
     """``_number(mapping[key])`` with the field named as in :func:`_count_at`; a finite JSON float is taken
-    without building that name."""
+    without building that name, as is an absent or null one (unknown)."""
     value = mapping.get(key)
     if type(value) is float and not math.isnan(value) and not math.isinf(value):
         return value
+    if value is None:
+        return None
     return _number(value, field_at(where, path + key))
 
 
