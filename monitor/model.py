@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -307,6 +307,8 @@ class Scope:
         return out
 
 
+#: The whole-job scope, shared as :class:`Sample`'s default (a frozen, hence shareable, value).
+_JOB_SCOPE = Scope()
 _TIME_FIELDS = ("observed_at", "watermark", "event_time_min", "event_time_max", "event_time_avg")
 _INT_FIELDS = (
     "batch_id",
@@ -385,7 +387,7 @@ class Sample:
     observed_at: datetime
     kind: SampleKind = SampleKind.PROGRESS
     collector: str = "unknown"
-    scope: Scope = field(default_factory=Scope)
+    scope: Scope = field(default=_JOB_SCOPE)
     batch_id: int | None = None
     watermark: datetime | None = None
     event_time_min: datetime | None = None
@@ -411,28 +413,72 @@ class Sample:
     watermark_end_of_input: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
-    def __post_init__(self) -> None:
-        """Check the bounds (:func:`check_time`, :func:`check_int64`, :func:`check_finite`).
 
-        Raises:
-            ValueError: a naive or out-of-range time, an integer beyond int64, a NaN/infinite float
-                (naming ``Sample.<field>``). Parsers check with their own field names first.
-        """
-        if self.observed_at is None:
-            raise ValueError("Sample.observed_at is required")
-        for name in _TIME_FIELDS:
-            value = getattr(self, name)
-            # already UTC and in range (what every parser and the store give): nothing to convert
-            if value is not None and not (value.tzinfo is UTC and MIN_TIME <= value <= MAX_TIME):
-                object.__setattr__(self, name, check_time(value, f"Sample.{name}"))
-        for name in _INT_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                check_int64(value, f"Sample.{name}")
-        for name in _FLOAT_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                check_finite(value, f"Sample.{name}")
+def _sample_init() -> Any:
+    """The ``__init__`` of :class:`Sample`: the dataclass's signature (every field, in order, with its
+    default), the bound checks (:func:`check_time`, :func:`check_int64`, :func:`check_finite`), then each
+    field stored through its slot descriptor.
+
+    Raises (from the made ``__init__``):
+        ValueError: a missing ``observed_at``, a naive or out-of-range time, an integer beyond int64, a
+            NaN/infinite float (naming ``Sample.<field>``). Parsers check with their own field names first;
+            a time already in UTC and in range (what every parser and the store give) is kept as it is.
+
+    Why generated: samples are made at every batch of every job (100,000 for a long event log); the
+    dataclass-made ``__init__`` of a frozen class stores each of the 29 fields with ``object.__setattr__``,
+    twice as slow as the slot descriptors, and a ``__post_init__`` pass re-reads every field. The code is
+    built from :func:`dataclasses.fields` (as :mod:`dataclasses` builds its own), so a field added to
+    :class:`Sample` is picked up here; ``tests/unit/test_model.py`` checks that defaults and checks hold.
+    """
+    env: dict[str, Any] = {
+        "UTC": UTC,
+        "MIN_TIME": MIN_TIME,
+        "MAX_TIME": MAX_TIME,
+        "INT64_MIN": INT64_MIN,
+        "INT64_MAX": INT64_MAX,
+        "_isfinite": math.isfinite,
+        "check_time": check_time,
+        "check_int64": check_int64,
+        "check_finite": check_finite,
+        "_MISSING": object(),
+    }
+    params: list[str] = []
+    lines = ["    if observed_at is None:", '        raise ValueError("Sample.observed_at is required")']
+    stores: list[str] = []
+    for f in fields(Sample):
+        name = f.name
+        if f.default is not MISSING:
+            env[f"_d_{name}"] = f.default
+            params.append(f"{name}=_d_{name}")
+        elif f.default_factory is not MISSING:
+            env[f"_f_{name}"] = f.default_factory
+            params.append(f"{name}=_MISSING")
+            lines.append(f"    if {name} is _MISSING:\n        {name} = _f_{name}()")
+        else:
+            params.append(name)
+        env[f"_set_{name}"] = Sample.__dict__[name].__set__
+        stores.append(f"    _set_{name}(self, {name})")
+    for name in _TIME_FIELDS:
+        lines.append(
+            f"    if {name} is not None and not ({name}.tzinfo is UTC and MIN_TIME <= {name} <= MAX_TIME):\n"
+            f"        {name} = check_time({name}, 'Sample.{name}')"
+        )
+    for name in _INT_FIELDS:
+        lines.append(
+            f"    if {name} is not None and not (INT64_MIN <= {name} <= INT64_MAX):\n"
+            f"        check_int64({name}, 'Sample.{name}')"
+        )
+    for name in _FLOAT_FIELDS:
+        lines.append(f"    if {name} is not None and not _isfinite({name}):\n        check_finite({name}, 'Sample.{name}')")
+    source = f"def __init__(self, {', '.join(params)}) -> None:\n" + "\n".join(lines + stores) + "\n"
+    exec(source, env)  # noqa: S102 -- our own code, built from the dataclass's fields
+    init = env["__init__"]
+    init.__qualname__ = "Sample.__init__"
+    init.__doc__ = "Make a sample; see :func:`_sample_init` for the checks and what they raise."
+    return init
+
+
+Sample.__init__ = _sample_init()  # type: ignore[method-assign]
 
 
 class ErrorKind(enum.StrEnum):
@@ -530,7 +576,7 @@ class Finding:
     job: JobRef
     message: str
     observed_at: datetime
-    scope: Scope = field(default_factory=Scope)
+    scope: Scope = field(default=_JOB_SCOPE)
     batch_id: int | None = None
     labels: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)

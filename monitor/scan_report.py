@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -22,6 +23,8 @@ from rules.registry import Evaluator
 from rules.replay import Episode, episodes, replay
 
 __all__ = ["QueryReport", "ScanReport", "build_report", "iso", "render_json", "render_text"]
+
+_TIME = attrgetter("observed_at")
 
 
 def iso(value: datetime | None) -> str | None:
@@ -93,7 +96,7 @@ def build_report(evaluator: Evaluator, samples: Sequence[Sample], errors: Sequen
     queries: list[QueryReport] = []
     findings: list[Finding] = []
     for query_id, query_samples in by_query.items():
-        ordered = sorted(query_samples, key=lambda s: s.observed_at)
+        ordered = sorted(query_samples, key=_TIME)
         run_ids = tuple(dict.fromkeys(s.job.run_id for s in ordered if s.job.run_id is not None))
         app_ids = tuple(dict.fromkeys(s.job.app_id for s in ordered if s.job.app_id is not None))
         names = [s.job.name for s in ordered if s.job.name]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import islice
+from operator import attrgetter, lt
 
 from monitor.model import Sample, SampleKind
 
@@ -17,6 +19,7 @@ __all__ = [
 ]
 
 WATERMARK_PLACEHOLDER = datetime(1970, 1, 1, tzinfo=UTC)
+_TIME = attrgetter("observed_at")
 
 
 def is_placeholder_watermark(value: datetime | None) -> bool:
@@ -55,11 +58,14 @@ def progress_batches(samples: Sequence[Sample]) -> list[Sample]:
     Idle events, lifecycle events and per-source samples are left out: detectors reason about batches.
     A batch seen twice (the same ``run_id`` and ``batch_id`` read from two inputs) is kept once.
     """
+    progress = SampleKind.PROGRESS
+    batches = [s for s in samples if s.kind is progress and s.scope.is_job()]
+    times = list(map(_TIME, batches))
+    if all(map(lt, times, islice(times, 1, None))):
+        return batches  # strictly increasing times: in order already, and no batch can repeat
     seen: set[tuple[str | None, int | None, datetime]] = set()
     out: list[Sample] = []
-    for sample in samples:
-        if sample.kind is not SampleKind.PROGRESS or not sample.scope.is_job():
-            continue
+    for sample in batches:
         key = (sample.job.run_id, sample.batch_id, sample.observed_at)
         if key in seen:
             continue

@@ -27,6 +27,7 @@ from rules.params import Duration, RuleParams
 __all__ = ["RULE", "BehindParams", "evaluate_behind"]
 
 RULE = "falling_behind"
+_JOB_SCOPE = Scope()  # the whole job (a frozen value, made once)
 
 
 class BehindParams(RuleParams):
@@ -123,7 +124,7 @@ def evaluate_behind(params: BehindParams, history: JobHistory, now: datetime) ->
     if slow is not None:
         out.append(slow)
     if history.batches:
-        job_level = _pressured(params, Scope(), history.batches, history, now)
+        job_level = _pressured(params, _JOB_SCOPE, history.batches, history, now)
         if job_level is not None:
             out.append(job_level)
     for scope, samples in history.series.items():

@@ -210,6 +210,10 @@ class _Resolved:
     rules: tuple[tuple[RuleSpec, RuleParams], ...]
     lookback: timedelta
     series_lookback: timedelta
+    batch_rules: tuple[tuple[RuleSpec, RuleParams], ...] = ()
+    """The ``rules`` judged at batch time (not ``clock``), in the same order."""
+    clock_rules: tuple[tuple[RuleSpec, RuleParams], ...] = ()
+    """The ``clock`` rules of ``rules``, in the same order."""
 
 
 def _resolve(compiled: _Compiled, matched: tuple[int, ...]) -> _Resolved:
@@ -230,7 +234,13 @@ def _resolve(compiled: _Compiled, matched: tuple[int, ...]) -> _Resolved:
     # a floor: rules that count batches (``min_data_batches``) need more than the newest instant even
     # when configured with ``for: 0s``
     series, batches = max(series, _MIN_LOOKBACK), max(batches, _MIN_LOOKBACK)
-    return _Resolved(tuple(rules), max(batches, series), series)
+    return _Resolved(
+        tuple(rules),
+        max(batches, series),
+        series,
+        tuple(r for r in rules if not r[0].clock),
+        tuple(r for r in rules if r[0].clock),
+    )
 
 
 def _matches(match: Mapping[str, str], job: JobRef) -> bool:
@@ -276,7 +286,8 @@ class Evaluator:
 
     def resolved(self, job: JobRef) -> _Resolved:
         """The enabled rules and history windows for ``job`` (its matching overrides applied)."""
-        matched = tuple(o[0] for o in self._compiled.overrides if _matches(o[1], job))
+        overrides = self._compiled.overrides
+        matched = tuple(o[0] for o in overrides if _matches(o[1], job)) if overrides else ()
         found = self._resolved.get(matched)
         if found is None:
             found = self._resolved[matched] = _resolve(self._compiled, matched)
@@ -319,13 +330,11 @@ class Evaluator:
     ) -> list[Finding]:
         """As :meth:`evaluate_job`, on a job's history already split (and windowed)."""
         resolved = self.resolved(hist.job)
-        terminated = is_terminated(hist)
+        rules = resolved.rules if clock is None else resolved.clock_rules if clock else resolved.batch_rules
+        if is_terminated(hist):
+            rules = tuple(rule for rule in rules if rule[0].name == health.RULE)
         out: list[Finding] = []
-        for spec, params in resolved.rules:
-            if clock is not None and spec.clock is not clock:
-                continue
-            if terminated and spec.name != health.RULE:
-                continue
+        for spec, params in rules:
             found = spec.evaluate(params, hist, now)
             if found:  # (most rules find nothing at most instants)
                 out.extend(_with_severity(found, params))

@@ -319,6 +319,8 @@ class EventLogCollector:
         chunk_bytes: read size in bytes for plain files (compressed files are read ``chunk_bytes / 16`` at a
             time); memory use is bounded by the decompressed chunk plus the longest line, whatever the file
             size.
+        keep_raw: return each parsed event document in ``PollResult.raw`` (for the store); ``False`` (``scan``
+            without ``--db``) drops it once its samples are made: ``raw`` stays empty.
 
     Attributes:
         name: ``"spark-eventlog"`` (``Sample.collector``).
@@ -336,8 +338,10 @@ class EventLogCollector:
         cursors: CursorStore | None = None,
         *,
         chunk_bytes: int = CHUNK_BYTES,
+        keep_raw: bool = True,
     ) -> None:
         self.paths = [Path(p) for p in paths]
+        self.keep_raw = keep_raw
         self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
         self.chunk_bytes = chunk_bytes
         self.decompressed_bytes_read = 0
@@ -677,6 +681,8 @@ class EventLogCollector:
             return
         run_key = _run_key(event)
         fallback = self._last_seen.get(run_key, now) if run_key is not None else now
+        # QueryTerminatedEvent has no name: the samples take the one the run's other events carried
+        fallback_name = self._run_names.get(run_key) if run_key is not None else None
         try:
             samples = parse_listener_event(
                 event,
@@ -684,6 +690,7 @@ class EventLogCollector:
                 where=where,
                 app_id=log_file.app_id,
                 fallback_time=fallback,
+                fallback_name=fallback_name,
                 checked=True,  # by load_json
             )
         except ProgressFormatError as exc:
@@ -699,14 +706,10 @@ class EventLogCollector:
         key = (first.job.job_id, first.job.run_id)
         if first.job.name is not None:
             self._run_names[key] = first.job.name
-        elif key in self._run_names:
-            # QueryTerminatedEvent has no name: take the one the run's other events carried
-            named = dataclasses.replace(first.job, name=self._run_names[key])
-            samples = [dataclasses.replace(s, job=named) for s in samples]
-            first = samples[0]
         self._last_seen[key] = first.observed_at
         result.samples.extend(samples)
-        result.raw.append((first.job, first.observed_at, first.kind.value, event))
+        if self.keep_raw:
+            result.raw.append((first.job, first.observed_at, first.kind.value, event))
 
 
 def _app_start_id(data: bytes, end: int) -> str | None:

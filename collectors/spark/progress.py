@@ -29,8 +29,8 @@ import functools
 import json
 import math
 from collections.abc import Callable, Mapping
-from datetime import datetime
-from typing import Any, TypeVar, cast
+from datetime import UTC, datetime
+from typing import Any, TypeGuard, TypeVar, cast
 
 import orjson
 
@@ -39,6 +39,7 @@ from monitor.model import (
     INT64_MAX,
     INT64_MIN,
     MAX_TIME,
+    MIN_TIME,
     Engine,
     JobRef,
     Sample,
@@ -204,6 +205,9 @@ def parse_iso_utc(value: Any, where: str) -> datetime:
         ProgressFormatError: missing (``None``), not a string, not ISO-8601, or outside the model's range
             (:func:`monitor.model.check_time`); ``where`` names the field.
     """
+    fast = _fast_utc(value)
+    if fast is not None:
+        return fast
     if value is None:
         raise ProgressFormatError(f"{where}: missing (expected an ISO-8601 timestamp string)")
     if not isinstance(value, str):
@@ -220,6 +224,30 @@ def parse_iso_utc(value: Any, where: str) -> datetime:
         raise ProgressFormatError(str(exc)) from None
 
 
+def _fast_utc(value: Any) -> datetime | None:
+    """Spark's own shape, ``YYYY-MM-DDTHH:MM:SS.fffZ`` (24 characters: ``Z`` only at the end), parsed and
+    within the model's range, else ``None`` (then :func:`parse_iso_utc`'s full path decides, with its
+    message). For that shape ``fromisoformat`` of the text and of the text with ``Z`` -> ``+00:00`` (the full
+    path) give the same time, in :data:`datetime.UTC`; nearly every time Spark writes takes this path."""
+    if type(value) is not str or len(value) != 24 or value[23] != "Z" or value[10] != "T" or value[19] != ".":
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is UTC and MIN_TIME <= parsed <= MAX_TIME:
+        return parsed
+    return None
+
+
+def _time_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> datetime:
+    """:func:`parse_iso_utc` of ``mapping[key]`` with the field named ``<where>: field <path><key>`` (the
+    name built only when the fast path does not take the value)."""
+    value = mapping.get(key)
+    fast = _fast_utc(value)
+    return fast if fast is not None else parse_iso_utc(value, field_at(where, path + key))
+
+
 #: What an event time or watermark beyond year 9999 becomes: the model's latest time
 #: (:data:`monitor.model.MAX_TIME`, year 8999; Python's ``datetime`` ends at 9999). Spark
 #: accepts such a row (epoch milliseconds read as seconds land in year ~56,000) and prints the year with a
@@ -231,6 +259,9 @@ def _opt_time(mapping: Mapping[str, Any], key: str, where: str, path: str) -> da
     value = mapping.get(key)
     if value is None:
         return None
+    fast = _fast_utc(value)
+    if fast is not None:
+        return fast
     if isinstance(value, str) and value[:1] == "+" and value[1:6].isdigit() and value[1:].index("-") >= 5:
         return BEYOND_YEAR_9999
     return parse_iso_utc(value, field_at(where, f"{path}.{key}"))
@@ -307,7 +338,24 @@ def _text(value: Any, where: str) -> str | None:
         raise ProgressFormatError(str(exc)) from None
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, answered without the ABC machinery for a ``dict`` (what JSON gives)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def _text_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> str | None:
+    """:func:`_text` of ``mapping[key]`` with the field named ``<where>: field <path><key>``; an ASCII string
+    (no surrogate possible) is taken without building that name."""
+    value = mapping.get(key)
+    if type(value) is str and value.isascii():
+        return value
+    return _text(value, field_at(where, path + key))
+
+
 def _sum_known(values: list[int | None]) -> int | None:
+    """The sum of the known values, ``None`` when none is known (one value: itself)."""
+    if len(values) == 1:
+        return values[0]
     known = [v for v in values if v is not None]
     return sum(known) if known else None
 
@@ -315,23 +363,30 @@ def _sum_known(values: list[int | None]) -> int | None:
 def _count_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> int | None:
     """``_int(mapping[key])`` with the field named ``<where>: field <path><key>``; a plain JSON integer
     within int64 (:data:`monitor.model.INT64_MIN` .. ``INT64_MAX``: nearly every value) is taken without
-    building that name; anything else gets :func:`_int`'s checks."""
+    building that name, as is an absent or null one (unknown); anything else gets :func:`_int`'s checks."""
     value = mapping.get(key)
     if type(value) is int and INT64_MIN <= value <= INT64_MAX:
         return value
+    if value is None:
+        return None
     return _int(value, field_at(where, path + key))
 
 
 def _rate_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> float | None:
     """``_number(mapping[key])`` with the field named as in :func:`_count_at`; a finite JSON float is taken
-    without building that name."""
+    without building that name, as is an absent or null one (unknown)."""
     value = mapping.get(key)
     if type(value) is float and not math.isnan(value) and not math.isinf(value):
         return value
+    if value is None:
+        return None
     return _number(value, field_at(where, path + key))
 
 
-def _job(doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None) -> JobRef:
+def _job(
+    doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None, fallback_name: str | None = None
+) -> JobRef:
+    """The query run ``doc`` names (``id``, ``runId``, ``name``); ``fallback_name`` when it names none."""
     query_id = doc.get("id")
     if query_id is None:
         raise ProgressFormatError(f"{field_at(where, prefix + 'id')}: missing (the streaming query id)")
@@ -339,13 +394,23 @@ def _job(doc: Mapping[str, Any], where: str, prefix: str, app_id: str | None) ->
         raise ProgressFormatError(
             f"{field_at(where, prefix + 'id')}: expected the streaming query id (a non-empty string), got {_show(query_id)}"
         )
-    return JobRef(
-        engine=Engine.SPARK,
-        job_id=_text(query_id, field_at(where, prefix + "id")) or query_id,
-        run_id=_text(doc.get("runId"), field_at(where, prefix + "runId")),
-        name=_text(doc.get("name"), field_at(where, prefix + "name")),
-        app_id=app_id,
-    )
+    job_id = _text_at(doc, "id", where, prefix) or query_id
+    run_id = _text_at(doc, "runId", where, prefix)
+    name = _text_at(doc, "name", where, prefix)
+    return _job_ref(job_id, run_id, fallback_name if name is None else name, app_id)
+
+
+@functools.lru_cache(maxsize=1024)
+def _job_ref(job_id: str, run_id: str | None, name: str | None, app_id: str | None) -> JobRef:
+    """One shared (immutable) :class:`JobRef` per Spark query run, name and application: a run's batches
+    all name the same one."""
+    return JobRef(engine=Engine.SPARK, job_id=job_id, run_id=run_id, name=name, app_id=app_id)
+
+
+@functools.lru_cache(maxsize=1024)
+def _source_scope(source: str) -> Scope:
+    """One shared (immutable) :class:`Scope` per source description."""
+    return Scope(source=source)
 
 
 def _values_checked(parse: _Parser) -> _Parser:
@@ -368,8 +433,7 @@ def _values_checked(parse: _Parser) -> _Parser:
     return cast(_Parser, checked)
 
 
-@_values_checked
-def parse_progress(
+def _parse_progress(
     progress: Mapping[str, Any],
     *,
     collector: str,
@@ -378,6 +442,7 @@ def parse_progress(
     kind: SampleKind = SampleKind.PROGRESS,
     field_prefix: str = "",
     checked: bool = False,
+    fallback_name: str | None = None,
 ) -> list[Sample]:
     """Turn one ``StreamingQueryProgress`` JSON object into samples.
 
@@ -395,6 +460,8 @@ def parse_progress(
         field_prefix: the path of ``progress`` inside its document (``"progress."`` in a listener event).
         checked: the document came from :func:`load_json` (already checked); otherwise it is checked
             first with :func:`check_document`.
+        fallback_name: the query name of the samples when ``progress`` has none (absent, null or not a
+            string), e.g. the name its run's other events carried.
 
     Raises:
         ProgressFormatError: ``id``, ``timestamp`` missing or malformed, or a field has the wrong type.
@@ -403,15 +470,15 @@ def parse_progress(
     def at(path: str) -> str:
         return field_at(where, field_prefix + path)
 
-    if not isinstance(progress, Mapping):
+    if not _is_mapping(progress):
         what = field_at(where, field_prefix.rstrip(".")) if field_prefix else (where or "progress")
         raise ProgressFormatError(f"{what}: expected a JSON object, got {type(progress).__name__}")
-    job = _job(progress, where, field_prefix, app_id)
-    observed_at = parse_iso_utc(progress.get("timestamp"), at("timestamp"))
+    job = _job(progress, where, field_prefix, app_id, fallback_name)
+    observed_at = _time_at(progress, "timestamp", where, field_prefix)
     batch_id = _count_at(progress, "batchId", where, field_prefix)
 
     event_time = progress.get("eventTime") or {}
-    if not isinstance(event_time, Mapping):
+    if not _is_mapping(event_time):
         raise ProgressFormatError(f"{at('eventTime')}: expected an object, got {event_time!r}")
 
     ops = progress.get("stateOperators") or []
@@ -424,7 +491,7 @@ def parse_progress(
     dropped: list[int | None] = []
     for i, op in enumerate(ops):
         w = f"stateOperators[{i}]"
-        if not isinstance(op, Mapping):
+        if not _is_mapping(op):
             raise ProgressFormatError(f"{at(w)}: expected an object")
         p = f"{field_prefix}{w}."
         rows_total.append(_count_at(op, "numRowsTotal", where, p))
@@ -442,7 +509,7 @@ def parse_progress(
     source_lags: list[int | None] = []
     for i, src in enumerate(sources):
         w = f"sources[{i}]"
-        if not isinstance(src, Mapping):
+        if not _is_mapping(src):
             raise ProgressFormatError(f"{at(w)}: expected an object")
         description = src.get("description")
         p = f"{field_prefix}{w}."
@@ -450,7 +517,7 @@ def parse_progress(
         metrics = src.get("metrics") or {}
         lag = (
             _count_at(metrics, "maxOffsetsBehindLatest", where, f"{p}metrics.")
-            if isinstance(metrics, Mapping)
+            if _is_mapping(metrics)
             else None
         )
         source_rows.append(rows)
@@ -461,8 +528,10 @@ def parse_progress(
                 observed_at=observed_at,
                 kind=kind,
                 collector=collector,
-                scope=Scope(
-                    source=_text(str(description), at(f"{w}.description")) if description is not None else f"source[{i}]"
+                scope=_source_scope(
+                    _text_at(src, "description", where, p) if type(description) is str
+                    else _text(str(description), at(f"{w}.description")) if description is not None
+                    else f"source[{i}]"
                 ),
                 batch_id=batch_id,
                 num_input_rows=rows,
@@ -496,10 +565,15 @@ def parse_progress(
         state_rows_updated=_sum_known(rows_updated),
         state_rows_removed=_sum_known(rows_removed),
         state_memory_bytes=_sum_known(mem_bytes),
-        lag_offsets=max((v for v in source_lags if v is not None), default=None),
+        lag_offsets=source_lags[0] if len(source_lags) == 1 else max((v for v in source_lags if v is not None), default=None),
         extra={"num_state_operators": len(ops), "num_sources": len(sources)},
     )
     return [query_sample, *source_samples]
+
+
+#: The public entry (checks the document unless ``checked``); :func:`parse_listener_event`, already inside
+#: the same checks, calls :func:`_parse_progress` itself.
+parse_progress = _values_checked(_parse_progress)
 
 
 @_values_checked
@@ -511,6 +585,7 @@ def parse_listener_event(
     app_id: str | None = None,
     fallback_time: datetime | None = None,
     checked: bool = False,
+    fallback_name: str | None = None,
 ) -> list[Sample]:
     """Turn one streaming listener event (as written in an event log) into samples.
 
@@ -519,7 +594,8 @@ def parse_listener_event(
     single ``IDLE`` sample without quantities is returned). Started/terminated events give one lifecycle
     sample each (``observed_at`` = the event's ``timestamp``). Spark's ``QueryTerminatedEvent`` has no
     timestamp: ``fallback_time`` (e.g. the last progress time of that run, or the time the event was
-    received) is used then. Unless ``checked`` (the event came from :func:`load_json`), the whole event is
+    received) is used then; likewise it has no name: ``fallback_name`` (the name the run's other events
+    carried) names the samples of an event without one (absent, null or not a string). Unless ``checked`` (the event came from :func:`load_json`), the whole event is
     checked first (:func:`check_document`): this is what makes any caller's decoded JSON safe to store.
 
     Raises:
@@ -529,15 +605,21 @@ def parse_listener_event(
     name = event.get("Event")
     if name == EVENT_PROGRESS:
         progress = event.get("progress")
-        if not isinstance(progress, Mapping):
+        if not _is_mapping(progress):
             raise ProgressFormatError(f"{field_at(where, 'progress')}: missing or not an object")
-        return parse_progress(
-            progress, collector=collector, where=where, app_id=app_id, field_prefix="progress.", checked=True
+        return _parse_progress(
+            progress,
+            collector=collector,
+            where=where,
+            app_id=app_id,
+            field_prefix="progress.",
+            checked=True,
+            fallback_name=fallback_name,
         )
     if name == EVENT_IDLE:
         progress = event.get("progress")
-        if isinstance(progress, Mapping):
-            return parse_progress(
+        if _is_mapping(progress):
+            return _parse_progress(
                 progress,
                 checked=True,
                 collector=collector,
@@ -545,8 +627,9 @@ def parse_listener_event(
                 app_id=app_id,
                 kind=SampleKind.IDLE,
                 field_prefix="progress.",
+                fallback_name=fallback_name,
             )
-        job = _job(event, where, "", app_id)
+        job = _job(event, where, "", app_id, fallback_name)
         return [
             Sample(
                 job=job,
@@ -556,7 +639,7 @@ def parse_listener_event(
             )
         ]
     if name in (EVENT_STARTED, EVENT_TERMINATED):
-        job = _job(event, where, "", app_id)
+        job = _job(event, where, "", app_id, fallback_name)
         kind = SampleKind.STARTED if name == EVENT_STARTED else SampleKind.TERMINATED
         extra: dict[str, Any] = {}
         if name == EVENT_TERMINATED and event.get("exception"):

@@ -207,7 +207,7 @@ def _run_scan(
     notes: list[str] = []
     internal: list[str] = []  # a bug met on one file or line (quarantined: the rest is scanned)
     if inputs.event_logs:
-        collector = EventLogCollector(inputs.event_logs, cursors)
+        collector = EventLogCollector(inputs.event_logs, cursors, keep_raw=db is not None)
         poll = collector.poll(now)
         for error in poll.errors:
             if error.kind is ErrorKind.INTERNAL:

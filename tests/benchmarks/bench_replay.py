@@ -69,7 +69,8 @@ def scan(path: Path) -> dict[str, float]:
     from rules.registry import Evaluator
 
     t0 = time.process_time()
-    poll = EventLogCollector([path]).poll(datetime(2030, 1, 1, tzinfo=UTC))
+    # as `tidegauge scan` without --db reads: no raw documents kept
+    poll = EventLogCollector([path], keep_raw=False).poll(datetime(2030, 1, 1, tzinfo=UTC))
     t1 = time.process_time()
     report = build_report(Evaluator(RulesConfig()), list(poll.samples))
     t2 = time.process_time()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -40,6 +41,67 @@ def test_unknown_is_distinct_from_zero() -> None:
     assert s.watermark is None and s.dropped_by_watermark is None and s.state_rows_total is None
     z = Sample(job=JOB, observed_at=datetime(2026, 1, 1, tzinfo=UTC), dropped_by_watermark=0)
     assert z != s
+
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+# checkpoints_failed (a Flink counter) has never been bound-checked by Sample; the others are
+INT_FIELDS = [f.name for f in dataclasses.fields(Sample) if f.type == "int | None" and f.name != "checkpoints_failed"]
+FLOAT_FIELDS = [f.name for f in dataclasses.fields(Sample) if f.type == "float | None"]
+TIME_FIELDS = [f.name for f in dataclasses.fields(Sample) if f.type in ("datetime", "datetime | None")]
+
+
+def test_sample_takes_every_field_by_name_and_position_with_the_declared_defaults() -> None:
+    s = Sample(JOB, T0)
+    for f in dataclasses.fields(Sample):
+        if f.name in ("job", "observed_at"):
+            continue
+        expected = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+        assert getattr(s, f.name) == expected, f.name
+    assert s.scope == Scope() and s.scope.is_job()
+    first, second = Sample(JOB, T0), Sample(JOB, T0)
+    first.extra["k"] = 1
+    assert second.extra == {}  # a fresh dict per sample
+    assert Sample(JOB, T0, Sample.__dataclass_fields__["kind"].default, "c").collector == "c"
+    with pytest.raises(TypeError):
+        Sample(JOB, T0, nonsense=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Sample(job=JOB)  # type: ignore[call-arg]
+
+
+def test_sample_stays_frozen_hashable_and_replaceable() -> None:
+    s = Sample(JOB, T0, batch_id=3, extra={"a": 1})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.batch_id = 4  # type: ignore[misc]
+    assert hash(s) == hash(Sample(JOB, T0, batch_id=3))  # extra is not part of identity
+    moved = dataclasses.replace(s, batch_id=4)
+    assert (moved.batch_id, moved.observed_at, moved.extra) == (4, T0, {"a": 1})
+    with pytest.raises(ValueError, match=r"Sample\.batch_id: integer out of range"):
+        dataclasses.replace(s, batch_id=2**63)
+
+
+def test_sample_checks_every_bounded_field_by_name() -> None:
+    assert len(INT_FIELDS) == 13 and len(FLOAT_FIELDS) == 4 and len(TIME_FIELDS) == 5
+    with pytest.raises(ValueError, match=r"Sample\.observed_at is required"):
+        Sample(JOB, None)  # type: ignore[arg-type]
+    for name in INT_FIELDS:
+        assert getattr(Sample(JOB, T0, **{name: 2**63 - 1}), name) == 2**63 - 1
+        assert getattr(Sample(JOB, T0, **{name: -(2**63)}), name) == -(2**63)
+        for bad in (2**63, -(2**63) - 1):
+            with pytest.raises(ValueError, match=rf"Sample\.{name}: integer out of range"):
+                Sample(JOB, T0, **{name: bad})
+    for name in FLOAT_FIELDS:
+        assert getattr(Sample(JOB, T0, **{name: 1.5}), name) == 1.5
+        for bad in (float("nan"), float("inf"), float("-inf")):
+            with pytest.raises(ValueError, match=rf"Sample\.{name}: .* is not a finite number"):
+                Sample(JOB, T0, **{name: bad})
+    plus2 = timezone(timedelta(hours=2))
+    for name in TIME_FIELDS:
+        args = {"observed_at": T0, name: datetime(2026, 1, 1, 2, 0, tzinfo=plus2)}
+        converted = getattr(Sample(JOB, **args), name)
+        assert converted == T0 and converted.tzinfo is UTC
+        for bad in (datetime(2026, 1, 1), datetime(9999, 1, 1, tzinfo=UTC), datetime(999, 12, 31, tzinfo=UTC)):
+            with pytest.raises(ValueError, match=rf"Sample\.{name}"):
+                Sample(JOB, **{"observed_at": T0, name: bad})
 
 
 def test_ms_round_trip_including_pre_epoch_and_2099() -> None:

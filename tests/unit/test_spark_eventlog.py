@@ -83,6 +83,17 @@ def test_plain_file_gives_same_samples_as_zstd(spark_fixtures: Path, rolling_dir
     assert strip == [(s.kind, s.batch_id, s.observed_at, s.watermark, s.num_input_rows) for s in zstd.samples]
 
 
+def test_without_raw_documents_the_samples_and_errors_are_the_same(tmp_path: Path, spark_fixtures: Path) -> None:
+    path = tmp_path / "app-1"
+    path.write_bytes(b"".join(_lines(spark_fixtures)) + b'{"Event":"org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent","progress":{"id":"q"}}\n')
+    kept = EventLogCollector([path]).poll(NOW)
+    dropped = EventLogCollector([path], keep_raw=False).poll(NOW)
+    assert len(kept.raw) == 26 and dropped.raw == ()  # one per streaming event line
+    assert dropped.samples == kept.samples and len(kept.samples) > 26
+    assert [e.message for e in dropped.errors] == [e.message for e in kept.errors]
+    assert len(kept.errors) == 1 and "progress.timestamp: missing" in kept.errors[0].message
+
+
 def test_spark31_excerpt_num_late_inputs(recorded_fixtures: Path) -> None:
     path = recorded_fixtures / "spark" / "public" / "eventlog_local-1596020211915_streaming_excerpt.jsonl"
     q = _query_samples(EventLogCollector([path]).poll(NOW))

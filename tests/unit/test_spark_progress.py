@@ -135,6 +135,20 @@ def test_terminated_event_without_timestamp_uses_fallback() -> None:
     assert s.kind is SampleKind.TERMINATED and s.observed_at == t
 
 
+def test_an_event_without_a_name_takes_the_fallback_name_only() -> None:
+    t = datetime(2026, 11, 29, 11, 32, 45, tzinfo=UTC)
+    terminated = {"Event": EVENT_TERMINATED, "id": "q", "runId": "r"}
+    (s,) = parse_listener_event(terminated, collector="t", fallback_time=t, fallback_name="clicks")
+    assert (s.job.job_id, s.job.run_id, s.job.name) == ("q", "r", "clicks")
+    (unnamed,) = parse_listener_event(terminated, collector="t", fallback_time=t)
+    assert unnamed.job.name is None
+    progress = {"id": "q", "runId": "r", "timestamp": "2026-11-29T11:32:45.000Z", "sources": [{"description": "s"}]}
+    for name, expected in ((None, "clicks"), (7, "clicks"), ("", ""), ("views", "views")):
+        doc = {"Event": EVENT_PROGRESS, "progress": {**progress, "name": name}}
+        samples = parse_listener_event(doc, collector="t", fallback_name="clicks")
+        assert [x.job.name for x in samples] == [expected, expected], name
+
+
 def test_listener_event_field_path_is_inside_the_event() -> None:
     event = {"Event": EVENT_PROGRESS, "progress": {"id": "q", "runId": "r"}}  # no timestamp
     with pytest.raises(ProgressFormatError, match=r"^f: line 17: field progress\.timestamp: missing \("):
