@@ -324,6 +324,7 @@ _INT_FIELDS = (
     "committed_offset",
     "log_end_offset",
     "restart_count",
+    "checkpoints_failed",
 )
 _FLOAT_FIELDS = ("input_rows_per_second", "processed_rows_per_second", "lag_seconds", "backpressure_ratio")
 

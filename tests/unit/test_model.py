@@ -44,8 +44,7 @@ def test_unknown_is_distinct_from_zero() -> None:
 
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-# checkpoints_failed (a Flink counter) has never been bound-checked by Sample; the others are
-INT_FIELDS = [f.name for f in dataclasses.fields(Sample) if f.type == "int | None" and f.name != "checkpoints_failed"]
+INT_FIELDS = [f.name for f in dataclasses.fields(Sample) if f.type == "int | None"]
 FLOAT_FIELDS = [f.name for f in dataclasses.fields(Sample) if f.type == "float | None"]
 TIME_FIELDS = [f.name for f in dataclasses.fields(Sample) if f.type in ("datetime", "datetime | None")]
 
@@ -80,7 +79,7 @@ def test_sample_stays_frozen_hashable_and_replaceable() -> None:
 
 
 def test_sample_checks_every_bounded_field_by_name() -> None:
-    assert len(INT_FIELDS) == 13 and len(FLOAT_FIELDS) == 4 and len(TIME_FIELDS) == 5
+    assert len(INT_FIELDS) == 14 and len(FLOAT_FIELDS) == 4 and len(TIME_FIELDS) == 5
     with pytest.raises(ValueError, match=r"Sample\.observed_at is required"):
         Sample(JOB, None)  # type: ignore[arg-type]
     for name in INT_FIELDS:
