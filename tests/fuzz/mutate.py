@@ -90,7 +90,9 @@ def _structural(draw: Draw, seed: bytes) -> bytes:
 
 def _set_values(draw: Draw, seed: bytes) -> bytes:
     lines = seed.splitlines(keepends=True)
-    index = draw(len(lines)) if lines else 0
+    if not lines:
+        return seed
+    index = draw(len(lines))
     try:
         doc = json.loads(lines[index])
     except ValueError:

@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -189,6 +190,18 @@ def run(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
             raise SystemExit(f"unknown family {job.family!r} (known: {', '.join(FAMILIES)})")
     running: list[Job] = []
     done: list[Job] = []
+    try:
+        _loop(waiting, running, done, args, work)
+    finally:
+        for job in running:  # interrupted (Ctrl-C, SIGTERM): stop the workers too
+            if job.process is not None and job.process.poll() is None:
+                job.process.terminate()
+                job.process.wait()
+    order = [name.strip() for name in args.families.split(",")]
+    return [figures(job) for job in sorted(done, key=lambda j: order.index(j.family))]
+
+
+def _loop(waiting: list[Job], running: list[Job], done: list[Job], args: argparse.Namespace, work: Path) -> None:
     shown = time.monotonic()
     while waiting or running:
         while waiting and len(running) < args.jobs:
@@ -216,8 +229,6 @@ def run(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
                 inputs, crashes, hangs = job.totals()
                 rate = inputs / max(1e-9, shown - job.started)
                 print(f"  {job.family}: {inputs} inputs, {crashes} crashes, {hangs} hangs ({rate:.0f}/s)", flush=True)
-    order = [name.strip() for name in args.families.split(",")]
-    return [figures(job) for job in sorted(done, key=lambda j: order.index(j.family))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, help="seeds, libFuzzer's logs and finds (default: a temporary one)")
     parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # so the workers are stopped too
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="tg-fuzz-run-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
