@@ -811,6 +811,14 @@ def _safe_load(text: str, source: str) -> Any:
         raise ConfigError(f"{source}: a value cannot be read: {reason}") from None
 
 
+def _reader_error_line(text: str, position: int) -> int:
+    """The line of a ``ReaderError``'s position: a UTF-8 byte offset from libyaml, a character offset from
+    PyYAML's Python reader."""
+    if _EventParser is _PythonEventParser:
+        return text.count("\n", 0, position) + 1
+    return text.encode("utf-8").count(b"\n", 0, position) + 1
+
+
 def load_config(path: Path) -> Config:
     """Read and validate a YAML config file.
 
@@ -838,6 +846,9 @@ def load_document(path: Path) -> Any:
         raise ConfigError(f"{path}: line {line}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})") from None
     try:
         data = _safe_load(text, str(path))
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a control character, U+FFFE)
+        line = _reader_error_line(text, exc.position)
+        raise ConfigError(f"{path}: line {line}: character #x{exc.character:04x} is not allowed in YAML") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
