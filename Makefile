@@ -50,14 +50,17 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.run_all
 
-## Fuzzing (not part of `make test`): COUNT mutated recorded inputs per parser family (FAMILIES: comma-separated,
-## default all; SECONDS: stop each family after that long). Crashing inputs go to tests/fuzz/corpus/<family>/,
+## Fuzzing (not part of `make test`): COUNT mutated recorded inputs per parser family under atheris (libFuzzer),
+## JOBS families at once (one process each); FAMILIES: comma-separated, default all; SECONDS: stop each family
+## after that long; REPORT: also write the figures as JSON. Crashing inputs go to tests/fuzz/corpus/<family>/,
 ## which `make test` replays (tests/unit/test_fuzz_corpus.py).
 COUNT ?= 1000000
 SEED ?= 0
+JOBS ?= 2
 FAMILIES ?= eventlog,progress,listener,prometheus,config,whatif
 fuzz: $(STAMP)
-	$(BIN)/python -m tests.fuzz.run --families $(FAMILIES) --count $(COUNT) --seed $(SEED) $(if $(SECONDS),--seconds $(SECONDS))
+	$(BIN)/python -m tests.fuzz.run --families $(FAMILIES) --count $(COUNT) --seed $(SEED) --jobs $(JOBS) \
+		$(if $(SECONDS),--seconds $(SECONDS)) $(if $(REPORT),--report $(REPORT))
 
 ## Differential tests: N seeded scenarios (seeds S..S+N-1) through real PySpark and the reference engine.
 N ?= 200

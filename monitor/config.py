@@ -63,6 +63,9 @@ from pydantic import (
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
@@ -742,14 +745,46 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         raise ConfigError("\n".join(seen)) from None
 
 
-class _DepthLimitedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader refusing nesting deeper than :data:`MAX_YAML_DEPTH` before composing it."""
+_DEPTH_PROBLEM = f"nested deeper than {MAX_YAML_DEPTH} levels"
+_LIBYAML_DEPTH_PROBLEM = "exceeded maximum nesting depth"
+
+
+class _PythonEventParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+    """PyYAML's pure-Python reader, scanner and parser (where PyYAML was built without libyaml)."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+
+
+_EventParser: Any = _PythonEventParser
+if yaml.__with_libyaml__:  # PyYAML's wheels include libyaml
+    from yaml._yaml import CParser
+
+    _EventParser = CParser
+
+
+class _DepthLimitedLoader(Composer, _EventParser, SafeConstructor, Resolver):  # type: ignore[misc]
+    """PyYAML's safe loader refusing nesting deeper than :data:`MAX_YAML_DEPTH` before composing it.
+
+    The events come from libyaml (``yaml._yaml.CParser``, as in ``yaml.CSafeLoader``: the pure-Python
+    scanner and parser were about 97% of :func:`load_config`) where PyYAML has it; the nodes always come
+    from PyYAML's Python ``Composer``, listed first so that its ``compose_node`` (with the depth limit) is
+    the one called: ``CParser`` alone composes in C, recursively and without a limit.
+    """
+
+    def __init__(self, stream: str) -> None:
+        _EventParser.__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         depth = getattr(self, "_tg_depth", 0)
         if depth >= MAX_YAML_DEPTH:
-            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark)
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, _DEPTH_PROBLEM, mark)
         self._tg_depth = depth + 1
         try:
             return super().compose_node(parent, index)
@@ -762,6 +797,11 @@ def _safe_load(text: str, source: str) -> Any:
     convert becomes a ConfigError naming ``source``."""
     try:
         return yaml.load(text, Loader=_DepthLimitedLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        if exc.problem != _LIBYAML_DEPTH_PROBLEM:
+            raise
+        # libyaml's own limit (1,000 flow levels), met first when its scanner reads ahead: the same error
+        raise yaml.composer.ComposerError(None, None, _DEPTH_PROBLEM, exc.problem_mark) from None
     except RecursionError:
         raise ConfigError(f"{source}: YAML nested too deeply") from None
     except (ValueError, OverflowError, TypeError) as exc:
@@ -769,6 +809,14 @@ def _safe_load(text: str, source: str) -> Any:
         # 2026-13-45, a merge key on a scalar
         reason = str(exc).split(";")[0].splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise ConfigError(f"{source}: a value cannot be read: {reason}") from None
+
+
+def _reader_error_line(text: str, position: int) -> int:
+    """The line of a ``ReaderError``'s position: a UTF-8 byte offset from libyaml, a character offset from
+    PyYAML's Python reader."""
+    if _EventParser is _PythonEventParser:
+        return text.count("\n", 0, position) + 1
+    return text.encode("utf-8").count(b"\n", 0, position) + 1
 
 
 def load_config(path: Path) -> Config:
@@ -798,6 +846,9 @@ def load_document(path: Path) -> Any:
         raise ConfigError(f"{path}: line {line}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})") from None
     try:
         data = _safe_load(text, str(path))
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a control character, U+FFFE)
+        line = _reader_error_line(text, exc.position)
+        raise ConfigError(f"{path}: line {line}: character #x{exc.character:04x} is not allowed in YAML") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

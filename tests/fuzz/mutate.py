@@ -1,8 +1,8 @@
-"""Hypothesis strategies that mutate recorded seeds into hostile inputs.
+"""Mutations that turn recorded seeds (or libFuzzer's corpus entries) into hostile inputs.
 
-Two kinds of mutation, both drawn by Hypothesis (so a run is driven by its choice sequence, and
-``fuzz_one_input`` can feed it random bytes); every choice is one integer draw, scaled to the list it
-picks from, which keeps Hypothesis's per-input cost small next to the target's:
+Every choice is one call of a *draw* function (``draw(n)`` returns an int in ``range(n)``): the fuzz
+worker passes a :class:`random.Random` seeded by libFuzzer's per-mutation seed, so a run is reproducible
+from ``-seed``. Two kinds of mutation:
 
 * byte-level: insert, replace, delete or repeat a span, with payloads from :data:`TOKENS` (the values
   issue 11 found crashing: extreme offsets, 309+/4300+ digit integers, ``1e30``, NaN, deep nesting, lone
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
-from hypothesis import strategies as st
+__all__ = ["TOKENS", "VALUES", "Draw", "mutate"]
 
-__all__ = ["TOKENS", "VALUES", "mutated"]
+Draw = Callable[[int], int]
+"""``draw(n)``: one choice, an int in ``range(n)`` (``n >= 1``)."""
 
 DEEP = 5000
 TOKENS: list[bytes] = [
@@ -44,13 +46,12 @@ VALUES: list[Any] = [
     {"watermark": "9999-12-31T23:59:59-23:59"}, [None], {"a": [1, {"b": float("nan")}]},
 ]
 
-_index = st.integers(0, 2**16)  # scaled to a list's length by the caller: one cheap draw per choice
 _OPS = ("insert", "replace", "delete", "repeat", "flip")
 _DEPTHS = (65, 100, 999, DEEP)
 
 
-def _pick(draw: st.DrawFn, items: Any) -> Any:
-    return items[draw(_index) % len(items)]
+def _pick(draw: Draw, items: Any) -> Any:
+    return items[draw(len(items))]
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = (), out: list[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
@@ -80,9 +81,18 @@ def _dumps(doc: Any) -> bytes:
     return text.encode("utf-8", errors="surrogatepass")
 
 
-def _structural(draw: st.DrawFn, seed: bytes) -> bytes:
+def _structural(draw: Draw, seed: bytes) -> bytes:
+    try:
+        return _set_values(draw, seed)
+    except RecursionError:  # a corpus entry nested too deeply for json (libFuzzer keeps what it found)
+        return seed
+
+
+def _set_values(draw: Draw, seed: bytes) -> bytes:
     lines = seed.splitlines(keepends=True)
-    index = draw(_index) % len(lines)
+    if not lines:
+        return seed
+    index = draw(len(lines))
     try:
         doc = json.loads(lines[index])
     except ValueError:
@@ -90,11 +100,11 @@ def _structural(draw: st.DrawFn, seed: bytes) -> bytes:
             doc, lines, index = json.loads(seed), [seed], 0
         except ValueError:
             return seed
-    for _ in range(1 + draw(_index) % 3):
+    for _ in range(1 + draw(3)):
         path = _pick(draw, _paths(doc))
         value = _pick(draw, VALUES)
         doc = _set(doc, path, copy.deepcopy(value))  # a fresh copy: a shared list could become circular
-    if draw(_index) % 4 == 0:
+    if draw(4) == 0:
         # nest one value deeply, as text (json.dumps itself would recurse)
         marker = "@@DEEP@@"
         doc = _set(doc, _pick(draw, _paths(doc)), marker)
@@ -106,47 +116,38 @@ def _structural(draw: st.DrawFn, seed: bytes) -> bytes:
     return b"".join(lines)
 
 
-def _bytewise(draw: st.DrawFn, seed: bytes) -> bytes:
+def _bytewise(draw: Draw, seed: bytes) -> bytes:
     data = bytearray(seed)
-    for _ in range(1 + draw(_index) % 4):
+    for _ in range(1 + draw(4)):
         op = _pick(draw, _OPS)
-        pos = draw(_index) * (len(data) + 1) >> 16
-        payload = _pick(draw, TOKENS) if draw(_index) % 4 else draw(_random_bytes)
+        pos = draw(len(data) + 1)
+        payload = _pick(draw, TOKENS) if draw(4) else bytes(draw(256) for _ in range(1 + draw(8)))
         if op == "insert":
             data[pos:pos] = payload
         elif op == "replace":
             data[pos : pos + len(payload)] = payload
         elif op == "delete":
-            del data[pos : pos + 1 + draw(_index) % 64]
+            del data[pos : pos + 1 + draw(64)]
         elif op == "repeat":
-            span = bytes(data[pos : pos + 1 + draw(_index) % 64])
-            data[pos:pos] = span * (1 + draw(_index) % 50)
+            span = bytes(data[pos : pos + 1 + draw(64)])
+            data[pos:pos] = span * (1 + draw(50))
         elif data:
-            data[min(pos, len(data) - 1)] ^= 1 << (draw(_index) % 8)
+            data[min(pos, len(data) - 1)] ^= 1 << draw(8)
     return bytes(data)
 
 
-_random_bytes = st.binary(min_size=1, max_size=8)
-
-
-def mutated(seeds: list[bytes], *, json_like: bool, prefixes: tuple[bytes, ...] = (b"",)) -> st.SearchStrategy[bytes]:
-    """One hostile input: a seed, mutated structurally (JSON families) and/or byte-wise, with one of
-    ``prefixes`` (a mode byte some targets read: codec, format)."""
-
-    @st.composite
-    def build(draw: st.DrawFn) -> bytes:
-        seed = _pick(draw, seeds)
-        prefix = b""
-        if seed[:1] in (b"C", b"J") and prefixes != (b"",):
-            prefix, seed = seed[:1], seed[1:]
-        elif prefixes != (b"",):
-            prefix = _pick(draw, prefixes)
-        data = seed
-        mode = draw(_index) % 3  # 0: structural, 1: byte-wise, 2: both
-        if json_like and mode != 1:
-            data = _structural(draw, data)
-        if not json_like or mode != 0:
-            data = _bytewise(draw, data)
-        return prefix + data
-
-    return build()
+def mutate(data: bytes, draw: Draw, *, json_like: bool, prefixes: tuple[bytes, ...] = (b"",)) -> bytes:
+    """One hostile input from ``data`` (a seed or corpus entry, starting with one of ``prefixes`` when the
+    family reads a mode byte: codec, format): mutated structurally (JSON families) and/or byte-wise; the
+    mode byte is kept, or (one time in eight) replaced by another of ``prefixes``."""
+    prefix = b""
+    if prefixes != (b"",) and data[:1] in prefixes:
+        prefix, data = data[:1], data[1:]
+    if prefixes != (b"",) and draw(8) == 0:
+        prefix = _pick(draw, prefixes)
+    mode = draw(3)  # 0: structural, 1: byte-wise, 2: both
+    if json_like and mode != 1:
+        data = _structural(draw, data)
+    if not json_like or mode != 0:
+        data = _bytewise(draw, data)
+    return prefix + data

@@ -56,6 +56,16 @@ def test_a_non_utf8_byte_names_the_file_and_line(tmp_path: Path) -> None:
     assert str(exc.value) == f"{path}: line 2: not UTF-8 text (byte 19: b'\\xe9')"
 
 
+@pytest.mark.parametrize("bad", ["\x01", "\ufffe"])
+def test_a_character_yaml_does_not_allow_names_the_file_and_line(tmp_path: Path, bad: str) -> None:
+    # libyaml reports the position in UTF-8 bytes: 20 two-byte characters before it, short lines after
+    accents = "\u00e9" * 20
+    path = _write(tmp_path, f"comment: {accents}\nserver: {bad}\na: 1\nb: 2\nc: 3\n".encode())
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    assert str(exc.value) == f"{path}: line 2: character #x{ord(bad):04x} is not allowed in YAML"
+
+
 @pytest.mark.parametrize("text", ["a: " + "[" * 5000 + "]" * 5000, "a:\n" + "".join("  " * i + "b:\n" for i in range(1, 300))])
 def test_deep_yaml_is_one_error_not_a_recursion_error(tmp_path: Path, text: str) -> None:
     path = _write(tmp_path, text.encode())
