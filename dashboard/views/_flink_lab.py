@@ -65,11 +65,12 @@ def _summary(r: data.FlinkWhatIf, side: bool) -> None:
     m1.metric("rows", f"{s['input_rows']:,}")
     m2.metric("late elements", f"{s['late_elements']:,}", f"{100 * s['late_share']:.2f}%", delta_color="inverse",
               help="late side output records" if side else "numLateRecordsDropped")
-    m3.metric("window firings", f"{s['firings']:,}", f"{s['late_firings']:,} late firings", delta_color="off")
+    m3.metric("window firings", f"{s['firings']:,}", help=f"{s['late_firings']:,} of them late firings "
+              "(an element within the allowed lateness re-fires its window)")
     peak = "n/a" if r.state is None or r.state.empty else f"{int(r.state['state_windows'].max()):,}"
     m4.metric("peak windows in state", peak)
     st.caption(f"{s['partitions']} partition(s); {s['watermark_advances']} watermark advances; "
-               f"{s['open_windows']} windows still open at the end.")
+               f"{s['late_firings']} late firings; {s['open_windows']} windows still open at the end.")
     if r.bad_rows:
         st.warning(f"{r.bad_rows} rows had an unreadable event time (left out: Flink's timestamp assigner "
                    "would fail on them).")

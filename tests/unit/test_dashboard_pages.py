@@ -269,7 +269,7 @@ def test_whatif_lab_flink_replays_the_hand_counted_sample(app_env: Seeded) -> No
     assert metric(at, "late elements") == "2"
     assert metric(at, "window firings") == "2"
     assert metric(at, "peak windows in state") == "2"
-    assert any("2 windows still open at the end" in c.value for c in at.caption)
+    assert any("0 late firings; 2 windows still open at the end" in c.value for c in at.caption)
     assert any("p50 8.0 s" in c.value and "max 8.0 s" in c.value for c in at.caption)
     mover = next(m.value for m in at.markdown if "moved most" in m.value)
     assert "(+9 s)" in mover and "line 13" in mover and "08:00:30" in mover, mover
@@ -281,6 +281,16 @@ def test_whatif_lab_flink_replays_the_hand_counted_sample(app_env: Seeded) -> No
     assert (late_by_delay[5.0], late_by_delay[10.0], late_by_delay[30.0]) == (2, 2, 0)
     # 99.9 % of 15 rows allows 0 late elements: the smallest such delay of the sweep is 30 s
     assert at.success and "Recommended delay: **30 s**" in at.success[0].value
+
+
+def test_whatif_lab_flink_allowed_lateness_is_judged_per_element(app_env: Seeded) -> None:
+    # allowed lateness 6 s (same sample, derivation above): line 11 (e6) meets watermark 15.999 and
+    # [0,10)'s cleanup 9.999 + 6 = 15.999 <= 15.999: still late; line 15 (e18) meets 24.999 and [10,20)'s
+    # cleanup 25.999 is ahead: added, a late firing of [10,20). Side output on: the element goes there.
+    at = flink_lab(flink_delay=5.0, flink_size=10.0, flink_lateness=6.0, flink_side=True)
+    assert metric(at, "late elements") == "1"
+    assert metric(at, "window firings") == "3"
+    assert any("1 late firings" in c.value for c in at.caption)
 
 
 def test_whatif_lab_flink_sessions_say_state_is_not_tracked(app_env: Seeded) -> None:
