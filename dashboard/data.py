@@ -30,6 +30,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
+from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
 from monitor.health_report import cause_indices
@@ -43,6 +44,7 @@ from rules.state_growth import theil_sen_slope
 
 __all__ = [
     "STALE_AFTER",
+    "FlinkWhatIf",
     "JobDetail",
     "add_silence",
     "alerts",
@@ -58,6 +60,7 @@ __all__ = [
     "sparklines",
     "token_configured",
     "token_ok",
+    "whatif_flink",
 ]
 
 #: A job whose newest sample is older than this stopped reporting.
@@ -480,7 +483,7 @@ def report_files() -> list[Path]:
 SAMPLES_DIR = Path(__file__).parent / "samples"
 
 
-SAMPLES = ("sensor_future_row.csv", "orders_backlog.csv")
+SAMPLES = ("sensor_future_row.csv", "orders_backlog.csv", "flink_two_splits.csv")
 
 
 def sample_files() -> list[str]:
@@ -514,6 +517,18 @@ class WhatIf:
     bad_rows: int
 
 
+def _load_events(content: bytes, suffix: str) -> Any:
+    """An uploaded/stored events file's bytes as a :class:`monitor.watermark.EventsTable`."""
+    import tempfile
+
+    from monitor.watermark.io import load_events
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"events{suffix}"
+        path.write_bytes(content)
+        return load_events(path)
+
+
 @st.cache_data(show_spinner="Replaying ...", max_entries=16)
 def whatif(
     content: bytes,
@@ -540,16 +555,11 @@ def whatif(
     Raises:
         monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
     """
-    import tempfile
-
     from monitor.watermark import Dedup, Session, Sliding, Tumbling, WatermarkConfig, replay
-    from monitor.watermark.io import load_events
     from monitor.watermark.sweep import recommend_delay, sweep
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"events{suffix}"
-        path.write_bytes(content)
-        events = load_events(path)
+    events = _load_events(content, suffix)
+
     def ms(seconds: float) -> int:
         return round(seconds * 1000)
 
@@ -607,6 +617,57 @@ def whatif(
         recommended_delay_s=None if rec.delay_ms is None else rec.delay_ms / 1000,
         bad_rows=len(events.bad_rows),
     )
+
+
+@st.cache_data(show_spinner="Replaying (Flink) ...", max_entries=16)
+def whatif_flink(
+    content: bytes,
+    suffix: str,
+    *,
+    delay_s: float,
+    window: str,
+    window_s: float,
+    slide_s: float | None,
+    allowed_lateness_s: float,
+    idleness_s: float | None,
+    watermark_interval_ms: int | None,
+    per_event_watermarks: bool,
+    late_side_output: bool,
+    sweep_s: tuple[float, ...],
+    target_pct: float,
+    name: str = "the events file",
+) -> FlinkWhatIf:
+    """Replay an events file (``name``, for messages) through the engine's Flink mode (``forBoundedOutOfOrderness(delay)``,
+    ``withIdleness``, ``pipeline.auto-watermark-interval`` or per-event watermarks, a window with
+    ``allowedLateness`` and optionally ``sideOutputLateData``), and sweep the delay; a
+    :class:`dashboard.whatif_flink.FlinkWhatIf`.
+
+    Args:
+        window: ``tumbling``, ``sliding`` (``slide_s``) or ``session`` (``window_s`` is the gap).
+        watermark_interval_ms: ``None`` for Flink's 200 ms default; ignored with per-event watermarks
+            unless an idleness timeout is given (it then paces the idleness checks).
+
+    Raises:
+        monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
+    """
+    from monitor.watermark.flink.whatif import flink_config, window_spec
+
+    def ms(seconds: float) -> int:
+        return round(seconds * 1000)
+
+    spec = window_spec(
+        size_ms=None if window == "session" else ms(window_s),
+        slide_ms=ms(slide_s) if window == "sliding" and slide_s is not None else None,
+        gap_ms=ms(window_s) if window == "session" else None,
+    )
+    config = flink_config(
+        delay_ms=ms(delay_s), window=spec, allowed_lateness_ms=ms(allowed_lateness_s),
+        idleness_ms=None if idleness_s is None else ms(idleness_s),
+        watermark_interval_ms=None if per_event_watermarks and idleness_s is None else watermark_interval_ms,
+        per_event_watermarks=per_event_watermarks, late_side_output=late_side_output,
+    )
+    events = _load_events(content, suffix)
+    return flink_whatif(events, name, config, sorted({ms(s) for s in sweep_s}), target_pct)
 
 
 def sample_bytes(name: str) -> bytes:

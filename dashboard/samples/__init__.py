@@ -3,5 +3,8 @@
 * ``sensor_future_row.csv``: 2,000 sensor readings over 10 minutes arriving 0-20 s after their event time,
   one of them dated 2099 (a device with a broken clock);
 * ``orders_backlog.csv``: 3,000 orders from two sources; ``mobile`` goes quiet for two minutes and then
-  flushes a backlog 1-3 min late.
+  flushes a backlog 1-3 min late;
+* ``flink_two_splits.csv``: hand-written (not generated), 15 rows over two partitions (splits) arriving 1 s
+  apart, two of them late for a Flink job with a 5 s ``forBoundedOutOfOrderness`` delay and 10 s tumbling
+  windows (the derivation is in ``tests/unit/test_dashboard_pages.py``).
 """

@@ -1,6 +1,7 @@
-"""What-if lab: replay a stored event sample or an uploaded file through the reference watermark engine
-(Spark Structured Streaming semantics) with other settings; the replay drawn (rows dropped, state, the
-watermark), the row that moved the watermark marked, and the delay sweep with the recommended delay."""
+"""What-if lab: replay a stored event sample or an uploaded file through the reference watermark engine,
+in its Spark Structured Streaming mode (this script) or its Flink mode (:mod:`dashboard.views._flink_lab`),
+with other settings; the replay drawn (rows dropped, state, the watermark), the row that moved the
+watermark marked, and the delay sweep with the recommended delay."""
 
 from __future__ import annotations
 
@@ -11,28 +12,38 @@ import streamlit as st
 from dashboard import charts, data
 
 st.title("What-if lab")
-st.caption("Replays events through tidegauge's reference watermark engine, which follows Spark Structured "
-           "Streaming's rules (per-input watermark = max event time − delay, min/max policy, late rows "
-           "dropped against the previous batch's watermark). Flink's engine is not modelled yet.")
+st.caption("Replays events through tidegauge's reference watermark engine: Spark Structured Streaming's rules "
+           "(per-input watermark = max event time − delay, min/max policy, late rows dropped against the "
+           "previous batch's watermark) or a Flink DataStream job's (forBoundedOutOfOrderness, withIdleness, "
+           "event-time windows with allowed lateness).")
 
 source = st.radio("events", ["stored sample", "upload a file"], horizontal=True)
 content: bytes | None = None
 suffix = ".csv"
 if source == "stored sample":
     names = data.sample_files()
-    name = st.selectbox("sample", names)
+    name = st.selectbox("sample", names, key="sample")
     content = data.sample_bytes(name)
+    label = name
 else:
-    upload = st.file_uploader("CSV, JSON lines or Parquet with event_time (and arrival_time, source, key)",
+    upload = st.file_uploader("CSV, JSON lines or Parquet with event_time (and arrival_time, source or partition, key)",
                               type=["csv", "jsonl", "json", "ndjson", "parquet"])
     if upload is None:
         st.info("Upload an events file to replay it, or choose a stored sample.")
         st.stop()
     content = upload.getvalue()
+    label = upload.name
     suffix = "." + upload.name.rsplit(".", 1)[-1].lower()
 
+assert content is not None
+engine = st.radio("engine", ["Spark Structured Streaming", "Flink DataStream"], horizontal=True, key="engine")
+if engine == "Flink DataStream":
+    from dashboard.views import _flink_lab
+
+    _flink_lab.render(content, suffix, label)
+    st.stop()
+
 c1, c2, c3, c4 = st.columns(4)
-engine = c1.selectbox("engine", ["Spark Structured Streaming"], help="Flink's watermark model is not in the engine yet.")
 delay_s = c1.number_input("delay threshold (s)", min_value=0.0, value=30.0, step=5.0)
 window = c2.selectbox("operator", ["tumbling", "sliding", "session", "dedup"],
                       format_func=lambda w: {"dedup": "dropDuplicatesWithinWatermark(key)"}.get(w, f"{w} window"))

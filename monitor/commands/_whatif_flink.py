@@ -10,8 +10,9 @@ Examples::
 Input: the same files as the Spark mode (:mod:`monitor.watermark.io`): ``event_time`` (required),
 ``arrival_time`` (processing time: drives the periodic watermark emission and idleness),
 ``partition`` (one watermark generator per partition/split), ``key`` (``keyBy``). The replay itself is
-:func:`monitor.watermark.flink.replay_flink`; this module turns options into a
-:class:`~monitor.watermark.flink.FlinkConfig` and prints the result. ``--format json`` prints
+:func:`monitor.watermark.flink.replay_flink`; this module parses the options, builds the
+:class:`~monitor.watermark.flink.FlinkConfig` and sweeps through :mod:`monitor.watermark.flink.whatif`
+(shared with the dashboard's What-if lab) and prints the result. ``--format json`` prints
 ``{"firings": [{"start_ms", "end_ms", "count", "watermark_ms", "late_firing", "key",
 "processing_time_ms"}], "summary": {"late_records_dropped", ...}, "open_windows": [...],
 "late_rows": [...]}``.
@@ -29,8 +30,15 @@ from typing import Any, TextIO
 from monitor.durations import format_duration_ms, parse_duration_list_ms, parse_duration_ms
 from monitor.errors import InputError
 from monitor.model import ms_to_datetime
-from monitor.watermark import EventsTable, Session, Sliding, Tumbling
+from monitor.watermark import EventsTable, Session, Sliding
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
+from monitor.watermark.flink.whatif import (
+    FlinkWhatifError,
+    check_flink_events,
+    flink_config,
+    sweep_flink,
+    window_spec,
+)
 from monitor.watermark.io import load_events
 
 __all__ = [
@@ -83,35 +91,26 @@ def build_flink_config(
         raise WhatifFlinkUsageError(
             "--delay is required (forBoundedOutOfOrderness; 0 = monotonous timestamps)"
         )
-    if opts.per_event_watermarks and opts.watermark_interval is not None and opts.idleness is None:
-        raise WhatifFlinkUsageError(
-            "--watermark-interval and --per-event-watermarks exclude each other (the interval only paces "
-            "idleness checks in per-event mode: give --idleness too)"
+    try:
+        spec = window_spec(
+            size_ms=parse_duration_ms(window, what="--window") if window is not None else None,
+            slide_ms=parse_duration_ms(slide, what="--slide") if slide is not None else None,
+            gap_ms=parse_duration_ms(session_gap, what="--session-gap") if session_gap is not None else None,
         )
-    spec: Tumbling | Sliding | Session
-    if session_gap is not None:
-        if slide is not None or window is not None:
-            raise WhatifFlinkUsageError("--session-gap cannot be combined with --window / --slide")
-        spec = Session(parse_duration_ms(session_gap, what="--session-gap"))
-    elif window is not None:
-        size = parse_duration_ms(window, what="--window")
-        if slide is not None:
-            sl = parse_duration_ms(slide, what="--slide")
-            spec = Tumbling(size) if sl == size else Sliding(size, sl)
-        else:
-            spec = Tumbling(size)
-    else:
-        raise WhatifFlinkUsageError("give --window (with optional --slide) or --session-gap")
+    except FlinkWhatifError as exc:
+        if session_gap is not None:
+            raise WhatifFlinkUsageError("--session-gap cannot be combined with --window / --slide") from exc
+        raise WhatifFlinkUsageError("give --window (with optional --slide) or --session-gap") from exc
 
     def dur(value: str | None, what: str) -> int | None:
         return parse_duration_ms(value, what=what) if value is not None else None
 
-    return FlinkConfig(
+    return flink_config(
         delay_ms=parse_duration_ms(delay, what="--delay"),
         window=spec,
         allowed_lateness_ms=dur(opts.allowed_lateness, "--allowed-lateness") or 0,
         idleness_ms=dur(opts.idleness, "--idleness"),
-        watermark_interval_ms=dur(opts.watermark_interval, "--watermark-interval") or 200,
+        watermark_interval_ms=dur(opts.watermark_interval, "--watermark-interval"),
         per_event_watermarks=opts.per_event_watermarks,
         late_side_output=opts.late_side_output,
         end_of_input=opts.end_of_input,
@@ -272,15 +271,7 @@ def run_whatif_flink(
     if time_unit is not None and time_unit not in ("s", "ms", "us"):
         raise WhatifFlinkUsageError(f"--time-unit must be s, ms or us, got {time_unit!r}")
     events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
-    if events.batch is not None:
-        raise WhatifFlinkUsageError(
-            f"{events_path} has a 'batch' column: Flink has no micro-batches (drop it)"
-        )
-    if events.has_sources:
-        raise WhatifFlinkUsageError(
-            f"{events_path} has a 'source' column with several inputs: the Flink mode models one source "
-            "whose partitions (splits) each have a watermark generator; use a 'partition' column"
-        )
+    check_flink_events(events, str(events_path))
     result = replay_flink(events, config)
     late = _late_entries(result, events, show_late)
     doc: dict[str, Any] = {
@@ -293,10 +284,7 @@ def run_whatif_flink(
     }
     text = _text(events_path, events, config, result, show_firings, late)
     if sweep is not None:
-        rows = []
-        for d in parse_duration_list_ms(sweep, what="--sweep"):
-            s = replay_flink(events, dataclasses.replace(config, delay_ms=d, keep_late_rows=False)).summary
-            rows.append(s)
+        rows = sweep_flink(events, config, parse_duration_list_ms(sweep, what="--sweep"))
         doc["sweep"] = [s.to_json() for s in rows]
         text += ["", f"{'delay':>8} {'late':>9} {'share':>9} {'firings':>8} {'late firings':>13} {'open':>6}"]
         for s in rows:

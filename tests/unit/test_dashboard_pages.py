@@ -217,6 +217,96 @@ def test_whatif_lab_replays_the_stored_sample(app_env: Seeded) -> None:
     assert at.success or at.warning  # the recommendation (or why there is none)
 
 
+def test_whatif_lab_spark_path_keeps_its_controls(app_env: Seeded) -> None:
+    at = run("views/whatif.py")
+    assert at.radio(key="engine").value == "Spark Structured Streaming"  # the default engine is unchanged
+    labels = {s.label for s in at.selectbox} | {n.label for n in at.number_input}
+    assert {"multiple-watermark policy", "trigger (s; 0 = the file's own batches)", "delay threshold (s)"} <= labels
+    assert "batches" in {m.label for m in at.metric}
+
+
+def flink_lab(**controls: float | bool | str) -> AppTest:
+    """The What-if lab with Flink chosen on the hand-written sample and ``controls`` set (by widget key)."""
+    at = run("views/whatif.py")
+    at.selectbox(key="sample").set_value("flink_two_splits.csv")
+    at.radio(key="engine").set_value("Flink DataStream")
+    at.run()
+    for key, value in controls.items():
+        if isinstance(value, str):
+            at.selectbox(key=key).set_value(value)
+        elif isinstance(value, bool):
+            at.checkbox(key=key).set_value(value)
+        else:
+            at.number_input(key=key).set_value(value)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+# dashboard/samples/flink_two_splits.csv, counted by hand (times in s after 08:00:00; arrivals 1 s apart
+# from 08:00:10, so each 200 ms tick after an element sees it; split p's watermark = its max - 5 - 0.001):
+#   line  2  p0 e1 | 3 p1 e2 | 4 p0 e8 | 5 p1 e9 | 6 p0 e14 | 7 p1 e16  -> min(14, 16) - 5.001 = 8.999
+#   line  8  p0 e7   : [0,10) ends at 9.999 > 8.999, added (not late)
+#   line  9  p1 e22  : p1 16.999, the min stays 8.999
+#   line 10  p0 e21  : p0 15.999 -> watermark 15.999 (+7 s), fires [0,10) with lines 2-5 and 8 (5 elements)
+#   line 11  p1 e6   : [0,10) ended (9.999 <= 15.999): LATE (1)
+#   line 12  p0 e12  : [10,20) open | line 13 p1 e30: p1 24.999, min stays 15.999
+#   line 14  p0 e33  : p0 27.999 -> watermark min(27.999, 24.999) = 24.999 (+9 s, the largest step; the
+#                      value is line 13's e30 - 5.001), fires [10,20) (lines 6, 7, 12: 3 elements)
+#   line 15  p1 e18  : [10,20) ended: LATE (2)   | line 16 p0 e24: [20,30) open
+# So 2 late elements of 15, 2 on-time firings, open at the end [20,30) and [30,40); in state at most 2
+# windows ([0,10) + [10,20), then [10,20) + [20,30), then [20,30) + [30,40)).
+# Emission latency: [0,10) fires at the tick at 08:00:18.000 (8 s after its end), [10,20) at 08:00:22 (2 s).
+
+
+def test_whatif_lab_flink_replays_the_hand_counted_sample(app_env: Seeded) -> None:
+    at = flink_lab(flink_delay=5.0, flink_size=10.0)
+    labels = {n.label for n in at.number_input} | {s.label for s in at.selectbox}
+    assert "multiple-watermark policy" not in labels and not any("trigger" in x for x in labels)
+    assert any("No trigger" in c.value for c in at.caption)
+    assert metric(at, "rows") == "15"
+    assert metric(at, "late elements") == "2"
+    assert metric(at, "window firings") == "2"
+    assert metric(at, "peak windows in state") == "2"
+    assert any("0 late firings; 2 windows still open at the end" in c.value for c in at.caption)
+    assert any("p50 8.0 s" in c.value and "max 8.0 s" in c.value for c in at.caption)
+    mover = next(m.value for m in at.markdown if "moved most" in m.value)
+    assert "(+9 s)" in mover and "line 13" in mover and "08:00:30" in mover, mover
+    # the sweep at 10 s: after line 10 the watermark is min(21, 22) - 10.001 = 10.999, so line 11 (e6, [0,10))
+    # is late; after line 14 it is min(33, 30) - 10.001 = 19.999 >= 19.999, so line 15 (e18) is too: 2.
+    # At 30 s it never passes 33 - 30.001 - no window ends before it: 0 late.
+    sweep = at.dataframe[0].value
+    late_by_delay = dict(zip(sweep["delay_s"], sweep["late_elements"], strict=True))
+    assert (late_by_delay[5.0], late_by_delay[10.0], late_by_delay[30.0]) == (2, 2, 0)
+    # 99.9 % of 15 rows allows 0 late elements: the smallest such delay of the sweep is 30 s
+    assert at.success and "Recommended delay: **30 s**" in at.success[0].value
+
+
+def test_whatif_lab_flink_allowed_lateness_is_judged_per_element(app_env: Seeded) -> None:
+    # allowed lateness 6 s (same sample, derivation above): line 11 (e6) meets watermark 15.999 and
+    # [0,10)'s cleanup 9.999 + 6 = 15.999 <= 15.999: still late; line 15 (e18) meets 24.999 and [10,20)'s
+    # cleanup 25.999 is ahead: added, a late firing of [10,20). Side output on: the element goes there.
+    at = flink_lab(flink_delay=5.0, flink_size=10.0, flink_lateness=6.0, flink_side=True)
+    assert metric(at, "late elements") == "1"
+    assert metric(at, "window firings") == "3"
+    assert any("1 late firings" in c.value for c in at.caption)
+
+
+def test_whatif_lab_flink_sessions_say_state_is_not_tracked(app_env: Seeded) -> None:
+    at = flink_lab(flink_delay=5.0, flink_window="session", flink_size=3.0)
+    assert metric(at, "peak windows in state") == "n/a"
+    assert any("Not available for session windows" in i.value for i in at.info)
+
+
+def test_whatif_lab_flink_refuses_a_sample_with_several_sources(app_env: Seeded) -> None:
+    at = run("views/whatif.py")
+    at.selectbox(key="sample").set_value("orders_backlog.csv")
+    at.radio(key="engine").set_value("Flink DataStream")
+    at.run()
+    assert at.error and "orders_backlog.csv has a 'source' column" in at.error[0].value
+
+
 def test_pages_say_what_to_do_on_an_empty_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from monitor.store import upgrade
 

@@ -84,12 +84,15 @@ class WindowOutcome:
 
     ``firings``; ``late_events``: processing-order indices of the elements dropped as late (all their
     windows late; side output or ``numLateRecordsDropped``); ``open_windows``: (key code, start, end,
-    count) of windows still in state at the end.
+    count) of windows still in state at the end; ``state_windows``: int64, for each watermark advance of
+    the timeline, the (key, window) pairs in state just after it (its firings and cleanup timers done);
+    ``None`` for merging (session) windows, whose state is not tracked over time.
     """
 
     firings: Firings
     late_events: I64
     open_windows: list[tuple[int, int, int, int]]
+    state_windows: I64 | None = None
 
 
 def _cleanup(max_ts: I64, lateness: int) -> I64:
@@ -147,7 +150,7 @@ def _non_merging(
         starts, ev, max_ts, w_ev, widx = starts[ok], ev[ok], max_ts[ok], w_ev[ok], widx[ok]
     m = len(ev)
     if m == 0:
-        return WindowOutcome(Firings(), late_events, [])
+        return WindowOutcome(Firings(), late_events, [], np.zeros(len(tl.advance_ms), dtype=np.int64))
     # dense group ids: key * span + window index (compacted with np.unique when that space is large)
     w0 = int(widx.min())
     span = int(widx.max()) - w0 + 1
@@ -213,7 +216,20 @@ def _non_merging(
     open_windows = [
         (int(g_key[i]), int(g_start[i]), int(g_start[i]) + size, int(total[i])) for i in present.tolist()
     ]
-    return WindowOutcome(firings, late_events, open_windows)
+    return WindowOutcome(firings, late_events, open_windows, _state_per_advance(g, ev, g_max, n_groups, tl, lateness))
+
+
+def _state_per_advance(g: I64, ev: I64, g_max: I64, n_groups: int, tl: WatermarkTimeline, lateness: int) -> I64:
+    """Windows in state after each advance: a (key, window) is in state from its first added element
+    until its cleanup timer (``maxTimestamp + allowedLateness``) fires at the first advance reaching it."""
+    n_adv = len(tl.advance_ms)
+    first = np.full(n_groups, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, g, ev)
+    used = np.flatnonzero(first < np.iinfo(np.int64).max)
+    opened = np.searchsorted(tl.advance_pos, first[used], side="right")  # first advance after it
+    closed = np.searchsorted(tl.advance_ms, _cleanup(g_max[used], lateness), side="left")
+    delta = np.bincount(opened, minlength=n_adv + 1)[: n_adv + 1] - np.bincount(closed, minlength=n_adv + 1)[: n_adv + 1]
+    return np.cumsum(delta)[:n_adv].astype(np.int64)
 
 
 def _concat_sorted(parts: list[Firings]) -> Firings:

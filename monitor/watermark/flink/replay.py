@@ -107,6 +107,8 @@ class FlinkReplay:
         summary: :class:`FlinkSummary`.
         key_names: names of the key codes.
         partition_values: the partition value of each partition code.
+        state_windows: (key, window) pairs in the window operator's state after each watermark advance
+            of ``timeline`` (``None`` for session windows: merging state is not tracked over time).
     """
 
     firings: Firings
@@ -118,6 +120,7 @@ class FlinkReplay:
     summary: FlinkSummary
     key_names: tuple[str, ...]
     partition_values: tuple[int, ...]
+    state_windows: I64 | None = None
 
     def firing_records(self) -> list[dict[str, Any]]:
         """Firings as JSON-ready dicts (``start_ms``, ``end_ms``, ``count``, ``watermark_ms``,
@@ -282,6 +285,7 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
         summary=summary,
         key_names=names,
         partition_values=tuple(int(v) for v in values.tolist()),
+        state_windows=outcome.state_windows,
     )
 
 
