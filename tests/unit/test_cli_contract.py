@@ -14,18 +14,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from monitor.cli import main
 from monitor.store import upgrade
+from tests.cli import run_cli as run
 
 RECORDED = "progress_pt_b7_memorysink_listener.json"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = exc.value.code
-    return (code if isinstance(code, int) else 0), out, err
 
 
 def _recorded(spark_fixtures: Path) -> dict[str, Any]:

@@ -10,17 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from monitor.cli import main
 from monitor.config import MAX_SECRET_FILE_BYTES, SecretRef, load_config, resolve_secret
 from monitor.durations import MAX_DURATION_MS, parse_duration_ms
 from monitor.errors import ConfigError
+from tests.cli import run_cli
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    _, err = capsys.readouterr()
-    return (exc.value.code if isinstance(exc.value.code, int) else 0), err
+    code, _, err = run_cli(argv, capsys)
+    return code, err
 
 
 def _write(tmp_path: Path, data: bytes) -> Path:

@@ -13,17 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.cli import main
+from tests.cli import run_cli as run
 
 DEMO_APP = "local-1795951957158"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = exc.value.code
-    return (code if isinstance(code, int) else 0), out, err
 
 
 def test_demo_text_shows_future_jump_and_drops(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,17 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.cli import main
-
-
-def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli import run_cli as _run
 
 
 def _whatif(path: Path, *extra: str) -> list[str]:

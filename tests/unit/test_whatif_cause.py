@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from monitor.cli import main
 from monitor.watermark import EventsTable, Tumbling, WatermarkConfig, replay
 from monitor.watermark.diagnose import diagnose
 from monitor.watermark.sweep import sweep
+from tests.cli import run_cli as _run
 
 BASE_S = 1_767_225_600  # 2026-01-01T00:00:00Z
 SEC_US = 1_000_000
@@ -27,16 +27,6 @@ def _stream(n: int = 40, bad_at: int | None = 7, bad_s: int = YEAR_2099_S) -> st
         et = bad_s if i == bad_at else t
         lines.append(f"{et},{t + 2}")
     return "\n".join(lines) + "\n"
-
-
-def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.cli import main
+from tests.cli import run_cli as run
 
 # The real-run stream of test_engine_watermark (PySpark 4.3.0 observed the same batches): batches
 # [100 s] [101 s, 83 s, null, unparseable] [84 s, 120 s, 107 s].
@@ -29,16 +29,6 @@ def events_csv(tmp_path: Path) -> Path:
     p = tmp_path / "events.csv"
     p.write_text(EVENTS, encoding="utf-8")
     return p
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_whatif_json_shape_and_values(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,26 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from monitor.cli import main
 from monitor.model import format_epoch_ms
 from monitor.watermark import Tumbling, WatermarkConfig, replay
 from monitor.watermark.io import load_events
+from tests.cli import run_cli as _run
 
 REC = Path(__file__).resolve().parents[1] / "fixtures" / "spark" / "epoch-units-4.3.0"
 
 
 def _progress() -> list[dict]:
     return [json.loads(line) for line in (REC / "progress.jsonl").read_text(encoding="utf-8").splitlines()]
-
-
-def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_engine_replays_the_recorded_spark_run_batch_by_batch() -> None:

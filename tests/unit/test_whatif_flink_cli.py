@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.cli import main
+from tests.cli import run_cli as run
 
 EVENTS = "event_time,arrival_time\n1000,1000\n3000,3000\n12000,12000\n2000,13000\n25000,20000\n"
 BASE = ["--engine", "flink", "--delay", "1s", "--window", "10s", "--time-unit", "ms"]
@@ -25,16 +25,6 @@ def events_csv(tmp_path: Path) -> Path:
     p = tmp_path / "events.csv"
     p.write_text(EVENTS, encoding="utf-8")
     return p
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_json_firings_summary_late_rows(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
