@@ -98,16 +98,18 @@ def _check(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _has(findings: list[dict[str, Any]], rule: str, job: str, match: dict[str, Any]) -> bool:
-    return any(
-        f["rule"] == rule and f["job"] == job and all(f.get(k) == v for k, v in match.items()) for f in findings
-    )
-
-
-def _find(findings: list[dict[str, Any]], rule: str, job: str, **match: Any) -> dict[str, Any]:
+def _matching(findings: list[dict[str, Any]], rule: str, job: str, match: dict[str, Any]) -> dict[str, Any] | None:
+    """The first finding of ``rule`` for ``job`` whose fields include ``match``, if any."""
     for f in findings:
         if f["rule"] == rule and f["job"] == job and all(f.get(k) == v for k, v in match.items()):
             return f
+    return None
+
+
+def _find(findings: list[dict[str, Any]], rule: str, job: str, **match: Any) -> dict[str, Any]:
+    found = _matching(findings, rule, job, match)
+    if found is not None:
+        return found
     raise AssertionError(f"no {rule} finding for {job} {match}; findings: {json.dumps(findings, indent=1)}")
 
 
@@ -132,7 +134,7 @@ def test_check_flink_reports_idle_future_late_and_restart(
         # a stale read is never taken for "no records": no job that keeps getting records is all idle
         frozen = [f["job"] for f in report["findings"] if f["labels"].get("check") == "all_inputs_idle"]
         assert not set(frozen) & {"tg-idle", "tg-idle-withidleness", "tg-late", "tg-future"}, frozen
-        if all(_has(report["findings"], *want) for want in needed) or time.monotonic() > deadline:
+        if all(_matching(report["findings"], *want) is not None for want in needed) or time.monotonic() > deadline:
             break
     jobs = {j["name"]: j for j in report["jobs"]}
     assert set(jobs) >= {"tg-idle", "tg-idle-withidleness", "tg-late", "tg-future", "tg-failing"}
