@@ -1,4 +1,4 @@
-"""Shared test fixtures: paths to the recorded real outputs and a fixed clock."""
+"""Shared test fixtures: paths to the recorded real outputs, a fixed clock and a fresh SQLite store."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.store import Store, open_store, upgrade
 from tests.flink_cluster import FlinkCluster, cluster_fixture, submit_test_jobs
 
 # One real Apache Kafka broker per session (see tests/kafka_broker.py): `kafka_broker`.
@@ -19,6 +20,16 @@ from tests.pg import postgres_server, postgres_url  # noqa: F401
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECORDED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LOCAL_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A store on a fresh SQLite database in ``tmp_path``, migrated to head; disposed after the test."""
+    url = f"sqlite:///{tmp_path / 'tg.db'}"
+    upgrade(url)
+    opened = open_store(url)
+    yield opened
+    opened.dispose()
 
 
 @pytest.fixture(scope="session")

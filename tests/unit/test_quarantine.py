@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,22 +25,13 @@ from collectors.spark.eventlog import COLLECTOR_NAME, EventLogCollector
 from monitor.config import parse_config
 from monitor.latest import LatestSamples
 from monitor.runtime import Runtime, StoreCursors, Target
-from monitor.store import Store, open_store, upgrade
+from monitor.store import Store
 from monitor.store.tables import CollectorErrorRow, JobRow, SampleRow
 from tests.live_eventlog import LiveEventLog
 from tests.rule_samples import only_rules
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DEEP = 5000
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    url = f"sqlite:///{tmp_path / 'tg.db'}"
-    upgrade(url)
-    opened = open_store(url)
-    yield opened
-    opened.dispose()
 
 
 def _runtime(store: Store, root: Path) -> tuple[Runtime, Target]:

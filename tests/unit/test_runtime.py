@@ -51,15 +51,6 @@ class RecordingSource:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    url = f"sqlite:///{tmp_path / 'tg.db'}"
-    upgrade(url)
-    opened = open_store(url)
-    yield opened
-    opened.dispose()
-
-
-@pytest.fixture
 def hook() -> Iterator[Receiver]:
     with running_receiver() as receiver:
         yield receiver

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from monitor.config import parse_config
 from monitor.latest import LatestSamples
 from monitor.runtime import Runtime, StoreCursors, Target
 from monitor.scan_report import build_report
-from monitor.store import Store, open_store, upgrade
+from monitor.store import Store
 from monitor.store.alert_repo import load_alerts
 from rules.config import RulesConfig
 from rules.registry import Evaluator
@@ -62,15 +61,6 @@ def _scan_triples(log_dir: Path, rules: RulesConfig) -> set[Triple]:
     assert poll.errors == ()
     report = build_report(Evaluator(rules), list(poll.samples))
     return {(f.rule, f.job.job_id, f.batch_id) for f in report.findings}
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    url = f"sqlite:///{tmp_path / 'tg.db'}"
-    upgrade(url)
-    opened = open_store(url)
-    yield opened
-    opened.dispose()
 
 
 def _daemon(store: Store, log_dir: Path, rules: RulesConfig) -> tuple[Runtime, Target]:

@@ -20,7 +20,7 @@ from monitor.ingest import COLLECTOR_NAME, create_ingest_app
 from monitor.latest import LatestSamples
 from monitor.model import PollResult
 from monitor.runtime import Runtime
-from monitor.store import Store, load_samples, open_store, upgrade
+from monitor.store import Store, load_samples
 from monitor.web import HttpService, create_app
 from tests.daemon_process import metric_values
 from tests.live_eventlog import RECORDED_QUERY_ID, recorded_events
@@ -29,15 +29,6 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 TOKEN = "a-token-of-at-least-16-chars"
 # 2099-01-01T00:10:00Z (the recorded batch 11's watermark) in Unix seconds: 4070908800 + 600
 WATERMARK_S = 4070909400.0
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    url = f"sqlite:///{tmp_path / 'tg.db'}"
-    upgrade(url)
-    opened = open_store(url)
-    yield opened
-    opened.dispose()
 
 
 @pytest.fixture
