@@ -13,6 +13,9 @@ the stored alerts and the job's runs it computes, per job:
   delay, ``WatermarkTracker``), flagged when that event time was ahead of its batch's processing time by
   more than ``future_skew`` (a future-dated row);
 * **alerts** raised in the period (current or last episode of each alert) and how long they lasted;
+* **finding episodes** of the period (the stored history of what the rules found, notified or not:
+  :class:`monitor.model.FindingEpisode`), with the worst of them: a job with a critical episode in the
+  period is not healthy over it, whatever its health now (its firing alerts);
 * **state growth**: first/last state rows, the Theil-Sen trend (:func:`rules.state_growth.theil_sen_slope`,
   the rule's own estimator), the size projected 24 h on and the time to ``limit_rows`` when set;
 * **consumer lag** (offsets, seconds): last and max; **restarts**: the runs started in the period;
@@ -34,7 +37,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from monitor.alerts.lifecycle import Alert
-from monitor.model import AlertState, Sample, SampleKind, Severity, ensure_utc
+from monitor.model import AlertState, FindingEpisode, Sample, SampleKind, Severity, ensure_utc, worst_episode
 from rules.state_growth import theil_sen_slope
 
 __all__ = [
@@ -42,12 +45,14 @@ __all__ = [
     "AlertEpisode",
     "DetailedReport",
     "DropCause",
+    "EpisodeEntry",
     "JobReport",
     "Recommendation",
     "ReportSettings",
     "attribute_drops",
     "build_detailed_report",
     "cause_indices",
+    "episode_entries",
 ]
 
 PROGRESS_HISTORY = "progress history"
@@ -97,6 +102,41 @@ class AlertEpisode:
 
 
 @dataclass(frozen=True, slots=True)
+class EpisodeEntry:
+    """One finding episode in the period, as the report shows it (see :class:`monitor.model.FindingEpisode`).
+
+    ``scope`` is the scope's labels as ``source=…, partition=3`` (empty for the whole job); ``ended_by``
+    ``resolved`` / ``terminated``, ``None`` while open; ``history``: it was never notified (older than the
+    daemon's horizon when first evaluated, or read by ``scan``)."""
+
+    id: str
+    rule: str
+    severity: str
+    scope: str
+    first_at: datetime
+    last_at: datetime
+    first_batch_id: int | None
+    last_batch_id: int | None
+    ended_by: str | None
+    notified: bool
+    message: str
+    caused_by: tuple[str, ...] = ()
+
+
+def episode_entries(episodes: Iterable[FindingEpisode], since: datetime, until: datetime) -> list[EpisodeEntry]:
+    """The episodes overlapping ``[since, until)`` as report entries, in ``first_at`` order."""
+    kept = sorted((e for e in episodes if e.overlaps(since, until)), key=lambda e: (e.first_at, e.id))
+    return [
+        EpisodeEntry(
+            e.id, e.rule, e.severity.label(), ", ".join(f"{k}={v}" for k, v in e.scope.labels().items()),
+            e.first_at, e.last_at, e.first_batch_id, e.last_batch_id,
+            None if e.ended_by is None else e.ended_by.value, e.notified, e.message, e.caused_by,
+        )
+        for e in kept
+    ]
+
+
+@dataclass(frozen=True, slots=True)
 class Recommendation:
     """A change to make, with the numbers behind it and where they come from (:data:`PROGRESS_HISTORY`)."""
 
@@ -138,6 +178,18 @@ class JobReport:
     lateness_p999_s: float | None
     recommendations: tuple[Recommendation, ...]
     series: dict[str, list[Any]]
+    episodes: tuple[EpisodeEntry, ...] = ()
+    """The finding episodes of the period, oldest first."""
+    worst_episode: EpisodeEntry | None = None
+    """The worst of ``episodes`` (:func:`monitor.model.worst_episode`)."""
+    period_health: str = "ok"
+    """The severity of ``worst_episode`` (``ok`` without one): the job's health over the period, beside
+    ``health`` (now: its firing alerts)."""
+
+    @property
+    def worst(self) -> Severity:
+        """The worse of the health now and over the period."""
+        return max(Severity.parse(self.health), Severity.parse(self.period_health))
 
     def to_json(self) -> dict[str, Any]:
         """JSON object (times ISO-8601 UTC)."""
@@ -158,8 +210,8 @@ class DetailedReport:
 
     @property
     def health(self) -> str:
-        """The worst job health (``ok`` without jobs)."""
-        worst = max((Severity.parse(j.health) for j in self.jobs), default=Severity.OK)
+        """The worst job health, now or over the period (``ok`` without jobs)."""
+        worst = max((j.worst for j in self.jobs), default=Severity.OK)
         return worst.label()
 
     def to_json(self) -> dict[str, Any]:
@@ -288,12 +340,17 @@ def _fmt(seconds: float) -> str:
 
 def _job_report(
     key: tuple[str, str], samples: Sequence[Sample], alerts: Sequence[Alert], runs: Sequence[tuple[str, datetime]],
-    since: datetime, until: datetime, settings: ReportSettings,
+    since: datetime, until: datetime, settings: ReportSettings, found: Sequence[FindingEpisode] = (),
 ) -> JobReport:
     batches = _batches(samples)
     name = next((s.job.name for s in reversed(samples) if s.job.name), None)
     if name is None:
         name = next((a.annotations["job_name"] for a in alerts if "job_name" in a.annotations), None)
+    if name is None:
+        name = next((e.job.name for e in reversed(found) if e.job.name), None)
+    in_period = [e for e in found if e.overlaps(since, until)]
+    worst = worst_episode(in_period)
+    entries = episode_entries(in_period, since, until)
     target = settings.freshness_target.total_seconds()
     fresh = [(b.observed_at, (b.observed_at - wm).total_seconds()) for b in batches if (wm := _real(b.watermark))]
     values = [v for _, v in fresh]
@@ -354,7 +411,9 @@ def _job_report(
         state_hours_to_limit=to_limit, lag_offsets_last=lag_o[-1] if lag_o else None,
         lag_offsets_max=max(lag_o) if lag_o else None, lag_seconds_last=lag_s[-1] if lag_s else None,
         lag_seconds_max=max(lag_s) if lag_s else None, restarts=restarts, inferred_delay_s=delay,
-        lateness_p999_s=late_p999, recommendations=tuple(recs), series=series,
+        lateness_p999_s=late_p999, recommendations=tuple(recs), series=series, episodes=tuple(entries),
+        worst_episode=None if worst is None else next(x for x in entries if x.id == worst.id),
+        period_health=Severity.OK.label() if worst is None else worst.severity.label(),
     )
 
 
@@ -418,6 +477,7 @@ def build_detailed_report(
     alerts: Iterable[Alert],
     runs: Mapping[tuple[str, str], Sequence[tuple[str, datetime]]] | None = None,
     settings: ReportSettings | None = None,
+    episodes: Iterable[FindingEpisode] = (),
 ) -> DetailedReport:
     """Build the report (pure).
 
@@ -428,6 +488,8 @@ def build_detailed_report(
         alerts: stored alerts (each job's by its ``engine``/``job_id`` labels).
         runs: each job's runs as ``(run_id, first_seen)``, oldest first (a run after the first is a restart).
         settings: targets (:class:`ReportSettings`).
+        episodes: stored finding episodes (each job's by its engine and job id); those overlapping the
+            period are listed, and the worst sets the job's health over the period.
 
     Raises:
         ValueError: a naive time.
@@ -439,11 +501,15 @@ def build_detailed_report(
     by_job: dict[tuple[str, str], list[Alert]] = {}
     for a in alerts:
         by_job.setdefault((a.labels.get("engine", "-"), a.labels.get("job_id", "-")), []).append(a)
-    keys = sorted(set(samples) | {k for k, v in by_job.items() if _episodes(v, start, end)})
+    found: dict[tuple[str, str], list[FindingEpisode]] = {}
+    for e in episodes:
+        if e.overlaps(start, end):
+            found.setdefault((e.job.engine.value, e.job.job_id), []).append(e)
+    keys = sorted(set(samples) | set(found) | {k for k, v in by_job.items() if _episodes(v, start, end)})
     jobs = [
         _job_report(k, sorted(samples.get(k, []), key=lambda s: s.observed_at), by_job.get(k, []),
-                    (runs or {}).get(k, []), start, end, cfg)
+                    (runs or {}).get(k, []), start, end, cfg, found.get(k, []))
         for k in keys
     ]
-    jobs.sort(key=lambda j: -Severity.parse(j.health))
+    jobs.sort(key=lambda j: -j.worst)
     return DetailedReport(name, end, start, end, tuple(jobs))

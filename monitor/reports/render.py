@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from monitor.reports.detailed import DetailedReport, JobReport
+from monitor.reports.detailed import DetailedReport, EpisodeEntry, JobReport
 
 __all__ = ["FORMATS", "render", "to_html", "to_json_text", "to_markdown"]
 
@@ -40,10 +40,41 @@ def _dur(seconds: float | None) -> str:
     return f"{text} ahead" if seconds < 0 else text
 
 
+def _batches(e: EpisodeEntry) -> str:
+    """``batch 6``, ``batches 6-9`` or ``no batches`` (Flink, Kafka)."""
+    first, last = e.first_batch_id, e.last_batch_id
+    if first is None and last is None:
+        return "no batches"
+    if first == last or last is None:
+        return f"batch {first}"
+    return f"batches {first}-{last}" if first is not None else f"batch {last}"
+
+
+def _ended(e: EpisodeEntry) -> str:
+    return "open" if e.ended_by is None else e.ended_by
+
+
+def _worst(j: JobReport) -> str:
+    """The worst finding episode of the period in one line, ``none`` without one."""
+    w = j.worst_episode
+    if w is None:
+        return "none"
+    where = f", {w.scope}" if w.scope else ""
+    return f"{w.severity}: {w.rule} ({_batches(w)}{where}, {_t(w.first_at)} to {_t(w.last_at)}, {_ended(w)})"
+
+
+def _heading_health(j: JobReport) -> str:
+    """``health ok now, critical in the period`` (only ``health X`` when both agree)."""
+    if j.period_health == j.health:
+        return f"health {j.health}"
+    return f"health {j.health} now, {j.period_health} in the period"
+
+
 def _facts(j: JobReport) -> list[tuple[str, str]]:
     """The job's numbers as (label, text) rows, shared by Markdown and HTML."""
     rows = [
         ("health now", j.health),
+        ("worst finding in the period", _worst(j)),
         ("batches in the period", f"{j.batches:,}"),
         (f"freshness within {_dur(j.freshness_target_s)}", _n(j.freshness_attainment_pct, ".2f", " %")),
         ("freshness p50 / p95 / max", f"{_dur(j.freshness_p50_s)} / {_dur(j.freshness_p95_s)} / {_dur(j.freshness_max_s)}"),
@@ -84,7 +115,7 @@ def to_markdown(report: DetailedReport) -> str:
     if not report.jobs:
         out.append("No job reported in this period.")
     for j in report.jobs:
-        out += [f"## {j.name or j.job_id} ({j.engine}, health {j.health})", "", f"Job id `{j.job_id}`.", "",
+        out += [f"## {j.name or j.job_id} ({j.engine}, {_heading_health(j)})", "", f"Job id `{j.job_id}`.", "",
                 "| measure | value |", "|---|---|"]
         out += [f"| {k} | {_md_escape(v)} |" for k, v in _facts(j)]
         out.append("")
@@ -94,6 +125,12 @@ def to_markdown(report: DetailedReport) -> str:
                 what = " (a future-dated row)" if c.future_dated else ""
                 out.append(f"- {c.dropped_rows:,} rows dropped against the watermark set by batch {c.batch_id} "
                            f"(event-time max {_t(c.event_time_max)}){what}")
+            out.append("")
+        if j.episodes:
+            out += ["**Findings in the period**", "", "| rule | severity | batches | from | to | ended | message |",
+                    "|---|---|---|---|---|---|---|"]
+            out += [f"| {x.rule} | {x.severity} | {_batches(x)} | {_t(x.first_at)} | {_t(x.last_at)} | {_ended(x)} | "
+                    f"{_md_escape(x.message)} |" for x in j.episodes]
             out.append("")
         if j.alerts:
             out += ["**Alerts**", "", "| rule | severity | state | since | lasted | message |", "|---|---|---|---|---|---|"]
@@ -156,8 +193,9 @@ def to_html(report: DetailedReport) -> str:
     if not report.jobs:
         parts.append("<p>No job reported in this period.</p>")
     for j in report.jobs:
+        worst = j.worst.label()
         parts.append(f"<h2 id='job-{e(j.job_id)}'>{e(j.name or j.job_id)} <small>({e(j.engine)}, "
-                     f"<span class='{e(j.health)}'>{e(j.health)}</span>)</small></h2>")
+                     f"<span class='{e(worst)}'>{e(_heading_health(j))}</span>)</small></h2>")
         parts.append("<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _facts(j)) + "</table>")
         s = j.series
         parts.append(_line(s["freshness_at"], s["freshness_s"], "Freshness (processing time − watermark)", "seconds"))
@@ -170,6 +208,13 @@ def to_html(report: DetailedReport) -> str:
                 parts.append(f"<li>{c.dropped_rows:,} rows dropped against the watermark set by batch "
                              f"{e(str(c.batch_id))} (event-time max {e(_t(c.event_time_max))}){what}</li>")
             parts.append("</ul>")
+        if j.episodes:
+            parts.append("<h3>Findings in the period</h3><table><tr><th>rule</th><th>severity</th><th>batches</th>"
+                         "<th>from</th><th>to</th><th>ended</th><th>message</th></tr>")
+            parts += [f"<tr><td>{e(x.rule)}</td><td class='{e(x.severity)}'>{e(x.severity)}</td>"
+                      f"<td>{e(_batches(x))}</td><td>{e(_t(x.first_at))}</td><td>{e(_t(x.last_at))}</td>"
+                      f"<td>{e(_ended(x))}</td><td>{e(x.message)}</td></tr>" for x in j.episodes]
+            parts.append("</table>")
         if j.alerts:
             parts.append("<h3>Alerts</h3><table><tr><th>rule</th><th>severity</th><th>state</th><th>since</th>"
                          "<th>lasted</th><th>message</th></tr>")

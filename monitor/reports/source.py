@@ -1,6 +1,7 @@
 """Gather a detailed health report from the store, and write report files.
 
-:func:`collect` reads each job's samples over the period, the stored alerts and the runs, keeps the jobs
+:func:`collect` reads each job's samples over the period, the stored alerts, the finding episodes
+overlapping the period and the runs, keeps the jobs
 that the job filter selects (label matchers over ``engine``, ``job_id`` and ``job_name``, as in silences:
 :func:`monitor.alerts.silences.parse_matcher`), and builds :func:`monitor.reports.detailed.build_detailed_report`.
 :func:`settings_from_rules` takes the targets from the ``rules:`` section (``freshness.target``,
@@ -22,7 +23,7 @@ from monitor.durations import parse_timedelta
 from monitor.model import Sample
 from monitor.reports.detailed import DetailedReport, ReportSettings, build_detailed_report
 from monitor.reports.render import Format, render
-from monitor.store import load_samples
+from monitor.store import load_episodes, load_samples
 from monitor.store.alert_repo import load_alerts
 from monitor.store.views import job_runs
 
@@ -86,6 +87,7 @@ def collect(
     for s in load_samples(session, since=since, until=until):
         by_job.setdefault((s.job.engine.value, s.job.job_id), []).append(s)
     alerts = list(load_alerts(session).values())
+    episodes = load_episodes(session, since=since, until=until)
 
     def wanted(engine: str, job_id: str, job_name: str | None) -> bool:
         if job is not None and job not in (job_id, job_name):
@@ -96,11 +98,14 @@ def collect(
     for a in alerts:
         key = (a.labels.get("engine", ""), a.labels.get("job_id", ""))
         names.setdefault(key, a.annotations.get("job_name"))
+    for e in episodes:
+        names.setdefault((e.job.engine.value, e.job.job_id), e.job.name)
     keep = {k for k, n in names.items() if wanted(k[0], k[1], n)}
     samples = {k: v for k, v in by_job.items() if k in keep}
     kept_alerts = [a for a in alerts if (a.labels.get("engine", ""), a.labels.get("job_id", "")) in keep]
     runs = {k: [(r.run_id, r.first_seen) for r in job_runs(session, k[0], k[1])] for k in keep}
-    return build_detailed_report(name, since, until, samples, kept_alerts, runs, settings)
+    kept_episodes = [e for e in episodes if (e.job.engine.value, e.job.job_id) in keep]
+    return build_detailed_report(name, since, until, samples, kept_alerts, runs, settings, kept_episodes)
 
 
 def write_files(report: DetailedReport, directory: Path, formats: Iterable[Format]) -> list[Path]:
