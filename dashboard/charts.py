@@ -113,5 +113,5 @@ def episode_timeline(frame: pd.DataFrame) -> alt.LayerChart:
     chart: alt.LayerChart = (
         base.mark_rule(strokeWidth=8).encode(x=time_x("first_at"), x2="last_at:T")
         + base.mark_point(filled=True, size=60).encode(x=time_x("first_at"))
-    ).properties(height=max(60, 28 * data["what"].nunique()))
+    ).properties(height=90 + 32 * data["what"].nunique())  # the axes and legend take about 90 px
     return chart

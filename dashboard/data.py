@@ -217,8 +217,9 @@ def fleet() -> pd.DataFrame:
     """One row per job: ``engine, job_id, name, health, firing, pending, worst_rule, observed_at,
     freshness_s`` (the newest sample's processing time minus its watermark), ``input_rows_per_second,
     state_rows, lag_offsets, runs, stale`` (no sample for :data:`STALE_AFTER`); ``health``/``severity`` are
-    the health now (firing alerts), ``period_health``/``period_severity``/``worst_episode`` the worst finding
-    episode since :func:`period_since` (``ok``/0/``""`` without one)."""
+    the health now (firing alerts), ``period_health``/``period_severity``/``worst_episode`` (rule and
+    batches)/``worst_episode_message`` the worst finding episode since :func:`period_since` (``ok``/0/``""``
+    without one)."""
     since = period_since()
     with _store().sessions() as session:
         summaries = job_summaries(session)
@@ -245,6 +246,7 @@ def fleet() -> pd.DataFrame:
                 "worst_episode": "" if worst is None else " ".join(
                     p for p in (worst.rule, _batches_text(worst.first_batch_id, worst.last_batch_id)) if p
                 ),
+                "worst_episode_message": "" if worst is None else worst.message,
                 "firing": firing,
                 "pending": pending,
                 "worst_rule": rule,
@@ -259,6 +261,7 @@ def fleet() -> pd.DataFrame:
             }
         )
     columns = ["engine", "job_id", "name", "health", "severity", "period_health", "period_severity", "worst_episode",
+               "worst_episode_message",
                "firing", "pending", "worst_rule", "observed_at",
                "freshness_s", "input_rows_per_second", "num_input_rows", "state_rows", "lag_offsets", "runs", "stale"]
     return pd.DataFrame(rows, columns=columns)

@@ -96,6 +96,12 @@ if not unhealthy.empty:
         by_job.setdefault((str(a["engine"]), str(a["job_id"])), []).append(a)
     shown = 0
     for job in unhealthy.to_dict("records"):
+        if not by_job.get((job["engine"], job["job_id"])) and job["worst_episode"] and shown < 200:
+            shown += 1  # nothing firing now: the worst finding of the period
+            st.markdown(
+                f"**{job['name']}** · `{job['worst_episode']}` ({job['period_health']}, in the period): "
+                f"{job['worst_episode_message']} [open job](job?engine={job['engine']}&job_id={job['job_id']})"
+            )
         for a in by_job.get((job["engine"], job["job_id"]), []):
             if shown == 200:
                 break
