@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
-import numpy as np
 import typer
 
 from monitor.commands import _whatif_text as T
