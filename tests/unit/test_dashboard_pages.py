@@ -217,6 +217,52 @@ def test_whatif_lab_replays_the_stored_sample(app_env: Seeded) -> None:
     assert at.success or at.warning  # the recommendation (or why there is none)
 
 
+def _delay_s(text: str) -> float:
+    """The bold delay of a recommendation (``**20 s**``, ``**1.5 min**``) in seconds."""
+    value, unit = text.split("**")[1].split()
+    return float(value) * {"s": 1, "min": 60, "h": 3600}[unit]
+
+
+# dashboard/samples/sensor_future_row.csv (generate.py): rows arrive 0-20 s after their event time, except
+# line 702 (row 700 + header), dated 2099-01-01 (72.1 years after 2026-11-30). With the row filtered out, a
+# delay of 30 s keeps every row under Spark's rules (a batch's rows are at most 20 s + one 10 s trigger
+# behind the newest event time before it) and under Flink's (an element is at most 20 s behind the newest
+# timestamp, inside a window that has not ended 30 s before it): the recommendation is at most 30 s. With the
+# row kept, the target needs the 72.1 years the lab used to open on.
+
+
+def test_whatif_lab_default_sample_leads_with_the_misdated_row_spark(app_env: Seeded) -> None:
+    at = run("views/whatif.py")
+    assert at.selectbox(key="sample").value == "sensor_future_row.csv"  # the default sample
+    assert not at.error and not at.exception
+    (row,) = [w.value for w in at.warning if "Mis-dated row" in w.value]
+    assert row.startswith("**Mis-dated row**: line 702 (batch ") and "event time 2099-01-01T00:00:00Z" in row
+    recommended = at.success[0].value
+    assert recommended.startswith("Recommended delay without the mis-dated row: **")
+    assert "filter it out before withWatermark" in recommended
+    assert _delay_s(recommended) <= 30
+    kept = next(i.value for i in at.info if "kept" in i.value)
+    assert kept.startswith("With the mis-dated row kept: 72.1 y. For comparison only, not a fix")
+    # never a recommendation of decades
+    assert not any(" y**" in s.value for s in at.success)
+
+
+def test_whatif_lab_default_sample_works_under_flink_too(app_env: Seeded) -> None:
+    at = run("views/whatif.py")
+    at.radio(key="engine").set_value("Flink DataStream")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    (row,) = [w.value for w in at.warning if "Mis-dated row" in w.value]
+    assert row.startswith("**Mis-dated row**: line 702, event time 2099-01-01 00:00:00 UTC")
+    recommended = at.success[0].value
+    assert recommended.startswith("Recommended delay without the mis-dated row: **")
+    assert "filter it out before the WatermarkStrategy" in recommended
+    assert _delay_s(recommended) <= 30
+    # with the row kept every later element is late at any delay of the sweep (up to 30 min)
+    assert any(i.value.startswith("With the mis-dated row kept: more than any delay in the sweep") for i in at.info)
+
+
 def test_whatif_lab_spark_path_keeps_its_controls(app_env: Seeded) -> None:
     at = run("views/whatif.py")
     assert at.radio(key="engine").value == "Spark Structured Streaming"  # the default engine is unchanged
