@@ -103,8 +103,8 @@ class Jump:
 
     Attributes:
         kind: how it shows (:class:`JumpKind`).
-        batch: the batch (Spark) or poll (Flink) that carried the row (``advance``: where the watermark
-            showed the jump; the row came in the batch before).
+        batch: the batch (Spark) or poll (Flink) that carried the row (``advance``: the one before the
+            watermark showed the jump: Spark reports in batch ``n`` the watermark batch ``n - 1``'s rows set).
         event_time: the mis-dated event time, when the batch reports it (``None`` for ``advance``/``units``,
             and for ``skew`` when only the watermark shows it).
         how_far: ``skew``: how far ahead of the batch's observation time; ``leap``: beyond the data's own
@@ -146,8 +146,8 @@ class Jump:
             what = f"a mis-dated row ({event}{far} beyond the data's own progression)"
         else:
             return (
-                f"{where} the watermark jumped +{far} (a row with a future event time came in the batch before; "
-                f"see {self.rule})"
+                f"{where} brought a row with a future event time: the watermark jumped +{far} after it "
+                f"(see {self.rule})"
             )
         return f"{where} carried {what} that moved the watermark (see {self.rule})"
 
@@ -202,7 +202,9 @@ def _advance(batches: Sequence[Sample], min_jump: timedelta, jump_factor: float)
     usual = prior[len(prior) // 2]
     if moves.last_step < usual * jump_factor:
         return None
-    return Jump(JumpKind.ADVANCE, moves.last_step_at, None, moves.last_step, batches[-1].watermark)
+    shown = batches.index(moves.last_step_at)  # (rare: only once a jump-sized step is found)
+    carrier = batches[shown - 1] if shown > 0 else moves.last_step_at
+    return Jump(JumpKind.ADVANCE, carrier, None, moves.last_step, batches[-1].watermark)
 
 
 def find_jump(

@@ -236,3 +236,26 @@ def test_kafka_findings_name_consumers_and_partitions_only() -> None:
     assert "Add consumer instances (up to the partition count; beyond it add partitions)" in finding.message
     others = ENGINE_SETTINGS[Engine.SPARK] + ENGINE_SETTINGS[Engine.FLINK]
     assert not [s for s in others if s in finding.message]
+
+
+def test_a_flink_stall_after_a_jump_seen_only_in_the_watermark_names_the_poll_before_it() -> None:
+    # a Flink backfill (polls report no event-time stats): the job watermark advances 1 min per poll from
+    # 2024-03-01T12:00 (all in the past), then between the polls at 12:05 and 12:06 it jumps a day and stays
+    # there for 15 min while records flow. Nothing is ahead of processing time: only the step shows it,
+    # 1440 times the usual 1 min. The record came before the poll at 12:06: restart from before the one at 12:05.
+    base = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+    samples = [
+        dataclasses.replace(
+            flink(m, None, None, 100),
+            watermark=base + timedelta(minutes=m if m < 6 else 5 + 24 * 60),
+        )
+        for m in range(22)
+    ]
+    (finding,) = STALL(history(samples))
+    assert finding.details["cause"] == "after_jump"
+    assert (
+        "Every row since is behind the watermark because the poll at 2026-11-29T12:05Z brought a row with a future "
+        "event time: the watermark jumped +1 day after it (see future_timestamp)." in finding.message
+    )
+    assert "a savepoint taken before the poll at 2026-11-29T12:05Z" in finding.message
+    assert "forBoundedOutOfOrderness delay" not in finding.message
