@@ -33,8 +33,8 @@ from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
 from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
-from monitor.health_report import cause_indices
 from monitor.model import AlertState, Severity
+from monitor.reports.detailed import cause_indices
 from monitor.store import Store, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
@@ -460,7 +460,7 @@ def expire_silence(token: str, silence_id: str) -> bool:
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def scheduled_reports() -> list[dict[str, Any]]:
     """The newest scheduled health reports (as queued for delivery): ``id, receiver, state, created_at,
-    document`` (:meth:`monitor.reports.HealthReport.to_json`)."""
+    document`` (:meth:`monitor.reports.scheduled.HealthReport.to_json`)."""
     with _store().sessions() as session:
         return [
             {"id": r.id, "receiver": r.receiver, "state": r.state, "created_at": pd.Timestamp(r.created_at),

@@ -26,12 +26,12 @@ group's first notification at once (``group_wait`` must be ``0s``): other values
 silently ignored. Config ``silences`` match by label equality only (``{label: value}``); the other matcher
 operators (``!=``, ``=~``, ``!~``) are available through ``tidegauge silence add``. ``reports`` are cron
 expressions (5 fields, UTC, :meth:`apscheduler.triggers.cron.CronTrigger.from_crontab`) and go to a
-``webhook`` or ``slack`` receiver (see :mod:`monitor.reports`).
+``webhook`` or ``slack`` receiver (see :mod:`monitor.reports.scheduled`).
 
 ``database`` is a SQLAlchemy URL without a password (``sqlite:///...``, ``postgresql+psycopg://user@host/db``
 with the password from ``~/.pgpass`` or ``PGPASSWORD``), or, for a URL with credentials, a secret reference
 ``database: {env: TIDEGAUGE_DATABASE_URL}`` / ``{file: /run/secrets/db-url}`` (see :func:`database_url`).
-``server.max_body_bytes`` defaults to :data:`monitor.ingest.DEFAULT_MAX_BODY_BYTES`, as ``tidegauge serve``.
+``server.max_body_bytes`` defaults to :data:`DEFAULT_MAX_BODY_BYTES`, as ``tidegauge serve``.
 
 Secrets (tokens, webhook secrets, Slack URLs, database URLs with a password) are never written in the file: they are references
 ``{env: NAME}`` or ``{file: PATH}`` resolved by :func:`resolve_secret` with the environment passed in by
@@ -69,8 +69,11 @@ from yaml.resolver import Resolver
 
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
-from monitor.ingest import DEFAULT_MAX_BODY_BYTES
 from rules.config import RulesConfig
+
+#: Default body limit: 4 MiB (a progress object is 1-50 KB; the listener sends at most ~1 MB per POST).
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+
 
 __all__ = [
     "Config",
@@ -482,8 +485,8 @@ def _html_only() -> list[ReportFormat]:
 
 
 class ReportConfig(_Model):
-    """A scheduled health report (:mod:`monitor.reports`) sent to a ``webhook`` or ``slack`` receiver and/or
-    written to ``directory`` as a detailed report (:mod:`monitor.health_report`) in ``formats``.
+    """A scheduled health report (:mod:`monitor.reports.scheduled`) sent to a ``webhook`` or ``slack`` receiver and/or
+    written to ``directory`` as a detailed report (:mod:`monitor.reports.detailed`) in ``formats``.
 
     ``cron`` is a 5-field crontab expression evaluated in UTC (APScheduler
     :meth:`~apscheduler.triggers.cron.CronTrigger.from_crontab`), e.g. ``"0 8 * * *"`` (daily 08:00 UTC).

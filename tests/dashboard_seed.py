@@ -2,7 +2,7 @@
 daemon pipeline on a fixed fake clock (no sleeping, no wall clock).
 
 Event-log jobs are written to an event-log directory and read by the daemon's event-log collector; listener
-jobs go through the ingest endpoint's parser (:func:`monitor.ingest.parse_event_document`) into
+jobs go through the ingest endpoint's parser (:func:`monitor.daemon.ingest.parse_event_document`) into
 ``Runtime.ingest``, as a push would; the Flink job and the Kafka groups are served on loopback by the demo's
 JobManager and kafka_exporter (answering at the fake time) and polled by the daemon's collectors. Every 2 s of fake time the target is polled and the rules evaluated,
 so the database holds samples, runs, alerts (with their lifecycle) and a queued report exactly as a
@@ -18,14 +18,14 @@ from pathlib import Path
 import httpx
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from monitor.daemon import build
+from monitor.daemon.compose import build
+from monitor.daemon.ingest import parse_event_document
+from monitor.daemon.web import HttpService
 from monitor.demo.exporter import create_exporter_app
 from monitor.demo.fleet import Fleet, build_fleet
 from monitor.demo.flinkrest import create_flink_app
 from monitor.demo.session import INGEST_TOKEN_ENV, WEBHOOK_SECRET_ENV, EventSink, demo_config, demo_paths
-from monitor.ingest import parse_event_document
 from monitor.store import upgrade
-from monitor.web import HttpService
 
 START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 

@@ -3,7 +3,7 @@
 Composition root of a one-shot check: it builds the HTTP client and the collector, reads the wall clock
 for each poll's ``now``, sleeps ``--interval`` between the two polls (counters such as
 ``numLateRecordsDropped`` and record counts need two polls to give a rate), runs the same rules as the
-daemon (:func:`rules.registry.evaluate`) over the samples and prints :mod:`monitor.flink_report`.
+daemon (:func:`rules.registry.evaluate`) over the samples and prints :mod:`monitor.reports.flink`.
 
 Exit codes as for ``scan``: 0 no finding reached ``--fail-on`` (or none given), 1 one did, 2 the
 JobManager could not be read at all (bad URL, unreachable, not a Flink REST API). An error of one job or
@@ -27,8 +27,8 @@ from monitor.commands.scan import _parse_fail_on
 from monitor.config import load_config
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
-from monitor.flink_report import build_check_report, render_json, render_text
 from monitor.model import CollectorError, Engine, Sample, Severity
+from monitor.reports.flink import build_check_report, render_json, render_text
 from rules.config import RulesConfig
 from rules.registry import evaluate
 

@@ -27,8 +27,8 @@ from monitor.commands._check_flink import add_flink
 from monitor.commands.scan import _parse_fail_on
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
-from monitor.kafka_report import KafkaReport, render_json, render_text
 from monitor.model import Sample
+from monitor.reports.kafka import KafkaReport, render_json, render_text
 from rules.config import RulesConfig
 from rules.registry import evaluate
 

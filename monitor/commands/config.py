@@ -145,7 +145,7 @@ def check_problems(path: Path, environ: Mapping[str, str]) -> tuple[Config | Non
             problems += _lines(exc)
 
     if cfg is not None:
-        from monitor.daemon import build_routes, build_silences  # what `run` checks before it starts
+        from monitor.daemon.compose import build_routes, build_silences  # what `run` checks before it starts
 
         for check in (build_routes, build_silences):
             try:

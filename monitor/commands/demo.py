@@ -5,7 +5,7 @@ A composition root (it reads the clock and the environment and wires the parts o
 1. a fresh SQLite database (WAL) in a per-user directory (``$XDG_DATA_HOME/tidegauge/demo``, else
    ``~/.local/share/tidegauge/demo``; ``--dir`` elsewhere), migrated to the newest schema;
 2. the built-in webhook receiver (:mod:`monitor.demo.receiver`) on loopback;
-3. the daemon (:func:`monitor.daemon.build`) with the demo's config (:func:`monitor.demo.session.demo_config`):
+3. the daemon (:func:`monitor.daemon.compose.build`) with the demo's config (:func:`monitor.demo.session.demo_config`):
    ``/metrics``, ``/healthz``, the listener ingest endpoint, rule evaluation and notification delivery;
 4. the dashboard (``tidegauge dashboard``'s Streamlit process), unless ``--no-dashboard``;
 5. the simulated fleet (:mod:`monitor.demo.fleet`), writing Spark event logs and pushing listener events,
@@ -77,7 +77,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the daemon, the dashboard and a simulated Spark, Flink and Kafka fleet with injected faults."""
         from monitor.commands.dashboard import launch
-        from monitor.daemon import build
+        from monitor.daemon.compose import build
+        from monitor.daemon.web import HttpService
         from monitor.demo.exporter import create_exporter_app
         from monitor.demo.fleet import build_fleet
         from monitor.demo.flinkrest import create_flink_app
@@ -94,7 +95,6 @@ def register(app: typer.Typer) -> None:
         from monitor.durations import parse_duration_ms
         from monitor.store import upgrade
         from monitor.store.alert_repo import load_alerts
-        from monitor.web import HttpService
 
         run_for = None if duration is None else timedelta(milliseconds=parse_duration_ms(duration, what="--duration"))
         root = directory if directory is not None else demo_root(os.environ)

@@ -8,7 +8,7 @@ import typer
 
 from monitor.durations import parse_duration_ms
 from monitor.errors import InputError
-from monitor.promrules import PromRulesParams, render_rules
+from monitor.metrics.promrules import PromRulesParams, render_rules
 
 
 def _ms(value: str, option: str) -> int:

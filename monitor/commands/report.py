@@ -2,8 +2,8 @@
 
 A composition root: it reads the clock once (the period is ``[now - since, now)``), opens the store
 (``--db``, else the config's ``database``, else the per-user default), takes the targets from the config's
-``rules:`` when ``-c`` is given (:func:`monitor.report_source.settings_from_rules`) and writes the report
-(:mod:`monitor.report_render`) to ``-o FILE`` or stdout.
+``rules:`` when ``-c`` is given (:func:`monitor.reports.source.settings_from_rules`) and writes the report
+(:mod:`monitor.reports.render`) to ``-o FILE`` or stdout.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def register(app: typer.Typer) -> None:
         from monitor.config import database_url, load_config
         from monitor.durations import parse_timedelta
         from monitor.errors import InputError
-        from monitor.report_render import FORMATS, render
-        from monitor.report_source import collect, parse_matchers, settings_from_rules
+        from monitor.reports.render import FORMATS, render
+        from monitor.reports.source import collect, parse_matchers, settings_from_rules
         from monitor.store import database_errors, open_store
 
         if fmt not in FORMATS:

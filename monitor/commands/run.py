@@ -1,4 +1,4 @@
-"""``tidegauge run -c FILE [--db URL]``: the monitoring daemon (see :mod:`monitor.daemon`).
+"""``tidegauge run -c FILE [--db URL]``: the monitoring daemon (see :mod:`monitor.daemon.compose`).
 
 The database is ``--db`` if given, else the config file's ``database``, else the per-user default SQLite
 file. The schema must be current (``tidegauge db upgrade`` first); logs go to stderr.
@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         """Poll the configured targets, evaluate rules, deliver notifications and serve /metrics and
         /healthz until SIGTERM or SIGINT."""
         from monitor.commands._logging import configure_logging
-        from monitor.daemon import run
+        from monitor.daemon.compose import run
 
         configure_logging(log_level)
         raise typer.Exit(run(load_config(config), db_url=db))

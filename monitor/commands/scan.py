@@ -29,10 +29,10 @@ from collectors.spark.eventlog import APPSTATUS_PREFIX, EventLogCollector, Memor
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.progress_files import COLLECTOR_NAME as PROGRESS_COLLECTOR
 from collectors.spark.progress_files import looks_like_event_log, read_progress_file
+from monitor.commands._scan_render import build_report, render_json, render_text
 from monitor.durations import parse_timedelta
 from monitor.errors import EXIT_INTERNAL, InputError
 from monitor.model import CollectorError, ErrorKind, PollResult, Severity
-from monitor.scan_report import build_report, render_json, render_text
 from rules.registry import Evaluator
 
 __all__ = ["ScanInputs", "classify_inputs", "register", "scan_rules", "store_polls"]

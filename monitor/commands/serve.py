@@ -3,8 +3,8 @@
 This is a composition root: it reads the token (``--token-file`` or ``TIDEGAUGE_INGEST_TOKEN``), opens the
 store (``--db``, refusing an outdated schema: run ``tidegauge db upgrade`` first), wires the store's
 :func:`monitor.store.save_poll` as the ingest sink, the wall clock as the ingest clock, and serves
-:func:`monitor.ingest.create_ingest_app` with uvicorn through :func:`monitor.web.server_config` (header
-deadline, an access log without query strings) on a socket bound by :func:`monitor.web.bind_socket` (a
+:func:`monitor.daemon.ingest.create_ingest_app` with uvicorn through :func:`monitor.daemon.web.server_config` (header
+deadline, an access log without query strings) on a socket bound by :func:`monitor.daemon.web.bind_socket` (a
 taken port is one error line, exit code 2). Logs go to stderr through the process's redactor
 (:mod:`monitor.redaction`), which knows the token and the database URL.
 """
@@ -21,11 +21,11 @@ import typer
 
 from monitor import redaction
 from monitor.commands._logging import configure_logging
+from monitor.daemon.ingest import COLLECTOR_NAME, DEFAULT_MAX_BODY_BYTES, Sink, create_ingest_app
+from monitor.daemon.web import bind_socket, server_config
 from monitor.errors import InputError
-from monitor.ingest import COLLECTOR_NAME, DEFAULT_MAX_BODY_BYTES, Sink, create_ingest_app
 from monitor.model import PollResult
 from monitor.store import Store, open_store, save_poll
-from monitor.web import bind_socket, server_config
 
 __all__ = ["TOKEN_ENV", "read_token", "register", "store_sink"]
 

@@ -1,7 +1,7 @@
 """The demo's kafka_exporter on loopback: ``GET /metrics`` answers the simulated topic and groups
 (:class:`monitor.demo.kafkasim.KafkaSim`) in kafka_exporter's text format (:mod:`monitor.demo.kafkafmt`).
 
-A Starlette app (served by :class:`monitor.web.HttpService`); the text is the one at ``clock()`` (a
+A Starlette app (served by :class:`monitor.daemon.web.HttpService`); the text is the one at ``clock()`` (a
 parameter: nothing here reads the wall clock). Content type: Prometheus text format 0.0.4, as the Go
 client serves it to a scraper that does not ask for OpenMetrics.
 """

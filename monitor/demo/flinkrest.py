@@ -1,7 +1,7 @@
 """The demo's Flink JobManager on loopback: the REST endpoints tidegauge's Flink collector reads, answered
 for the simulated jobs (:class:`monitor.demo.flinksim.FlinkSimJob`) in Flink 2.x shapes (:mod:`monitor.demo.flinkfmt`).
 
-A Starlette app (served by :class:`monitor.web.HttpService`, like the demo's webhook receiver)::
+A Starlette app (served by :class:`monitor.daemon.web.HttpService`, like the demo's webhook receiver)::
 
     GET /jobs/overview
     GET /jobs/<jid>                                  (JobDetailsHandler)

@@ -28,10 +28,10 @@ import httpx
 
 from monitor.alerts.lifecycle import Alert
 from monitor.config import Config, parse_config
+from monitor.daemon.ingest import APP_ID_HEADER
 from monitor.demo import sparkfmt
 from monitor.demo.fleet import FAULTS, KAFKA_CLUSTER, Fault, Fleet, SimEvent
 from monitor.demo.receiver import Received
-from monitor.ingest import APP_ID_HEADER
 from monitor.model import AlertState
 
 __all__ = [

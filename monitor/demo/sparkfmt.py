@@ -10,7 +10,7 @@ milliseconds (``2024-01-01T12:07:00.000Z``); a source's ``startOffset``/``endOff
 JSON *strings* in the event log, and a Kafka source's ``metrics`` values are strings
 (``KafkaMicroBatchStream.metrics``: ``minOffsetsBehindLatest`` ...).
 
-A listener push (:mod:`monitor.ingest`) carries the same envelope, so the same builders serve both.
+A listener push (:mod:`monitor.daemon.ingest`) carries the same envelope, so the same builders serve both.
 Everything here is pure: times are passed in as epoch milliseconds.
 """
 

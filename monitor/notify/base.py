@@ -20,7 +20,7 @@ import httpx
 from monitor import redaction
 from monitor.alerts.notification import NotificationBatch
 from monitor.errors import DeliveryError
-from monitor.reports import HealthReport
+from monitor.reports.scheduled import HealthReport
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
@@ -63,7 +63,7 @@ class Notifier(Protocol):
 @dataclass(frozen=True, slots=True)
 class ReportBatch:
     """One health report for one receiver: ``idempotency_key`` is the same on every retry (from the
-    report name and scheduled minute, :func:`monitor.reports.report_key`); ``sent_at`` is the
+    report name and scheduled minute, :func:`monitor.reports.scheduled.report_key`); ``sent_at`` is the
     dispatcher's ``now`` for this attempt."""
 
     receiver: str

@@ -20,7 +20,7 @@ import httpx
 from monitor.alerts.notification import AlertNotification, NotificationBatch, NotificationStatus, format_time
 from monitor.model import Severity
 from monitor.notify.base import DEFAULT_TIMEOUT_SECONDS, ReportBatch, dashboard_link, job_title, post
-from monitor.reports import HealthReport, JobHealth
+from monitor.reports.scheduled import HealthReport, JobHealth
 
 __all__ = ["MAX_ALERT_BLOCKS", "SlackNotifier", "slack_message", "slack_report_message"]
 

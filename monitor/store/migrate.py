@@ -11,6 +11,7 @@ of ``environ`` (see :func:`monitor.store.database.default_db_path`).
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +24,6 @@ from alembic.util.exc import CommandError
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 
-import migrations
 from monitor.errors import InputError, SchemaOutdatedError
 from monitor.store.database import (
     database_errors,
@@ -43,8 +43,20 @@ __all__ = [
     "upgrade",
 ]
 
+def _migrations_dir() -> Path:
+    """The directory of the shipped ``migrations`` package, found without importing it.
+
+    The store never imports ``migrations`` (the migrations import the store's tables, not the other way
+    round): Alembic loads ``env.py`` from this directory itself.
+    """
+    spec = importlib.util.find_spec("migrations")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the `migrations` package is not installed beside `monitor`")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
 #: Directory of ``env.py`` and ``versions/`` (inside the installed ``migrations`` package).
-MIGRATIONS_DIR = Path(migrations.__file__).resolve().parent
+MIGRATIONS_DIR = _migrations_dir()
 
 DbTarget = str | URL | Engine | None
 

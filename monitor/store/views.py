@@ -284,7 +284,7 @@ def job_runs(session: Session, engine: str, job_id: str) -> list[RunSpan]:
 @dataclass(frozen=True, slots=True)
 class StoredReport:
     """A scheduled health report as queued for delivery: the outbox row's receiver, state, creation time
-    and the report document (:meth:`monitor.reports.HealthReport.to_json`)."""
+    and the report document (:meth:`monitor.reports.scheduled.HealthReport.to_json`)."""
 
     id: int
     receiver: str

@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from monitor.config import parse_config
-from monitor.latest import LatestSamples
+from monitor.daemon.runtime import Runtime
+from monitor.metrics.latest import LatestSamples
 from monitor.model import Engine, JobRef, PollResult, Sample, Scope
-from monitor.runtime import Runtime
 from monitor.store import open_store, save_poll, upgrade
 
 START = datetime(2026, 11, 29, tzinfo=UTC)

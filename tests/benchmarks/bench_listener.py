@@ -31,7 +31,7 @@ from pyspark.sql.streaming.listener import QueryProgressEvent
 
 from collectors.spark.listener import TidegaugeListener
 from collectors.spark.progress import EVENT_PROGRESS
-from monitor.ingest import create_ingest_app, parse_event_document
+from monitor.daemon.ingest import create_ingest_app, parse_event_document
 from monitor.model import PollResult
 from tests.servers import black_hole, refused_port, serve_in_thread
 

@@ -4,11 +4,11 @@
   recorded real progress line of batch 4 of tests/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl (one
   source, one state operator), rewritten per batch (batch id, one-second trigger times, event times and
   watermark advancing with them), so every rule sees a healthy query. Reported: parse (the event-log
-  collector), replay (:func:`monitor.scan_report.build_report`: every rule at every batch) and end to end
+  collector), replay (:func:`monitor.commands._scan_render.build_report`: every rule at every batch) and end to end
   (both plus rendering the JSON document), in batches per CPU second, and the ratio of the large to the
   small run's CPU time (linear: the ratio of batch counts).
 * the daemon catching up after a restart: N batches (default 2,500, 5,000 and 10,000) stored in SQLite
-  after the job's evaluation cursor, then one :meth:`monitor.runtime.Runtime.evaluate` tick, which
+  after the job's evaluation cursor, then one :meth:`monitor.daemon.runtime.Runtime.evaluate` tick, which
   replays them all, in batches per second and the ratio between sizes.
 
 Run: ``.venv/bin/python -m tests.benchmarks.bench_replay [--scan 10000,100000] [--daemon 2500,5000,10000]``
@@ -64,7 +64,7 @@ def write_log(path: Path, batches: int) -> int:
 def scan(path: Path) -> dict[str, float]:
     """CPU seconds of parsing, replaying and rendering one log."""
     from collectors.spark.eventlog import EventLogCollector
-    from monitor.scan_report import build_report, render_json
+    from monitor.commands._scan_render import build_report, render_json
     from rules.config import RulesConfig
     from rules.registry import Evaluator
 
@@ -83,8 +83,8 @@ def scan(path: Path) -> dict[str, float]:
 def catch_up(work: Path, batches: int) -> float:
     """CPU seconds of one daemon tick replaying ``batches`` stored batches after a restart."""
     from collectors.spark.eventlog import EventLogCollector
-    from monitor.latest import LatestSamples
-    from monitor.runtime import Runtime
+    from monitor.daemon.runtime import Runtime
+    from monitor.metrics.latest import LatestSamples
     from monitor.store import open_store, save_poll, set_cursor, upgrade
     from rules.config import RulesConfig
 

@@ -183,7 +183,7 @@ def progress_target(data: bytes) -> None:
 
 def listener_target(data: bytes) -> None:
     """A request body of ``POST /api/v1/spark/events``: the ingest endpoint's decode and parse."""
-    from monitor import ingest
+    from monitor.daemon import ingest
 
     try:
         document = ingest._decode_json(data)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.promrules import PromRulesParams, render_rules
+from monitor.metrics.promrules import PromRulesParams, render_rules
 
 pytestmark = pytest.mark.integration
 

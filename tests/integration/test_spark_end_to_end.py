@@ -1,6 +1,6 @@
 """End to end: a real PySpark query, both collection paths into one real SQLite store, then ``scan``.
 
-- The ingest app (:func:`monitor.ingest.create_ingest_app`, wired to the store exactly as ``tidegauge
+- The ingest app (:func:`monitor.daemon.ingest.create_ingest_app`, wired to the store exactly as ``tidegauge
   serve`` wires it, :func:`monitor.commands.serve.store_sink`) runs under uvicorn on a loopback port.
 - A PySpark driver in a subprocess (``spark_listener_app.py``: local[2], UI off, 2 shuffle partitions,
   event log on) runs a file-source query with a 10-minute watermark and a 5-minute windowed count, fed an
@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from monitor.commands.serve import TOKEN_ENV, store_sink
-from monitor.ingest import EVENTS_PATH, create_ingest_app
+from monitor.daemon.ingest import EVENTS_PATH, create_ingest_app
 from monitor.model import Sample, SampleKind
 from monitor.store import Store, iter_raw_documents, load_samples, open_store, upgrade
 from tests.conftest import REPO_ROOT

@@ -14,13 +14,13 @@ from collectors.flink.prometheus import FlinkPrometheusCollector
 from monitor.alerts.lifecycle import RuleTiming, step_all
 from monitor.alerts.silences import MatchOp
 from monitor.config import parse_config
-from monitor.daemon import build, build_notifiers, build_routes, build_silences, build_targets
+from monitor.daemon.compose import build, build_notifiers, build_routes, build_silences, build_targets
+from monitor.daemon.runtime import Runtime
 from monitor.errors import ConfigError, StoreError
-from monitor.latest import LatestSamples
+from monitor.metrics.latest import LatestSamples
 from monitor.model import Engine, Finding, JobRef, Severity
 from monitor.notify.slack import SlackNotifier
 from monitor.notify.webhook import WebhookNotifier
-from monitor.runtime import Runtime
 from monitor.store import open_store, upgrade
 from monitor.store.alert_repo import apply_transitions, list_silences
 from tests.http_receiver import running_receiver

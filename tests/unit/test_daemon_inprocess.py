@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from monitor.config import parse_config
-from monitor.daemon import build, wall_clock
+from monitor.daemon.compose import build, wall_clock
 from monitor.store import upgrade
 from tests.daemon_process import free_port, metric_values, wait_for
 from tests.live_eventlog import RECORDED_QUERY_ID, recorded_events

@@ -17,12 +17,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from monitor.alerts.routing import Route
 from monitor.config import parse_config
-from monitor.exporter import TidegaugeCollector
-from monitor.latest import LatestSamples
+from monitor.daemon.runtime import RECEIVER_DEGRADED_AFTER, Runtime
+from monitor.metrics.exporter import TidegaugeCollector
+from monitor.metrics.latest import LatestSamples
 from monitor.model import Engine, Finding, JobRef, Severity
 from monitor.notify.dispatcher import RetryPolicy
 from monitor.notify.webhook import WebhookNotifier
-from monitor.runtime import RECEIVER_DEGRADED_AFTER, Runtime
 from tests.alerting import migrated_sessions, sqlite_url, tick
 from tests.daemon_process import metric_values
 from tests.http_receiver import Receiver, running_receiver

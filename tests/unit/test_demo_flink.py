@@ -19,11 +19,11 @@ import pytest
 
 from collectors.flink import FlinkRestCollector
 from collectors.flink.responses import parse_metric_ids, parse_metric_values
+from monitor.daemon.web import HttpService
 from monitor.demo import flinkfmt
 from monitor.demo.flinkrest import create_flink_app
 from monitor.demo.flinksim import FlinkSimJob
 from monitor.model import Sample
-from monitor.web import HttpService
 from rules.idle import IdleParams, evaluate_idle
 from tests.flink_replay import load
 from tests.rule_samples import history

@@ -18,10 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.kafka.exporter_scrape import ExporterScrapeCollector
 from collectors.kafka.exporters import parse_exporter_text
+from monitor.daemon.web import HttpService
 from monitor.demo.exporter import create_exporter_app
 from monitor.demo.kafkasim import KafkaSim, SimGroup
 from monitor.model import Sample
-from monitor.web import HttpService
 from rules.consumer_lag import LagParams, evaluate_lag
 from tests.rule_samples import history
 

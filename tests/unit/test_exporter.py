@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.exporter import AlertCount, CollectorStat, TidegaugeCollector
-from monitor.latest import LatestSamples
+from monitor.metrics.exporter import AlertCount, CollectorStat, TidegaugeCollector
+from monitor.metrics.latest import LatestSamples
 from monitor.model import Engine, JobRef, Sample, Scope
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

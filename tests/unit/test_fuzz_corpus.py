@@ -4,7 +4,7 @@ a parser (found by ``make fuzz``, or a reproducer of issue 11) must now be read 
 Each file is one input of its family's target (:mod:`tests.fuzz.targets`: the real entry point a user's
 input reaches, plus the check that what it accepted is storable). Files named ``xfail-<area>-issue11-*``
 are crashes in code another branch of issue 11 fixes: ``ingest`` (the ingest endpoint's body decoding,
-``monitor/ingest.py``; the shared ``collectors.spark.progress.load_json`` handles it) and ``whatif`` (the
+``monitor/daemon/ingest.py``; the shared ``collectors.spark.progress.load_json`` handles it) and ``whatif`` (the
 what-if loader, ``monitor/watermark/io.py``; those found here are fixed now: ``issue11_whatif_*``). They are strict xfails, so the fix turns
 them into failures: then drop the prefix.
 """

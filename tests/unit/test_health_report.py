@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.health_report import PROGRESS_HISTORY, DetailedReport, JobReport, cause_indices
 from monitor.model import AlertState, SampleKind
-from monitor.report_render import to_html, to_json_text, to_markdown
-from monitor.report_source import collect, parse_matchers, settings_from_rules, write_files
+from monitor.reports.detailed import PROGRESS_HISTORY, DetailedReport, JobReport, cause_indices
+from monitor.reports.render import to_html, to_json_text, to_markdown
+from monitor.reports.source import collect, parse_matchers, settings_from_rules, write_files
 from monitor.store import load_samples, open_store
 from monitor.store.alert_repo import load_alerts
 from tests.dashboard_seed import START, Seeded, seed
@@ -146,7 +146,7 @@ def test_renderings_carry_the_numbers(report: DetailedReport, tmp_path: Path) ->
 
 def test_scheduled_report_writes_the_matched_jobs_files(seeded: Seeded, tmp_path: Path) -> None:
     from monitor.config import parse_config
-    from monitor.daemon import build, report_jobs
+    from monitor.daemon.compose import build, report_jobs
 
     out = tmp_path / "reports"
     config = parse_config({
@@ -184,7 +184,7 @@ def test_webhook_receivers_get_the_detailed_report_as_json_and_html(seeded: Seed
     import jsonschema
 
     from monitor.config import parse_config
-    from monitor.daemon import build, report_jobs
+    from monitor.daemon.compose import build, report_jobs
     from monitor.notify.base import ReportBatch
     from monitor.notify.webhook import payload_schema, report_payload
     from monitor.store.alert_repo import open_report_outbox

@@ -1,4 +1,4 @@
-"""The ingest endpoint (monitor.ingest) served by uvicorn on loopback, fed recorded real event-log envelopes.
+"""The ingest endpoint (monitor.daemon.ingest) served by uvicorn on loopback, fed recorded real event-log envelopes.
 
 (Real HTTP rather than Starlette's httpx.Client, which warns about httpx in this Starlette version.)
 
@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from collectors.spark.progress import EVENT_PROGRESS, EVENT_STARTED, EVENT_TERMINATED
-from monitor.ingest import EVENTS_PATH, create_ingest_app
+from monitor.daemon.ingest import EVENTS_PATH, create_ingest_app
 from monitor.model import PollResult, SampleKind
 from tests.servers import serve_in_thread
 

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 
 from collectors.spark.progress import EVENT_PROGRESS
 from monitor.commands.serve import store_sink
-from monitor.ingest import EVENTS_PATH, create_ingest_app
+from monitor.daemon.ingest import EVENTS_PATH, create_ingest_app
 from monitor.store import database as store_engine
 from monitor.store import open_store, upgrade
 from monitor.store.tables import SampleRow

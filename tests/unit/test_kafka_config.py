@@ -6,7 +6,7 @@ import pytest
 
 from collectors.kafka import KafkaOptions
 from monitor.config import parse_config
-from monitor.daemon import kafka_options
+from monitor.daemon.compose import kafka_options
 from monitor.errors import ConfigError
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from collectors.kafka.exporter_scrape import ExporterScrapeCollector
 from monitor.config import parse_config
-from monitor.daemon import build, wall_clock
+from monitor.daemon.compose import build, wall_clock
 from monitor.store import upgrade
 from tests.daemon_process import free_port, metric_values, wait_for
 from tests.servers import static_pages

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from monitor import redaction
 from monitor.alerts.routing import Route
 from monitor.config import parse_config, secret_values
-from monitor.daemon import build, build_redactor
+from monitor.daemon.compose import build, build_redactor
 from monitor.model import Engine, Finding, JobRef, Severity
 from monitor.notify.dispatcher import RetryPolicy, dispatch_due
 from monitor.notify.slack import SlackNotifier
@@ -166,9 +166,9 @@ def test_collector_errors_and_poll_failures_are_stored_and_shown_redacted(tmp_pa
     from datetime import timedelta
 
     from collectors.base import PollsOnce
-    from monitor.latest import LatestSamples
+    from monitor.daemon.runtime import Runtime, Target
+    from monitor.metrics.latest import LatestSamples
     from monitor.model import CollectorError, PollResult
-    from monitor.runtime import Runtime, Target
     from monitor.store.tables import CollectorErrorRow
 
     token = "bearer-token-of-the-target-5501"

@@ -19,16 +19,16 @@ import pytest
 
 from monitor.alerts.lifecycle import Alert
 from monitor.config import RulesConfig, parse_config
-from monitor.daemon import build
+from monitor.daemon.compose import build
+from monitor.daemon.runtime import Runtime
 from monitor.errors import ConfigError
-from monitor.latest import LatestSamples
+from monitor.metrics.latest import LatestSamples
 from monitor.model import AlertState, Engine, Finding, JobRef, PollResult, Sample, SampleKind, Scope, Severity
 from monitor.notify.base import ReportBatch
 from monitor.notify.dispatcher import dispatch_due
 from monitor.notify.slack import slack_report_message
 from monitor.notify.webhook import WebhookNotifier, payload_schema, report_payload
-from monitor.reports import HealthReport, build_report, report_slot
-from monitor.runtime import Runtime
+from monitor.reports.scheduled import HealthReport, build_report, report_slot
 from monitor.store import save_poll, upgrade
 from tests.alerting import migrated_sessions, sqlite_url
 from tests.http_receiver import running_receiver

@@ -18,11 +18,11 @@ from sqlalchemy.exc import OperationalError
 from collectors.spark.eventlog import COLLECTOR_NAME, EventLogCollector
 from monitor.alerts.routing import Route
 from monitor.config import parse_config
-from monitor.daemon import ScheduledJob, SchedulerService
-from monitor.latest import LatestSamples
+from monitor.daemon.compose import ScheduledJob, SchedulerService
+from monitor.daemon.runtime import Runtime, StoreCursors, Target
+from monitor.metrics.latest import LatestSamples
 from monitor.model import AlertState, Engine, JobRef, PollResult, Sample
 from monitor.notify.webhook import WebhookNotifier
-from monitor.runtime import Runtime, StoreCursors, Target
 from monitor.store import Store, open_store, save_poll, upgrade
 from monitor.store.alert_repo import load_alerts
 from monitor.store.alert_tables import OutboxRow

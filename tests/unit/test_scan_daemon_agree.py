@@ -2,8 +2,8 @@
 
 Each recorded real Spark event log of the suite is read two ways:
 
-* ``scan``'s way: the whole file at once, replayed batch by batch (:func:`monitor.scan_report.build_report`);
-* the daemon's way: a :class:`monitor.runtime.Runtime` over a real SQLite store and a real event-log
+* ``scan``'s way: the whole file at once, replayed batch by batch (:func:`monitor.commands._scan_render.build_report`);
+* the daemon's way: a :class:`monitor.daemon.runtime.Runtime` over a real SQLite store and a real event-log
   collector tailing a copy of the log that the test writes line by line, polling and evaluating with a
   fake clock stepped to each event's own time (``tidegauge run`` on the directory, without sleeping);
   and once more catching up on the whole log in a single tick (a daemon started after the fact).
@@ -27,10 +27,10 @@ import pytest
 
 from collectors.spark.eventlog import COLLECTOR_NAME, EventLogCollector
 from monitor.alerts.lifecycle import EventKind
+from monitor.commands._scan_render import build_report
 from monitor.config import parse_config
-from monitor.latest import LatestSamples
-from monitor.runtime import Runtime, StoreCursors, Target
-from monitor.scan_report import build_report
+from monitor.daemon.runtime import Runtime, StoreCursors, Target
+from monitor.metrics.latest import LatestSamples
 from monitor.store import Store
 from monitor.store.alert_repo import load_alerts
 from rules.config import RulesConfig

@@ -1,4 +1,4 @@
-"""monitor.scan_report: the JSON document's time format and encoding."""
+"""monitor.commands._scan_render: the JSON document's time format and encoding."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from monitor.scan_report import ScanReport, iso, render_json
+from monitor.commands._scan_render import ScanReport, iso, render_json
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ import pytest
 
 from collectors.spark.progress import EVENT_PROGRESS
 from monitor.commands.serve import TOKEN_ENV, read_token, store_sink
+from monitor.daemon.ingest import parse_event_document
 from monitor.errors import InputError
-from monitor.ingest import parse_event_document
 from monitor.model import UTC, SampleKind
 from monitor.store import load_samples, open_store, upgrade
 from tests.conftest import REPO_ROOT

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.service import CallbackService, Service, ServiceGroup
+from monitor.daemon.service import CallbackService, Service, ServiceGroup
 
 
 class Recorder:

@@ -29,7 +29,7 @@ from pyspark.sql.streaming.listener import (
 
 from collectors.spark import progress
 from collectors.spark.listener import DEFAULT_PATH, EVENT_PREFIX, TidegaugeListener
-from monitor.ingest import create_ingest_app
+from monitor.daemon.ingest import create_ingest_app
 from monitor.model import PollResult, SampleKind
 from tests.conftest import REPO_ROOT
 from tests.servers import black_hole, refused_port, serve_in_thread

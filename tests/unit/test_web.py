@@ -14,14 +14,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from monitor.config import parse_config
+from monitor.daemon.ingest import COLLECTOR_NAME, create_ingest_app
+from monitor.daemon.runtime import Runtime
+from monitor.daemon.web import HttpService, create_app
 from monitor.errors import StartupError
-from monitor.exporter import TidegaugeCollector
-from monitor.ingest import COLLECTOR_NAME, create_ingest_app
-from monitor.latest import LatestSamples
+from monitor.metrics.exporter import TidegaugeCollector
+from monitor.metrics.latest import LatestSamples
 from monitor.model import PollResult
-from monitor.runtime import Runtime
 from monitor.store import Store, load_samples
-from monitor.web import HttpService, create_app
 from tests.daemon_process import metric_values
 from tests.live_eventlog import RECORDED_QUERY_ID, recorded_events
 

@@ -1,4 +1,4 @@
-"""Render a :class:`monitor.health_report.DetailedReport` as JSON, Markdown or a self-contained HTML file.
+"""Render a :class:`monitor.reports.detailed.DetailedReport` as JSON, Markdown or a self-contained HTML file.
 
 HTML holds its charts as inline SVG (Altair/Vega-Lite specifications rendered by ``vl-convert-python``,
 no JavaScript, no network), its styles inline, and escapes every text taken from the data, so the file can
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from monitor.health_report import DetailedReport, JobReport
+from monitor.reports.detailed import DetailedReport, JobReport
 
 __all__ = ["FORMATS", "render", "to_html", "to_json_text", "to_markdown"]
 

@@ -3,7 +3,7 @@
 Every long-running part of the daemon (the HTTP server, the scheduler running polls, rule evaluation and
 the dispatcher, the database engine) is a :class:`Service`: ``start()`` returns once the part is running,
 ``stop(timeout_s)`` returns once it has stopped (or the timeout passed) and may be called any number of
-times. The composition root (:mod:`monitor.daemon`) puts them in a :class:`ServiceGroup`, which starts them
+times. The composition root (:mod:`monitor.daemon.compose`) puts them in a :class:`ServiceGroup`, which starts them
 in order and stops them in reverse, so nothing is stopped while a later part still uses it.
 """
 

@@ -2,18 +2,18 @@
 
 =====================  =====================================================================================
 ``GET /metrics``       Prometheus text exposition of a private :class:`prometheus_client.CollectorRegistry`
-                       (tidegauge's metrics only, see :mod:`monitor.exporter`).
+                       (tidegauge's metrics only, see :mod:`monitor.metrics.exporter`).
 ``GET /healthz``       200 ``{"status": "ok", ...}`` with the store, targets and scheduler status;
                        503 ``{"status": "unavailable", ...}`` when the store is unreachable or rule
                        evaluation or delivery failed 3 times in a row (``degraded`` names which).
-other paths            the ingest app (:func:`monitor.ingest.create_ingest_app`) when one is given.
+other paths            the ingest app (:func:`monitor.daemon.ingest.create_ingest_app`) when one is given.
 =====================  =====================================================================================
 
 ``/healthz`` says ``"degraded"`` (still 200) when the probe's body has a ``degraded`` list but the probe
 is healthy (a receiver that keeps failing: monitoring works, notifications do not arrive).
 
 :class:`HttpService` serves an app with uvicorn in a background thread and follows the
-:class:`monitor.service.Service` contract (``start`` returns once the socket listens); ``tidegauge serve``
+:class:`monitor.daemon.service.Service` contract (``start`` returns once the socket listens); ``tidegauge serve``
 serves through the same :func:`server_config` and :func:`bind_socket`, so both:
 
 * bind the socket before uvicorn starts: a taken port is one :class:`~monitor.errors.StartupError`
@@ -223,7 +223,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 class HttpService:
-    """uvicorn serving ``app`` on ``host:port`` in a daemon thread (a :class:`monitor.service.Service`).
+    """uvicorn serving ``app`` on ``host:port`` in a daemon thread (a :class:`monitor.daemon.service.Service`).
 
     Args:
         app: the ASGI app.

@@ -1,13 +1,13 @@
 """What the daemon does on each tick: poll a target, evaluate rules, dispatch notifications, clean up.
 
 Every method takes the tick's ``now`` (aware UTC) from its caller, the scheduler in
-:mod:`monitor.daemon`, which reads the clock once per tick; nothing here reads the clock or the
+:mod:`monitor.daemon.compose`, which reads the clock once per tick; nothing here reads the clock or the
 environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
 
 * :meth:`Runtime.poll` reads one target and stores the result in one transaction: samples, raw documents,
   errors and the collector's cursor advance together (a failed save advances nothing, and the next poll
   reads the same data again; :func:`monitor.store.save_poll` is idempotent). Stored samples then update
-  the in-memory :class:`~monitor.latest.LatestSamples` behind ``/metrics``. Per-target health (up, last
+  the in-memory :class:`~monitor.metrics.latest.LatestSamples` behind ``/metrics``. Per-target health (up, last
   poll duration, errors by kind, the recent distinct problems) is kept for ``/metrics`` and ``/healthz``.
   Quarantine, never stop: a line, document or file the collector cannot parse is a collector error
   (:class:`~monitor.model.ErrorKind`) and its cursor moves past it with the samples; a piece the database
@@ -24,7 +24,7 @@ environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
 * :meth:`Runtime.dispatch` delivers the outbox (:func:`monitor.notify.dispatcher.dispatch_due`): a row is
   marked delivered only after a 2xx, so a kill between send and record re-sends it with the same
   ``Idempotency-Key``.
-* :meth:`Runtime.report` builds a scheduled health report (:func:`monitor.reports.build_report`) from the
+* :meth:`Runtime.report` builds a scheduled health report (:func:`monitor.reports.scheduled.build_report`) from the
   stored samples and alerts and queues it in the outbox for its receiver (one row per run, keyed by report
   name and scheduled minute); :meth:`Runtime.dispatch` delivers it like any notification.
 * :meth:`Runtime.clean_up` deletes samples, raw documents and collector errors older than the retention.
@@ -56,9 +56,8 @@ from collectors.base import Collector
 from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, step_all
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, Silence, matches_all
-from monitor.exporter import AlertCount, CollectorStat, DeliveryStat
-from monitor.health_report import ReportSettings
-from monitor.latest import LatestSamples
+from monitor.metrics.exporter import AlertCount, CollectorStat, DeliveryStat
+from monitor.metrics.latest import LatestSamples
 from monitor.model import (
     AlertState,
     CollectorError,
@@ -72,10 +71,11 @@ from monitor.model import (
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.redaction import Redactor, current
-from monitor.report_render import Format, to_html
-from monitor.report_source import collect, job_labels, write_files
-from monitor.reports import INPUT_WINDOW as REPORT_INPUT_WINDOW
-from monitor.reports import HealthReport, build_report
+from monitor.reports.detailed import ReportSettings
+from monitor.reports.render import Format, to_html
+from monitor.reports.scheduled import INPUT_WINDOW as REPORT_INPUT_WINDOW
+from monitor.reports.scheduled import HealthReport, build_report
+from monitor.reports.source import collect, job_labels, write_files
 from monitor.store import (
     PurgeCounts,
     get_cursor,
@@ -775,8 +775,8 @@ class Runtime:
         matchers: Sequence[Matcher] = (),
         settings: ReportSettings | None = None,
     ) -> list[Path]:
-        """One scheduled run of a detailed report (:mod:`monitor.health_report`) over ``[now - since, now)``,
-        written into ``directory`` once per format (:func:`monitor.report_source.write_files`).
+        """One scheduled run of a detailed report (:mod:`monitor.reports.detailed`) over ``[now - since, now)``,
+        written into ``directory`` once per format (:func:`monitor.reports.source.write_files`).
 
         Returns:
             The files written.

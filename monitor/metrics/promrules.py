@@ -1,7 +1,7 @@
 """Prometheus alerting rules over tidegauge's exported metrics (``tidegauge promrules``).
 
 Large fleets can alert from Prometheus itself: these rules express, in PromQL over the metrics of
-:mod:`monitor.exporter`, the detectors that PromQL can express. What PromQL cannot express stays in
+:mod:`monitor.metrics.exporter`, the detectors that PromQL can express. What PromQL cannot express stays in
 tidegauge's own rules: the *cause* of a stall (which input holds the min watermark), Burrow's full
 consumer-lag status over commit windows, late-row attribution to a future-dated batch.
 

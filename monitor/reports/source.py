@@ -2,7 +2,7 @@
 
 :func:`collect` reads each job's samples over the period, the stored alerts and the runs, keeps the jobs
 that the job filter selects (label matchers over ``engine``, ``job_id`` and ``job_name``, as in silences:
-:func:`monitor.alerts.silences.parse_matcher`), and builds :func:`monitor.health_report.build_detailed_report`.
+:func:`monitor.alerts.silences.parse_matcher`), and builds :func:`monitor.reports.detailed.build_detailed_report`.
 :func:`settings_from_rules` takes the targets from the ``rules:`` section (``freshness.target``,
 ``future_timestamp.skew``, ``state_growth.limit_rows``). :func:`write_files` writes the report in each
 asked format into a directory, named ``<report>-<UTC time>.<ext>``.
@@ -19,9 +19,9 @@ from sqlalchemy.orm import Session
 
 from monitor.alerts.silences import Matcher, matches_all, parse_matcher
 from monitor.durations import parse_timedelta
-from monitor.health_report import DetailedReport, ReportSettings, build_detailed_report
 from monitor.model import Sample
-from monitor.report_render import Format, render
+from monitor.reports.detailed import DetailedReport, ReportSettings, build_detailed_report
+from monitor.reports.render import Format, render
 from monitor.store import load_samples
 from monitor.store.alert_repo import load_alerts
 from monitor.store.views import job_runs

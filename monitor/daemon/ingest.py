@@ -37,7 +37,7 @@ collector does), so the store can replay it after a parser fix. ``NaN``/``Infini
 ``null`` (unknown), as Spark itself omits such values.
 
 The body must arrive within ``body_timeout_s`` (408); the header deadline and the access log (which never
-prints query strings) belong to the server, :mod:`monitor.web`.
+prints query strings) belong to the server, :mod:`monitor.daemon.web`.
 
 Nothing here reads the clock or the environment: the token, the sink and the clock are parameters.
 """
@@ -62,6 +62,7 @@ from starlette.routing import Route
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
+from monitor.config import DEFAULT_MAX_BODY_BYTES
 from monitor.errors import InputError, ProgressFormatError
 from monitor.model import JobRef, PollResult, Sample, ensure_utc
 from monitor.store.database import is_transient
@@ -88,8 +89,6 @@ EVENTS_PATH = "/api/v1/spark/events"
 APP_ID_HEADER = "X-Tidegauge-App-Id"
 #: ``Sample.collector`` of the samples this endpoint produces.
 COLLECTOR_NAME = "spark-listener"
-#: Default body limit: 4 MiB (a progress object is 1-50 KB; the listener sends at most ~1 MB per POST).
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 #: How long a client may take to send its body, seconds (408 after).
 DEFAULT_BODY_TIMEOUT_S = 30.0

@@ -183,7 +183,7 @@ class HealthReport:
     """A health report: ``name`` (from the config), the run's ``scheduled_at`` minute and ``generated_at``
     (the run's ``now``), and one :class:`JobHealth` per job (worst first, then by engine and job id).
 
-    ``detail`` / ``html``: for webhook receivers, the detailed report (:mod:`monitor.health_report`) as JSON
+    ``detail`` / ``html``: for webhook receivers, the detailed report (:mod:`monitor.reports.detailed`) as JSON
     and as self-contained HTML; absent (``None``) otherwise, so the payload is unchanged for the others."""
 
     name: str

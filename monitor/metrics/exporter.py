@@ -6,7 +6,7 @@ updates, no stale label sets left behind). Metric names follow Prometheus conven
 job series: ``engine``, ``job_id``, ``job_name``, ``source``, ``partition``, ``subtask``, ``operator`` (empty
 string where not applicable). No label or value ever contains a secret.
 
-Metrics (the names :mod:`monitor.promrules` writes PromQL against):
+Metrics (the names :mod:`monitor.metrics.promrules` writes PromQL against):
 
 ==========================================================  =======  ==========================================
 ``tidegauge_watermark_timestamp_seconds``                    gauge    watermark in effect (absent when unknown)
@@ -51,7 +51,7 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from monitor.latest import LatestSamples, SeriesKey
+from monitor.metrics.latest import LatestSamples, SeriesKey
 from monitor.model import ErrorKind, Sample
 
 __all__ = ["JOB_LABELS", "AlertCount", "CollectorStat", "DeliveryStat", "TidegaugeCollector"]

@@ -6,8 +6,8 @@
 2. the HTTP clients (the notifiers' one, one per HTTP target);
 3. the runtime's warm-up: ``/metrics`` shows the stored jobs and alert counts at once after a restart, and
    the config file's silences are stored (once, by a content-derived id);
-4. the HTTP server (:mod:`monitor.web`): ``/metrics``, ``/healthz``, and the Spark listener ingest
-   endpoint (:mod:`monitor.ingest`) when ``server.ingest_token`` is configured;
+4. the HTTP server (:mod:`monitor.daemon.web`): ``/metrics``, ``/healthz``, and the Spark listener ingest
+   endpoint (:mod:`monitor.daemon.ingest`) when ``server.ingest_token`` is configured;
 5. the scheduler (APScheduler ``BackgroundScheduler``): one job per target (``spark_event_logs``:
    :class:`collectors.spark.eventlog.EventLogCollector` with cursors in the database;
    ``spark_prometheus``: :class:`collectors.spark.prometheus.SparkPrometheusCollector`; ``kafka``:
@@ -19,7 +19,7 @@
    evaluation (``evaluation_interval``), the dispatcher (``delivery.interval``), retention clean-up
    (hourly) and one job per ``reports[]`` entry on its cron schedule (APScheduler ``CronTrigger``, UTC),
    which queues the health report in the outbox for the dispatcher to deliver. Every job runs at most one instance at a time and coalesces missed runs; each run reads the
-   clock once and passes that ``now`` down (:mod:`monitor.runtime`).
+   clock once and passes that ``now`` down (:mod:`monitor.daemon.runtime`).
 
 :func:`run` serves until SIGTERM or SIGINT, then stops the parts in reverse order: the scheduler first,
 waiting for running jobs (a delivery in flight finishes and is recorded, or its row stays in the outbox
@@ -69,23 +69,23 @@ from monitor.config import (
     resolve_secret,
     secret_values,
 )
+from monitor.daemon.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
+from monitor.daemon.ingest import create_ingest_app
+from monitor.daemon.runtime import Runtime, StoreCursors, Target
+from monitor.daemon.service import CallbackService, Service, ServiceGroup
+from monitor.daemon.web import HttpService, create_app
 from monitor.errors import ConfigError, InputError
-from monitor.exporter import TidegaugeCollector
-from monitor.health_report import ReportSettings
-from monitor.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
-from monitor.ingest import create_ingest_app
-from monitor.latest import LatestSamples
+from monitor.metrics.exporter import TidegaugeCollector
+from monitor.metrics.latest import LatestSamples
 from monitor.model import PollResult
 from monitor.notify.alertmanager import AlertmanagerNotifier
 from monitor.notify.base import Notifier
 from monitor.notify.dispatcher import RetryPolicy
 from monitor.notify.slack import SlackNotifier
 from monitor.notify.webhook import WebhookNotifier
-from monitor.report_source import parse_matchers, settings_from_rules
-from monitor.runtime import Runtime, StoreCursors, Target
-from monitor.service import CallbackService, Service, ServiceGroup
+from monitor.reports.detailed import ReportSettings
+from monitor.reports.source import parse_matchers, settings_from_rules
 from monitor.store import Store, database_errors, open_store, redact_url
-from monitor.web import HttpService, create_app
 from rules.registry import validate as check_rules
 
 __all__ = [

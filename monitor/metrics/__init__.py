@@ -1,0 +1,1 @@
+"""The metrics surface: the Prometheus exporter, the latest values it serves, and PromQL rule generation."""
