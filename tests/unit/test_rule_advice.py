@@ -16,7 +16,7 @@ import pytest
 
 from collectors.spark.eventlog import EventLogCollector
 from monitor.model import Engine, Finding, Sample
-from monitor.scan_report import build_report
+from monitor.commands._scan_render import build_report
 from rules import behind, freshness, idle, late, stall, state_growth
 from rules.config import RulesConfig
 from rules.history import JobHistory
