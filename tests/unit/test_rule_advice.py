@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from collectors.spark.eventlog import EventLogCollector
-from monitor.model import Engine, Finding, Sample
 from monitor.commands._scan_render import build_report
+from monitor.model import Engine, Finding, Sample
 from rules import behind, freshness, idle, late, stall, state_growth
 from rules.config import RulesConfig
 from rules.history import JobHistory
