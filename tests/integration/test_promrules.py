@@ -8,7 +8,6 @@ assertions that matter are *whether* and *with which labels* each alert fires.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from monitor.promrules import PromRulesParams, render_rules
+from tests.dependencies import missing
 
 pytestmark = pytest.mark.integration
 
@@ -30,9 +30,7 @@ JOB_LABELS = {"engine": "spark", "job_id": "q", "job_name": "clicks"}
 def promtool() -> str:
     path = shutil.which("promtool")
     if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("promtool not found: .ci/system-deps.sh installs Debian's prometheus package")
-        pytest.skip("promtool not installed (apt-get install prometheus)")
+        missing("promtool", "apt-get install prometheus (bash .ci/system-deps.sh; make test does it)")
     return path
 
 
