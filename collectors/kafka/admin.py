@@ -137,8 +137,8 @@ class KafkaAdminSource:
     def _unreachable(self, exc: BaseException) -> KafkaUnreachable:
         """``kafka NAME (BOOTSTRAP, PROTOCOL): cannot reach the cluster within 3s: <plain words>``."""
         args = getattr(exc, "args", ())
-        err = args[0] if args else None
-        name = err.name() if hasattr(err, "name") else ""
+        err: Any = args[0] if args else None
+        name = str(err.name()) if hasattr(err, "name") else ""
         words = _UNREACHABLE_WORDS.get(name)
         if words is None:
             words = _error_text(exc)
