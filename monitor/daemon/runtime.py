@@ -49,7 +49,6 @@ from typing import Any
 
 import httpx
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from collectors.base import Collector
@@ -78,6 +77,7 @@ from monitor.reports.scheduled import HealthReport, build_report
 from monitor.reports.source import collect, job_labels, write_files
 from monitor.store import (
     PurgeCounts,
+    check_store,
     get_cursor,
     load_recent_samples,
     load_samples,
@@ -854,12 +854,7 @@ class Runtime:
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """``(store reachable, JSON status)`` for ``/healthz``: store, targets, last ticks."""
-        try:
-            with self._sessions() as session:
-                session.execute(text("SELECT 1"))
-            store_ok, store_error = True, None
-        except Exception as exc:
-            store_ok, store_error = False, type(exc).__name__
+        store_ok, store = check_store(self._sessions)
         with self._lock:
             targets = [
                 {
@@ -876,13 +871,11 @@ class Runtime:
                 for h in self._health.values()
             ]
             body: dict[str, Any] = {
-                "store": "ok" if store_ok else "unreachable",
+                **store,
                 "targets": targets,
                 "last_evaluation_at": self.last_evaluation_at.isoformat() if self.last_evaluation_at else None,
                 "last_dispatch_at": self.last_dispatch_at.isoformat() if self.last_dispatch_at else None,
             }
-        if store_error is not None:
-            body["store_error"] = store_error
         failing = self.failing_receivers()
         if failing:
             body["failing_receivers"] = failing
