@@ -28,12 +28,13 @@ DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
 	$(BIN)/tidegauge demo $(DEMO_ARGS)
 
-## Installs everything the tests need (Python deps, Java 17, PostgreSQL, ...) and runs the whole suite.
+## Installs everything the tests need (Python deps, Java 17, PostgreSQL, ...) and runs the whole suite; a
+## test whose dependency is missing fails here (--require-all, tests/dependencies.py), it never skips.
 test: $(STAMP) system-deps
 	$(BIN)/ruff check monitor collectors rules dashboard tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/pytest
+	env -u PYTEST_ADDOPTS -u PYTEST_PLUGINS $(BIN)/pytest --require-all
 
 system-deps:
 	bash .ci/system-deps.sh

@@ -20,8 +20,7 @@ from __future__ import annotations
 import hmac
 import os
 import uuid
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -322,7 +321,7 @@ class JobDetail:
     state_slope_per_h: float | None
     state_projection: pd.DataFrame
     trigger_ms: float | None
-    episodes: pd.DataFrame = dataclass_field(default_factory=lambda: pd.DataFrame(columns=_EPISODE_COLUMNS))
+    episodes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_EPISODE_COLUMNS))
 
 
 def _drop_causes(batches: pd.DataFrame) -> pd.DataFrame:
@@ -595,9 +594,13 @@ class WhatIf:
             or ``None``.
         summary: :meth:`monitor.watermark.Summary` as JSON (``dropped_rows``, ``dropped_share``, ...).
         sweep: ``delay_s, dropped_rows, dropped_share_pct, latency_p95_s, peak_state_rows`` per delay.
-        recommended_delay_s: the smallest delay dropping at most ``100 - target`` % of rows (``None``: none
-            of the candidates does).
+        recommended_delay_s: the smallest delay dropping at most ``100 - target`` % of rows — without the
+            mis-dated rows when there are any (:func:`monitor.watermark.diagnose.advise_delay`).
         bad_rows: rows whose event time could not be read.
+        misdated: the mis-dated rows, ``{"line", "batch_id", "event_time" (ISO text, any year), "advance_s"}``
+            each (``[]``: none).
+        recommended_delay_with_s: with mis-dated rows, the delay the target needs with them kept (decades
+            for a row dated 2099: for comparison, never the recommendation); else ``recommended_delay_s``.
     """
 
     batches: pd.DataFrame
@@ -606,6 +609,8 @@ class WhatIf:
     sweep: pd.DataFrame
     recommended_delay_s: float | None
     bad_rows: int
+    misdated: list[dict[str, Any]] = field(default_factory=list)
+    recommended_delay_with_s: float | None = None
 
 
 def _load_events(content: bytes, suffix: str) -> Any:
@@ -646,8 +651,10 @@ def whatif(
     Raises:
         monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
     """
+    from monitor.model import format_epoch_ms
     from monitor.watermark import Dedup, Session, Sliding, Tumbling, WatermarkConfig, replay
-    from monitor.watermark.sweep import recommend_delay, sweep
+    from monitor.watermark.diagnose import advise_delay
+    from monitor.watermark.sweep import sweep
 
     events = _load_events(content, suffix)
 
@@ -701,12 +708,14 @@ def whatif(
          "peak_state_rows": s.peak_state_rows}
         for s in summaries
     ]
-    rec = recommend_delay(events, config, target_pct, candidates_ms=sorted({ms(s) for s in sweep_s}))
+    advice = advise_delay(events, config, target_pct, candidates_ms=sorted({ms(s) for s in sweep_s}))
+    misdated = [{"line": m.line, "batch_id": m.batch_id,
+                 "event_time": format_epoch_ms(m.event_time_us // 1000, always_millis=False),
+                 "advance_s": (m.watermark_after_ms - m.watermark_before_ms) / 1000} for m in advice.misdated]
     return WhatIf(
         batches=pd.DataFrame(rows), mover=mover, summary=result.to_json()["summary"],
-        sweep=pd.DataFrame(sweep_rows),
-        recommended_delay_s=None if rec.delay_ms is None else rec.delay_ms / 1000,
-        bad_rows=len(events.bad_rows),
+        sweep=pd.DataFrame(sweep_rows), recommended_delay_s=advice.recommended.delay_ms / 1000,
+        bad_rows=len(events.bad_rows), misdated=misdated, recommended_delay_with_s=advice.with_rows.delay_ms / 1000,
     )
 
 

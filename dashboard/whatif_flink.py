@@ -19,8 +19,8 @@ import pandas as pd
 from monitor.watermark.events import EventsTable
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, replay_flink
 from monitor.watermark.flink.whatif import (
+    advise_flink_delay,
     check_flink_events,
-    recommend_flink_delay,
     sweep_flink,
     watermark_mover,
 )
@@ -53,7 +53,12 @@ class FlinkWhatIf:
         summary: :meth:`monitor.watermark.flink.FlinkSummary.to_json`.
         sweep: per delay ``delay_s, late_elements, late_share_pct, firings, late_firings, open_windows,
             firing_delay_p95_s``.
-        recommended_delay_s: the smallest swept delay meeting the target (``None``: none does).
+        recommended_delay_s: the smallest swept delay meeting the target (``None``: none does) — without the
+            mis-dated element when there is one.
+        misdated: the mis-dated element (:func:`monitor.watermark.flink.whatif.misdated_element`): the
+            ``mover`` dict of that step, or ``None``.
+        recommended_delay_with_s: with a mis-dated element, the smallest swept delay meeting the target
+            with it kept (``None``: none does); without one, ``recommended_delay_s``.
         has_processing_time: the events have an ``arrival_time`` column (the time axis).
         bad_rows: rows whose event time could not be read.
     """
@@ -67,6 +72,8 @@ class FlinkWhatIf:
     recommended_delay_s: float | None
     has_processing_time: bool
     bad_rows: int
+    misdated: dict[str, Any] | None = None
+    recommended_delay_with_s: float | None = None
 
 
 def flink_whatif(
@@ -121,9 +128,14 @@ def flink_whatif(
         "firing_delay_p95_s": s.firing_delay_ms["p95"] / 1000 if s.firing_delay_ms and s.firing_delay_ms["count"]
         else np.nan,
     } for s in summaries])
-    rec = recommend_flink_delay(summaries, target_pct)
+    advice = advise_flink_delay(events, config, r, summaries, sweep_ms, target_pct)
+
+    def seconds(ms: int | None) -> float | None:
+        return None if ms is None else ms / 1000
+
     return FlinkWhatIf(
         firings=firings, late=late, state=state, mover=mover, summary=r.summary.to_json(), sweep=sweep,
-        recommended_delay_s=None if rec is None else rec / 1000, has_processing_time=arrival is not None,
-        bad_rows=len(events.bad_rows),
+        recommended_delay_s=seconds(advice.recommended_ms), has_processing_time=arrival is not None,
+        bad_rows=len(events.bad_rows), misdated=mover if advice.misdated is not None else None,
+        recommended_delay_with_s=seconds(advice.with_element_ms),
     )

@@ -23,6 +23,7 @@ from rules.batches import fmt_duration, fmt_time
 from rules.common import flink_scope_name, scope_name, tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = ["RULE", "BehindParams", "evaluate_behind"]
 
@@ -70,8 +71,7 @@ def _slow_batches(params: BehindParams, history: JobHistory, now: datetime) -> F
         message=(
             f"the last {len(last)} batches (up to batch {last[-1].batch_id}) took {min(known)}-{max(known)} ms, "
             f"longer than the trigger interval {fmt_duration(params.trigger_interval)}: the query is falling "
-            "behind and input accumulates. Add executors or partitions, cap the batch size "
-            "(maxOffsetsPerTrigger / maxFilesPerTrigger), or lengthen the trigger."
+            f"behind and input accumulates. {remedy(history.engine, Cause.SLOW_BATCHES)}"
         ),
         observed_at=now,
         batch_id=last[-1].batch_id,
@@ -104,9 +104,8 @@ def _pressured(
         job=history.job,
         message=(
             f"{_name(history, scope, newest)} has been back-pressured {min(ratios):.0%}-{max(ratios):.0%} of the time since "
-            f"{fmt_time(window[0].observed_at)}: an operator downstream is slower than its input. Find the first "
-            "operator downstream that is busy but not back-pressured (the bottleneck) and raise its parallelism "
-            "or make it cheaper (async I/O, less state access)."
+            f"{fmt_time(window[0].observed_at)}: an operator downstream is slower than its input. "
+            + remedy(history.engine, Cause.BACKPRESSURE)
         ),
         observed_at=now,
         scope=scope,

@@ -21,6 +21,7 @@ from rules.batches import fmt_duration, fmt_time
 from rules.common import tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = ["RULE", "CheckpointParams", "evaluate_checkpoints"]
 
@@ -86,9 +87,7 @@ def evaluate_checkpoints(params: CheckpointParams, history: JobHistory, now: dat
             message=(
                 f"{failures} checkpoint{'s' if failures != 1 else ''} failed in the last "
                 f"{fmt_duration(params.window)} (first seen at {fmt_time(first_at)}) while the job ran.{reason} A "
-                "recovery now replays from an older checkpoint. Look for back-pressure delaying the barriers "
-                "(consider unaligned checkpoints), a checkpoint timeout (execution.checkpointing.timeout) "
-                "shorter than the checkpoint duration, or failing checkpoint storage."
+                f"recovery now replays from an older checkpoint. {remedy(history.engine, Cause.CHECKPOINT_FAILURES)}"
             ),
             observed_at=now,
             details={"failed": failures, "checkpoints_failed": newest.checkpoints_failed},

@@ -14,6 +14,7 @@ from monitor.model import Finding, Severity
 from rules.batches import fmt_duration, fmt_time
 from rules.common import is_epoch
 from rules.history import JobHistory
+from rules.jumps import find_jump
 from rules.params import Duration, RuleParams
 
 __all__ = ["RULE", "FreshnessParams", "evaluate_freshness"]
@@ -34,7 +35,9 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
     The watermark is the newest job-scope one; without one, the minimum of every sub-scope's newest
     watermark, and only when all of them are known (a Flink subtask at Long.MIN_VALUE, ``None``, leaves
     freshness unknown: ``watermark_stall``/``idle_source`` report that). Spark's initial 1970 watermark is
-    "not computed yet", not a 56-year delay, and is skipped the same way.
+    "not computed yet", not a 56-year delay, and is skipped the same way. When the watermark rests on a
+    mis-dated row (:func:`rules.jumps.find_jump`), the finding names that row (``details["caused_by"]``) and
+    gives its remedy: no delay brings such a watermark back.
     """
     if params.target is None:
         return []
@@ -48,21 +51,27 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
     behind = now - watermark
     if behind <= params.target:
         return []
-    return [
-        Finding(
-            rule=RULE,
-            severity=Severity.WARNING,
-            job=history.job,
-            message=(
-                f"the watermark {fmt_time(watermark)} is {fmt_duration(behind)} behind processing time "
-                f"(target {fmt_duration(params.target)}): results after it are not final yet. The cause is "
-                "upstream of the watermark: look at this job's watermark_stall, idle_source, falling_behind "
-                "and consumer_lag findings; if none, the data itself arrives late (producer or ingestion delay)."
-            ),
-            observed_at=now,
-            details={
-                "behind_seconds": behind.total_seconds(),
-                "target_seconds": params.target.total_seconds(),
-            },
+    details: dict[str, object] = {
+        "behind_seconds": behind.total_seconds(),
+        "target_seconds": params.target.total_seconds(),
+    }
+    head = (
+        f"the watermark {fmt_time(watermark)} is {fmt_duration(behind)} behind processing time "
+        f"(target {fmt_duration(params.target)}): results after it are not final yet."
+    )
+    jump = find_jump(history)
+    if jump is not None:
+        # the watermark rests on a mis-dated row: no honest row can move it until processing time passes it
+        details["caused_by"] = jump.details()
+        message = (
+            f"{head} It rests on a jump: {jump.describe()}; every honest row since is behind it. "
+            f"{jump.remedy(history.engine)}"
         )
-    ]
+    else:
+        message = (
+            f"{head} The cause is upstream of the watermark: look at this job's watermark_stall, idle_source, "
+            "falling_behind and consumer_lag findings; if none, the data itself arrives late (producer or "
+            "ingestion delay)."
+        )
+    return [Finding(rule=RULE, severity=Severity.WARNING, job=history.job, message=message, observed_at=now,
+                    details=details)]

@@ -21,8 +21,10 @@ from monitor.model import MAX_TIME, Engine, Finding, Sample, Severity
 from rules.batches import fmt_duration, fmt_time
 from rules.common import flink_scope_name, is_epoch, scope_name, since_index
 from rules.history import JobHistory
+from rules.jumps import DEFAULT_SKEW, UNITS_HIGH, ahead, batch_name, skew_start, when
 from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = [
     "RULE",
@@ -35,9 +37,8 @@ __all__ = [
 
 RULE = "future_timestamp"
 UNITS_RULE = "event_time_units"
-#: Event times outside [1971, 2200) while rows flow are a unit mismatch, not a clock problem.
+#: Event times outside [1971, UNITS_HIGH = 2200) while rows flow are a unit mismatch, not a clock problem.
 UNITS_LOW = datetime(1971, 1, 1, tzinfo=UTC)
-UNITS_HIGH = datetime(2200, 1, 1, tzinfo=UTC)
 
 
 class FutureParams(RuleParams):
@@ -50,7 +51,7 @@ class FutureParams(RuleParams):
         jump_window: ...it happened within this much sample time before the newest batch (default 15m).
     """
 
-    skew: Duration = timedelta(hours=1)
+    skew: Duration = DEFAULT_SKEW
     jump_factor: float = Field(DEFAULT_JUMP_FACTOR, gt=1.0)
     min_jump: Duration = DEFAULT_MIN_JUMP
     jump_window: Duration = timedelta(minutes=15)
@@ -58,15 +59,6 @@ class FutureParams(RuleParams):
     def history_needed(self) -> tuple[timedelta, timedelta]:
         """The jump window plus 15 minutes of usual advances before it."""
         return self.jump_window + timedelta(minutes=15), timedelta(0)
-
-
-def _ahead(sample: Sample, skew: timedelta) -> datetime | None:
-    """The event-time max or watermark of ``sample`` beyond ``observed_at + skew`` (below 2200), else None."""
-    limit = sample.observed_at + skew
-    for value in (sample.event_time_max, sample.watermark):
-        if value is not None and limit < value < UNITS_HIGH:
-            return value
-    return None
 
 
 def _dropped_after(batches: Sequence[Sample]) -> tuple[int, int]:
@@ -82,30 +74,23 @@ def _surge_text(batches: Sequence[Sample]) -> str:
     return f" Since then {dropped} of {rows} input rows were dropped as late."
 
 
-def _when(sample: Sample) -> str:
-    """``batch 7 at <time>`` (Spark), ``the poll at <time>`` where there are no batches (Flink)."""
-    if sample.batch_id is None:
-        return f"the poll at {fmt_time(sample.observed_at)}"
-    return f"batch {sample.batch_id} at {fmt_time(sample.observed_at)}"
+def _jump_remedy(engine: Engine, sample: Sample, skew: timedelta) -> str:
+    return remedy(engine, Cause.FUTURE_JUMP, before=batch_name(sample), skew=fmt_duration(skew))
 
 
 def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> Finding | None:
     batches = history.batches
-    if batches and _ahead(batches[-1], params.skew) is not None:
-        start = len(batches) - 1
-        while start > 0 and _ahead(batches[start - 1], params.skew) is not None:
-            start -= 1
+    start = skew_start(batches, params.skew)
+    if start is not None:
         first = batches[start]
-        value = _ahead(first, params.skew)
+        value = ahead(first, params.skew)
         assert value is not None
         which = "event-time max" if value == first.event_time_max else "watermark"
         message = (
-            f"{_when(first)}: {which} {fmt_time(value)} is "
+            f"{when(first)}: {which} {fmt_time(value)} is "
             f"{fmt_duration(value - first.observed_at)} ahead of the observation time (allowed skew "
             f"{fmt_duration(params.skew)}); the watermark follows it and honest rows are dropped as late."
-            f"{_surge_text(batches[start:])} Filter rows with event_time > now + {fmt_duration(params.skew)} "
-            "before the watermark is assigned, and restart from a checkpoint taken before the jump (the "
-            "watermark never goes back)."
+            f"{_surge_text(batches[start:])} {_jump_remedy(history.engine, first, params.skew)}"
         )
         dropped, rows = _dropped_after(batches[start:])
         return Finding(
@@ -132,7 +117,7 @@ def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> 
     for scope, samples in history.series.items():
         if flink and scope.source is None:
             continue  # downstream vertices only inherit a source's watermark: name where it entered
-        value = _ahead(samples[-1], params.skew)
+        value = ahead(samples[-1], params.skew)
         if value is None:
             continue
         newest = samples[-1]
@@ -145,8 +130,7 @@ def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> 
                 f"{name}: watermark/event time {fmt_time(value)} is "
                 f"{fmt_duration(value - newest.observed_at)} ahead of the observation time "
                 f"{fmt_time(newest.observed_at)} (allowed skew {fmt_duration(params.skew)}): a record with a future "
-                "timestamp moved it; filter such records before the watermark strategy and restart from a "
-                "savepoint taken before the jump.",
+                f"timestamp moved it. {_jump_remedy(history.engine, newest, params.skew)}",
                 now,
                 scope=scope,
                 details={"ahead_seconds": (value - newest.observed_at).total_seconds()},
@@ -186,11 +170,10 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         if advance < usual * params.jump_factor:
             continue
         message = (
-            f"{_when(cur)}: the watermark jumped {fmt_duration(advance)} "
+            f"{when(cur)}: the watermark jumped {fmt_duration(advance)} "
             f"to {fmt_time(wm)}, {advance / usual:.0f} times its usual per-batch advance of "
             f"{fmt_duration(usual)}: a row with a future event time came in the batch before."
-            f"{_surge_text([k[0] for k in known[i:]])} Filter rows with implausible event times before the watermark is "
-            "assigned; the watermark never goes back, so restart from a checkpoint taken before the jump."
+            f"{_surge_text([k[0] for k in known[i:]])} {_jump_remedy(history.engine, known[i - 1][0], params.skew)}"
         )
         return Finding(
             RULE,
@@ -231,8 +214,7 @@ def _leap_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         f"leapt {fmt_duration(leap.leap)} beyond the data's own progression (newest event time before: "
         f"{fmt_time(leap.previous_max)}{usual}{delay}), while the rows after it continue the old progression: "
         f"a mis-dated row (processing time cannot show it: every event time here is in the past).{follow}{drops} "
-        "Filter rows whose event time is implausibly far ahead before withWatermark, and restart from a "
-        f"checkpoint taken before batch {batch.batch_id} (the watermark never goes back)."
+        f"{_jump_remedy(history.engine, batch, params.skew)}"
     )
     return Finding(
         RULE,
@@ -276,20 +258,18 @@ class UnitsParams(RuleParams):
     """``event_time_units`` parameters: only the common keys."""
 
 
-def _units_message(value: datetime, where: str) -> str | None:
+def _units_message(value: datetime, where: str, engine: Engine, before: str) -> str | None:
     if is_epoch(value) or UNITS_LOW <= value < UNITS_HIGH:
         return None
     if value < UNITS_LOW:
         return (
             f"{where}: event time {fmt_time(value)} is before 1971 while rows flow: seconds read as milliseconds "
-            "(epoch seconds in the data, parsed as milliseconds). Convert the field with the right unit "
-            "(Spark: timestamp_seconds(col); Flink: multiply by 1000 in the TimestampAssigner)."
+            f"(epoch seconds in the data, parsed as milliseconds). {remedy(engine, Cause.SECONDS_AS_MILLIS)}"
         )
     shown = "beyond the year 9999" if value >= MAX_TIME else fmt_time(value)  # the parsers' stand-in
     return (
         f"{where}: event time {shown} is after 2200 while rows flow: milliseconds read as seconds "
-        "(epoch milliseconds in the data, parsed as seconds). Convert the field with the right unit "
-        "(Spark: timestamp_millis(col); Flink: return milliseconds from the TimestampAssigner)."
+        f"(epoch milliseconds in the data, parsed as seconds). {remedy(engine, Cause.MILLIS_AS_SECONDS, before=before)}"
     )
 
 
@@ -302,7 +282,11 @@ def evaluate_units(params: UnitsParams, history: JobHistory, now: datetime) -> l
     data = next((b for b in reversed(history.batches) if b.num_input_rows), None)
     if data is not None:
         for value in (data.event_time_max, data.event_time_min):
-            text = _units_message(value, f"batch {data.batch_id}") if value is not None else None
+            text = (
+                _units_message(value, f"batch {data.batch_id}", history.engine, batch_name(data))
+                if value is not None
+                else None
+            )
             if text is not None:
                 out.append(
                     Finding(UNITS_RULE, Severity.CRITICAL, history.job, text, now, batch_id=data.batch_id)
@@ -319,14 +303,15 @@ def evaluate_units(params: UnitsParams, history: JobHistory, now: datetime) -> l
         text = (
             f"{where}: the watermark is {shown}, moved there by an event time read with the wrong unit "
             "(epoch milliseconds parsed as seconds). Every later row is older than it and is dropped as late. "
-            "Convert the field with the right unit (Spark: timestamp_millis(col); Flink: return milliseconds "
-            "from the TimestampAssigner) and restart from a checkpoint taken before that batch."
+            + remedy(history.engine, Cause.MILLIS_AS_SECONDS, before=batch_name(carrier or newest))
         )
         batch_id = carrier.batch_id if carrier is not None else newest.batch_id
         out.append(Finding(UNITS_RULE, Severity.CRITICAL, history.job, text, now, batch_id=batch_id))
     for scope, samples in history.series.items():
         wm = samples[-1].watermark
-        text = _units_message(wm, scope_name(scope)) if wm is not None else None
+        text = (
+            _units_message(wm, scope_name(scope), history.engine, batch_name(samples[-1])) if wm is not None else None
+        )
         if text is not None:
             out.append(Finding(UNITS_RULE, Severity.CRITICAL, history.job, text, now, scope=scope))
     return out

@@ -36,6 +36,7 @@ from rules.batches import fmt_duration, fmt_time
 from rules.common import since_index
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = ["RULE", "HealthParams", "evaluate_health", "evaluate_targets"]
 
@@ -73,9 +74,8 @@ def _failed(history: JobHistory, now: datetime) -> Finding | None:
         severity=Severity.CRITICAL,
         job=history.job,
         message=(
-            f"the job failed at {fmt_time(last.observed_at)} (run {last.job.run_id}): {first_line}. Fix the cause "
-            "and restart it; a Spark query resumes from its checkpoint, a Flink job from its latest "
-            "checkpoint or savepoint."
+            f"the job failed at {fmt_time(last.observed_at)} (run {last.job.run_id}): {first_line}. "
+            + remedy(history.engine, Cause.FAILED)
         ),
         observed_at=now,
         labels={"check": "failed"},
@@ -153,8 +153,7 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
             f"{fmt_duration(params.restart_window)}{when}: each restart replays from the last checkpoint and "
             "delays results. "
             + (f"The last failure: {str(cause)[:300]}. " if cause else "")
-            + "Look at the previous run's failure (exceptions, lost executors/TaskManagers, "
-            "out-of-memory) and fix it before the restart strategy gives up."
+            + remedy(history.engine, Cause.RESTARTED)
         ),
         observed_at=now,
         labels={"check": "restarted"},
@@ -200,8 +199,7 @@ def evaluate_targets(params: HealthParams, errors: Sequence[CollectorError], now
                 message=(
                     f"{collector} could not read {target}: {len(errs)} errors in the last "
                     f"{fmt_duration(params.error_window)}, the last at {fmt_time(errs[-1].observed_at)}: "
-                    f"{errs[-1].message}. Its jobs are not monitored meanwhile: check that the target is up "
-                    "and reachable (URL, network, credentials, file permissions)."
+                    f"{errs[-1].message}. Its jobs are not monitored meanwhile. {remedy(engine, Cause.UNREACHABLE)}"
                 ),
                 observed_at=now,
                 labels={"check": "unreachable", "collector": collector},

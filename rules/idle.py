@@ -44,9 +44,10 @@ from datetime import datetime, timedelta
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
 from rules.batches import fmt_duration, fmt_time
-from rules.common import flink_scope_name, scope_name, tail_since
+from rules.common import flink_scope_name, scope_name, tail_since, watermark_moves
 from rules.history import JobHistory
 from rules.params import RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = ["RULE", "IdleParams", "evaluate_idle"]
 
@@ -107,24 +108,12 @@ def _advancing(samples: Sequence[Sample], since: datetime) -> bool:
 
 
 def _job_watermark_flat(history: JobHistory, since: datetime) -> bool | None:
+    """Whether the job's watermark stayed flat since ``since`` (:func:`rules.common.watermark_moves`, the
+    definition ``watermark_stall`` uses); ``None`` without job samples then."""
     window = tail_since(history.batches, since)
-    wms = [b.watermark for b in window]
-    if not wms:
+    if not window:
         return None
-    return all(wm == wms[0] for wm in wms)
-
-
-def _remedy(engine: Engine) -> str:
-    if engine is Engine.SPARK:
-        return (
-            "Spark keeps the minimum watermark over inputs (multipleWatermarkPolicy=min): set "
-            "spark.sql.streaming.multipleWatermarkPolicy=max if the other inputs may run ahead, or feed/remove "
-            "this input."
-        )
-    return (
-        "Declare idleness so the idle split/subtask is skipped by the watermark: "
-        "WatermarkStrategy.withIdleness(Duration.ofMinutes(...)) (or rebalance so every subtask gets data)."
-    )
+    return watermark_moves(window, max_steps=0).flat_start == 0
 
 
 def _idle_finding(
@@ -186,7 +175,7 @@ def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> lis
         idle_time = samples[-1].observed_at - idle.since
         sibling_text = ", ".join(scope_name(s) for s in siblings[:3]) + (" ..." if len(siblings) > 3 else "")
         if holding:
-            consequence = f"it holds the job's watermark back. {_remedy(history.engine)}"
+            consequence = f"it holds the job's watermark back. {remedy(history.engine, Cause.HOLDING_INPUT)}"
         else:
             consequence = "the job's watermark still advances, so it is not holding it back."
         message = (
@@ -250,7 +239,7 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
                 consequence = (
                     f"it has {wm_text}, and the operator downstream takes the minimum over its input channels "
                     "(StatusWatermarkValve), so this subtask pins the job's event time: windows do not fire. "
-                    + _remedy(Engine.FLINK)
+                    + remedy(Engine.FLINK, Cause.HOLDING_INPUT)
                 )
             else:
                 consequence = (
@@ -278,9 +267,7 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
                     message=(
                         f"every source subtask of job `{job}` has had no records for at least "
                         f"{fmt_duration(idle_for)}: event time is frozen {frozen} and event-time windows do not "
-                        "fire. withIdleness cannot help: with all input channels idle no watermark is emitted. "
-                        "If results must come out during quiet periods, advance the watermark on processing "
-                        "time (a custom WatermarkGenerator's onPeriodicEmit) or send heartbeat records."
+                        f"fire. {remedy(Engine.FLINK, Cause.ALL_INPUTS_IDLE)}"
                     ),
                     observed_at=now,
                     labels={"check": "all_inputs_idle"},
@@ -297,9 +284,9 @@ def _end_of_input(history: JobHistory, scope: Scope, newest: Sample, job: str, n
         job=history.job,
         message=(
             f"{flink_scope_name(job, newest)} advertises the watermark Long.MAX_VALUE (+infinity) while the job "
-            "runs: it has no split/partition to read (source parallelism above the partition count) or its "
+            "runs: it has no split/partition to read (source parallelism above the number of partitions) or its "
             "bounded input ended. It no longer takes part in the minimum, so an idle partition elsewhere is "
-            "hidden; set the source parallelism to at most the number of partitions."
+            f"hidden. {remedy(Engine.FLINK, Cause.END_OF_INPUT)}"
         ),
         observed_at=now,
         scope=scope,

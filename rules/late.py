@@ -23,11 +23,12 @@ from operator import attrgetter
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Severity
-from rules.batches import fmt_duration, fmt_time
+from rules.batches import fmt_duration
 from rules.common import tail_since
 from rules.history import JobHistory
-from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
+from rules.jumps import batch_name, find_jump
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = ["SURGE_RULE", "LateSurgeParams", "evaluate_late_surge"]
 
@@ -95,42 +96,25 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
         return []
     share = dropped / rows if rows else float("inf")
     newest = known[-1]
-    wm = newest.watermark
-    leap = find_leap(history.batches, DEFAULT_MIN_JUMP, DEFAULT_JUMP_FACTOR, history.event_max_top)
     dropping = next((b for b in reversed(known) if b.dropped_by_watermark), newest)
-    if leap is not None and leap.batch.observed_at < dropping.observed_at:
-        moved = (
-            f"moved the watermark +{fmt_duration(leap.watermark_advance)}"
-            if leap.watermark_advance is not None
-            else f"carried an event time {fmt_duration(leap.leap)} beyond the rest"
-        )
+    jump = find_jump(history, skew=params.skew)
+    details: dict[str, object] = {"dropped": dropped, "rows": rows, "share": share if rows else None}
+    if jump is not None and jump.batch.observed_at <= dropping.observed_at:
         rows_text = "row" if dropping.dropped_by_watermark == 1 else "rows"
         cause = (
-            f"{dropping.dropped_by_watermark} {rows_text} dropped at batch {dropping.batch_id} because batch "
-            f"{leap.batch.batch_id} {moved} (a mis-dated row: see future_timestamp). A longer delay does not "
-            "help: filter implausible event times before the watermark is assigned."
+            f"{dropping.dropped_by_watermark} {rows_text} dropped at {batch_name(dropping)} because {jump.describe()}: "
+            f"they are behind a watermark a mis-dated row set, not late. {jump.remedy(history.engine)}"
         )
-    elif wm is not None and wm > newest.observed_at + params.skew:
-        cause = (
-            f"the watermark {fmt_time(wm)} is {fmt_duration(wm - newest.observed_at)} ahead of the observation "
-            "time: a future event time moved it, so honest rows are dropped — see future_timestamp; filter "
-            "future event times before the watermark is assigned."
-        )
+        details["caused_by"] = jump.details()
     elif history.engine is Engine.FLINK:
         cause = (
             "records arrive later than the watermark delay plus the window's allowed lateness."
             + _flink_where(history, window[0].observed_at)
-            + " If they matter, raise forBoundedOutOfOrderness or allowedLateness, or route them to a late side "
-            "output (sideOutputLateData). Note what the counter does not show: with a late side output "
-            "numLateRecordsDropped stays 0 (read the side output instead), and sliding windows silently skip "
-            "the late windows of an element that still fits a later one, without counting it."
+            + " "
+            + remedy(history.engine, Cause.LATE_DROPS)
         )
     else:
-        cause = (
-            "rows arrive later than the watermark delay allows. If they matter, raise the watermark delay "
-            "(withWatermark / forBoundedOutOfOrderness) to cover how late they arrive, or route late rows to "
-            "a side output (Flink sideOutputLateData) instead of dropping them."
-        )
+        cause = f"rows arrive later than the watermark delay allows. {remedy(history.engine, Cause.LATE_DROPS)}"
     unit = "polls" if history.engine is Engine.FLINK else "batches"
     counted = len([b for b in known if b.dropped_by_watermark])
     if rows:
@@ -152,6 +136,6 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
             message=message,
             observed_at=now,
             batch_id=newest.batch_id,
-            details={"dropped": dropped, "rows": rows, "share": share if rows else None},
+            details=details,
         )
     ]

@@ -23,6 +23,7 @@ from monitor.model import Engine, Finding, Severity
 from rules.batches import fmt_duration, fmt_time
 from rules.history import JobHistory
 from rules.params import RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = ["RULE", "NoProgressParams", "evaluate_no_progress", "silence_threshold"]
 
@@ -77,9 +78,7 @@ def evaluate_no_progress(params: NoProgressParams, history: JobHistory, now: dat
             job=history.job,
             message=(
                 f"no progress for {fmt_duration(silence)}; last batch {last.batch_id} at {fmt_time(last.observed_at)}"
-                f"{usual}, and the query has not terminated. The driver may be hung in a batch, or gone without "
-                "a clean stop (killed, lost host), or no longer writing its event log: check the driver and "
-                "the streaming query's status."
+                f"{usual}, and the query has not terminated. {remedy(history.engine, Cause.NO_PROGRESS)}"
             ),
             observed_at=now,
             batch_id=last.batch_id,

@@ -21,9 +21,11 @@ from pydantic import Field
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
 from rules.batches import fmt_duration, fmt_time
-from rules.common import is_epoch, scope_name, tail_since
+from rules.common import is_epoch, scope_name, tail_since, watermark_moves
 from rules.history import JobHistory
+from rules.jumps import Jump, find_jump
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = [
     "RULE",
@@ -45,6 +47,7 @@ class StallCause(enum.StrEnum):
     INPUT_HOLDS_MIN = "input_holds_min"  # one input/partition/subtask has the minimum watermark
     NEVER_SEEN_INPUT = "never_seen_input"  # Spark watermark pinned at 1970: an input never had data
     DELAY_EXCEEDS_SPAN = "delay_exceeds_span"  # event times do not reach past watermark + delay
+    AFTER_JUMP = "after_jump"  # the watermark rests on a mis-dated row: every honest row is behind it
     UNKNOWN = "unknown"
 
 
@@ -169,41 +172,32 @@ def classify_stall(
     return StallDiagnosis(StallCause.UNKNOWN, delay=delay, newest_event_time=newest_event)
 
 
-_REMEDY = {
-    StallCause.NO_WATERMARK: (
-        "the engine reports no watermark (Flink Long.MIN_VALUE) while rows flow: an input channel has never "
-        "emitted one. Give the source WatermarkStrategy.withIdleness(...) so idle channels are skipped, or "
-        "check that the source assigns timestamps and watermarks."
-    ),
-    StallCause.EVENT_TIMES_NULL: (
-        "every row's event time is null (Spark filters them silently; eventTime.min shows 1970), so nothing "
-        "can move the watermark. Fix the event-time column's parsing (format, time zone, field name)."
-    ),
-    StallCause.INPUT_HOLDS_MIN: (
-        "the watermark is the minimum over inputs and this one does not advance. Give the source an idleness "
-        "timeout (Flink WatermarkStrategy.withIdleness) or, in Spark, set "
-        "spark.sql.streaming.multipleWatermarkPolicy=max if the other inputs may run ahead."
-    ),
-    StallCause.NEVER_SEEN_INPUT: (
-        "the watermark is still Spark's initial 1970 value: under the default min policy "
-        "(spark.sql.streaming.multipleWatermarkPolicy=min) an input that has never produced data keeps its "
-        "own watermark at 0 and pins the global one there, so no window is ever emitted and state rows "
-        "climb. Remedies: feed that input, or drop it from the query, or set "
-        "spark.sql.streaming.multipleWatermarkPolicy=max (the fastest input then drives the watermark and "
-        "rows of slower inputs older than it are dropped as late). Per-input watermarks are not "
-        "checkpointed: with Trigger.AvailableNow or once, an input without data in a run pins it again in "
-        "every run."
-    ),
-    StallCause.DELAY_EXCEEDS_SPAN: (
-        "the rows' event times do not reach past watermark + delay: the delay is larger than the span of "
-        "event times arriving (or the data is a replay of old times). Lower the watermark delay or check the "
-        "event-time column."
-    ),
-    StallCause.UNKNOWN: (
-        "look for an input or partition whose event time does not advance (the engine keeps the minimum "
-        "watermark over inputs) or for rows all older than the watermark."
-    ),
+#: the remedy of each cause (:mod:`rules.remedies`, by the finding's engine)
+_REMEDY_CAUSE = {
+    StallCause.NO_WATERMARK: Cause.NO_WATERMARK,
+    StallCause.EVENT_TIMES_NULL: Cause.EVENT_TIMES_NULL,
+    StallCause.INPUT_HOLDS_MIN: Cause.HOLDING_INPUT,
+    StallCause.NEVER_SEEN_INPUT: Cause.NEVER_SEEN_INPUT,
+    StallCause.DELAY_EXCEEDS_SPAN: Cause.DELAY_EXCEEDS_SPAN,
+    StallCause.UNKNOWN: Cause.STALL_UNKNOWN,
 }
+
+#: what each cause says before its remedy (engine-neutral: the engine's names are in the remedy)
+_WHY = {
+    StallCause.NO_WATERMARK: "the engine reports no watermark while rows flow: an input has never emitted one.",
+    StallCause.EVENT_TIMES_NULL: "every row's event time is null (eventTime.min shows 1970), so nothing can move "
+    "the watermark.",
+    StallCause.INPUT_HOLDS_MIN: "the watermark is the minimum over inputs and this one does not advance.",
+    StallCause.NEVER_SEEN_INPUT: "the watermark is still its initial 1970 value: under the minimum over inputs an "
+    "input that has never produced data keeps its own watermark at 0 and pins the global one there, so no window "
+    "is ever emitted and state rows climb.",
+    StallCause.DELAY_EXCEEDS_SPAN: "the rows' event times do not reach past watermark + delay: the delay is larger "
+    "than the span of event times arriving (or the data is a replay of old times).",
+    StallCause.UNKNOWN: "no input is seen holding it and the history shows no mis-dated row.",
+}
+
+#: causes a mis-dated row explains better: the rows are behind the watermark because of it
+_JUMP_EXPLAINS = frozenset({StallCause.DELAY_EXCEEDS_SPAN, StallCause.UNKNOWN, StallCause.INPUT_HOLDS_MIN})
 
 
 def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> list[Finding]:
@@ -219,15 +213,13 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
     in the message with its remedy. ``now`` only stamps the finding.
     """
     batches = history.batches
-    if not batches:
-        return []
+    if not batches or history.engine is Engine.KAFKA:
+        return []  # (a consumer group has no watermark)
     newest = batches[-1]
     wm = newest.watermark
     if wm is None and history.engine is Engine.SPARK:
         return []  # no withWatermark in the query
-    start = len(batches) - 1
-    while start > 0 and batches[start - 1].watermark == wm:
-        start -= 1
+    start = watermark_moves(batches, max_steps=0).flat_start
     first = batches[start]
     flat = newest.observed_at - first.observed_at
     # Spark's initial 1970 watermark after batches with event times is never a lull in the data: with the
@@ -243,6 +235,14 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
     if rows < params.min_rows or len(data) < params.min_data_batches:
         return []  # includes the quiet source: a flat watermark without rows is not a stall
     diagnosis = classify_stall(batches[:start], movers, wm, history, params.delay)
+    jump: Jump | None = None
+    if diagnosis.cause in _JUMP_EXPLAINS:
+        jump = find_jump(history)
+        if jump is not None and jump.batch.observed_at > first.observed_at:
+            jump = None  # a jump inside the flat stretch did not set the watermark it rests on
+        if jump is not None:
+            diagnosis = StallDiagnosis(StallCause.AFTER_JUMP, delay=diagnosis.delay,
+                                       newest_event_time=diagnosis.newest_event_time)
     if never_computed:
         what = "the watermark stayed at Spark's initial 1970-01-01 (none computed)"
     else:
@@ -256,9 +256,16 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         if diagnosis.newest_event_time is not None
         else ""
     )
+    if jump is not None:
+        advice = (
+            f" Every row since is behind the watermark because {jump.describe()}. {jump.remedy(history.engine)}"
+        )
+    else:
+        why = _WHY[diagnosis.cause]
+        advice = f"{culprit} {why} {remedy(history.engine, _REMEDY_CAUSE[diagnosis.cause])}"
     message = (
         f"{what} for {at_least}{fmt_duration(flat)} (since {fmt_time(first.observed_at)}) while {rows} rows arrived in "
-        f"{len(data)} batches{newest_text}.{culprit} {_REMEDY[diagnosis.cause]}"
+        f"{len(data)} batches{newest_text}.{advice}"
     )
     details: dict[str, object] = {
         "cause": diagnosis.cause.value,
@@ -271,6 +278,8 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         details["culprit"] = diagnosis.culprit.labels()
     if diagnosis.delay is not None:
         details["delay_seconds"] = diagnosis.delay.total_seconds()
+    if jump is not None:
+        details["caused_by"] = jump.details()
     return [
         Finding(
             rule=RULE,

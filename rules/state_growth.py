@@ -23,9 +23,10 @@ from pydantic import Field
 
 from monitor.model import Engine, Finding, Severity
 from rules.batches import fmt_duration, fmt_time
-from rules.common import tail_since
+from rules.common import tail_since, watermark_moves
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 #: how far ahead a limit is projected; beyond it the message gives no date
 _PROJECTION_HORIZON = timedelta(days=36_525)
@@ -124,11 +125,10 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     points = [b for b in window if getattr(b, field) is not None]
     if len(points) < params.min_points:
         return []
-    steps = sum(
-        1
-        for a, b in pairwise(points)
-        if a.watermark is not None and b.watermark is not None and b.watermark > a.watermark
-    )
+    # the watermark's moves over the window's batches: the definition watermark_stall reads too, so the two
+    # never disagree on whether (and until when) the watermark advanced
+    moves = watermark_moves(window)
+    steps = len(moves.steps)
     if steps < params.min_watermark_steps:
         return []
     ys = [float(getattr(b, field)) for b in points]
@@ -166,22 +166,17 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
             )
         if seconds <= params.critical_within.total_seconds():
             severity = Severity.CRITICAL
-    if history.engine is Engine.FLINK:
-        cause = (
-            "Keyed state that nothing clears grows with every new key: give it a state TTL (StateTtlConfig), "
-            "clear it from an event-time timer, or key windows so the watermark ends them."
-        )
-    else:
-        cause = (
-            "The state key does not include the event time, so the watermark cannot evict it "
-            "(the classic: dropDuplicates without the event-time column). Add the event-time column to the key, "
-            "use a window, dropDuplicatesWithinWatermark, or a state TTL."
-        )
     what = "checkpointed state size" if history.engine is Engine.FLINK else f"state {unit}"
+    last = moves.last_step_at
+    last_text = f", the last at {fmt_time(last.observed_at)}" if last is not None and steps > 1 else ""
+    if last is not None and steps == 1:
+        last_text = f", at {fmt_time(last.observed_at)}"
+    if last is not None:
+        details["watermark_last_advanced_at"] = fmt_time(last.observed_at)
     message = (
         f"{what} grew from {ys[0]:.0f} to {current:.0f} in {fmt_duration(timedelta(seconds=xs[-1]))} "
         f"(Theil-Sen trend {slope * 3600:.0f} {unit}/h) with no rows removed while the watermark advanced {steps} "
-        f"times.{projection} {cause}"
+        f"time{'s' if steps != 1 else ''}{last_text}.{projection} {remedy(history.engine, Cause.STATE_GROWTH)}"
     )
     return [
         Finding(

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.alerts.lifecycle import AlertEvent, RuleTiming, step_all
@@ -18,24 +16,23 @@ from monitor.model import Finding
 from monitor.store.alert_repo import apply_transitions, load_alerts
 from monitor.store.database import make_engine, make_session_factory
 from monitor.store.migrate import upgrade
+from tests.dependencies import missing
 
 NO_DELAY = RuleTiming()
 ALERTMANAGER_BINARIES = ("prometheus-alertmanager", "alertmanager")
 
 
-def alertmanager_binary(environ: Mapping[str, str] = os.environ) -> str:
-    """Path of Alertmanager (Debian names it ``prometheus-alertmanager``); missing: fail in CI, else skip."""
+def alertmanager_binary() -> str:
+    """Path of Alertmanager (Debian names it ``prometheus-alertmanager``); missing: see
+    :func:`tests.dependencies.missing`."""
     for name in ALERTMANAGER_BINARIES:
         path = shutil.which(name)
         if path:
             return path
-    message = (
-        f"none of {ALERTMANAGER_BINARIES} on PATH (Debian package prometheus-alertmanager; "
-        "see .ci/system-deps.sh)"
+    missing(
+        f"Alertmanager (none of {ALERTMANAGER_BINARIES} on PATH)",
+        "apt-get install prometheus-alertmanager (bash .ci/system-deps.sh; make test does it)",
     )
-    if environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 @contextmanager

@@ -9,6 +9,15 @@ from pathlib import Path
 import pytest
 
 from monitor.store import Store, open_store, upgrade
+
+# Missing dependencies: a bare `pytest` may skip (saying what to install), `make test` (--require-all) fails.
+# The hooks are imported here rather than named in pytest_plugins: the fixture modules import the module first.
+from tests.dependencies import (  # noqa: F401
+    pytest_addoption,
+    pytest_configure,
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+)
 from tests.flink_cluster import FlinkCluster, cluster_fixture, submit_test_jobs
 
 # One real Apache Kafka broker per session (see tests/kafka_broker.py): `kafka_broker`.
@@ -20,6 +29,8 @@ from tests.pg import postgres_server, postgres_url  # noqa: F401
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECORDED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LOCAL_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+pytest_plugins = ["pytester"]  # tests/unit/test_dependencies.py runs small suites of its own
 
 
 @pytest.fixture

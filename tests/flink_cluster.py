@@ -375,16 +375,14 @@ def start_cluster(work: Path, **kwargs: Any) -> Iterator[FlinkCluster]:
 def cluster_fixture(tmp_root: Path) -> Iterator[FlinkCluster]:
     """The body of the session fixture ``flink_cluster`` (tests/conftest.py): one cluster for the whole run.
 
-    Skips when Flink or a JDK is missing, except under CI (``CI`` set), where that is a failure.
+    Flink or a JDK missing: :func:`tests.dependencies.missing` (a skip, a failure under ``make test``).
     REST metrics refresh every second (``metrics.fetcher.update-interval``, 10 s by default) so tests wait less.
     """
-    import pytest
+    from tests.dependencies import missing
 
     reason = flink_unavailable_reason()
     if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        missing("Flink 2.3.0 with a JDK 17", reason)
     with start_cluster(tmp_root, extra_config={"metrics.fetcher.update-interval": 1000}) as cluster:
         yield cluster
 

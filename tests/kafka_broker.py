@@ -22,7 +22,8 @@ be installed by hand beyond Java 17 and Maven (``.ci/system-deps.sh``):
    ``START_TIMEOUT_S`` on a loaded one).
 5. **Stop**: SIGTERM (a controlled shutdown, about 3 s), SIGKILL after 60 s; the data directory goes.
 
-When Java or Maven is missing the tests fail under ``CI`` and are skipped otherwise, as ``tests/pg.py``.
+When Java or Maven is missing the tests skip under a bare ``pytest`` and fail under ``make test``
+(:func:`tests.dependencies.missing`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.dependencies import missing
 
 __all__ = ["KAFKA_VERSION", "KafkaBroker", "KafkaUnavailable", "ensure_kafka_jars", "kafka_broker"]
 
@@ -289,9 +292,7 @@ def kafka_broker() -> Iterator[KafkaBroker]:
     try:
         broker = start_kafka()
     except KafkaUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"Kafka broker unavailable under CI: {exc}")
-        pytest.skip(f"Kafka broker unavailable: {exc}")
+        missing("an Apache Kafka broker (Java 17, Maven)", str(exc))
     try:
         yield broker
     finally:

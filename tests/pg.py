@@ -14,7 +14,8 @@ tests run as root the server runs as the ``postgres`` user (created by Debian's 
 ``nobody``, via ``subprocess``'s ``user=``/``group=`` (no ``sudo``/``runuser`` needed); its temporary
 directory is created in the system temp dir (not under pytest's root-only ``tmp_path``) and chowned to it.
 
-If no binary is found the tests fail when ``CI`` is set (``CI=true``) and are skipped otherwise.
+If no binary is found the tests skip under a bare ``pytest`` and fail under ``make test``
+(:func:`tests.dependencies.missing`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.dependencies import missing
 
 __all__ = [
     "PostgresServer",
@@ -245,22 +248,13 @@ def start_postgres(environ: Mapping[str, str]) -> PostgresServer:
         raise
 
 
-def _unavailable(environ: Mapping[str, str], message: str) -> None:
-    """Fail in CI (``CI`` set to a true value), skip elsewhere."""
-    if environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:
-        pytest.fail(f"{message} (CI is set: PostgreSQL tests must run)", pytrace=False)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """A real PostgreSQL server for the whole test session (see module docstring)."""
-    environ = os.environ
     try:
-        server = start_postgres(environ)
+        server = start_postgres(os.environ)
     except PostgresUnavailable as exc:
-        _unavailable(environ, str(exc))
-        raise  # unreachable: _unavailable raises
+        missing("a PostgreSQL server", str(exc))
     try:
         yield server
     finally:

@@ -25,8 +25,12 @@ from typing import Any
 
 from collectors.kafka.lag import TopicPartition
 from collectors.kafka.options import KafkaOptions
+from monitor.errors import InputError
 
-__all__ = ["GroupDescription", "KafkaAdminSource", "KafkaUnreachable", "RecordTime"]
+__all__ = ["INSTALL_KAFKA", "GroupDescription", "KafkaAdminSource", "KafkaUnreachable", "RecordTime", "require_client"]
+
+#: How to install the Kafka client (pyproject's ``kafka`` extra: confluent-kafka).
+INSTALL_KAFKA = "pip install 'tidegauge[kafka]'"
 
 _STATES = {
     "STABLE": "Stable",
@@ -41,6 +45,33 @@ _STATES = {
 
 class KafkaUnreachable(RuntimeError):
     """The cluster did not answer (bootstrap servers down, wrong address, authentication failed)."""
+
+
+def require_client(what: str) -> None:
+    """Check that confluent-kafka (the ``kafka`` extra) can be imported, before anything needs it.
+
+    Raises:
+        InputError: it cannot: ``WHAT needs the Kafka client: pip install 'tidegauge[kafka]' (...)``.
+    """
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError as exc:
+        raise InputError(f"{what} needs the Kafka client: {INSTALL_KAFKA} ({exc})") from None
+
+
+_NO_ANSWER = "no broker answered (is the address right, are the brokers up, and is the security protocol theirs?)"
+#: librdkafka's error names (``KafkaError.name()``) of a cluster that cannot be reached, in plain words.
+_UNREACHABLE_WORDS = {
+    "_TRANSPORT": _NO_ANSWER,
+    "_ALL_BROKERS_DOWN": _NO_ANSWER,
+    "_TIMED_OUT": _NO_ANSWER,
+    "_RESOLVE": "the broker host name does not resolve",
+    "_AUTHENTICATION": "authentication failed",
+    "SASL_AUTHENTICATION_FAILED": "authentication failed",
+    "_SSL": "the TLS handshake failed",
+}
+#: Errors whose librdkafka text says more than the plain words (which credential, which certificate).
+_WITH_DETAIL = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +134,20 @@ class KafkaAdminSource:
     def _timeout(self) -> float:
         return self.options.request_timeout_s
 
+    def _unreachable(self, exc: BaseException) -> KafkaUnreachable:
+        """``kafka NAME (BOOTSTRAP, PROTOCOL): cannot reach the cluster within 3s: <plain words>``."""
+        args = getattr(exc, "args", ())
+        err: Any = args[0] if args else None
+        name = str(err.name()) if hasattr(err, "name") else ""
+        words = _UNREACHABLE_WORDS.get(name)
+        if words is None:
+            words = _error_text(exc)
+        elif name in _WITH_DETAIL:
+            words = f"{words}: {_error_text(exc)}"
+        return KafkaUnreachable(
+            f"{self.options.describe()}: cannot reach the cluster within {self._timeout:g}s: {words}"
+        )
+
     def topics(self) -> dict[str, int]:
         """Topic -> partition count (internal topics included).
 
@@ -112,9 +157,7 @@ class KafkaAdminSource:
         try:
             md = self.admin().list_topics(timeout=self._timeout)
         except Exception as exc:
-            raise KafkaUnreachable(
-                f"{self.options.describe()}: metadata request failed: {_error_text(exc)}"
-            ) from None
+            raise self._unreachable(exc) from None
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 
     def list_groups(self) -> tuple[list[str], list[str]]:
@@ -122,9 +165,7 @@ class KafkaAdminSource:
         try:
             result = self.admin().list_consumer_groups(request_timeout=self._timeout).result()
         except Exception as exc:
-            raise KafkaUnreachable(
-                f"{self.options.describe()}: listing groups failed: {_error_text(exc)}"
-            ) from None
+            raise self._unreachable(exc) from None
         return sorted(g.group_id for g in result.valid), [_error_text(e) for e in result.errors]
 
     def describe(self, groups: Iterable[str]) -> dict[str, GroupDescription | str]:

@@ -2,6 +2,8 @@
 
 A poll (:meth:`KafkaLagCollector.snapshot`), in this order:
 
+0. one metadata request: a cluster that cannot be reached raises
+   :class:`~collectors.kafka.admin.KafkaUnreachable` (in plain words) within one request timeout;
 1. the groups: the configured ids, or every listed group, filtered by the include/exclude regexes;
 2. their description (state, members, assignments) and committed offsets (``concurrency`` at once);
 3. the topics' partition counts, then the log-start and log-end offsets of every partition involved —
@@ -94,6 +96,9 @@ class KafkaLagCollector(PollsOnce):
             KafkaUnreachable: the cluster did not answer at all.
         """
         snap = Snapshot()
+        # one metadata request first: an unreachable cluster fails here, within one request timeout, rather
+        # than after a timeout for each of the steps below (the counts are read again after the offsets)
+        self.source.topics()
         groups, list_errors = self._groups()
         snap.errors.extend(f"list groups: {e}" for e in list_errors)
         descriptions = self.source.describe(groups)

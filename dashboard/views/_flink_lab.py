@@ -55,6 +55,14 @@ def render(content: bytes, suffix: str, name: str) -> None:
         st.error(f"Cannot replay: {exc}")
         st.stop()
     _summary(r, side)
+    m = r.misdated
+    if m is not None:  # the useful answer first: the element, the delay without it, then the delay with it
+        from dashboard.views._lab_advice import render_lead
+
+        when = f" at {m['processing_time']:%H:%M:%S} UTC" if m["processing_time"] is not None else ""
+        render_lead([f"line {m['line']}, event time {m['event_time']:%Y-%m-%d %H:%M:%S} UTC, moved the watermark "
+                     f"+{data.human_lag(m['advance_s'])}{when}"], r.recommended_delay_s, r.recommended_delay_with_s,
+                    target, "the WatermarkStrategy")
     _drawings(r)
     _sweep(r, target)
 
@@ -135,7 +143,10 @@ def _drawings(r: data.FlinkWhatIf) -> None:
 
 def _sweep(r: data.FlinkWhatIf, target: float) -> None:
     st.subheader("Delay sweep")
-    if r.recommended_delay_s is not None:
+    if r.misdated is not None:
+        st.caption("The sweep keeps the mis-dated element: every delay in it leaves the elements behind that "
+                   "element's watermark late; the recommendation above is without it.")
+    elif r.recommended_delay_s is not None:
         st.success(f"Recommended delay: **{data.human_lag(r.recommended_delay_s)}**, the smallest of the sweep "
                    f"whose late elements are at most {100 - target:.1f}% of rows (from this replay).")
     else:

@@ -76,6 +76,13 @@ m4.metric("batches", f"{s['batches']:,}")
 if result.bad_rows:
     st.warning(f"{result.bad_rows} rows had an unreadable event time (skipped, as Spark skips null times).")
 
+if result.misdated:  # the useful answer first: the row, the delay without it, then the delay with it
+    from dashboard.views._lab_advice import render_lead
+
+    render_lead([f"line {m['line']} (batch {m['batch_id']}), event time {m['event_time']}, moved the watermark "
+                 f"+{data.human_lag(m['advance_s'])}" for m in result.misdated],
+                result.recommended_delay_s, result.recommended_delay_with_s, target, "withWatermark")
+
 mover = result.mover
 if mover is not None:
     st.markdown(f"The watermark moved most in **batch {mover['batch_id']}** (+{data.human_lag(mover['advance_s'])}): "
@@ -116,7 +123,10 @@ if lat.get("p95_ms") is not None:
 
 st.subheader("Delay sweep")
 sw = result.sweep
-if result.recommended_delay_s is not None:
+if result.misdated:
+    st.caption("The sweep keeps the mis-dated row: every delay in it drops the rows behind that row's watermark; "
+               "the recommendation above is without it.")
+elif result.recommended_delay_s is not None:
     st.success(f"Recommended delay: **{data.human_lag(result.recommended_delay_s)}**, the smallest of the sweep that "
                f"drops at most {100 - target:.1f}% of rows (from this replay).")
 else:

@@ -23,6 +23,7 @@ import typer
 
 from collectors.flink import FlinkRestCollector
 from collectors.http import make_client
+from monitor.commands._check_errors import json_error_document
 from monitor.commands.scan import _parse_fail_on
 from monitor.config import load_config
 from monitor.durations import parse_timedelta
@@ -49,7 +50,11 @@ def run_check_flink(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Poll, judge and print; returns the exit code (see the module docstring). ``transport`` replaces the
-    network, ``clock`` (aware UTC) and ``sleep`` the wall clock (tests)."""
+    network, ``clock`` (aware UTC) and ``sleep`` the wall clock (tests).
+
+    Raises:
+        InputError: the JobManager could not be read at all (one line per error; exit code 2 via the CLI).
+    """
     now_of = clock or (lambda: datetime.now(UTC))
     headers = {"Authorization": f"Bearer {token}"} if token else None
     rules = rules or RulesConfig()
@@ -72,9 +77,7 @@ def run_check_flink(
             samples.extend(result.samples)
             errors = list(result.errors)  # the errors of the newest poll
             if not result.samples and result.errors and i == 0:
-                for e in result.errors:
-                    print(f"tidegauge: error: {e.message}", file=sys.stderr)
-                return 2
+                raise InputError("\n".join(e.message for e in result.errors))
     history: dict[tuple[Engine, str], list[Sample]] = {}
     for s in samples:
         history.setdefault((s.job.engine, s.job.job_id), []).append(s)
@@ -138,29 +141,32 @@ def add_flink(group: typer.Typer) -> None:
 
         --format json prints {"jobs": [{"jid", "name", "state", "vertices": [{"id", "name", "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms", "output_watermark_ms", "source_idle_ms", ...}]}]}], "findings": [{"rule", "severity", "job", "vertex", "subtask", "message"}], "errors": [...]}.
 
+        A check that cannot run (the JobManager unreachable, a bad option) prints {"error": "..."} under --format json.
+
         Exit codes: 0 ok, 1 a finding reached --fail-on, 2 the JobManager could not be read.
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
-        wait = (
-            parse_timedelta(interval, what="--interval")
-            if interval.strip() not in ("0", "0s")
-            else timedelta(0)
-        )
-        threshold = _parse_fail_on(fail_on) if fail_on is not None else None
-        token = None
-        if token_env is not None:
-            import os
+        with json_error_document(fmt):
+            wait = (
+                parse_timedelta(interval, what="--interval")
+                if interval.strip() not in ("0", "0s")
+                else timedelta(0)
+            )
+            threshold = _parse_fail_on(fail_on) if fail_on is not None else None
+            token = None
+            if token_env is not None:
+                import os
 
-            token = os.environ.get(token_env)
-            if not token:
-                raise InputError(f"--token-env: environment variable {token_env} is not set")
-        code = run_check_flink(
-            url,
-            fmt=fmt,
-            interval=wait,
-            rules=_rules(config, idle_for, future_skew),
-            fail_on=threshold,
-            token=token,
-        )
+                token = os.environ.get(token_env)
+                if not token:
+                    raise InputError(f"--token-env: environment variable {token_env} is not set")
+            code = run_check_flink(
+                url,
+                fmt=fmt,
+                interval=wait,
+                rules=_rules(config, idle_for, future_skew),
+                fail_on=threshold,
+                token=token,
+            )
         raise typer.Exit(code=code)

@@ -14,7 +14,7 @@ from monitor.durations import format_duration_ms
 from monitor.model import format_epoch_ms
 from monitor.watermark import BatchResult, EventsTable, Replay, Summary, WatermarkConfig
 from monitor.watermark.config import Session, Sliding, Tumbling
-from monitor.watermark.diagnose import Diagnosis, WatermarkMover
+from monitor.watermark.diagnose import DelayAdvice, Diagnosis, WatermarkMover
 from monitor.watermark.events import UnitMismatch
 from monitor.watermark.sweep import Recommendation
 
@@ -268,13 +268,13 @@ def recommendation_json(rec: Recommendation) -> dict[str, Any]:
     }
 
 
-def recommendation_text(rec: Recommendation) -> list[str]:
-    """The ``--target-completeness`` answer."""
+def recommendation_text(rec: Recommendation, what: str = "") -> list[str]:
+    """The ``--target-completeness`` answer (``what``: after "completeness", e.g. which rows were left out)."""
     allowed = rec.max_dropped_share * 100
     s = rec.summary
     big = f" ({human(rec.delay_ms)})" if rec.delay_ms >= _DAY_MS else ""
     out = [
-        f"Smallest delay for {rec.target_completeness_pct}% completeness: {dur(rec.delay_ms)}{big} "
+        f"Smallest delay for {rec.target_completeness_pct}% completeness{what}: {dur(rec.delay_ms)}{big} "
         f"(drops {s.dropped_rows} of {s.rows_with_time} rows = {s.dropped_share * 100:.3f}% <= "
         f"{allowed:.3f}%; peak state {s.peak_state_rows})",
         "  read off the lateness of the rows at delay 0 "
@@ -291,15 +291,39 @@ def recommendation_text(rec: Recommendation) -> list[str]:
     return out
 
 
-def recommendation_without_text(rec: Recommendation, lines: list[int]) -> list[str]:
-    """The recommendation once the mis-dated rows are filtered out."""
-    which = ", ".join(str(n) for n in lines[:5]) + (" ..." if len(lines) > 5 else "")
-    s = rec.summary
+def _lines_of(advice: DelayAdvice) -> str:
+    lines = [m.line for m in advice.misdated]
+    return ", ".join(str(n) for n in lines[:5]) + (" ..." if len(lines) > 5 else "")
+
+
+def advice_text(advice: DelayAdvice) -> list[str]:
+    """With mis-dated rows: the delay the target needs without them, then (labelled) the one with them."""
+    n = len(advice.misdated)
+    rows = f"row{'s' if n > 1 else ''}"
+    without = advice.without
+    assert without is not None
+    kept = advice.with_rows
+    s = kept.summary
+    big = f" ({human(kept.delay_ms)})" if kept.delay_ms >= _DAY_MS else ""
     return [
-        f"  without the mis-dated row{'s' if len(lines) > 1 else ''} (line {which}): {dur(rec.delay_ms)} "
-        f"(drops {s.dropped_rows} of {s.rows_with_time} rows = {s.dropped_share * 100:.3f}%"
-        + ("; confirmed by replay)" if rec.confirmed else ")")
+        *recommendation_text(
+            without,
+            f" without the mis-dated {rows} (line {_lines_of(advice)}, filtered out before withWatermark)",
+        ),
+        f"With the mis-dated {rows} kept (for comparison, not a fix): {dur(kept.delay_ms)}{big} (drops "
+        f"{s.dropped_rows} of {s.rows_with_time} rows = {s.dropped_share * 100:.3f}%); such a delay only waits "
+        f"until processing time reaches the mis-dated event time{'s' if n > 1 else ''}",
     ]
+
+
+def advice_json(advice: DelayAdvice) -> dict[str, Any]:
+    """The ``recommendation`` object: the delay to recommend, and with mis-dated rows ``misdated_rows``
+    (their lines) and ``with_misdated_rows`` (the recommendation with every row kept)."""
+    out = recommendation_json(advice.recommended)
+    if advice.without is not None:
+        out["misdated_rows"] = [m.line for m in advice.misdated]
+        out["with_misdated_rows"] = recommendation_json(advice.with_rows)
+    return out
 
 
 def mover_json(m: WatermarkMover) -> dict[str, Any]:
@@ -339,8 +363,15 @@ def _share(s: Summary) -> str:
 
 def diagnosis_text(d: Diagnosis, limit: int = 5) -> list[str]:
     """The Cause block: which rows moved the watermark, that no delay helps, what does."""
+    rows, rest = diagnosis_parts(d, limit)
+    return rows + rest
+
+
+def diagnosis_parts(d: Diagnosis, limit: int = 5) -> tuple[list[str], list[str]]:
+    """The Cause block in two parts: the mis-dated rows (header first), and the rest (how many drops they
+    caused, that no delay helps, what does); both empty when there is no mis-dated row."""
     if not d.misdated:
-        return []
+        return [], []
     n = len(d.misdated)
     lines = [
         f"Cause: {n} row{'s' if n > 1 else ''} moved the watermark ahead of the rest of the stream "
@@ -363,6 +394,7 @@ def diagnosis_text(d: Diagnosis, limit: int = 5) -> list[str]:
             )
     if n > limit:
         lines.append(f"  ... {n - limit} more")
+    rows, lines = lines, []
     share = d.dropped_by_misdated / d.dropped_rows * 100 if d.dropped_rows else 0.0
     lines.append(
         f"  {d.dropped_by_misdated} of the {d.dropped_rows} dropped rows ({share:.1f}%) were dropped "
@@ -391,4 +423,4 @@ def diagnosis_text(d: Diagnosis, limit: int = 5) -> list[str]:
     if fixes:
         lines.append("  What fixes it (replayed):")
         lines.extend("  " + f for f in fixes)
-    return lines
+    return rows, lines

@@ -21,8 +21,10 @@ from typing import Any
 import typer
 
 from collectors.kafka import KafkaLagCollector, KafkaOptions, Snapshot, group_samples
+from collectors.kafka.admin import require_client
 from collectors.kafka.spark import SparkKafkaSource, source_offsets
 from collectors.spark.progress_files import read_progress_file
+from monitor.commands._check_errors import json_error_document
 from monitor.commands._check_flink import add_flink
 from monitor.commands.scan import _parse_fail_on
 from monitor.durations import parse_timedelta
@@ -159,39 +161,19 @@ def register(app: typer.Typer) -> None:
 
         --format json prints {"groups": [{"group", "state", "status", "lag", "partitions": [{"topic", "partition", "committed", "log_start", "log_end", "lag", "lag_seconds", ...}]}], "findings": [...]}.
 
+        A check that cannot run (the cluster unreachable within --timeout, the kafka extra not installed, a bad option) prints {"error": "..."} under --format json.
+
         Exit codes: 0 ok, 1 a finding reached --fail-on, 2 the cluster or a group could not be read, or a bad option.
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
-        if lag_seconds not in ("exact", "interpolated", "none"):
-            raise InputError(f"--lag-seconds: {lag_seconds!r} (allowed: exact, interpolated, none)")
-        interval_s = parse_timedelta(interval, what="--interval").total_seconds() if interval else None
-        security = {"security.protocol": security_protocol}
-        secrets: dict[str, str] = {}
-        if sasl_mechanism:
-            security["sasl.mechanism"] = sasl_mechanism
-        if sasl_username:
-            security["sasl.username"] = sasl_username
-        if sasl_password_env:
-            value = os.environ.get(sasl_password_env)
-            if not value:
-                raise InputError(f"--sasl-password-env: environment variable {sasl_password_env} is not set")
-            secrets["sasl.password"] = value
-        if ssl_ca:
-            security["ssl.ca.location"] = ssl_ca
-        try:
-            options = KafkaOptions(
-                cluster="check", bootstrap_servers=bootstrap, groups=tuple(groups), include=tuple(include),
-                exclude=tuple(exclude), lag_seconds=lag_seconds,  # type: ignore[arg-type]
-                request_timeout_s=parse_timedelta(timeout, what="--timeout").total_seconds(),
-                security=security, secrets=secrets,
-            )
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        code, text, errors = run_check(
-            options, interval_s=interval_s, threshold=threshold, fail_on=fail_on, fmt=fmt,
-            spark_progress=list(spark_progress),
-        )
+        with json_error_document(fmt):
+            code, text, errors = _check_kafka(
+                bootstrap, groups=groups, include=include, exclude=exclude, fmt=fmt, interval=interval,
+                lag_seconds=lag_seconds, threshold=threshold, fail_on=fail_on, timeout=timeout,
+                security_protocol=security_protocol, sasl_mechanism=sasl_mechanism, sasl_username=sasl_username,
+                sasl_password_env=sasl_password_env, ssl_ca=ssl_ca, spark_progress=list(spark_progress),
+            )  # fmt: skip
         for line in errors:
             print(f"tidegauge: error: {line}", file=sys.stderr)
         typer.echo(text)
@@ -199,3 +181,59 @@ def register(app: typer.Typer) -> None:
 
     add_flink(group)
     app.add_typer(group, name="check")
+
+
+def _check_kafka(
+    bootstrap: str,
+    *,
+    groups: list[str],
+    include: list[str],
+    exclude: list[str],
+    fmt: str,
+    interval: str | None,
+    lag_seconds: str,
+    threshold: str | None,
+    fail_on: str | None,
+    timeout: str,
+    security_protocol: str,
+    sasl_mechanism: str | None,
+    sasl_username: str | None,
+    sasl_password_env: str | None,
+    ssl_ca: str | None,
+    spark_progress: list[Path],
+) -> tuple[int, str, list[str]]:
+    """``check kafka`` from its options: see :func:`run_check` (returns the same).
+
+    Raises:
+        InputError: a bad option, the Kafka client not installed, or the cluster not reachable.
+    """
+    require_client("check kafka")
+    if lag_seconds not in ("exact", "interpolated", "none"):
+        raise InputError(f"--lag-seconds: {lag_seconds!r} (allowed: exact, interpolated, none)")
+    interval_s = parse_timedelta(interval, what="--interval").total_seconds() if interval else None
+    security = {"security.protocol": security_protocol}
+    secrets: dict[str, str] = {}
+    if sasl_mechanism:
+        security["sasl.mechanism"] = sasl_mechanism
+    if sasl_username:
+        security["sasl.username"] = sasl_username
+    if sasl_password_env:
+        value = os.environ.get(sasl_password_env)
+        if not value:
+            raise InputError(f"--sasl-password-env: environment variable {sasl_password_env} is not set")
+        secrets["sasl.password"] = value
+    if ssl_ca:
+        security["ssl.ca.location"] = ssl_ca
+    try:
+        options = KafkaOptions(
+            cluster="check", bootstrap_servers=bootstrap, groups=tuple(groups), include=tuple(include),
+            exclude=tuple(exclude), lag_seconds=lag_seconds,  # type: ignore[arg-type]
+            request_timeout_s=parse_timedelta(timeout, what="--timeout").total_seconds(),
+            security=security, secrets=secrets,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return run_check(
+        options, interval_s=interval_s, threshold=threshold, fail_on=fail_on, fmt=fmt,
+        spark_progress=spark_progress,
+    )

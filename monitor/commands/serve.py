@@ -3,8 +3,9 @@
 This is a composition root: it reads the token (``--token-file`` or ``TIDEGAUGE_INGEST_TOKEN``), opens the
 store (``--db``, refusing an outdated schema: run ``tidegauge db upgrade`` first), wires the store's
 :func:`monitor.store.save_poll` as the ingest sink, the wall clock as the ingest clock, and serves
-:func:`monitor.daemon.ingest.create_ingest_app` with uvicorn through :func:`monitor.daemon.web.server_config` (header
-deadline, an access log without query strings) on a socket bound by :func:`monitor.daemon.web.bind_socket` (a
+:func:`monitor.daemon.ingest.create_ingest_app` under :func:`monitor.daemon.web.create_app` (whose ``/healthz`` runs
+:func:`monitor.store.check_store`, the daemon's store check: 503 with the reason when the store fails) with
+uvicorn through :func:`monitor.daemon.web.server_config` (header deadline, an access log without query strings) on a socket bound by :func:`monitor.daemon.web.bind_socket` (a
 taken port is one error line, exit code 2). Logs go to stderr through the process's redactor
 (:mod:`monitor.redaction`), which knows the token and the database URL.
 """
@@ -22,10 +23,10 @@ import typer
 from monitor import redaction
 from monitor.commands._logging import configure_logging
 from monitor.daemon.ingest import COLLECTOR_NAME, DEFAULT_MAX_BODY_BYTES, Sink, create_ingest_app
-from monitor.daemon.web import bind_socket, server_config
+from monitor.daemon.web import bind_socket, create_app, server_config
 from monitor.errors import InputError
 from monitor.model import PollResult
-from monitor.store import Store, open_store, save_poll
+from monitor.store import Store, check_store, open_store, save_poll
 
 __all__ = ["TOKEN_ENV", "read_token", "register", "store_sink"]
 
@@ -102,7 +103,8 @@ def register(app: typer.Typer) -> None:
         max_body_bytes: int = _MAX_BODY_OPTION,
         log_level: str = _LOG_LEVEL_OPTION,
     ) -> None:
-        """Serve POST /api/v1/spark/events (listener push) and GET /healthz, storing into the database."""
+        """Serve POST /api/v1/spark/events (listener push) and GET /healthz (503 when the database fails),
+        storing into the database."""
         import uvicorn
 
         configure_logging(log_level)
@@ -122,7 +124,8 @@ def register(app: typer.Typer) -> None:
                 raise InputError(str(exc)) from None
             sock = bind_socket(host, port)
             try:
-                uvicorn.Server(server_config(ingest, log_level=log_level.lower())).run(sockets=[sock])
+                app = create_app(None, lambda: check_store(store.sessions), ingest)
+                uvicorn.Server(server_config(app, log_level=log_level.lower())).run(sockets=[sock])
             finally:
                 sock.close()
         finally:

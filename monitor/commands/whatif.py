@@ -9,6 +9,13 @@ Examples::
 The report is built in two steps: :func:`run_whatif` loads the events and calls the engine's replay
 for the chosen ``--engine`` (:func:`_spark_report`: Spark mode, the only one here); the pieces of
 text and JSON come from :mod:`._whatif_text`, which renders any int64 instant (no ``datetime``).
+
+With ``--target-completeness`` and a mis-dated row (a row that moved the watermark ahead of the rest of the
+stream, :func:`monitor.watermark.diagnose.diagnose`), the report leads with the useful answer: the row,
+then the delay the target needs without it (filtered before ``withWatermark``), then — labelled "with the
+mis-dated row kept" — the delay it would need with it (decades for a row dated 2099: no fix). The JSON
+``recommendation`` is then the one without the row, with ``misdated_rows`` (their lines) and
+``with_misdated_rows`` (the recommendation with every row kept) beside it.
 """
 
 from __future__ import annotations
@@ -19,7 +26,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
-import numpy as np
 import typer
 
 from monitor.commands import _whatif_text as T
@@ -37,9 +43,9 @@ from monitor.watermark import (
     plan_batches,
     replay,
 )
-from monitor.watermark.diagnose import diagnose
+from monitor.watermark.diagnose import advise_delay, diagnose
 from monitor.watermark.io import load_events
-from monitor.watermark.sweep import DEFAULT_LADDER_MS, recommend_delay, sweep
+from monitor.watermark.sweep import DEFAULT_LADDER_MS, sweep
 
 __all__ = ["register", "run_whatif"]
 
@@ -140,25 +146,32 @@ def _spark_report(
     doc: dict[str, Any] = {}
     text: list[str] = []
     diagnosed_at = config
+    lead: list[str] = []  # the useful answer first: the mis-dated row, then the delay without it
     if sweep_delays is not None or target_completeness is not None:
         if sweep_delays is not None:
             summaries = sweep(events, config, sweep_delays, plan=plan)
             doc["sweep"] = [s.to_json() for s in summaries]
             text += ["", *T.sweep_table(summaries)]
-        if target_completeness is not None:
-            rec = recommend_delay(events, config, target_completeness, candidates_ms=sweep_delays, plan=plan)
-            doc["recommendation"] = T.recommendation_json(rec)
-            text += ["", *T.recommendation_text(rec)]
         if not delay_given:  # name the cause at the largest delay tried: what no delay up to it fixed
             largest = max(sweep_delays) if sweep_delays else DEFAULT_LADDER_MS[-1]
             diagnosed_at = dataclasses.replace(config, delay_ms=largest)
-        diagnosis = diagnose(events, diagnosed_at, plan=plan)
-        if target_completeness is not None and diagnosis.misdated:
-            keep = np.ones(len(events), dtype=np.bool_)
-            keep[[m.row_index for m in diagnosis.misdated]] = False
-            rec2 = recommend_delay(events, config, target_completeness, plan=plan, keep=keep)
-            doc["recommendation"]["without_misdated_rows"] = T.recommendation_json(rec2)
-            text += T.recommendation_without_text(rec2, [m.line for m in diagnosis.misdated])
+        if target_completeness is not None:
+            advice = advise_delay(
+                events,
+                config,
+                target_completeness,
+                candidates_ms=sweep_delays,
+                plan=plan,
+                diagnose_at_ms=diagnosed_at.delay_ms,
+            )
+            diagnosis = advice.diagnosis
+            doc["recommendation"] = T.advice_json(advice)
+            if advice.without is None:
+                text += ["", *T.recommendation_text(advice.with_rows)]
+            else:
+                lead = T.advice_text(advice)
+        else:
+            diagnosis = diagnose(events, diagnosed_at, plan=plan)
     else:
         result = replay(events, config, plan=plan)
         doc.update(result.to_json())
@@ -187,12 +200,15 @@ def _spark_report(
             ]
         diagnosis = diagnose(events, config, plan=plan, result=result)
     doc["cause"] = T.diagnosis_json(diagnosis) | {"delay_ms": diagnosed_at.delay_ms}
-    cause = T.diagnosis_text(diagnosis)
-    if cause:
+    rows, rest = T.diagnosis_parts(diagnosis)
+    if rows:
         at = (
             "" if diagnosed_at is config else f" (at delay {T.dur(diagnosed_at.delay_ms)}, the largest tried)"
         )
-        text += ["", cause[0].replace("Cause:", f"Cause{at}:", 1), *cause[1:]]
+        cause = [rows[0].replace("Cause:", f"Cause{at}:", 1), *rows[1:]]
+        if lead:  # the row, the delay the target needs without it, the delay with it; then the rest
+            return doc, ["", *cause, *lead, *rest, *text]
+        text += ["", *cause, *rest]
     return doc, text
 
 

@@ -50,6 +50,7 @@ from collectors.flink import FlinkRestCollector
 from collectors.flink.prometheus import FlinkPrometheusCollector
 from collectors.http import make_client
 from collectors.kafka import KafkaLagCollector, KafkaOptions
+from collectors.kafka.admin import require_client
 from collectors.kafka.exporter_scrape import ExporterScrapeCollector
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.eventlog import EventLogCollector
@@ -406,6 +407,7 @@ def build_targets(
             )
         )
     for i, k in enumerate(config.targets.kafka):
+        require_client(f"targets.kafka[{i}]")
         options = kafka_options(k, environ, f"targets.kafka[{i}]")
         targets.append(Target(k.name, KafkaLagCollector(options), timedelta(milliseconds=k.poll_interval)))
     for i, f in enumerate(config.targets.flink_rest):

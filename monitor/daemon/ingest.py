@@ -1,9 +1,9 @@
 """The ingest endpoint: Spark streaming-query events pushed by :class:`collectors.spark.listener.TidegaugeListener`.
 
-A Starlette app (served by uvicorn from ``tidegauge serve`` or the daemon)::
+A Starlette app, mounted under :func:`monitor.daemon.web.create_app` (whose ``/healthz`` checks the store) by
+``tidegauge serve`` and the daemon::
 
     POST /api/v1/spark/events     body: one event object, or an array of them; JSON
-    GET  /healthz                 {"status": "ok"} (no token needed)
 
 An event has the envelope Spark writes to its event log (``{"Event": "org.apache.spark.sql.streaming.
 StreamingQueryListener$QueryProgressEvent", "progress": {...}}``, started/idle/terminated with their
@@ -481,12 +481,4 @@ def create_ingest_app(
             return _error(503, "storage unavailable; retry later")
         return JSONResponse({"accepted": len(result.raw), "samples": len(result.samples)}, status_code=202)
 
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
-    return Starlette(
-        routes=[
-            Route(EVENTS_PATH, events, methods=["POST"]),
-            Route("/healthz", healthz, methods=["GET"]),
-        ]
-    )
+    return Starlette(routes=[Route(EVENTS_PATH, events, methods=["POST"])])

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.alerts.lifecycle import AlertEvent
@@ -52,7 +51,7 @@ from monitor.redaction import Redactor, current
 from monitor.reports.detailed import ReportSettings
 from monitor.reports.render import Format
 from monitor.reports.scheduled import HealthReport
-from monitor.store import PurgeCounts
+from monitor.store import PurgeCounts, check_store
 from rules.config import RulesConfig
 from rules.registry import Evaluator, history_window, rule_timing
 from rules.registry import validate as check_rules
@@ -259,21 +258,14 @@ class Runtime:
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """``(store reachable, JSON status)`` for ``/healthz``: store, targets, last ticks."""
-        try:
-            with self._sessions() as session:
-                session.execute(text("SELECT 1"))
-            store_ok, store_error = True, None
-        except Exception as exc:
-            store_ok, store_error = False, type(exc).__name__
+        store_ok, store = check_store(self._sessions)
         last_evaluation, last_dispatch = self.last_evaluation_at, self.last_dispatch_at
         body: dict[str, Any] = {
-            "store": "ok" if store_ok else "unreachable",
+            **store,
             "targets": self._polls.target_health(),
             "last_evaluation_at": last_evaluation.isoformat() if last_evaluation else None,
             "last_dispatch_at": last_dispatch.isoformat() if last_dispatch else None,
         }
-        if store_error is not None:
-            body["store_error"] = store_error
         failing = self.failing_receivers()
         if failing:
             body["failing_receivers"] = failing

@@ -9,6 +9,9 @@
 other paths            the ingest app (:func:`monitor.daemon.ingest.create_ingest_app`) when one is given.
 =====================  =====================================================================================
 
+``tidegauge serve`` serves the same app without ``/metrics``; its ``/healthz`` is the store's part only
+(:func:`monitor.store.check_store`, the same check as the daemon's).
+
 ``/healthz`` says ``"degraded"`` (still 200) when the probe's body has a ``degraded`` list but the probe
 is healthy (a receiver that keeps failing: monitoring works, notifications do not arrive).
 
@@ -74,18 +77,20 @@ MAX_HEAD_BYTES = 16 * 1024
 HealthProbe = Callable[[], tuple[bool, dict[str, Any]]]
 
 
-def create_app(registry: CollectorRegistry, health: HealthProbe, ingest: ASGIApp | None = None) -> Starlette:
-    """The Starlette app (see the module docstring).
+def create_app(registry: CollectorRegistry | None, health: HealthProbe, ingest: ASGIApp | None = None) -> Starlette:
+    """The Starlette app (see the module docstring); the daemon's and ``tidegauge serve``'s.
 
     Args:
-        registry: what ``/metrics`` renders.
-        health: called per ``/healthz`` request (in a worker thread: it may block on the database).
-        ingest: mounted at ``/`` after ``/metrics`` and ``/healthz`` (its own ``/healthz`` is shadowed).
+        registry: what ``/metrics`` renders; ``None``: no ``/metrics`` (``tidegauge serve`` has no metrics).
+        health: called per ``/healthz`` request (in a worker thread: it may block on the database); the
+            store's part comes from :func:`monitor.store.check_store` in both.
+        ingest: mounted at ``/`` after ``/metrics`` and ``/healthz``.
     """
 
     def metrics(request: Request) -> Response:
         # content negotiation as prometheus_client's own handlers do (OpenMetrics when asked for;
         # otherwise the text format 0.0.4 every Prometheus version reads)
+        assert registry is not None  # the route exists only with a registry
         encoder, content_type = choose_encoder(request.headers.get("accept", ""))
         return Response(encoder(registry), headers={"Content-Type": content_type})
 
@@ -94,10 +99,9 @@ def create_app(registry: CollectorRegistry, health: HealthProbe, ingest: ASGIApp
         status = ("degraded" if body.get("degraded") else "ok") if healthy else "unavailable"
         return JSONResponse({"status": status, **body}, status_code=200 if healthy else 503)
 
-    routes: list[BaseRoute] = [
-        Route("/metrics", metrics, methods=["GET"]),
-        Route("/healthz", healthz, methods=["GET"]),
-    ]
+    routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
+    if registry is not None:
+        routes.insert(0, Route("/metrics", metrics, methods=["GET"]))
     if ingest is not None:
         routes.append(Mount("/", app=ingest))
     return Starlette(routes=routes)

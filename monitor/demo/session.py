@@ -33,6 +33,7 @@ from monitor.demo import sparkfmt
 from monitor.demo.fleet import FAULTS, KAFKA_CLUSTER, Fault, Fleet, SimEvent
 from monitor.demo.receiver import Received
 from monitor.model import AlertState
+from monitor.text import clip
 
 __all__ = [
     "FLINK_TARGET",
@@ -49,6 +50,8 @@ __all__ = [
 INGEST_TOKEN_ENV = "TIDEGAUGE_DEMO_INGEST_TOKEN"  # noqa: S105 (variable names, not secrets)
 WEBHOOK_SECRET_ENV = "TIDEGAUGE_DEMO_WEBHOOK_SECRET"  # noqa: S105
 DASHBOARD_TOKEN_ENV = "TIDEGAUGE_DEMO_DASHBOARD_TOKEN"  # noqa: S105
+#: Characters of an alert's first sentence on a fault's terminal line.
+MESSAGE_CHARS = 110
 #: The name of the demo's ``flink_rest`` target (the Flink samples' ``app_id``).
 FLINK_TARGET = "demo-flink"
 
@@ -112,7 +115,11 @@ def demo_config(
         "rules": {
             "watermark_stall": {"for": "16s", "min_data_batches": 3},
             "idle_source": {"for": "16s"},
-            "state_growth": {"window": "40s", "min_points": 6, "critical_within": "10m"},
+            # 20 batches and 10 watermark steps in 40 s: the window must be full and the watermark moving. A
+            # fresh window aggregation's state grows until its first window closes (~20 s, with the 10 s delay
+            # and windows): 6 points fired and resolved it on every query in the warm-up; and an input pinning
+            # the watermark grows windows' state for a while (the stall, not the key, is the cause)
+            "state_growth": {"window": "40s", "min_points": 20, "min_watermark_steps": 10, "critical_within": "10m"},
             "late_drop_surge": {"window": "20s", "max_share": 0.05, "min_dropped": 5},
             "falling_behind": {"trigger_interval": "2s", "batches": 3},
             "target_health": {"restart_window": "5m"},
@@ -213,20 +220,20 @@ class FaultStatus:
     notified_at: datetime | None = None
     alert: Alert | None = None
 
-    def line(self, start: datetime) -> str:
-        """A one-line status, e.g. ``[ 31s] DETECTED future-dated row in clicks_per_window: ...``."""
-        if self.notified_at is not None:
-            what, at = "NOTIFIED", self.notified_at
-        elif self.detected_at is not None:
-            what, at = "DETECTED", self.detected_at
-        elif self.injected_at is not None:
-            what, at = "injected", self.injected_at
-        else:
-            what, at = "scheduled", start
+    def line(self, start: datetime, what: str | None = None) -> str:
+        """The line of one step, e.g. ``[  31s] DETECTED  future-dated row in clicks_per_window -> ...``.
+
+        ``what``: ``injected``, ``DETECTED`` or ``NOTIFIED`` (default: the latest step reached, or
+        ``scheduled``). The alert's first sentence is shortened at a word boundary (:func:`monitor.text.clip`).
+        """
+        steps = {"injected": self.injected_at, "DETECTED": self.detected_at, "NOTIFIED": self.notified_at}
+        if what is None:
+            what = next((w for w in ("NOTIFIED", "DETECTED", "injected") if steps[w] is not None), "scheduled")
+        at = steps.get(what) or start
         text = f"[{(at - start).total_seconds():4.0f}s] {what:<9} {self.fault.title} in {self.fault.job}"
         if self.alert is not None and what in ("DETECTED", "NOTIFIED"):
             message = self.alert.message.split(". ")[0]
-            text += f" -> {self.alert.rule} ({self.alert.severity.label()}): {message[:110]}"
+            text += f" -> {self.alert.rule} ({self.alert.severity.label()}): {clip(message, MESSAGE_CHARS)}"
         return text
 
 
@@ -242,7 +249,8 @@ class FaultTracker:
         self.statuses = [FaultStatus(f, self.fleet.job_id(f)) for f in FAULTS]
 
     def update(self, now: datetime, alerts: Iterable[Alert], inbox: Sequence[Received]) -> list[str]:
-        """Advance the statuses at ``now``; returns the lines of the statuses that changed."""
+        """Advance the statuses at ``now``; returns one line per step (injected, detected, notified) each
+        fault reached now."""
         firing = [a for a in alerts if a.state is AlertState.FIRING or a.fired_at is not None]
         told: set[tuple[str, str]] = set()
         for item in inbox:
@@ -251,7 +259,7 @@ class FaultTracker:
                     told.add((str(alert.get("rule")), str(alert.get("labels", {}).get("job_id"))))
         changed: list[str] = []
         for s in self.statuses:
-            before = (s.injected_at, s.detected_at, s.notified_at)
+            before = {"injected": s.injected_at, "DETECTED": s.detected_at, "NOTIFIED": s.notified_at}
             if s.injected_at is None and (now - self.start).total_seconds() >= s.fault.at_s:
                 s.injected_at = now
             if s.injected_at is not None and s.detected_at is None:
@@ -265,8 +273,10 @@ class FaultTracker:
                 and any((rule, s.job_id) in told for rule in s.fault.rules)
             ):
                 s.notified_at = now
-            if (s.injected_at, s.detected_at, s.notified_at) != before:
-                changed.append(s.line(self.start))
+            after = {"injected": s.injected_at, "DETECTED": s.detected_at, "NOTIFIED": s.notified_at}
+            # one line per step reached now, in order: a fault found in the same tick it was injected
+            # still prints its injected line first
+            changed.extend(s.line(self.start, what) for what in after if after[what] != before[what])
         return changed
 
     @property

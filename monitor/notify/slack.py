@@ -21,6 +21,7 @@ from monitor.alerts.notification import AlertNotification, NotificationBatch, No
 from monitor.model import Severity
 from monitor.notify.base import DEFAULT_TIMEOUT_SECONDS, ReportBatch, dashboard_link, job_title, post
 from monitor.reports.scheduled import HealthReport, JobHealth
+from monitor.text import clip
 
 __all__ = ["MAX_ALERT_BLOCKS", "SlackNotifier", "slack_message", "slack_report_message"]
 
@@ -36,10 +37,6 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _when(value: datetime) -> str:
     epoch = int(value.timestamp())
     return f"<!date^{epoch}^{{date_short_pretty}} {{time}}|{format_time(value)}>"
@@ -50,7 +47,7 @@ def _job_title(alert: AlertNotification) -> str:
 
 
 def _header(title: str) -> dict[str, Any]:
-    return {"type": "header", "text": {"type": "plain_text", "text": _clip(title, _HEADER_MAX), "emoji": True}}
+    return {"type": "header", "text": {"type": "plain_text", "text": clip(title, _HEADER_MAX), "emoji": True}}
 
 
 def _more(count: int) -> dict[str, Any]:
@@ -78,8 +75,8 @@ def _alert_section(alert: AlertNotification) -> dict[str, Any]:
         fields.append(f"*Resolved at*\n{_when(alert.resolved_at)}")
     return {
         "type": "section",
-        "text": {"type": "mrkdwn", "text": _clip(text, _SECTION_MAX)},
-        "fields": [{"type": "mrkdwn", "text": _clip(f, _FIELD_MAX)} for f in fields],
+        "text": {"type": "mrkdwn", "text": clip(text, _SECTION_MAX)},
+        "fields": [{"type": "mrkdwn", "text": clip(f, _FIELD_MAX)} for f in fields],
     }
 
 
@@ -126,7 +123,7 @@ def _job_section(job: JobHealth) -> dict[str, Any]:
         f"dropped by watermark last hour {_known(n.dropped_by_watermark_last_hour)}; state rows {_known(n.state_rows)}",
     ]
     lines.extend(f"• {a.state.value} *{_escape(a.rule)}* ({a.severity.label()}): {_escape(a.message)}" for a in job.alerts)
-    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip("\n".join(lines), _SECTION_MAX)}}
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip("\n".join(lines), _SECTION_MAX)}}
 
 
 def slack_report_message(report: HealthReport, dashboard_url: str | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ Modules: :mod:`.database` (SQLAlchemy engines, URLs, default path), :mod:`.store
 """
 
 from monitor.store.database import (
+    check_store,
     database_errors,
     default_db_path,
     default_db_url,
@@ -47,6 +48,7 @@ __all__ = [
     "SaveCounts",
     "Store",
     "check_schema",
+    "check_store",
     "current",
     "database_errors",
     "default_db_path",

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -34,6 +34,7 @@ from monitor.errors import ConfigError, StoreError
 
 __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
+    "check_store",
     "database_errors",
     "decode_json_column",
     "default_db_path",
@@ -229,6 +230,38 @@ def decode_json_column(text: str | bytes) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
+
+
+def check_store(sessions: sessionmaker[Session]) -> tuple[bool, dict[str, str]]:
+    """The store's part of a ``/healthz`` answer, from a real query through ``sessions``.
+
+    A session of ``sessions`` runs ``SELECT 1`` on a connection of its engine's pool (for PostgreSQL
+    ``pool_pre_ping`` reconnects first, so a restarted server counts as reachable). A SQLite file must still
+    be at its path: a pooled connection to a removed file would answer ``SELECT 1`` from the unlinked copy
+    while every write is lost with it, and a new connection would refuse it anyway (the file is never
+    created outside ``db upgrade``).
+
+    Returns:
+        ``(True, {"store": "ok"})``, or ``(False, {"store": "unreachable", "store_error": REASON})`` where
+        REASON is one line (``OperationalError: unable to open database file``, ``no database at PATH``)
+        with the URL's password and the process's secrets redacted. Never raises for a database failure.
+    """
+    bind = sessions.kw.get("bind")
+    url = bind.url if isinstance(bind, Engine) else None
+    reason: str | None = None
+    try:
+        path = _sqlite_file(url) if url is not None and url.get_backend_name() == "sqlite" else None
+        if path is not None and not path.is_file():
+            reason = f"no database at {path}"
+        else:
+            with sessions() as session:
+                session.execute(text("SELECT 1"))
+    except Exception as exc:
+        detail = _reason(exc, url) if url is not None else redaction.redact(str(exc).strip().splitlines()[0])
+        reason = f"{type(exc).__name__}: {detail}"
+    if reason is None:
+        return True, {"store": "ok"}
+    return False, {"store": "unreachable", "store_error": redaction.redact(reason)}
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

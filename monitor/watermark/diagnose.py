@@ -35,8 +35,9 @@ from monitor.watermark.events import EventsTable, UnitMismatch
 from monitor.watermark.plan import BatchPlan, plan_batches
 from monitor.watermark.replay import replay
 from monitor.watermark.results import Replay, Summary
+from monitor.watermark.sweep import DEFAULT_LADDER_MS, Recommendation, recommend_delay
 
-__all__ = ["Diagnosis", "SkewFix", "WatermarkMover", "diagnose"]
+__all__ = ["DelayAdvice", "Diagnosis", "SkewFix", "WatermarkMover", "advise_delay", "diagnose"]
 
 I64 = npt.NDArray[np.int64]
 _LOW = np.iinfo(np.int64).min // 4
@@ -330,3 +331,64 @@ def _skew_fix(
     skew = next((s for s in SKEW_LADDER_MS if floor <= s < movers_min), floor)
     summary = replay(events, dataclasses.replace(config, max_future_skew_ms=skew), plan=plan).summary
     return SkewFix(skew, summary, movers_min, others_max), ""
+
+
+@dataclass(frozen=True, slots=True)
+class DelayAdvice:
+    """The delay a completeness target needs, led by the useful answer when a mis-dated row is present.
+
+    Attributes:
+        misdated: the mis-dated rows (:attr:`Diagnosis.misdated`), ``()`` when none: then ``without`` is
+            ``None`` and ``with_rows`` is the only answer.
+        without: the smallest delay meeting the target once the mis-dated rows are filtered out (a
+            ``filter`` before ``withWatermark``): the delay to recommend.
+        with_rows: the smallest delay meeting the target with every row kept (with a mis-dated row this
+            is decades: what no one should configure, shown only for comparison).
+        diagnosis: the diagnosis the mis-dated rows come from.
+        diagnosed_at_ms: the delay it was made at.
+    """
+
+    misdated: tuple[WatermarkMover, ...]
+    without: Recommendation | None
+    with_rows: Recommendation
+    diagnosis: Diagnosis
+    diagnosed_at_ms: int
+
+    @property
+    def recommended(self) -> Recommendation:
+        """The delay to recommend: ``without`` when there are mis-dated rows, else ``with_rows``."""
+        return self.without if self.without is not None else self.with_rows
+
+
+def advise_delay(
+    events: EventsTable,
+    config: WatermarkConfig,
+    target_completeness_pct: float,
+    *,
+    candidates_ms: list[int] | None = None,
+    plan: BatchPlan | None = None,
+    diagnose_at_ms: int | None = None,
+) -> DelayAdvice:
+    """:func:`~monitor.watermark.sweep.recommend_delay` with every row, and — when :func:`diagnose` (at
+    ``diagnose_at_ms``, default the largest candidate or the largest of the default ladder: what no delay
+    up to it fixed) finds mis-dated rows — once more without them. Spark semantics as
+    :func:`~monitor.watermark.replay` (``EventTimeWatermarkExec``: a delay shifts every watermark; it cannot
+    bring back a watermark a row dated decades ahead set).
+
+    Raises:
+        EngineConfigError: the target is not in ``(0, 100]``, or as :func:`~monitor.watermark.replay`.
+    """
+    if plan is None:
+        plan = plan_batches(events, config)
+    with_rows = recommend_delay(events, config, target_completeness_pct, candidates_ms=candidates_ms, plan=plan)
+    if diagnose_at_ms is None:
+        diagnose_at_ms = max(candidates_ms) if candidates_ms else DEFAULT_LADDER_MS[-1]
+    diagnosis = diagnose(events, dataclasses.replace(config, delay_ms=diagnose_at_ms), plan=plan)
+    without: Recommendation | None = None
+    if diagnosis.misdated:
+        keep = np.ones(len(events), dtype=np.bool_)
+        keep[[m.row_index for m in diagnosis.misdated]] = False
+        without = recommend_delay(
+            events, config, target_completeness_pct, candidates_ms=candidates_ms, plan=plan, keep=keep
+        )
+    return DelayAdvice(diagnosis.misdated, without, with_rows, diagnosis, diagnose_at_ms)

@@ -27,6 +27,7 @@ from rules.consumer_lag.burrow import (
 )
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = ["RULE", "SEVERITY", "LagParams", "evaluate_lag"]
 
@@ -109,20 +110,20 @@ def _message(scope: Scope, result: PartitionLagEvaluation, window: list[Sample])
     if result.status is LagStatus.WARN:
         return (
             f"{where}: lag {lag} has not decreased over {span}: the consumer is falling behind the producers. "
-            "Add consumer instances (up to the partition count) or make processing faster."
+            + remedy(Engine.KAFKA, Cause.LAG_GROWING)
         )
     if result.status is LagStatus.STALL:
         return (
             f"{where}: committed offset stuck at {last.committed_offset} over {span} while lag is {lag}: the "
             "consumer is alive but not progressing (a poison record, a blocked call, or an endless retry). "
-            "Check its logs and thread dumps; skip or fix the record."
+            + remedy(Engine.KAFKA, Cause.CONSUMER_STALLED)
         )
     if result.status is LagStatus.STOP:
         return (
             f"{where}: no commit observed since {fmt_time(last.observed_at)} (longer than the window's own "
             f"span) and the consumer was not caught up (lag {lag}): it stopped committing — crashed, lost "
-            "its partitions in a rebalance, or the lag collector lost sight of it. Restart the consumer or "
-            "check the collector."
+            "its partitions in a rebalance, or the lag collector lost sight of it. "
+            + remedy(Engine.KAFKA, Cause.CONSUMER_STOPPED)
         )
     rewind = result.checks.get("checkIfOffsetsRewind")
     before = window[rewind - 1].committed_offset if isinstance(rewind, int) and rewind > 0 else None
@@ -130,7 +131,7 @@ def _message(scope: Scope, result: PartitionLagEvaluation, window: list[Sample])
     return (
         f"{where}: committed offset went back from {before} to {after} and has not recovered (lag {lag}): "
         "the group's offsets were reset (auto.offset.reset, a manual reset, or a restore), so records are "
-        "being re-processed. Confirm the reset was intended."
+        "being re-processed. " + remedy(Engine.KAFKA, Cause.OFFSETS_REWOUND)
     )
 
 

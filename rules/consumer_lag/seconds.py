@@ -19,6 +19,7 @@ from rules.batches import fmt_duration
 from rules.common import scope_name
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
+from rules.remedies import Cause, remedy
 
 __all__ = ["RULE", "LagSecondsParams", "evaluate_lag_seconds"]
 
@@ -89,8 +90,9 @@ def evaluate_lag_seconds(params: LagSecondsParams, history: JobHistory, now: dat
                 f"consumer group {history.job.name or history.job.job_id} is {qualifier}"
                 f"{fmt_duration(timedelta(seconds=lag))} behind (threshold {fmt_duration(params.threshold)})"
                 + (f"; furthest behind: {names}" if names else "")
-                + ". Add consumer instances (up to the partition count) or make processing faster; "
-                "check its consumer_lag status for a stalled or stopped consumer."
+                + ". "
+                + remedy(Engine.KAFKA, Cause.LAG_GROWING)
+                + " Check its consumer_lag status for a stalled or stopped consumer."
             ),
             observed_at=now,
             details={"lag_seconds": lag, "at_least": at_least, "threshold_seconds": limit},

@@ -6,7 +6,8 @@ what Alertmanager stored (``GET /api/v2/alerts``) and what it notified (its webh
 resolved notification with our ``endsAt``). Alerts go the whole way: lifecycle -> outbox -> dispatcher
 -> AlertmanagerNotifier -> Alertmanager. Waiting on the real process uses short polls with a deadline.
 
-Without the binary the test is skipped locally and fails in CI (``CI=true``).
+Without the binary the test skips under a bare ``pytest`` and fails under ``make test``
+(:func:`tests.dependencies.missing`).
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.dependencies import missing
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FAULT_COUNT = 8
@@ -44,7 +46,7 @@ def _free_port() -> int:
 def _chromium() -> str:
     path = shutil.which("chromium")
     if path is None:
-        pytest.fail("Debian's chromium is not installed: run `bash .ci/system-deps.sh` (make test does)")
+        missing("Debian's chromium", "apt-get install chromium (bash .ci/system-deps.sh; make test does it)")
     return path
 
 

@@ -33,7 +33,6 @@ def _iso_to_ms(text: str) -> int:
 
 
 def _run_spark(tmp: Path) -> tuple[list[dict[str, Any]], dict[int, list[tuple[int, int, int]]]]:
-    pytest.importorskip("pyspark")
     import warnings
 
     with warnings.catch_warnings():

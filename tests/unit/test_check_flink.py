@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from monitor.commands._check_flink import run_check_flink
+from monitor.errors import InputError
 from monitor.model import Severity
 from tests.flink_replay import mock_transport, standalone_routes
 
@@ -70,12 +71,10 @@ def test_fail_on_and_unreachable() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
 
-    assert (
+    with pytest.raises(InputError, match=r"^cannot connect to http://jm:8081/jobs/overview: "):
         run_check_flink(
             "http://jm:8081", interval=timedelta(0), clock=lambda: NOW, transport=httpx.MockTransport(refuse)
         )
-        == 2
-    )
 
 
 def test_a_critical_finding_gives_exit_code_1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,8 +16,6 @@ from dashboard import data
 from monitor.model import AlertState
 from monitor.store import list_jobs, load_samples, open_store
 from monitor.store.alert_repo import list_silences, load_alerts
-from monitor.watermark import Tumbling, WatermarkConfig, replay
-from monitor.watermark.io import load_events
 from tests.dashboard_seed import Seeded, seed
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -208,13 +206,64 @@ def test_reports_page_lists_the_scheduled_report(app_env: Seeded) -> None:
 def test_whatif_lab_replays_the_stored_sample(app_env: Seeded) -> None:
     at = run("views/whatif.py")
     assert not at.error, [e.value for e in at.error]
-    sample = Path(data.SAMPLES_DIR) / at.selectbox[0].value
-    # the same replay straight through the engine: 30 s delay, 60 s tumbling windows, 10 s trigger
-    expected = replay(load_events(sample), WatermarkConfig(delay_ms=30_000, window=Tumbling(60_000), trigger_ms=10_000))
-    assert metric(at, "dropped as late") == f"{expected.summary.dropped_rows:,}"
-    assert metric(at, "rows") == f"{expected.summary.input_rows:,}"
+    # dashboard/samples/sensor_future_row.csv (the default), counted in the file: 2,000 rows, ~one every
+    # 300 ms from 08:00:00; row 700 (arriving 08:03:30.034) is dated 2099-01-01. The lab's defaults: 30 s
+    # delay, 60 s tumbling windows, a 10 s trigger. The batch at tick 08:03:40 reads row 700, so the watermark
+    # jumps to 2099 minus 30 s; the next batch (tick 08:03:50, the 32 rows arriving 08:03:40-08:03:50) still
+    # filters late rows with the watermark before it (Spark >= 3.4 drops late rows against the previous
+    # batch's watermark), and every row arriving from 08:03:50 on is dropped:
+    #   awk -F, 'NR>1 && $2 >= "2026-11-30T08:03:50"' dashboard/samples/sensor_future_row.csv | wc -l  -> 1234
+    assert at.selectbox[0].value == "sensor_future_row.csv"
+    assert metric(at, "dropped as late") == "1,234"
+    assert metric(at, "rows") == "2,000"
     assert any("moved most in **batch" in m.value for m in at.markdown)
     assert at.success or at.warning  # the recommendation (or why there is none)
+
+
+def _delay_s(text: str) -> float:
+    """The bold delay of a recommendation (``**20 s**``, ``**1.5 min**``) in seconds."""
+    value, unit = text.split("**")[1].split()
+    return float(value) * {"s": 1, "min": 60, "h": 3600}[unit]
+
+
+# dashboard/samples/sensor_future_row.csv (generate.py): rows arrive 0-20 s after their event time, except
+# line 702 (row 700 + header), dated 2099-01-01 (72.1 years after 2026-11-30). With the row filtered out, a
+# delay of 30 s keeps every row under Spark's rules (a batch's rows are at most 20 s + one 10 s trigger
+# behind the newest event time before it) and under Flink's (an element is at most 20 s behind the newest
+# timestamp, inside a window that has not ended 30 s before it): the recommendation is at most 30 s. With the
+# row kept, the target needs the 72.1 years the lab used to open on.
+
+
+def test_whatif_lab_default_sample_leads_with_the_misdated_row_spark(app_env: Seeded) -> None:
+    at = run("views/whatif.py")
+    assert at.selectbox(key="sample").value == "sensor_future_row.csv"  # the default sample
+    assert not at.error and not at.exception
+    (row,) = [w.value for w in at.warning if "Mis-dated row" in w.value]
+    assert row.startswith("**Mis-dated row**: line 702 (batch ") and "event time 2099-01-01T00:00:00Z" in row
+    recommended = at.success[0].value
+    assert recommended.startswith("Recommended delay without the mis-dated row: **")
+    assert "filter it out before withWatermark" in recommended
+    assert _delay_s(recommended) <= 30
+    kept = next(i.value for i in at.info if "kept" in i.value)
+    assert kept.startswith("With the mis-dated row kept: 72.1 y. For comparison only, not a fix")
+    # never a recommendation of decades
+    assert not any(" y**" in s.value for s in at.success)
+
+
+def test_whatif_lab_default_sample_works_under_flink_too(app_env: Seeded) -> None:
+    at = run("views/whatif.py")
+    at.radio(key="engine").set_value("Flink DataStream")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    (row,) = [w.value for w in at.warning if "Mis-dated row" in w.value]
+    assert row.startswith("**Mis-dated row**: line 702, event time 2099-01-01 00:00:00 UTC")
+    recommended = at.success[0].value
+    assert recommended.startswith("Recommended delay without the mis-dated row: **")
+    assert "filter it out before the WatermarkStrategy" in recommended
+    assert _delay_s(recommended) <= 30
+    # with the row kept every later element is late at any delay of the sweep (up to 30 min)
+    assert any(i.value.startswith("With the mis-dated row kept: more than any delay in the sweep") for i in at.info)
 
 
 def test_whatif_lab_spark_path_keeps_its_controls(app_env: Seeded) -> None:

@@ -54,3 +54,80 @@ def test_tracker_follows_the_flink_and_kafka_faults(tmp_path: Path) -> None:
     assert by_key["group_lag"].notified_at == now
     assert any("NOTIFIED" in line and "ledger-writer -> consumer_lag" in line for line in lines)
     assert any("DETECTED" in line and "device-telemetry-windows -> idle_source" in line for line in lines)
+
+
+def test_each_fault_prints_its_injected_detected_and_notified_lines(tmp_path: Path) -> None:
+    # the future-dated row (injected at 16 s) is found and notified in the tick it is injected: still
+    # three lines, in order; the alert's first sentence is shortened at a word boundary with an ellipsis
+    fleet = build_fleet(int(START.timestamp() * 1000), 120_000)
+    tracker = FaultTracker(fleet, START)
+    clicks = next(s.job_id for s in tracker.statuses if s.fault.key == "future_row")
+    now = START + timedelta(seconds=17)
+    message = (
+        "batch 38 at 2031-03-04T05:06:23Z: event-time max 2032-04-07T05:06:23Z is 1.1 years ahead of the "
+        "observation time (allowed skew 1 h); the watermark follows it. Filter the rows."
+    )
+    alert = Alert("d" * 16, "future_timestamp", {"engine": "spark", "job_id": clicks}, Severity.CRITICAL,
+                  AlertState.FIRING, now, fired_at=now, message=message)  # fmt: skip
+    inbox = [Received(now, "k", {"alerts": [{"status": "firing", "rule": "future_timestamp",
+                                             "labels": {"job_id": clicks}}]})]  # fmt: skip
+    lines = [line for line in tracker.update(now, [alert], inbox) if "clicks_per_window" in line]
+    first_sentence = (  # 110 characters at most: cut after "observation", before "time"
+        "batch 38 at 2031-03-04T05:06:23Z: event-time max 2032-04-07T05:06:23Z is 1.1 years ahead of the "
+        "observation…"
+    )
+    assert lines == [
+        "[  17s] injected  future-dated row in clicks_per_window",
+        f"[  17s] DETECTED  future-dated row in clicks_per_window -> future_timestamp (critical): {first_sentence}",
+        f"[  17s] NOTIFIED  future-dated row in clicks_per_window -> future_timestamp (critical): {first_sentence}",
+    ]
+    assert tracker.update(now + timedelta(seconds=1), [alert], inbox) == []  # no step is printed twice
+
+
+#: What the seeded demo run (tests/dashboard_seed.py: the demo's fleet and config through the daemon's
+#: pipeline on a fake clock, 60 s after a 60 s warm-up) raises: each fault's own finding and what the fault
+#: causes on the same job (the future-dated row's watermark drops honest rows and then stays put; an idle
+#: input pins the min watermark), nothing on the healthy Kafka group, nothing from the warm-up, nothing that
+#: resolves again (the state of a fresh window aggregation grows until the first window closes, ~20 s in: no
+#: state_growth fire/resolve pair, since the demo's rule wants 20 points and 10 watermark steps in 40 s).
+SEEDED_ALERTS = [
+    ("consumer_lag", "ledger-writer"),  # three partitions, three alerts
+    ("consumer_lag", "ledger-writer"),
+    ("consumer_lag", "ledger-writer"),
+    ("falling_behind", "clickstream_enrich"),
+    ("future_timestamp", "clicks_per_window"),
+    ("idle_source", "device-telemetry-windows"),
+    ("idle_source", "orders_payments"),
+    ("late_drop_surge", "clicks_per_window"),
+    ("late_drop_surge", "payments_fraud"),
+    ("state_growth", "sessions_dedup"),
+    ("target_health", "inventory_updates"),
+    ("watermark_stall", "clicks_per_window"),
+    ("watermark_stall", "device-telemetry-windows"),
+    ("watermark_stall", "orders_payments"),
+]
+
+
+def test_the_demo_notifies_only_the_faults_it_injected(tmp_path: Path) -> None:
+    from sqlalchemy import select
+
+    from monitor.store import open_store
+    from monitor.store.alert_repo import load_alerts
+    from monitor.store.alert_tables import OutboxRow
+    from tests.dashboard_seed import START as SEED_START
+    from tests.dashboard_seed import seed
+
+    seeded = seed(tmp_path, 60, report_at=None)
+    store = open_store(seeded.url)
+    try:
+        with store.sessions() as s:
+            alerts = list(load_alerts(s).values())
+            outbox = [(o.status, o.created_at) for o in s.scalars(select(OutboxRow))]
+    finally:
+        store.dispose()
+    tracker = FaultTracker(seeded.fleet, SEED_START)
+    job_names = {st.job_id: st.fault.job for st in tracker.statuses}
+    assert sorted((a.rule, job_names.get(a.labels["job_id"], a.labels["job_id"])) for a in alerts) == SEEDED_ALERTS
+    assert all(a.state is AlertState.FIRING and a.active_at >= SEED_START for a in alerts)
+    assert sorted({status for status, _ in outbox}) == ["firing"]  # nothing resolved, so nothing to say so
+    assert len(outbox) == len(SEEDED_ALERTS) and min(at for _, at in outbox) >= SEED_START

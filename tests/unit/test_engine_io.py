@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from monitor.watermark.io import EventsFileError, load_events
@@ -60,8 +62,6 @@ def test_jsonl_numeric_times_with_unit_and_arrival(tmp_path: Path) -> None:
 
 
 def test_parquet_timestamp_column(tmp_path: Path) -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     t = pa.table(
         {
             "event_time": pa.array([1_767_225_600_000_000, None], type=pa.timestamp("us", tz="UTC")),
@@ -129,7 +129,6 @@ CLEAN_FILES = {
 def test_vectorised_csv_path_equals_row_by_row_path(
     tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("pyarrow")
     import monitor.watermark.io as io_mod
 
     f = write(tmp_path / f"{name}.csv", CLEAN_FILES[name])

@@ -229,11 +229,6 @@ def test_sink_failure_is_503(events: list[dict[str, Any]]) -> None:
     assert response.json() == {"error": "storage unavailable; retry later"}
 
 
-def test_healthz_needs_no_token(client: httpx.Client) -> None:
-    response = client.get("/healthz")
-    assert response.status_code == 200 and response.json() == {"status": "ok"}
-
-
 def test_get_on_events_is_405(client: httpx.Client) -> None:
     assert client.get(EVENTS_PATH).status_code == 405
 

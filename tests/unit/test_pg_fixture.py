@@ -1,4 +1,4 @@
-"""How tests/pg.py finds PostgreSQL and what happens when it cannot (fail in CI, skip elsewhere)."""
+"""How tests/pg.py finds PostgreSQL and what happens when it cannot (tests/dependencies.py decides between skip and failure)."""
 
 from __future__ import annotations
 
@@ -38,13 +38,3 @@ def test_path_wins_and_symlinks_are_resolved(tmp_path: Path, monkeypatch: pytest
     (links / "pg_ctl").symlink_to(real / "pg_ctl")
     monkeypatch.setattr(pg, "_DEBIAN_GLOB", str(tmp_path / "none" / "*" / "bin"))
     assert pg.find_postgres_bin({"PATH": str(links)}) == real
-
-
-def test_unavailable_fails_in_ci() -> None:
-    with pytest.raises(pytest.fail.Exception, match="CI is set"):
-        pg._unavailable({"CI": "true"}, "no postgres")
-
-
-def test_unavailable_skips_outside_ci() -> None:
-    with pytest.raises(pytest.skip.Exception, match="no postgres"):
-        pg._unavailable({}, "no postgres")

@@ -53,18 +53,40 @@ def test_message_names_cause() -> None:
     assert honest.message.startswith(
         "11 of 1000 input rows (1.1%) were dropped as late by the watermark in the last 10 min"
     )
-    assert "raise the watermark delay" in honest.message
-    # the watermark 3 days ahead of the batch time: the cause is a future event time, not lateness
+    # honest lateness on Spark: the Spark remedy (withWatermark), no Flink setting
+    assert "If they matter, raise the withWatermark delay to cover how late they arrive" in honest.message
+    assert "sideOutputLateData" not in honest.message and "forBoundedOutOfOrderness" not in honest.message
+    # the watermark 3 days ahead of the batch time from batch 0 on: the cause is a future event time, not
+    # lateness; the drops name batch 0 and get the jump's remedy, never a longer delay
     (future,) = evaluate_late_surge(LateSurgeParams(), history(run(10, {9: 50}, wm_ahead=True)), NOW)
-    assert "a future event time moved it" in future.message
+    assert (
+        "50 rows dropped at batch 9 because at batch 0 at 2026-11-29T12:00Z the watermark was 3 days ahead of its "
+        "observation time (a row with a future event time came before; see future_timestamp): they are behind a "
+        "watermark a mis-dated row set, not late. A longer delay does not help: filter rows whose event time is "
+        "implausibly far ahead before withWatermark" in future.message
+    )
+    assert "restart from a checkpoint taken before batch 0" in future.message
+    assert future.details["caused_by"]["batch_id"] == 0 and future.details["caused_by"]["kind"] == "skew"
 
 
 def test_recorded_drops_are_linked_to_the_batch_that_moved_the_watermark() -> None:
     # batch 4 carried a row dated +24 h, batch 5's watermark jumped +1 day: the drops of batch 10 are its
     # doing, and a longer delay would not help (backfill: the skew to processing time cannot see it)
     (found,) = evaluate_late_surge(LateSurgeParams(), history(recorded_case("backfill_future_row")), NOW)
-    assert "12 rows dropped at batch 10 because batch 4 moved the watermark +1.0 days" in found.message
-    assert "A longer delay does not help" in found.message and "raise the watermark delay" not in found.message
+    assert (
+        "12 rows dropped at batch 10 because batch 4 at 2026-12-01T09:43:36Z carried a mis-dated row (event time "
+        "2024-03-02T12:02Z, 1.0 days beyond the data's own progression) that moved the watermark (see "
+        "future_timestamp)" in found.message
+    )
+    assert "A longer delay does not help" in found.message and "raise the withWatermark delay" not in found.message
+    assert found.details["caused_by"] == {
+        "rule": "future_timestamp",
+        "kind": "leap",
+        "batch_id": 4,
+        "at": "2026-12-01T09:43:36Z",
+        "event_time": "2024-03-02T12:02Z",
+        "jump_seconds": 86405.0,  # 2024-03-02T12:02:00 - 2024-03-01T12:01:55, the newest event time before
+    }
 
 
 def test_flink_surge_names_the_window_subtask_and_what_the_counter_hides() -> None:

@@ -193,7 +193,9 @@ def test_recorded_real_spark_event_log(spark_fixtures: Path) -> None:
     # all 12 batches lie within the 10-min window: dropped 1 (batch 2) + 2 (batch 4) + 2 (batch 8) = 5 of
     # 5+6+6+3+3+1 = 24 input rows; the newest watermark (2099) is ahead, so the cause named is the future time
     assert (late.details["dropped"], late.details["rows"]) == (5, 24)
-    assert "a future event time moved it" in late.message
+    # linked to batch 6's 2099 row (the skew stretch begins there), with its remedy
+    assert "because batch 6 at 2026-11-29T11:32:48.289Z carried a mis-dated row (event time 2099-01-01T00:00Z" in late.message
+    assert "restart from a checkpoint taken before batch 6" in late.message
     # six runs of the same query id up to batch 11, each started after the previous one terminated: 5
     # restarts (the seventh run starts, and stops without a batch, after batch 11)
     assert health.labels["check"] == "restarted" and health.details["restarts"] == 5

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from apscheduler.schedulers.base import STATE_STOPPED
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
@@ -238,19 +239,22 @@ def test_scheduler_reads_the_clock_once_per_run_and_passes_it_down() -> None:
 
     scheduler = SchedulerService([ScheduledJob("t", timedelta(milliseconds=50), tick)], clock)
     scheduler.start()
+    apscheduler = scheduler._scheduler
+    assert apscheduler is not None and apscheduler.running
     try:
         assert done.wait(10.0), "the job did not run three times within 10 s"
     finally:
         scheduler.stop(5.0)
     scheduler.stop(5.0)  # idempotent
     assert scheduler.running is False
-    # start() places the runs on APScheduler's own clock and reads none of ours; every run read exactly
-    # one value and passed that same value to its job
-    runs = seen[:]
-    assert runs == calls[: len(runs)]
-    assert len(calls) == len(runs)
-    time.sleep(0)  # nothing runs after stop: the lists stay as they are
-    assert seen == runs
+    # stop() shut APScheduler down and waited for the running job: no run can start or finish afterwards,
+    # so the lists below are final
+    assert apscheduler.state == STATE_STOPPED
+    # start() places the runs on APScheduler's own clock and reads none of ours; every run read exactly one
+    # value and passed that same value to its job. The clock hands out T0, T0+1s, T0+2s, ...: a run reading
+    # it twice would pass T0+1s to its job first, or leave more reads than runs.
+    assert seen[:3] == [T0, T0 + timedelta(seconds=1), T0 + timedelta(seconds=2)]
+    assert seen == calls
 
 
 def test_scheduler_reports_jobs_whose_latest_run_failed() -> None:

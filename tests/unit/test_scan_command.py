@@ -26,11 +26,15 @@ def test_demo_text_shows_future_jump_and_drops(capsys: pytest.CaptureFixture[str
     # terminated after batch 7 (a terminated query's alerts resolve)
     assert "CRITICAL future_timestamp [wm_gt] (held batches 6-7) batch 6 at 2026-11-29T11:32:48.289Z: event-time max " \
         "2099-01-01T00:00Z is 72 years ahead of the observation time" in out
-    assert "Filter rows with event_time > now + 1 h before the watermark is assigned" in out
+    # the jump's Spark remedy (rules.remedies), with the batch to restart before
+    assert "A longer delay does not help: filter rows whose event time is implausibly far ahead before " \
+        "withWatermark (beyond current_timestamp() + 1 h, or in a backfill beyond the range replayed), and restart " \
+        "from a checkpoint taken before batch 6" in out
     # batch 2 dropped 1 of the 11 rows of batches 0-2 (all within late_drop_surge's 10-min window)
     assert "(held batches 2-3) 1 of 11 input rows (9.1%) were dropped as late" in out
-    # batch 8 ran with the 2098-12-31T23:50Z watermark: its drops are blamed on the future row
-    assert "the watermark 2098-12-31T23:53Z is 72 years ahead of the observation time: a future event time moved it" in out
+    # batch 8 ran with the 2098-12-31T23:50Z watermark: its drops are blamed on batch 6's future row
+    assert "2 rows dropped at batch 8 because batch 6 at 2026-11-29T11:32:48.289Z carried a mis-dated row (event " \
+        "time 2099-01-01T00:00Z, 72 years ahead of its observation time) that moved the watermark" in out
 
 
 def test_demo_json_document(capsys: pytest.CaptureFixture[str]) -> None:

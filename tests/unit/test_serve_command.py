@@ -8,6 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -77,9 +80,19 @@ def test_store_sink_saves_into_sqlite(tmp_path: Path, spark_fixtures: Path) -> N
     assert all(s.kind is SampleKind.PROGRESS for s in samples)
 
 
-def test_serve_command_end_to_end(tmp_path: Path, spark_fixtures: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'tg.db'}"
-    upgrade(db)
+@dataclass
+class Served:
+    """A ``tidegauge serve`` subprocess: its client, and its stdout/stderr once it has stopped."""
+
+    client: httpx.Client
+    out: str = ""
+    err: str = ""
+
+
+@contextmanager
+def serving(tmp_path: Path, db: str) -> Iterator[Served]:
+    """Run ``tidegauge serve`` on ``db`` (token from a file, info logs) until ``/healthz`` answers 200; on
+    exit SIGTERM it and keep what it printed."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     token_file.chmod(0o600)
@@ -90,32 +103,43 @@ def test_serve_command_end_to_end(tmp_path: Path, spark_fixtures: Path) -> None:
         [sys.executable, "-m", "monitor.cli", "serve", "--port", str(port), "--db", db,
          "--token-file", str(token_file), "--log-level", "info"],
         cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
+    )  # fmt: skip
+    served = Served(httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5))
     try:
-        with httpx.Client(base_url=base, timeout=5) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if client.get("/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    out, err = proc.communicate(timeout=5)
-                    pytest.fail(f"serve did not come up (rc={proc.returncode}): {err[-2000:]}")
-                time.sleep(0.1)
-            event = _progress_events(spark_fixtures)[6]  # batch 6
-            denied = client.post("/api/v1/spark/events", json=event)
-            assert denied.status_code == 401
-            ok = client.post("/api/v1/spark/events", json=event, headers={"Authorization": f"Bearer {TOKEN}"})
-            assert ok.status_code == 202, ok.text
-            # a client that puts its token in the query string: the access log must not print it
-            leaked = client.get("/healthz", params={"token": "query-token-must-not-be-logged"})
-            assert leaked.status_code == 200
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if served.client.get("/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _, err = proc.communicate(timeout=5)
+                pytest.fail(f"serve did not come up (rc={proc.returncode}): {err[-2000:]}")
+            time.sleep(0.1)
+        yield served
     finally:
+        served.client.close()
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        served.out, served.err = proc.communicate(timeout=30)
+
+
+def test_serve_command_end_to_end(tmp_path: Path, spark_fixtures: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'tg.db'}"
+    upgrade(db)
+    with serving(tmp_path, db) as served:
+        client = served.client
+        assert client.get("/healthz").json() == {"status": "ok", "store": "ok"}  # no token needed
+        assert client.get("/metrics").status_code == 404  # serve has no metrics of its own
+        event = _progress_events(spark_fixtures)[6]  # batch 6
+        denied = client.post("/api/v1/spark/events", json=event)
+        assert denied.status_code == 401
+        ok = client.post("/api/v1/spark/events", json=event, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code == 202, ok.text
+        # a client that puts its token in the query string: the access log must not print it
+        leaked = client.get("/healthz", params={"token": "query-token-must-not-be-logged"})
+        assert leaked.status_code == 200
+    out, err = served.out, served.err
     assert TOKEN not in out + err
     # the access log names every request, never a query string
     assert '"POST /api/v1/spark/events" 202' in err
@@ -128,6 +152,18 @@ def test_serve_command_end_to_end(tmp_path: Path, spark_fixtures: Path) -> None:
     finally:
         store.dispose()
     assert [s.batch_id for s in samples if s.scope.is_job()] == [6]
+
+
+def test_serve_healthz_is_503_when_the_sqlite_file_is_removed(tmp_path: Path) -> None:
+    # Reproducer: /healthz of `tidegauge serve` said ok whatever the store (the daemon's checked it), and a
+    # pooled connection still answers SELECT 1 from a removed file whose writes are lost with it.
+    path = tmp_path / "tg.db"
+    upgrade(f"sqlite:///{path}")
+    with serving(tmp_path, f"sqlite:///{path}") as served:
+        path.unlink()
+        response = served.client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "store": "unreachable", "store_error": f"no database at {path}"}
 
 
 def test_serve_refuses_an_unmigrated_database(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.cli import run_cli as _run
@@ -189,8 +191,6 @@ def test_a_lone_surrogate_in_a_source_name_prints(tmp_path: Path, capsys: pytest
 
 
 def test_a_boolean_parquet_event_time_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     p = tmp_path / "e.parquet"
     pq.write_table(pa.table({"event_time": [True, False]}), p)
     code, _, err = _run(_whatif(p), capsys)
@@ -199,8 +199,6 @@ def test_a_boolean_parquet_event_time_is_an_error(tmp_path: Path, capsys: pytest
 
 
 def test_parquet_nanosecond_and_second_timestamps_are_floored_to_microseconds(tmp_path: Path) -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     from monitor.watermark.io import load_events
 
     p = tmp_path / "e.parquet"

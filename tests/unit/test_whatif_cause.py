@@ -83,29 +83,29 @@ def test_whatif_names_the_row_that_moved_the_watermark_and_the_fixes(
 def test_the_delays_tried_all_fail_and_the_cause_is_still_named(
     misdated_csv: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, text, _ = _run(
-        [
-            "whatif",
-            str(misdated_csv),
-            "--time-unit",
-            "s",
-            "--window",
-            "1m",
-            "--trigger",
-            "10s",
-            "--sweep",
-            "1m,1h,7d",
-            "--target-completeness",
-            "99",
-        ],
-        capsys,
-    )
+    args = ["whatif", str(misdated_csv), "--time-unit", "s", "--window", "1m", "--trigger", "10s", "--sweep",
+            "1m,1h,7d", "--target-completeness", "99"]
+    code, text, _ = _run(args, capsys)
     assert code == 0
-    assert "Cause (at delay 7d, the largest tried): 1 row moved the watermark" in text
-    assert "line 9 (batch" in text
-    # the target needs 73 years with the row, and no delay at all without it (rows arrive in order)
-    assert "Smallest delay for 99.0% completeness: 26662d23h58m1ms (73.0 years)" in text
-    assert "without the mis-dated row (line 9): 0s (drops 0 of 39 rows = 0.000%; confirmed by replay)" in text
+    # the useful answer leads: the row, then the delay the target needs without it (no delay at all: the
+    # other rows arrive in order), then, labelled, the 73 years it would need with the row kept
+    row = text.index("Cause (at delay 7d, the largest tried): 1 row moved the watermark")
+    assert text.index("line 9 (batch") > row
+    without = text.index(
+        "Smallest delay for 99.0% completeness without the mis-dated row (line 9, filtered out before "
+        "withWatermark): 0s (drops 0 of 39 rows = 0.000% <= 1.000%"
+    )
+    kept = text.index(
+        "With the mis-dated row kept (for comparison, not a fix): 26662d23h58m1ms (73.0 years) (drops 0 of 40 rows"
+    )
+    assert row < without < kept < text.index("   delay   dropped")  # before the sweep table
+    assert "Smallest delay for 99.0% completeness: " not in text  # 73 years is never THE recommendation
+    # JSON: the recommendation is the one without the row; the one with it sits beside it, labelled
+    code, out, _ = _run([*args, "--format", "json"], capsys)
+    rec = json.loads(out)["recommendation"]
+    assert (rec["delay_ms"], rec["misdated_rows"], rec["smallest_candidate_ms"]) == (0, [9], 60_000)
+    # the delay with the row kept is the 26662d23h58m1ms the text shows
+    assert rec["with_misdated_rows"]["delay_ms"] == ((26662 * 24 + 23) * 60 + 58) * 60_000 + 1
 
 
 def test_a_steady_stream_with_a_small_delay_has_no_misdated_row() -> None:

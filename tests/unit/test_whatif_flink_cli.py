@@ -127,3 +127,36 @@ def test_several_sources_are_refused_with_the_reason(
     code, _, err = run(["whatif", str(p), *BASE], capsys)
     assert code != 0
     assert "use a 'partition' column" in err
+
+
+def test_a_misdated_element_leads_and_the_sweep_without_it_comes_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 60 elements 10 s apart from 2026-01-01T00:00Z, each arriving 2 s after its event time; the 8th (line 9,
+    # arriving at 00:01:12) is dated 2099-01-01. Its watermark (2099 - 5 s - 1 ms) is ahead of every later
+    # element: the 52 elements after it are all late at any delay of the sweep. Without it the stream is in
+    # order and nothing is late.
+    base_s, y2099_s = 1_767_225_600, 4_070_908_800
+    rows = ["event_time,arrival_time"] + [
+        f"{y2099_s if i == 7 else base_s + 10 * i},{base_s + 10 * i + 2}" for i in range(60)
+    ]
+    path = tmp_path / "misdated.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    args = ["whatif", str(path), "--engine", "flink", "--delay", "5s", "--window", "1m", "--time-unit", "s",
+            "--sweep", "5s,1m"]
+    code, text, _ = run(args, capsys)
+    assert code == 0
+    lead = text.index(
+        "Mis-dated element: line 9 (event time 2099-01-01T00:00:00.000Z) moved the watermark from "
+        "2026-01-01T00:00:54.999Z to 2098-12-31T23:59:54.999Z at processing time 2026-01-01T00:01:12.000Z"
+    )
+    assert text.index("without it (filtered before the WatermarkStrategy): 0 late elements (0.000%)") > lead
+    assert lead < text.index("Summary")  # before the replay's own figures
+    without = text.index("Sweep without the mis-dated element:")
+    kept = text.index("Sweep with the mis-dated element kept (for comparison, not a fix):")
+    assert without < kept
+    assert "      1m        52   86.667%" in text[kept:] and "      1m         0    0.000%" in text[without:kept]
+    code, out, _ = run([*args, "--format", "json"], capsys)
+    doc = json.loads(out)["misdated_element"]
+    assert (doc["line"], doc["event_time_ms"], doc["without"]["late_elements"]) == (9, y2099_s * 1000, 0)
+    assert [s["late_elements"] for s in doc["sweep_without"]] == [0, 0]

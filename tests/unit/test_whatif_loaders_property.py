@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
+import pyarrow as pa
+import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -214,8 +215,6 @@ def test_jsonl_loader_and_whatif_raise_only_our_error(
 def test_parquet_loader_and_whatif_raise_only_our_error(
     data: st.DataObject, kind: str, with_batch: str | None, unit: str | None, truncate: int | None, n: int
 ) -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     i64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
     real = [int(r["event_time"]) for r in _REAL_ROWS]
     ints = st.one_of(st.sampled_from(real), i64, st.none())

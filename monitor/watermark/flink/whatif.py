@@ -22,10 +22,14 @@ from monitor.watermark.flink.replay import FlinkReplay, FlinkSummary, replay_fli
 
 __all__ = [
     "DEFAULT_WATERMARK_INTERVAL_MS",
+    "MIN_LATER_ELEMENTS",
+    "FlinkDelayAdvice",
     "FlinkWhatifError",
     "WatermarkMover",
+    "advise_flink_delay",
     "check_flink_events",
     "flink_config",
+    "misdated_element",
     "recommend_flink_delay",
     "sweep_flink",
     "watermark_mover",
@@ -98,14 +102,15 @@ def flink_config(
 
 def check_flink_events(events: EventsTable, name: str) -> None:
     """Refuse what the modelled job has no place for: a ``batch`` column (Flink has no micro-batches)
-    and a ``source`` column (one source whose partitions/splits each have a generator).
+    and a ``source`` column naming several inputs (the model is one source whose partitions/splits each
+    have a generator; a column naming one input is that source).
 
     Raises:
         FlinkWhatifError: naming the file ``name`` and the column.
     """
     if events.batch is not None:
         raise FlinkWhatifError(f"{name} has a 'batch' column: Flink has no micro-batches (drop it)")
-    if events.has_sources:
+    if len(events.source_names) > 1:
         raise FlinkWhatifError(
             f"{name} has a 'source' column with several inputs: the Flink mode models one source "
             "whose partitions (splits) each have a watermark generator; use a 'partition' column"
@@ -178,3 +183,71 @@ def watermark_mover(events: EventsTable, result: FlinkReplay) -> WatermarkMover 
         processing_time_ms=int(tl.advance_time_ms[k]),
         row=int(processed[hits[-1]]) if len(hits) else None,
     )
+
+
+#: elements that must follow a watermark step before it can be judged ahead of the stream
+MIN_LATER_ELEMENTS = 10
+
+
+def misdated_element(events: EventsTable, result: FlinkReplay) -> WatermarkMover | None:
+    """The largest watermark step (:func:`watermark_mover`) when the element behind it is *ahead of the
+    stream*: fewer than 1% of the elements processed after it reach the watermark it set — the criterion
+    of the Spark mode's :func:`monitor.watermark.diagnose.diagnose` — with at least
+    :data:`MIN_LATER_ELEMENTS` elements after it (a few late elements at the end of a file are no evidence). Such an element (dated
+    2099, or milliseconds read as seconds) makes every later element late under
+    ``BoundedOutOfOrdernessWatermarks`` (the watermark never goes back), whatever the delay; ``None``
+    otherwise."""
+    m = watermark_mover(events, result)
+    if m is None or m.row is None:
+        return None
+    after = result.order[int(result.timeline.advance_pos[m.advance]) :]
+    if len(after) < MIN_LATER_ELEMENTS:
+        return None
+    ts = np.floor_divide(events.event_time_us[after], 1000)
+    reach = int((ts > m.to_ms).sum())
+    return m if reach < max(1, len(after) // 100) else None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FlinkDelayAdvice:
+    """The delay a completeness target needs (Flink mode), led by the useful answer.
+
+    Attributes:
+        misdated: the mis-dated element (:func:`misdated_element`), or ``None``.
+        recommended_ms: the smallest swept delay meeting the target — without the mis-dated element
+            when there is one (filtered before the ``WatermarkStrategy``) — or ``None`` when none does.
+        with_element_ms: with a mis-dated element: the smallest swept delay meeting the target with it
+            kept (``None``: none of the sweep does, the usual case); without one, equal to ``recommended_ms``.
+        sweep_without: the sweep without the mis-dated element (``[]`` when there is none).
+    """
+
+    misdated: WatermarkMover | None
+    recommended_ms: int | None
+    with_element_ms: int | None
+    sweep_without: list[FlinkSummary]
+
+
+def advise_flink_delay(
+    events: EventsTable,
+    config: FlinkConfig,
+    result: FlinkReplay,
+    summaries: list[FlinkSummary],
+    delays_ms: Iterable[int],
+    target_pct: float,
+) -> FlinkDelayAdvice:
+    """Recommend a ``forBoundedOutOfOrderness`` delay from the sweep ``summaries`` (of ``delays_ms``) of
+    ``config``'s replay ``result``; with a mis-dated element, sweep again without it (marked invalid:
+    left out as a record the assigner rejects) and recommend from that.
+
+    Raises:
+        EngineConfigError: ``target_pct`` not in ``(0, 100]``, or as :func:`replay_flink`.
+    """
+    with_element = recommend_flink_delay(summaries, target_pct)
+    m = misdated_element(events, result)
+    if m is None or m.row is None:
+        return FlinkDelayAdvice(None, with_element, with_element, [])
+    valid = events.valid.copy()
+    valid[m.row] = False
+    without_events = dataclasses.replace(events, valid=valid)
+    sweep_without = sweep_flink(without_events, config, delays_ms)
+    return FlinkDelayAdvice(m, recommend_flink_delay(sweep_without, target_pct), with_element, sweep_without)
