@@ -213,8 +213,9 @@ def link(records: Sequence[FindingEpisode], known: Sequence[FindingEpisode] = ()
     (``details["caused_by"]``, see :data:`CAUSED_BY`).
 
     The cause is the episode of the named rule on the same job (engine and job id) that began at or before
-    the effect — the one whose first finding named the given ``batch_id`` when one is given, else the
-    latest to begin — among ``records`` and ``known`` (episodes stored before, e.g. by an earlier tick).
+    the effect — the latest to begin among those whose first finding named the given ``batch_id`` (the batch
+    that carried the row, :meth:`rules.jumps.Jump.details`), else the latest to begin — among ``records``
+    and ``known`` (episodes stored before, e.g. by an earlier tick).
 
     Returns:
         ``records`` in the same order (a cause in ``known`` gets its ``causes`` through the store's link
@@ -232,8 +233,9 @@ def link(records: Sequence[FindingEpisode], known: Sequence[FindingEpisode] = ()
             c for c in pool
             if c.rule == rule and c.id != effect.id and c.job.engine is effect.job.engine
             and c.job.job_id == effect.job.job_id and c.first_at <= effect.first_at
-            and (batch is None or c.details.get("batch_id") == batch)
         ]  # fmt: skip
+        named = [c for c in candidates if c.details.get("batch_id") == batch]
+        candidates = named or candidates
         if not candidates:
             continue
         cause = max(candidates, key=lambda c: (c.first_at, c.id))

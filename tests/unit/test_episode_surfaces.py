@@ -61,6 +61,8 @@ def test_report_shows_the_worst_episode_beside_the_health_now(
     assert [(e.rule, e.severity) for e in jump.episodes] == [
         ("future_timestamp", "critical"), ("late_drop_surge", "warning"),
     ]  # fmt: skip
+    # the drops name the jump that caused them (rules.jumps), and the stored episodes are linked
+    assert jump.episodes[1].caused_by == (jump.episodes[0].id,)
     assert (jobs[UNION].health, jobs[UNION].period_health) == ("ok", "warning")
     assert report.jobs[0].job_id == JUMP  # worst first
     md = to_markdown(report)

@@ -77,7 +77,7 @@ def _episode_set(episodes: list[FindingEpisode] | tuple[FindingEpisode, ...]) ->
     notifies nobody, and a recording is older than the daemon's horizon only on the wall clock)."""
     return {
         (e.id, e.rule, e.job.job_id, e.scope, e.first_batch_id, e.last_batch_id, e.first_at, e.last_at,
-         e.ended_by, e.severity, e.message)
+         e.ended_by, e.severity, e.message, e.caused_by, e.causes)
         for e in episodes
     }  # fmt: skip
 
