@@ -17,12 +17,13 @@ from typing import Any
 
 import orjson
 
-from monitor.model import Finding, Sample, SampleKind, Severity
+from monitor.model import Finding, FindingEpisode, Sample, SampleKind, Severity
 from monitor.timefmt import format_duration, format_instant
 from rules.batches import progress_batches, real_watermark
 from rules.common import is_epoch
+from rules.episodes import Episode, episodes, held, link, to_record
 from rules.registry import Evaluator
-from rules.replay import Episode, episodes, replay
+from rules.replay import replay
 
 __all__ = ["QueryReport", "ScanReport", "build_report", "iso", "render_json", "render_text"]
 
@@ -48,11 +49,13 @@ class QueryReport:
 
 @dataclass(frozen=True, slots=True)
 class ScanReport:
-    """Everything ``scan`` prints: queries and findings (findings sorted by query, then time)."""
+    """Everything ``scan`` prints: queries and findings (findings sorted by query, then time), and the
+    finding episodes behind the findings as ``scan --db`` stores them (same order)."""
 
     queries: tuple[QueryReport, ...]
     findings: tuple[Finding, ...]
     errors: tuple[str, ...] = field(default=())
+    episodes: tuple[FindingEpisode, ...] = field(default=())
 
     def worst(self) -> Severity:
         """The highest severity among the findings (``OK`` if none)."""
@@ -65,15 +68,16 @@ def episode_finding(episode: Episode) -> Finding:
     last = episode.last
     details = {
         **last.details,
+        "episode_id": episode.id,
         "first_batch_id": episode.first_batch_id,
         "last_batch_id": episode.last_batch_id,
         "first_at": iso(episode.first_at),
         "last_at": iso(episode.last_at),
-        "ended_by": episode.ended_by,
+        "ended_by": None if episode.ended_by is None else episode.ended_by.value,
     }
     return Finding(
         rule=last.rule,
-        severity=max(episode.first.severity, last.severity),
+        severity=episode.severity,
         job=episode.first.job,
         message=last.message,
         observed_at=episode.first_at,
@@ -84,13 +88,24 @@ def episode_finding(episode: Episode) -> Finding:
     )
 
 
-def build_report(evaluator: Evaluator, samples: Sequence[Sample], errors: Sequence[str] = ()) -> ScanReport:
-    """Group ``samples`` by query id (first appearance order) and replay each query through the rules."""
+def build_report(
+    evaluator: Evaluator, samples: Sequence[Sample], errors: Sequence[str] = (), *, now: datetime | None = None
+) -> ScanReport:
+    """Group ``samples`` by query id (first appearance order) and replay each query through the rules.
+
+    Each query's instants are folded into episodes (:func:`rules.episodes.episodes`, the daemon's fold);
+    those that held for their rule's ``for`` (:func:`rules.episodes.held`) are the findings and the
+    episodes. ``now`` (the scan's poll time) marks an episode ``history`` when its first instant is older
+    than the rules' history window (:meth:`Evaluator.history_window`, the daemon's default horizon) before
+    it; without ``now`` none is.
+    """
+    horizon = evaluator.history_window()
     by_query: dict[str, list[Sample]] = {}
     for sample in samples:
         by_query.setdefault(sample.job.job_id, []).append(sample)
     queries: list[QueryReport] = []
     findings: list[Finding] = []
+    records: list[FindingEpisode] = []
     for query_id, query_samples in by_query.items():
         ordered = sorted(query_samples, key=_TIME)
         run_ids = tuple(dict.fromkeys(s.job.run_id for s in ordered if s.job.run_id is not None))
@@ -106,13 +121,12 @@ def build_report(evaluator: Evaluator, samples: Sequence[Sample], errors: Sequen
                 idle_events=sum(1 for s in ordered if s.kind is SampleKind.IDLE and s.scope.is_job()),
             )
         )
-        findings.extend(
-            episode_finding(e)
-            for e in episodes(replay(evaluator, ordered))
-            # the daemon notifies an episode once it held for the rule's lifecycle `for`
-            if e.last_at - e.first_at >= evaluator.timing(e.first.rule).for_duration
-        )
-    return ScanReport(tuple(queries), tuple(findings), tuple(errors))
+        instants = list(replay(evaluator, ordered))
+        flags = [now is not None and now - i.at > horizon for i in instants]
+        kept = [e for e in episodes(instants, history=flags) if held(e, evaluator)]
+        findings.extend(episode_finding(e) for e in kept)
+        records.extend(link([to_record(e) for e in kept]))
+    return ScanReport(tuple(queries), tuple(findings), tuple(errors), tuple(records))
 
 
 def _advance(prev: Sample | None, batch: Sample) -> timedelta | None:
