@@ -41,7 +41,7 @@ from monitor.facts.model import (
     ScopeSeries,
     StateFacts,
 )
-from monitor.model import AlertState, Engine, JobRef, Sample, Scope, Severity, ensure_utc
+from monitor.model import AlertState, Engine, FindingEpisode, JobRef, Sample, Scope, Severity, ensure_utc
 from rules.batches import UNITS_HIGH, inferred_delay, real_watermark, usable_event_max
 from rules.common import flink_scope_name, holding_input, is_epoch, scope_name
 from rules.consumer_lag import LagParams, evaluate_lag
@@ -253,13 +253,19 @@ def _lag_facts(
 
 
 def job_health(
-    alerts: Iterable[Alert], since: datetime | None = None, until: datetime | None = None
+    alerts: Iterable[Alert],
+    since: datetime | None = None,
+    until: datetime | None = None,
+    episodes: Iterable[FindingEpisode] = (),
 ) -> HealthFacts:
-    """A job's health from its alerts (:class:`monitor.facts.HealthFacts`): ``now`` is the worst severity of
-    the firing alerts, ``period`` the worst of the alert episodes overlapping ``[since, until)`` (all of them
-    when no period is given). The one definition of health (``report``, the scheduled report, the dashboard)."""
+    """A job's health (:class:`monitor.facts.HealthFacts`): ``now`` is the worst severity of its firing
+    alerts, ``period`` the worst of its finding ``episodes`` and of the alert episodes overlapping
+    ``[since, until)`` (all of them when no period is given). The one definition of health (``report``, the
+    scheduled report, the dashboard): Severity-based, the worst of the parts (Burrow's group status)."""
     now = Severity.OK
-    period = Severity.OK
+    period = max((e.severity for e in episodes
+                  if (since is None or e.last_at >= since) and (until is None or e.first_at < until)),
+                 default=Severity.OK)
     firing = pending = 0
     rule: str | None = None
     for a in alerts:
@@ -364,6 +370,7 @@ def job_facts(
     settings: FactsSettings | None = None,
     lag_params: LagParams | None = None,
     job: JobRef | None = None,
+    episodes: Iterable[FindingEpisode] = (),
 ) -> JobFacts:
     """One job's facts over ``[since, until)`` (pure).
 
@@ -379,6 +386,7 @@ def job_facts(
         settings: targets (:class:`monitor.facts.FactsSettings`).
         lag_params: the ``consumer_lag`` rule's parameters (its defaults when ``None``).
         job: the job, when it may have no sample in the period (a job known by its alerts only).
+        episodes: the job's stored finding episodes (those overlapping the period are kept).
 
     Raises:
         ValueError: no sample in the period and no ``job``, a naive time, or samples of several jobs.
@@ -427,6 +435,7 @@ def job_facts(
     )
     lag, lag_status = _lag_facts(job, history.series, scopes, inside, end, lag_params or LagParams())
     delay = inferred_delay(batches)
+    kept = [e for e in episodes if e.last_at >= start and e.first_at < end]
     spacing = [(b.observed_at - a.observed_at).total_seconds() * 1000 for a, b in pairwise(batches)]
     return JobFacts(
         engine=job.engine, job_id=job.job_id, name=name, since=start, until=end, batches=points, scopes=scopes,
@@ -434,7 +443,8 @@ def job_facts(
         lag_status=lag_status, holding_min=_holding(job, history.series, scopes, batches),
         restarts=_restarts(job, batches, runs, inside, start, end),
         inferred_delay_s=None if delay is None else delay.total_seconds(), lateness_p999_s=_lateness(batches),
-        freshness=freshness_facts(points, cfg), health=job_health(alerts, start, end),
+        freshness=freshness_facts(points, cfg), health=job_health(alerts, start, end, kept),
+        episodes=tuple(sorted(kept, key=lambda e: (e.first_at, e.id))),
         batch_spacing_ms=median(spacing) if spacing else None,
     )
 

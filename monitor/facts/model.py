@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from monitor.model import Engine, Sample, Scope, Severity
+from monitor.model import Engine, FindingEpisode, Sample, Scope, Severity
 
 __all__ = [
     "BatchPoint",
@@ -243,8 +243,9 @@ class HealthFacts:
     Attributes:
         now: the worst severity of the job's firing alerts (``OK`` without any; pending ones have not held
             for their ``for`` and do not count, as they are not notified).
-        period: the worst severity of the findings of the period (stored episodes overlapping it; until
-            those are stored, the alert episodes overlapping it).
+        period: the worst severity of the findings of the period: the stored finding episodes overlapping
+            it and the alert episodes overlapping it (a scanned history has episodes and no alert); never
+            better than ``now``.
         firing / pending: how many alerts fire / are pending now.
         worst_rule: the rule of the worst firing alert (``None``: none fires).
     """
@@ -278,6 +279,7 @@ class JobFacts:
             (an upper bound of how late its rows were).
         freshness: see :class:`FreshnessFacts`.
         health: see :class:`HealthFacts`.
+        episodes: the stored finding episodes overlapping the period, oldest first.
         batch_spacing_ms: the median time between batches (the trigger interval as observed).
     """
 
@@ -298,4 +300,5 @@ class JobFacts:
     lateness_p999_s: float | None
     freshness: FreshnessFacts
     health: HealthFacts
+    episodes: tuple[FindingEpisode, ...]
     batch_spacing_ms: float | None

@@ -13,8 +13,8 @@ from monitor.alerts.lifecycle import Alert
 from monitor.durations import parse_timedelta
 from monitor.facts.compute import job_facts
 from monitor.facts.model import FactsSettings, JobFacts
-from monitor.model import Engine, JobRef, Sample
-from monitor.store import load_samples
+from monitor.model import Engine, FindingEpisode, JobRef, Sample
+from monitor.store import load_episodes, load_samples
 from monitor.store.alert_repo import load_alerts
 from monitor.store.views import job_runs
 
@@ -71,8 +71,8 @@ def load_period_facts(
     settings: FactsSettings | None = None,
     wanted: Callable[[str, str, str | None], bool] | None = None,
 ) -> tuple[list[JobFacts], dict[tuple[str, str], list[Alert]]]:
-    """The facts of every job with samples in ``[since, until)`` or an alert active in it, and each job's
-    alerts by ``(engine, job_id)``.
+    """The facts of every job with samples, a finding episode or an alert in ``[since, until)``, and each
+    job's alerts by ``(engine, job_id)``.
 
     Args:
         wanted: ``(engine, job_id, job name) -> keep?`` (a report's job filter); all jobs when ``None``.
@@ -86,9 +86,14 @@ def load_period_facts(
     alerts: dict[tuple[str, str], list[Alert]] = {}
     for a in load_alerts(session).values():
         alerts.setdefault(_key(a), []).append(a)
+    episodes: dict[tuple[str, str], list[FindingEpisode]] = {}
+    for e in load_episodes(session, since=since, until=until):
+        episodes.setdefault((e.job.engine.value, e.job.job_id), []).append(e)
     names: dict[tuple[str, str], str | None] = {
         k: next((s.job.name for s in reversed(v) if s.job.name), None) for k, v in by_job.items()
     }
+    for key, found in episodes.items():
+        names.setdefault(key, next((e.job.name for e in reversed(found) if e.job.name), None))
     for key, items in alerts.items():
         if key in names or key[0] not in {e.value for e in Engine}:
             continue
@@ -101,7 +106,7 @@ def load_period_facts(
         runs = [(r.run_id, r.first_seen) for r in job_runs(session, key[0], key[1])]
         out.append(job_facts(
             by_job.get(key, []), since, until, alerts=alerts.get(key, []), runs=runs, settings=settings,
-            job=JobRef(Engine(key[0]), key[1], name=names[key]),
+            job=JobRef(Engine(key[0]), key[1], name=names[key]), episodes=episodes.get(key, []),
         ))
     return out, {k: v for k, v in alerts.items() if k in names}
 
@@ -110,17 +115,18 @@ def load_job_facts(
     session: Session, engine: Engine, job_id: str, since: datetime, until: datetime,
     settings: FactsSettings | None = None,
 ) -> JobFacts | None:
-    """One job's facts over ``[since, until)``; ``None`` when the job has neither a sample in the period nor
-    a stored alert.
+    """One job's facts over ``[since, until)``; ``None`` when the job has no sample or finding episode in
+    the period and no stored alert.
 
     Raises:
         ValueError: a naive time.
     """
     samples = load_samples(session, job_id=job_id, since=since, until=until, engine=engine)
     alerts = [a for a in load_alerts(session).values() if _key(a) == (engine.value, job_id)]
-    if not samples and not alerts:
+    episodes = load_episodes(session, engine=engine, job_id=job_id, since=since, until=until)
+    if not samples and not alerts and not episodes:
         return None
     runs = [(r.run_id, r.first_seen) for r in job_runs(session, engine.value, job_id)]
     name = next((a.annotations["job_name"] for a in alerts if "job_name" in a.annotations), None)
     return job_facts(samples, since, until, alerts=alerts, runs=runs, settings=settings,
-                     job=JobRef(engine, job_id, name=name))
+                     job=JobRef(engine, job_id, name=name), episodes=episodes)
