@@ -33,8 +33,8 @@ from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
 from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
+from monitor.facts import cause_indices
 from monitor.model import AlertState, Severity
-from monitor.reports.detailed import cause_indices
 from monitor.store import Store, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence

@@ -12,6 +12,7 @@ Instants (always UTC, always ``Z``):
   what ``scan``, ``check`` and the reports print.
 * :func:`format_instant_short` — as short as exact (``2099-01-01T00:00Z``, ``2026-11-29T11:32:48.289Z``):
   what rule messages print.
+* :func:`format_basic` — ISO 8601 basic format to the second (``20261130T080131Z``): file names.
 * :func:`format_precise` / :func:`parse_instant` — RFC 3339 with microseconds
   (``2026-11-29T12:00:00.000000Z``) and its inverse: the wire format of notifications and stored
   documents; idempotency keys hash it, so its output never changes.
@@ -35,6 +36,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 __all__ = [
+    "format_basic",
     "format_duration",
     "format_epoch_ms",
     "format_instant",
@@ -112,6 +114,15 @@ def format_instant_short(value: datetime) -> str:
     if utc.second:
         return text[:-5] + "Z"
     return text[:-8] + "Z"
+
+
+def format_basic(value: datetime) -> str:
+    """Aware datetime -> ISO 8601 basic format to the second, ``20261130T080131Z`` (file names).
+
+    Raises:
+        ValueError: ``value`` is naive.
+    """
+    return _utc(value).strftime("%Y%m%dT%H%M%SZ")
 
 
 def format_precise(value: datetime) -> str:
