@@ -444,7 +444,7 @@ def job_facts(
         restarts=_restarts(job, batches, runs, inside, start, end),
         inferred_delay_s=None if delay is None else delay.total_seconds(), lateness_p999_s=_lateness(batches),
         freshness=freshness_facts(points, cfg), health=job_health(alerts, start, end, kept),
-        episodes=tuple(sorted(kept, key=lambda e: (e.first_at, e.id))),
+        episodes=tuple(sorted(kept, key=lambda e: (e.first_at, e.id))), latest=batches[-1] if batches else None,
         batch_spacing_ms=median(spacing) if spacing else None,
     )
 

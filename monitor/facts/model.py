@@ -280,6 +280,8 @@ class JobFacts:
         freshness: see :class:`FreshnessFacts`.
         health: see :class:`HealthFacts`.
         episodes: the stored finding episodes overlapping the period, oldest first.
+        latest: the newest job-scope sample (the collector's whole record: Flink's job state, exception,
+            ``numRestarts``), ``None`` without one.
         batch_spacing_ms: the median time between batches (the trigger interval as observed).
     """
 
@@ -301,4 +303,5 @@ class JobFacts:
     freshness: FreshnessFacts
     health: HealthFacts
     episodes: tuple[FindingEpisode, ...]
+    latest: Sample | None
     batch_spacing_ms: float | None
