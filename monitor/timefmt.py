@@ -155,12 +155,13 @@ _UNITS = (("year", 365.25 * 86400), ("day", 86400.0), ("h", 3600.0), ("min", 60.
 
 def format_duration(delta: timedelta | float) -> str:
     """A rough human duration (its size; the sign is dropped) in the largest fitting unit: ``72 years``,
-    ``1 day``, ``1.5 h``, ``14 min``, ``9 s``. ``delta`` is a :class:`timedelta` or seconds."""
+    ``1 day``, ``1.5 h``, ``14 min``, ``9 s`` (one decimal below 10 of a unit, none when it is 0: 24 h 5 s
+    is ``1 day``). ``delta`` is a :class:`timedelta` or seconds."""
     seconds = abs(delta.total_seconds() if isinstance(delta, timedelta) else float(delta))
     for unit, size in _UNITS:
         if seconds >= size:
             amount = seconds / size
-            text = f"{amount:.0f}" if amount >= 10 or amount == int(amount) else f"{amount:.1f}"
+            text = f"{amount:.0f}" if amount >= 10 else f"{amount:.1f}".removesuffix(".0")
             plural = "s" if unit in ("year", "day") and text != "1" else ""
             return f"{text} {unit}{plural}"
     return f"{seconds:.0f} s"
