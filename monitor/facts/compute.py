@@ -173,7 +173,10 @@ def state_facts(batches: Sequence[Sample], engine: Engine, settings: FactsSettin
         limit = settings.state_limit_rows if unit == "rows" else settings.state_limit_bytes
         if limit is not None:
             to_limit = max(0.0, (limit - last) / slope)
-    return StateFacts(unit, first, last, slope, growing, projected, to_limit)
+    removed = _total(b.state_rows_removed for b in batches)
+    marks = [wm for b in batches if (wm := real_watermark(b)) is not None]
+    advances = sum(1 for a, b in pairwise(marks) if b > a)
+    return StateFacts(unit, first, last, slope, growing, projected, to_limit, removed, advances)
 
 
 # -------------------------------------------------------------------------------------------- freshness

@@ -181,6 +181,8 @@ class StateFacts:
             negative).
         hours_to_limit: hours until the configured limit at that trend (``None``: no limit or not growing;
             0 when already above it).
+        rows_removed: state rows evicted in the period (Spark ``numRowsRemoved`` summed; ``None``: unknown).
+        watermark_advances: how often the watermark moved forward in the period (eviction needs it to).
     """
 
     unit: Literal["rows", "bytes"]
@@ -190,6 +192,8 @@ class StateFacts:
     growing: bool
     projected_24h: float | None
     hours_to_limit: float | None
+    rows_removed: int | None
+    watermark_advances: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -278,7 +278,14 @@ def _recommend(f: JobFacts) -> list[Recommendation]:
             PROGRESS_HISTORY, {"attainment_pct": fresh.attainment_pct},
         ))
     s = f.state
-    if s.growing and s.slope_per_h is not None and len(f.batches) >= 3:
+    if s.growing and s.slope_per_h is not None and s.watermark_advances == 0:
+        held = f" ({f.holding_min.name} holds it: see above)" if f.holding_min is not None else ""
+        out.append(Recommendation(
+            f"State grows by about {s.slope_per_h:,.0f} {s.unit}/h because the watermark did not advance in the "
+            f"period{held}: nothing is old enough to evict. Fix what holds the watermark; the state follows.",
+            PROGRESS_HISTORY, {"slope_per_h": s.slope_per_h, "unit": s.unit},
+        ))
+    elif s.growing and s.slope_per_h is not None and not s.rows_removed and len(f.batches) >= 3:
         if f.engine is Engine.FLINK:
             text = (f"Checkpointed state grows by about {s.slope_per_h:,.0f} bytes/h: keyed state that nothing "
                     "clears grows with every key. Give it a state TTL (StateTtlConfig), clear it from an event-time "

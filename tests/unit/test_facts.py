@@ -113,6 +113,15 @@ def test_the_placeholder_watermark_is_no_watermark_in_every_series() -> None:
     assert f.batches[0].freshness_s is None
 
 
+def test_state_eviction_facts() -> None:
+    # backfill_future_row: the watermark moves 11:50:55 -> 11:51:55 (b3) -> 2024-03-02T11:52 (b5): twice;
+    # b5 evicts 36 rows (numRowsRemoved). never_seen_input: the watermark never leaves 1970: no advance.
+    f = spark_facts("backfill_future_row")
+    assert (f.state.watermark_advances, f.state.rows_removed) == (2, 36)
+    g = spark_facts("never_seen_input")
+    assert (g.state.watermark_advances, g.state.rows_removed) == (0, 0)
+
+
 def test_freshness_is_on_the_data_clock_whatever_the_period_end() -> None:
     samples = recorded_case("backfill_future_row")
     a = job_facts(samples, MIN_TIME, FAR)
