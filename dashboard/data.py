@@ -21,6 +21,7 @@ import hmac
 import os
 import uuid
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,19 @@ from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
 from monitor.facts import cause_indices, job_health
-from monitor.model import AlertState, Severity
-from monitor.store import Store, open_store
+from monitor.model import AlertState, FindingEpisode, Severity, worst_episode
+from monitor.store import Store, load_episodes, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
-from monitor.store.views import job_runs, job_summaries, series, stored_reports, watermark_points
+from monitor.store.views import (
+    job_runs,
+    job_summaries,
+    newest_sample_time,
+    series,
+    stored_reports,
+    watermark_points,
+)
 from monitor.timefmt import format_lag
 from rules.common import NULL_EVENT_TIME_BEFORE, is_epoch
 from rules.state_growth import theil_sen_slope
@@ -51,11 +59,13 @@ __all__ = [
     "add_silence",
     "alerts",
     "db_label",
+    "episodes",
     "expire_silence",
     "fleet",
     "human_lag",
     "job_detail",
     "now",
+    "period_since",
     "report_files",
     "scheduled_reports",
     "silences",
@@ -70,6 +80,9 @@ STALE_AFTER = timedelta(minutes=2)
 #: How far back the fleet's sparklines and a job's timelines reach (from the newest sample).
 SPARK_WINDOW = timedelta(minutes=10)
 JOB_WINDOW = timedelta(hours=2)
+#: The period whose finding episodes the Fleet and Job pages show (back from the newest stored sample: the
+#: data's own clock, so a scanned recording shows its findings whenever it is looked at).
+PERIOD = timedelta(days=7)
 _TTL = 5  # seconds
 
 
@@ -123,14 +136,79 @@ def _health_by_job(alert_list: list[Any]) -> dict[tuple[str, str], tuple[Severit
     return out
 
 
+_EPISODE_COLUMNS = [
+    "id", "engine", "job_id", "job_name", "rule", "severity", "scope", "first_at", "last_at", "first_batch_id",
+    "last_batch_id", "batches", "ended_by", "notified", "history", "message", "caused_by", "causes",
+]
+
+
+def _batches_text(first: int | None, last: int | None) -> str:
+    """``batch 6``, ``batches 6-9``, or ``""`` where there are no batches (Flink, Kafka)."""
+    if first is None and last is None:
+        return ""
+    if first is None or last is None or first == last:
+        return f"batch {first if first is not None else last}"
+    return f"batches {first}-{last}"
+
+
+def _episode_row(e: FindingEpisode) -> dict[str, Any]:
+    return {
+        "id": e.id, "engine": e.job.engine.value, "job_id": e.job.job_id, "job_name": e.job.name or e.job.job_id,
+        "rule": e.rule, "severity": e.severity.label(),
+        "scope": ", ".join(f"{k}={v}" for k, v in e.scope.labels().items()),
+        "first_at": pd.Timestamp(e.first_at), "last_at": pd.Timestamp(e.last_at),
+        "first_batch_id": e.first_batch_id, "last_batch_id": e.last_batch_id,
+        "batches": _batches_text(e.first_batch_id, e.last_batch_id),
+        "ended_by": "open" if e.ended_by is None else e.ended_by.value, "notified": e.notified,
+        "history": e.history, "message": e.message, "caused_by": list(e.caused_by), "causes": list(e.causes),
+    }  # fmt: skip
+
+
+def period_since() -> datetime:
+    """The start of the period the pages show episodes of: :data:`PERIOD` before the newest stored sample
+    (before :func:`now` on an empty store)."""
+    with _store().sessions() as session:
+        newest = newest_sample_time(session)
+    return (newest or now()) - PERIOD
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def episodes(
+    engine: str | None = None, job_id: str | None = None, since: datetime | None = None, until: datetime | None = None
+) -> pd.DataFrame:
+    """The stored finding episodes overlapping ``[since, until)`` (``None``: unbounded), of one job when
+    given, oldest first: :data:`_EPISODE_COLUMNS` (``batches`` as text, ``ended_by`` ``open`` while open,
+    ``caused_by``/``causes`` lists of episode ids)."""
+    with _store().sessions() as session:
+        found = load_episodes(session, engine=engine, job_id=job_id, since=since, until=until)
+    return pd.DataFrame([_episode_row(e) for e in found], columns=_EPISODE_COLUMNS)
+
+
+def _worst_by_job(found: list[FindingEpisode]) -> dict[tuple[str, str], FindingEpisode]:
+    """(engine, job_id) -> the worst episode (:func:`monitor.model.worst_episode`)."""
+    by_job: dict[tuple[str, str], list[FindingEpisode]] = {}
+    for e in found:
+        by_job.setdefault((e.job.engine.value, e.job.job_id), []).append(e)
+    out: dict[tuple[str, str], FindingEpisode] = {}
+    for key, mine in by_job.items():
+        worst = worst_episode(mine)
+        if worst is not None:
+            out[key] = worst
+    return out
+
+
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def fleet() -> pd.DataFrame:
     """One row per job: ``engine, job_id, name, health, firing, pending, worst_rule, observed_at,
     freshness_s`` (the newest sample's processing time minus its watermark), ``input_rows_per_second,
-    state_rows, lag_offsets, runs, stale`` (no sample for :data:`STALE_AFTER`)."""
+    state_rows, lag_offsets, runs, stale`` (no sample for :data:`STALE_AFTER`); ``health``/``severity`` are
+    the health now (firing alerts), ``period_health``/``period_severity``/``worst_episode`` the worst finding
+    episode since :func:`period_since` (``ok``/0/``""`` without one)."""
+    since = period_since()
     with _store().sessions() as session:
         summaries = job_summaries(session)
         alert_list = list(load_alerts(session, states=[AlertState.FIRING, AlertState.PENDING]).values())
+        worst_of = _worst_by_job(load_episodes(session, since=since))
     health = _health_by_job(alert_list)
     at = now()
     rows = []
@@ -139,6 +217,7 @@ def fleet() -> pd.DataFrame:
         fresh = None
         if s.observed_at is not None and s.watermark is not None and not is_epoch(s.watermark):
             fresh = (s.observed_at - s.watermark).total_seconds()
+        worst = worst_of.get((s.engine, s.job_id))
         rows.append(
             {
                 "engine": s.engine,
@@ -146,6 +225,11 @@ def fleet() -> pd.DataFrame:
                 "name": s.name or s.job_id,
                 "health": sev.label(),
                 "severity": int(sev),
+                "period_health": "ok" if worst is None else worst.severity.label(),
+                "period_severity": 0 if worst is None else int(worst.severity),
+                "worst_episode": "" if worst is None else " ".join(
+                    p for p in (worst.rule, _batches_text(worst.first_batch_id, worst.last_batch_id)) if p
+                ),
                 "firing": firing,
                 "pending": pending,
                 "worst_rule": rule,
@@ -159,7 +243,8 @@ def fleet() -> pd.DataFrame:
                 "stale": s.observed_at is None or at - s.observed_at > STALE_AFTER,
             }
         )
-    columns = ["engine", "job_id", "name", "health", "severity", "firing", "pending", "worst_rule", "observed_at",
+    columns = ["engine", "job_id", "name", "health", "severity", "period_health", "period_severity", "worst_episode",
+               "firing", "pending", "worst_rule", "observed_at",
                "freshness_s", "input_rows_per_second", "num_input_rows", "state_rows", "lag_offsets", "runs", "stale"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -206,6 +291,7 @@ class JobDetail:
         state_slope_per_h: the state rows' Theil-Sen trend (rows per hour) over the window, ``None`` with
             fewer than 3 points; ``state_projection``: ``observed_at, state_rows`` of that trend ahead.
         trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
+        episodes: the job's finding episodes since :func:`period_since` (:func:`episodes` columns).
     """
 
     summary: dict[str, Any]
@@ -218,6 +304,7 @@ class JobDetail:
     state_slope_per_h: float | None
     state_projection: pd.DataFrame
     trigger_ms: float | None
+    episodes: pd.DataFrame = dataclass_field(default_factory=lambda: pd.DataFrame(columns=_EPISODE_COLUMNS))
 
 
 def _drop_causes(batches: pd.DataFrame) -> pd.DataFrame:
@@ -333,6 +420,7 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
         summary, batches, scopes, run_frame, job_alerts.reset_index(drop=True),
         drops=_drop_causes(progress),
         holding_min=_holding_min(scopes), state_slope_per_h=slope, state_projection=projection, trigger_ms=trigger,
+        episodes=episodes(engine, job_id, since=period_since()),
     )
 
 

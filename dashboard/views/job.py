@@ -31,7 +31,8 @@ if detail is None:
 
 s = detail.summary
 st.subheader(s["name"])
-st.caption(f"{s['engine']} job `{s['job_id']}` · {s['runs']} run(s) · health **{s['health']}**"
+st.caption(f"{s['engine']} job `{s['job_id']}` · {s['runs']} run(s) · health **{s['health']}** now, "
+           f"**{s['period_health']}** over the last {data.PERIOD.days} days"
            + (" · **stopped reporting**" if s["stale"] else ""))
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("freshness", data.human_lag(s["freshness_s"]), help="processing time minus watermark")
@@ -41,8 +42,11 @@ m4.metric("rows (last batch)", "unknown" if pd.isna(s["num_input_rows"]) else f"
 
 st.header("Findings")
 open_alerts = detail.alerts[detail.alerts["state"].isin(["firing", "pending"])]
-if open_alerts.empty:
-    st.success("No open findings for this job.")
+if open_alerts.empty and detail.episodes.empty:
+    st.success(f"No open alerts and no findings in the last {data.PERIOD.days} days for this job.")
+elif open_alerts.empty:
+    st.info(f"No open alerts now; {len(detail.episodes)} finding(s) in the period, the worst "
+            f"{s['period_health']}: {s['worst_episode']} (below).")
 for _, a in open_alerts.iterrows():
     box = st.error if a["severity"] == "critical" else st.warning if a["severity"] == "warning" else st.info
     where = f" · {a['scope']}" if a["scope"] else ""
@@ -53,6 +57,18 @@ if not done.empty:
     with st.expander(f"{len(done)} resolved finding(s)"):
         for _, a in done.iterrows():
             st.markdown(f"- **{a['rule']}** ({a['severity']}), {a['duration_s']:.0f} s: {a['message']}")
+
+if not detail.episodes.empty:
+    st.subheader(f"Findings in the last {data.PERIOD.days} days")
+    st.altair_chart(charts.episode_timeline(detail.episodes), width="stretch")
+    st.dataframe(
+        detail.episodes[["severity", "rule", "scope", "batches", "first_at", "last_at", "ended_by", "notified", "message"]],
+        hide_index=True, width="stretch",
+        column_config={
+            "first_at": st.column_config.DatetimeColumn("from (UTC)", format="YYYY-MM-DD HH:mm:ss", timezone="UTC"),
+            "last_at": st.column_config.DatetimeColumn("to (UTC)", format="YYYY-MM-DD HH:mm:ss", timezone="UTC"),
+        },
+    )
 
 b = detail.batches
 if b.empty:

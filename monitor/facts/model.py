@@ -252,6 +252,7 @@ class HealthFacts:
             better than ``now``.
         firing / pending: how many alerts fire / are pending now.
         worst_rule: the rule of the worst firing alert (``None``: none fires).
+        worst_episode: the worst finding episode of the period (:func:`monitor.model.worst_episode`).
     """
 
     now: Severity
@@ -259,6 +260,7 @@ class HealthFacts:
     firing: int
     pending: int
     worst_rule: str | None
+    worst_episode: FindingEpisode | None = None
 
 
 @dataclass(frozen=True, slots=True)

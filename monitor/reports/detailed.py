@@ -31,18 +31,19 @@ from typing import Any
 
 from monitor.alerts.lifecycle import Alert
 from monitor.facts import DropCause, FactsSettings, JobFacts, PartitionLagFacts
-from monitor.model import AlertState, Engine, Severity, ensure_utc
+from monitor.model import AlertState, Engine, FindingEpisode, Severity, ensure_utc
 from monitor.timefmt import format_duration, format_instant, format_instant_short
 
 __all__ = [
     "PROGRESS_HISTORY",
     "AlertEpisode",
     "DetailedReport",
-    "FindingLine",
+    "EpisodeEntry",
     "JobReport",
     "Recommendation",
     "ReportSettings",
     "build_detailed_report",
+    "episode_entries",
 ]
 
 PROGRESS_HISTORY = "progress history"
@@ -66,17 +67,37 @@ class AlertEpisode:
 
 
 @dataclass(frozen=True, slots=True)
-class FindingLine:
-    """One stored finding episode of the period (:class:`monitor.model.FindingEpisode`), as the report lists it."""
+class EpisodeEntry:
+    """One finding episode in the period, as the report shows it (see :class:`monitor.model.FindingEpisode`).
 
+    ``scope`` is the scope's labels as ``source=…, partition=3`` (empty for the whole job); ``ended_by``
+    ``resolved`` / ``terminated``, ``None`` while open; ``notified``: an alert was raised for it (``False``
+    for history and for what ``scan`` read)."""
+
+    id: str
     rule: str
     severity: str
+    scope: str
     first_at: datetime
     last_at: datetime
     first_batch_id: int | None
     last_batch_id: int | None
-    scope: str
+    ended_by: str | None
+    notified: bool
     message: str
+    caused_by: tuple[str, ...] = ()
+
+
+def episode_entries(episodes: Iterable[FindingEpisode]) -> list[EpisodeEntry]:
+    """``episodes`` as report entries, in ``first_at`` order."""
+    return [
+        EpisodeEntry(
+            e.id, e.rule, e.severity.label(), ", ".join(f"{k}={v}" for k, v in e.scope.labels().items()),
+            e.first_at, e.last_at, e.first_batch_id, e.last_batch_id,
+            None if e.ended_by is None else e.ended_by.value, e.notified, e.message, e.caused_by,
+        )
+        for e in sorted(episodes, key=lambda e: (e.first_at, e.id))
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,15 +113,16 @@ class Recommendation:
 class JobReport:
     """One job's section (times aware UTC, durations in seconds; every number from :class:`monitor.facts.JobFacts`).
 
-    ``health`` is the health now (the worst firing alert), ``health_period`` the worst finding of the period;
-    ``state_projected_24h`` is ``None`` unless the state grows (``state_growing``).
+    ``health`` is the health now (the worst firing alert), ``period_health`` the severity of the worst finding
+    episode of the period (``worst_episode``); ``state_projected_24h`` is ``None`` unless the state grows
+    (``state_growing``).
     """
 
     engine: str
     job_id: str
     name: str | None
     health: str
-    health_period: str
+    period_health: str
     batches: int
     watermark_last: datetime | None
     freshness_target_s: float
@@ -114,7 +136,8 @@ class JobReport:
     dropped_share_pct: float | None
     drop_causes: tuple[DropCause, ...]
     drops_by_scope: tuple[tuple[str, int], ...]
-    findings: tuple[FindingLine, ...]
+    episodes: tuple[EpisodeEntry, ...]
+    worst_episode: EpisodeEntry | None
     alerts: tuple[AlertEpisode, ...]
     state_unit: str
     state_first: int | None
@@ -135,6 +158,11 @@ class JobReport:
     lateness_p999_s: float | None
     recommendations: tuple[Recommendation, ...]
     series: dict[str, list[Any]]
+
+    @property
+    def worst(self) -> Severity:
+        """The worse of the health now and over the period."""
+        return max(Severity.parse(self.health), Severity.parse(self.period_health))
 
     def to_json(self) -> dict[str, Any]:
         """JSON object (times ISO-8601 UTC)."""
@@ -157,13 +185,8 @@ class DetailedReport:
 
     @property
     def health(self) -> str:
-        """The worst job health now (``ok`` without jobs)."""
-        return max((Severity.parse(j.health) for j in self.jobs), default=Severity.OK).label()
-
-    @property
-    def health_period(self) -> str:
-        """The worst finding of the period over all jobs (``ok`` without jobs)."""
-        return max((Severity.parse(j.health_period) for j in self.jobs), default=Severity.OK).label()
+        """The worst job health, now or over the period (``ok`` without jobs)."""
+        return max((j.worst for j in self.jobs), default=Severity.OK).label()
 
     def to_json(self) -> dict[str, Any]:
         """The whole report as JSON (``tidegauge report --format json``)."""
@@ -173,7 +196,6 @@ class DetailedReport:
             "since": format_instant(self.since),
             "until": format_instant(self.until),
             "health": self.health,
-            "health_period": self.health_period,
             "jobs": [j.to_json() for j in self.jobs],
         }
 
@@ -305,10 +327,6 @@ def _recommend(f: JobFacts) -> list[Recommendation]:
     return out
 
 
-def _scope_text(labels: Mapping[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "job"
-
-
 def _job_report(f: JobFacts, alerts: Sequence[Alert]) -> JobReport:
     points = f.batches
     fresh = [(p.observed_at, p.freshness_s) for p in points if p.freshness_s is not None]
@@ -322,11 +340,8 @@ def _job_report(f: JobFacts, alerts: Sequence[Alert]) -> JobReport:
         wm_last = wm[-1][1]
     offsets = [p.lag_offsets for p in points if p.lag_offsets is not None]
     secs = [p.lag_seconds for p in points if p.lag_seconds is not None]
-    findings = tuple(
-        FindingLine(e.rule, e.severity.label(), e.first_at, e.last_at, e.first_batch_id, e.last_batch_id,
-                    _scope_text(e.scope.labels()), e.message)
-        for e in sorted(f.episodes, key=lambda e: (-e.severity, e.first_at))
-    )
+    entries = episode_entries(f.episodes)
+    worst = f.health.worst_episode
     series = {
         "freshness_at": _thin([t for t, _ in fresh]), "freshness_s": _thin([v for _, v in fresh]),
         "state_at": _thin([t for t, _ in state]), "state_values": _thin([v for _, v in state]),
@@ -336,12 +351,14 @@ def _job_report(f: JobFacts, alerts: Sequence[Alert]) -> JobReport:
     }
     return JobReport(
         engine=f.engine.value, job_id=f.job_id, name=f.name, health=f.health.now.label(),
-        health_period=f.health.period.label(), batches=len(points), watermark_last=wm_last,
+        period_health=(Severity.OK if worst is None else worst.severity).label(), batches=len(points),
+        watermark_last=wm_last,
         freshness_target_s=f.freshness.target_s, freshness_attainment_pct=f.freshness.attainment_pct,
         freshness_p50_s=f.freshness.p50_s, freshness_p95_s=f.freshness.p95_s, freshness_max_s=f.freshness.max_s,
         freshness_last_s=f.freshness.last_s, input_rows=f.drops.input_rows, dropped_rows=f.drops.dropped_rows,
         dropped_share_pct=f.drops.share_pct, drop_causes=f.drops.causes, drops_by_scope=f.drops.by_scope,
-        findings=findings, alerts=tuple(_alert_episodes(alerts, f.since, f.until)), state_unit=f.state.unit,
+        episodes=tuple(entries), worst_episode=next((x for x in entries if worst is not None and x.id == worst.id), None),
+        alerts=tuple(_alert_episodes(alerts, f.since, f.until)), state_unit=f.state.unit,
         state_first=f.state.first, state_last=f.state.last, state_slope_per_h=f.state.slope_per_h,
         state_growing=f.state.growing, state_projected_24h=f.state.projected_24h,
         state_hours_to_limit=f.state.hours_to_limit, lag=f.lag, lag_status=f.lag_status,
@@ -376,5 +393,5 @@ def build_detailed_report(
     assert start is not None and end is not None
     by_job = alerts or {}
     jobs = [_job_report(f, by_job.get((f.engine.value, f.job_id), ())) for f in facts]
-    jobs.sort(key=lambda j: (-Severity.parse(j.health), -Severity.parse(j.health_period), j.engine, j.job_id))
+    jobs.sort(key=lambda j: (-j.worst, -Severity.parse(j.health), j.engine, j.job_id))
     return DetailedReport(name, end, start, end, tuple(jobs))

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from monitor.facts import DropCause
-from monitor.reports.detailed import DetailedReport, JobReport
+from monitor.reports.detailed import DetailedReport, EpisodeEntry, JobReport
 from monitor.timefmt import format_instant, format_instant_short, format_lag
 
 __all__ = ["FORMATS", "render", "to_html", "to_json_text", "to_markdown"]
@@ -31,6 +31,36 @@ def _n(value: float | int | None, fmt: str = ",.0f", unit: str = "") -> str:
 
 def _t(value: datetime | None) -> str:
     return "unknown" if value is None else format_instant_short(value)
+
+
+def _batches(e: EpisodeEntry) -> str:
+    """``batch 6``, ``batches 6-9`` or ``no batches`` (Flink, Kafka)."""
+    first, last = e.first_batch_id, e.last_batch_id
+    if first is None and last is None:
+        return "no batches"
+    if first == last or last is None:
+        return f"batch {first}"
+    return f"batches {first}-{last}" if first is not None else f"batch {last}"
+
+
+def _ended(e: EpisodeEntry) -> str:
+    return "open" if e.ended_by is None else e.ended_by
+
+
+def _worst(j: JobReport) -> str:
+    """The worst finding episode of the period in one line, ``none`` without one."""
+    w = j.worst_episode
+    if w is None:
+        return "none"
+    where = f", {w.scope}" if w.scope else ""
+    return f"{w.severity}: {w.rule} ({_batches(w)}{where}, {_t(w.first_at)} to {_t(w.last_at)}, {_ended(w)})"
+
+
+def _heading_health(j: JobReport) -> str:
+    """``health ok now, critical in the period`` (only ``health X`` when both agree)."""
+    if j.period_health == j.health:
+        return f"health {j.health}"
+    return f"health {j.health} now, {j.period_health} in the period"
 
 
 def _state(j: JobReport) -> list[tuple[str, str]]:
@@ -53,7 +83,7 @@ def _facts(j: JobReport) -> list[tuple[str, str]]:
     """The job's numbers as (label, text) rows, shared by Markdown and HTML."""
     rows = [
         ("health now", j.health),
-        ("worst finding in the period", j.health_period),
+        ("worst finding in the period", _worst(j)),
         ("batches in the period" if j.engine == "spark" else "polls in the period", f"{j.batches:,}"),
         ("watermark (newest)", _t(j.watermark_last)),
         (f"freshness within {format_lag(j.freshness_target_s)}", _n(j.freshness_attainment_pct, ".2f", " %")),
@@ -110,14 +140,14 @@ def to_markdown(report: DetailedReport) -> str:
     out = [
         f"# tidegauge health report: {report.name}",
         "",
-        f"Period {_t(report.since)} to {_t(report.until)} · health now **{report.health}** · worst finding in the "
-        f"period **{report.health_period}** · {len(report.jobs)} jobs",
+        f"Period {_t(report.since)} to {_t(report.until)} · overall health (now or in the period) "
+        f"**{report.health}** · {len(report.jobs)} jobs",
         "",
     ]
     if not report.jobs:
         out.append("No job reported in this period.")
     for j in report.jobs:
-        out += [f"## {j.name or j.job_id} ({j.engine}, health {j.health})", "", f"Job id `{j.job_id}`.", "",
+        out += [f"## {j.name or j.job_id} ({j.engine}, {_heading_health(j)})", "", f"Job id `{j.job_id}`.", "",
                 "| measure | value |", "|---|---|"]
         out += [f"| {k} | {_md_escape(v)} |" for k, v in _facts(j)]
         out.append("")
@@ -131,12 +161,11 @@ def to_markdown(report: DetailedReport) -> str:
                     "|" + "---|" * len(_LAG_HEAD)]
             out += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in _lag_rows(j)]
             out.append("")
-        if j.findings:
-            out += ["**Findings in the period**", "", "| rule | severity | from | to | batches | where | message |",
-                    "|---|---|---|---|---|---|---|"]
-            out += [f"| {x.rule} | {x.severity} | {_t(x.first_at)} | {_t(x.last_at)} | "
-                    f"{_n(x.first_batch_id, 'd')}-{_n(x.last_batch_id, 'd')} | {_md_escape(x.scope)} | "
-                    f"{_md_escape(x.message)} |" for x in j.findings]
+        if j.episodes:
+            out += ["**Findings in the period**", "", "| rule | severity | batches | from | to | ended | where | message |",
+                    "|---|---|---|---|---|---|---|---|"]
+            out += [f"| {x.rule} | {x.severity} | {_batches(x)} | {_t(x.first_at)} | {_t(x.last_at)} | {_ended(x)} | "
+                    f"{_md_escape(x.scope or 'job')} | {_md_escape(x.message)} |" for x in j.episodes]
             out.append("")
         if j.alerts:
             out += ["**Alerts**", "", "| rule | severity | state | since | lasted | message |", "|---|---|---|---|---|---|"]
@@ -194,15 +223,16 @@ def to_html(report: DetailedReport) -> str:
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>tidegauge health report: {e(report.name)}</title><style>{_CSS}</style></head><body>",
         f"<h1>tidegauge health report: {e(report.name)}</h1>",
-        f"<p>Period {e(_t(report.since))} to {e(_t(report.until))} · health now "
-        f"<span class='{e(report.health)}'>{e(report.health)}</span> · worst finding in the period "
-        f"<span class='{e(report.health_period)}'>{e(report.health_period)}</span> · {len(report.jobs)} jobs</p>",
+        f"<p>Period {e(_t(report.since))} to {e(_t(report.until))} · overall health "
+        f"<span class='{e(report.health)}'>{e(report.health)}</span> (now or in the period) · "
+        f"{len(report.jobs)} jobs</p>",
     ]
     if not report.jobs:
         parts.append("<p>No job reported in this period.</p>")
     for j in report.jobs:
+        worst = j.worst.label()
         parts.append(f"<h2 id='job-{e(j.job_id)}'>{e(j.name or j.job_id)} <small>({e(j.engine)}, "
-                     f"<span class='{e(j.health)}'>{e(j.health)}</span>)</small></h2>")
+                     f"<span class='{e(worst)}'>{e(_heading_health(j))}</span>)</small></h2>")
         parts.append("<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _facts(j)) + "</table>")
         s = j.series
         parts.append(_line(s["freshness_at"], s["freshness_s"], "Freshness (processing time − watermark)", "seconds"))
@@ -220,12 +250,13 @@ def to_html(report: DetailedReport) -> str:
                          + "</tr>")
             parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in _lag_rows(j)]
             parts.append("</table>")
-        if j.findings:
-            parts.append("<h3>Findings in the period</h3><table><tr><th>rule</th><th>severity</th><th>from</th>"
-                         "<th>to</th><th>batches</th><th>where</th><th>message</th></tr>")
-            parts += [f"<tr><td>{e(x.rule)}</td><td class='{e(x.severity)}'>{e(x.severity)}</td><td>{e(_t(x.first_at))}"
-                      f"</td><td>{e(_t(x.last_at))}</td><td>{e(_n(x.first_batch_id, 'd'))}-{e(_n(x.last_batch_id, 'd'))}"
-                      f"</td><td>{e(x.scope)}</td><td>{e(x.message)}</td></tr>" for x in j.findings]
+        if j.episodes:
+            parts.append("<h3>Findings in the period</h3><table><tr><th>rule</th><th>severity</th><th>batches</th>"
+                         "<th>from</th><th>to</th><th>ended</th><th>where</th><th>message</th></tr>")
+            parts += [f"<tr><td>{e(x.rule)}</td><td class='{e(x.severity)}'>{e(x.severity)}</td>"
+                      f"<td>{e(_batches(x))}</td><td>{e(_t(x.first_at))}</td><td>{e(_t(x.last_at))}</td>"
+                      f"<td>{e(_ended(x))}</td><td>{e(x.scope or 'job')}</td><td>{e(x.message)}</td></tr>"
+                      for x in j.episodes]
             parts.append("</table>")
         if j.alerts:
             parts.append("<h3>Alerts</h3><table><tr><th>rule</th><th>severity</th><th>state</th><th>since</th>"

@@ -76,7 +76,7 @@ def test_the_scanned_findings_make_the_period_unhealthy(scanned: str, tmp_path: 
     r = report(scanned, datetime(2026, 12, 2, tzinfo=UTC))
     (job,) = r.jobs
     assert job.health == "ok"  # nothing fires now: a scan notifies nobody
-    assert job.health_period in ("warning", "critical") and job.findings
-    assert {f.rule for f in job.findings} >= {"future_timestamp"}
+    assert job.period_health in ("warning", "critical") and job.episodes
+    assert {e.rule for e in job.episodes} >= {"future_timestamp"}
     page = to_html(r)
     assert "Findings in the period" in page and "No watermark delay keeps them" in page
