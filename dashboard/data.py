@@ -33,8 +33,8 @@ from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
 from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
+from monitor.facts import cause_indices, job_health
 from monitor.model import AlertState, FindingEpisode, Severity, worst_episode
-from monitor.reports.detailed import cause_indices
 from monitor.store import Store, load_episodes, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
@@ -47,6 +47,8 @@ from monitor.store.views import (
     stored_reports,
     watermark_points,
 )
+from monitor.timefmt import format_lag
+from rules.common import NULL_EVENT_TIME_BEFORE, is_epoch
 from rules.state_growth import theil_sen_slope
 
 __all__ = [
@@ -112,20 +114,8 @@ def token_ok(presented: str) -> bool:
     return bool(expected) and hmac.compare_digest(presented.encode(), expected.encode())
 
 
-def human_lag(seconds: float | None) -> str:
-    """A freshness / lag in seconds as text: ``"12 s"``, ``"3.5 min"``, ``"2.0 h"``, ``"1.1 y"``; a negative
-    value (the watermark ahead of processing time: a future-dated row moved it) says so; NaN is unknown."""
-    if seconds is None or pd.isna(seconds):
-        return "unknown"
-    ahead = seconds < 0
-    v = abs(float(seconds))
-    for limit, unit, size in ((120, "s", 1), (7200, "min", 60), (172_800, "h", 3600), (63_072_000, "d", 86400)):
-        if v < limit:
-            text = f"{v / size:.0f} {unit}" if unit == "s" else f"{v / size:.1f} {unit}"
-            break
-    else:
-        text = f"{v / 31_557_600:.1f} y"
-    return f"{text} ahead" if ahead else text
+#: A freshness / lag in seconds as text: the one formatter, :func:`monitor.timefmt.format_lag`.
+human_lag = format_lag
 
 
 def _ts(value: datetime | None) -> pd.Timestamp | None:
@@ -133,20 +123,15 @@ def _ts(value: datetime | None) -> pd.Timestamp | None:
 
 
 def _health_by_job(alert_list: list[Any]) -> dict[tuple[str, str], tuple[Severity, int, int, str]]:
-    """(engine, job_id) -> (worst firing severity, firing count, pending count, worst rule)."""
-    out: dict[tuple[str, str], tuple[Severity, int, int, str]] = {}
+    """(engine, job_id) -> (health now, firing count, pending count, worst rule), by
+    :func:`monitor.facts.job_health` (the one definition of health)."""
+    by_job: dict[tuple[str, str], list[Any]] = {}
     for a in alert_list:
-        if a.state not in (AlertState.FIRING, AlertState.PENDING):
-            continue
-        key = (a.labels.get("engine", ""), a.labels.get("job_id", ""))
-        sev, firing, pending, rule = out.get(key, (Severity.OK, 0, 0, ""))
-        if a.state is AlertState.FIRING:
-            firing += 1
-            if a.severity > sev:
-                sev, rule = a.severity, a.rule
-        else:
-            pending += 1
-        out[key] = (sev, firing, pending, rule)
+        by_job.setdefault((a.labels.get("engine", ""), a.labels.get("job_id", "")), []).append(a)
+    out: dict[tuple[str, str], tuple[Severity, int, int, str]] = {}
+    for key, items in by_job.items():
+        h = job_health(items)
+        out[key] = (h.now, h.firing, h.pending, h.worst_rule or "")
     return out
 
 
@@ -230,7 +215,7 @@ def fleet() -> pd.DataFrame:
     for s in summaries:
         sev, firing, pending, rule = health.get((s.engine, s.job_id), (Severity.OK, 0, 0, ""))
         fresh = None
-        if s.observed_at is not None and s.watermark is not None and s.watermark.year > 1970:
+        if s.observed_at is not None and s.watermark is not None and not is_epoch(s.watermark):
             fresh = (s.observed_at - s.watermark).total_seconds()
         worst = worst_of.get((s.engine, s.job_id))
         rows.append(
@@ -279,7 +264,7 @@ def sparklines() -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=["engine", "job_id", "observed_at", "watermark"])
     frame["observed_at"] = pd.to_datetime(frame["observed_at"], utc=True, format="mixed")
     frame["watermark"] = pd.to_datetime(frame["watermark"], utc=True, format="mixed")
-    frame = frame[frame["watermark"].dt.year > 1970]  # Spark's placeholder before the first watermark
+    frame = frame[frame["watermark"] >= pd.Timestamp(NULL_EVENT_TIME_BEFORE)]  # not Spark's "no watermark yet" (is_epoch)
     frame["watermark_lag_s"] = (frame["observed_at"] - frame["watermark"]).dt.total_seconds()
     return frame[["engine", "job_id", "observed_at", "watermark_lag_s"]].reset_index(drop=True)
 
@@ -420,7 +405,7 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
             if col in frame:
                 frame[col] = pd.to_datetime(frame[col], utc=True)
     if not batches.empty:
-        real = batches["watermark"].where(batches["watermark"].dt.year > 1970)
+        real = batches["watermark"].where(batches["watermark"] >= pd.Timestamp(NULL_EVENT_TIME_BEFORE))  # rules.common.is_epoch
         batches["watermark"] = real
         batches["freshness_s"] = (batches["observed_at"] - real).dt.total_seconds()
     run_frame = pd.DataFrame(
@@ -651,7 +636,7 @@ def whatif(
     Raises:
         monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
     """
-    from monitor.model import format_epoch_ms
+    from monitor.timefmt import format_epoch_ms
     from monitor.watermark import Dedup, Session, Sliding, Tumbling, WatermarkConfig, replay
     from monitor.watermark.diagnose import advise_delay
     from monitor.watermark.sweep import sweep

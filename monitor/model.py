@@ -48,7 +48,6 @@ __all__ = [
     "ensure_utc",
     "episode_id",
     "fingerprint",
-    "format_epoch_ms",
     "ms_to_datetime",
     "worst_episode",
 ]
@@ -159,39 +158,6 @@ def ms_to_datetime(epoch_ms: int | None, what: str = "epoch milliseconds") -> da
             f"{MIN_TIME.date().isoformat()} .. {MAX_TIME.date().isoformat()} (UTC)"
         )
     return _EPOCH + timedelta(milliseconds=epoch_ms)
-
-
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    """Proleptic Gregorian (year, month, day) of ``days`` since 1970-01-01, any magnitude
-    (H. Hinnant's ``civil_from_days``)."""
-    z = days + 719_468
-    era = z // 146_097
-    doe = z - era * 146_097
-    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (month <= 2), month, day
-
-
-def format_epoch_ms(epoch_ms: int, *, always_millis: bool = True) -> str:
-    """Epoch milliseconds -> ``2026-01-01T00:00:30.000Z``, for any int64 instant, as Spark renders them.
-
-    Years beyond 9999 get a sign and all their digits (``+57971-02-25T19:25:40.000Z``, what Spark 4.3
-    prints in a progress's ``eventTime.watermark``); years before 1 are ``-0001``-style (ISO 8601
-    expanded years). ``always_millis=False`` omits ``.000`` when the milliseconds are 0. A
-    :class:`datetime` cannot hold such years; this never raises for an ``int``.
-    """
-    days, rest = divmod(int(epoch_ms), 86_400_000)
-    year, month, day = _civil_from_days(days)
-    secs, millis = divmod(rest, 1000)
-    hh, rem = divmod(secs, 3600)
-    mm, ss = divmod(rem, 60)
-    sign = "" if 0 <= year <= 9999 else ("+" if year > 0 else "-")
-    ytext = f"{sign}{abs(year):04d}"
-    frac = f".{millis:03d}" if always_millis or millis else ""
-    return f"{ytext}-{month:02d}-{day:02d}T{hh:02d}:{mm:02d}:{ss:02d}{frac}Z"
 
 
 def datetime_to_ms(value: datetime | None) -> int | None:

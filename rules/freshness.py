@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from monitor.model import Finding, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import is_epoch
 from rules.history import JobHistory
 from rules.jumps import find_jump
@@ -56,8 +56,8 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
         "target_seconds": params.target.total_seconds(),
     }
     head = (
-        f"the watermark {fmt_time(watermark)} is {fmt_duration(behind)} behind processing time "
-        f"(target {fmt_duration(params.target)}): results after it are not final yet."
+        f"the watermark {format_instant_short(watermark)} is {format_duration(behind)} behind processing time "
+        f"(target {format_duration(params.target)}): results after it are not final yet."
     )
     jump = find_jump(history)
     if jump is not None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from monitor.model import Engine, Sample
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import is_epoch, watermark_moves
 from rules.history import JobHistory
 from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
@@ -87,14 +87,14 @@ def skew_start(batches: Sequence[Sample], skew: timedelta) -> int | None:
 def when(sample: Sample) -> str:
     """``batch 7 at <time>`` (Spark), ``the poll at <time>`` where there are no batches (Flink)."""
     if sample.batch_id is None:
-        return f"the poll at {fmt_time(sample.observed_at)}"
-    return f"batch {sample.batch_id} at {fmt_time(sample.observed_at)}"
+        return f"the poll at {format_instant_short(sample.observed_at)}"
+    return f"batch {sample.batch_id} at {format_instant_short(sample.observed_at)}"
 
 
 def batch_name(sample: Sample) -> str:
     """``batch 7`` (Spark), ``the poll at <time>`` where there are no batches (Flink): where a remedy says to
     restart from, or where rows were dropped."""
-    return f"batch {sample.batch_id}" if sample.batch_id is not None else f"the poll at {fmt_time(sample.observed_at)}"
+    return f"batch {sample.batch_id}" if sample.batch_id is not None else f"the poll at {format_instant_short(sample.observed_at)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +131,8 @@ class Jump:
     def describe(self) -> str:
         """``batch 4 at <time> carried a mis-dated row (event time <t>, 1.0 days beyond ...; see future_timestamp)``."""
         where = when(self.batch)
-        event = f"event time {fmt_time(self.event_time)}, " if self.event_time is not None else ""
-        far = fmt_duration(self.how_far) if self.how_far is not None else ""
+        event = f"event time {format_instant_short(self.event_time)}, " if self.event_time is not None else ""
+        far = format_duration(self.how_far) if self.how_far is not None else ""
         if self.kind is JumpKind.UNITS:
             what = "an event time in epoch milliseconds read as seconds (beyond the year 2200)"
         elif self.kind is JumpKind.SKEW and self.event_time is None:
@@ -157,7 +157,7 @@ class Jump:
         Raises:
             MissingRemedyError: ``engine`` has no watermark (Kafka).
         """
-        return remedy(engine, self.cause, before=batch_name(self.batch), skew=fmt_duration(DEFAULT_SKEW))
+        return remedy(engine, self.cause, before=batch_name(self.batch), skew=format_duration(DEFAULT_SKEW))
 
     def details(self) -> dict[str, object]:
         """``details["caused_by"]`` of a linked finding: the rule, batch, times and how far."""
@@ -165,8 +165,8 @@ class Jump:
             "rule": self.rule,
             "kind": self.kind.value,
             "batch_id": self.batch.batch_id,
-            "at": fmt_time(self.batch.observed_at),
-            "event_time": fmt_time(self.event_time) if self.event_time is not None else None,
+            "at": format_instant_short(self.batch.observed_at),
+            "event_time": format_instant_short(self.event_time) if self.event_time is not None else None,
             "jump_seconds": self.how_far.total_seconds() if self.how_far is not None else None,
         }
 

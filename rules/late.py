@@ -23,7 +23,7 @@ from operator import attrgetter
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Severity
-from rules.batches import fmt_duration
+from monitor.timefmt import format_duration
 from rules.common import tail_since
 from rules.history import JobHistory
 from rules.jumps import batch_name, find_jump
@@ -125,7 +125,7 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     else:
         what = f"{dropped} of 0 input rows (all)"
     message = (
-        f"{what} were dropped as late by the watermark in the last {fmt_duration(params.window)} ({counted} "
+        f"{what} were dropped as late by the watermark in the last {format_duration(params.window)} ({counted} "
         f"{unit}, threshold {params.max_share:.1%}); {cause}"
     )
     return [

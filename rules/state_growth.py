@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since, watermark_moves
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -161,20 +161,20 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
             remaining = timedelta(seconds=seconds)
             reach = points[-1].observed_at + remaining
             projection = (
-                f" At this rate it reaches the limit of {limit} {unit} in {fmt_duration(remaining)} "
-                f"(about {fmt_time(reach.replace(microsecond=0))})."
+                f" At this rate it reaches the limit of {limit} {unit} in {format_duration(remaining)} "
+                f"(about {format_instant_short(reach.replace(microsecond=0))})."
             )
         if seconds <= params.critical_within.total_seconds():
             severity = Severity.CRITICAL
     what = "checkpointed state size" if history.engine is Engine.FLINK else f"state {unit}"
     last = moves.last_step_at
-    last_text = f", the last at {fmt_time(last.observed_at)}" if last is not None and steps > 1 else ""
+    last_text = f", the last at {format_instant_short(last.observed_at)}" if last is not None and steps > 1 else ""
     if last is not None and steps == 1:
-        last_text = f", at {fmt_time(last.observed_at)}"
+        last_text = f", at {format_instant_short(last.observed_at)}"
     if last is not None:
-        details["watermark_last_advanced_at"] = fmt_time(last.observed_at)
+        details["watermark_last_advanced_at"] = format_instant_short(last.observed_at)
     message = (
-        f"{what} grew from {ys[0]:.0f} to {current:.0f} in {fmt_duration(timedelta(seconds=xs[-1]))} "
+        f"{what} grew from {ys[0]:.0f} to {current:.0f} in {format_duration(timedelta(seconds=xs[-1]))} "
         f"(Theil-Sen trend {slope * 3600:.0f} {unit}/h) with no rows removed while the watermark advanced {steps} "
         f"time{'s' if steps != 1 else ''}{last_text}.{projection} {remedy(history.engine, Cause.STATE_GROWTH)}"
     )

@@ -18,7 +18,9 @@ from typing import Any
 import orjson
 
 from monitor.model import Finding, FindingEpisode, Sample, SampleKind, Severity
-from rules.batches import fmt_duration, is_placeholder_watermark, progress_batches, real_watermark
+from monitor.timefmt import format_duration, format_instant
+from rules.batches import progress_batches, real_watermark
+from rules.common import is_epoch
 from rules.episodes import Episode, episodes, held, link, to_record
 from rules.registry import Evaluator
 from rules.replay import replay
@@ -29,14 +31,8 @@ _TIME = attrgetter("observed_at")
 
 
 def iso(value: datetime | None) -> str | None:
-    """ISO-8601 UTC with milliseconds (truncated) and ``Z`` (``2026-11-29T11:32:48.289Z``); ``None`` stays
-    ``None``. The fields are printed as they are (the model's times are UTC)."""
-    if value is None:
-        return None
-    text = value.isoformat(timespec="milliseconds")  # C-level; strftime is the fallback for the odd cases
-    if value.year >= 1000 and text.endswith("+00:00"):
-        return text[:-6] + "Z"
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    """:func:`monitor.timefmt.format_instant` (``2026-11-29T11:32:48.289Z``); ``None`` stays ``None``."""
+    return None if value is None else format_instant(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +131,7 @@ def build_report(
 
 def _advance(prev: Sample | None, batch: Sample) -> timedelta | None:
     """How far the watermark moved since the previous batch; ``None`` unless both are real watermarks
-    (unknown, or Spark's 1970-01-01 "not computed yet" placeholder: see :func:`rules.batches.is_placeholder_watermark`)."""
+    (unknown, or Spark's 1970-01-01 "not computed yet" placeholder: see :func:`rules.common.is_epoch`)."""
     if prev is None:
         return None
     before, after = real_watermark(prev), real_watermark(batch)
@@ -156,7 +152,7 @@ def _batch_json(prev: Sample | None, batch: Sample) -> dict[str, Any]:
         "timestamp": iso(batch.observed_at),
         "num_input_rows": batch.num_input_rows,
         "watermark": iso(batch.watermark),
-        "watermark_is_placeholder": is_placeholder_watermark(batch.watermark),
+        "watermark_is_placeholder": is_epoch(batch.watermark),
         "watermark_advance_ms": _advance_ms(prev, batch),
         "event_time_min": iso(batch.event_time_min),
         "event_time_max": iso(batch.event_time_max),
@@ -217,7 +213,7 @@ def _advance_text(prev: Sample | None, batch: Sample) -> str:
         return "-"
     if not delta:
         return "0"
-    return ("+" if delta.total_seconds() > 0 else "-") + fmt_duration(delta)
+    return ("+" if delta.total_seconds() > 0 else "-") + format_duration(delta)
 
 
 _HEADERS = ("batch", "run", "time (UTC)", "rows", "watermark", "wm advance", "event-time max", "dropped", "state rows")

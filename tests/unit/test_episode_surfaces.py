@@ -67,7 +67,7 @@ def test_report_shows_the_worst_episode_beside_the_health_now(
     assert report.jobs[0].job_id == JUMP  # worst first
     md = to_markdown(report)
     assert "## backfill_future_row (spark, health ok now, critical in the period)" in md
-    assert "| worst finding in the period | critical: future_timestamp (batches 6-10, 2026-12-01 09:43:42 UTC" in md
+    assert "| worst finding in the period | critical: future_timestamp (batches 6-10, 2026-12-01T09:43:42Z" in md
     # nothing outside the period
     store = open_store(scanned)
     try:

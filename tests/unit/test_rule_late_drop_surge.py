@@ -75,7 +75,7 @@ def test_recorded_drops_are_linked_to_the_batch_that_moved_the_watermark() -> No
     (found,) = evaluate_late_surge(LateSurgeParams(), history(recorded_case("backfill_future_row")), NOW)
     assert (
         "12 rows dropped at batch 10 because batch 4 at 2026-12-01T09:43:36Z carried a mis-dated row (event time "
-        "2024-03-02T12:02Z, 1.0 days beyond the data's own progression) that moved the watermark (see "
+        "2024-03-02T12:02Z, 1 day beyond the data's own progression) that moved the watermark (see "
         "future_timestamp)" in found.message
     )
     assert "A longer delay does not help" in found.message and "raise the withWatermark delay" not in found.message

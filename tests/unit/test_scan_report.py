@@ -15,17 +15,15 @@ from monitor.commands._scan_render import ScanReport, iso, render_json
     [
         (datetime(2026, 11, 29, 11, 32, 48, 289000, tzinfo=UTC), "2026-11-29T11:32:48.289Z"),
         (datetime(2026, 11, 29, 11, 32, 48, tzinfo=UTC), "2026-11-29T11:32:48.000Z"),  # no fraction: still .000
-        # truncated, never rounded up (rounding would carry into the next second)
-        (datetime(2026, 11, 29, 11, 32, 48, 999999, tzinfo=UTC), "2026-11-29T11:32:48.999Z"),
+        (datetime(2026, 11, 29, 11, 32, 48, 999999, tzinfo=UTC), "2026-11-29T11:32:48.999Z"),  # truncated
         (datetime(1970, 1, 1, tzinfo=UTC), "1970-01-01T00:00:00.000Z"),
         (datetime(1000, 1, 1, tzinfo=UTC), "1000-01-01T00:00:00.000Z"),
-        (datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC), "999-12-31T23:59:59.000Z"),  # the year as it is
+        (datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC), "0999-12-31T23:59:59.000Z"),  # ISO 8601: four digits
         (datetime.max.replace(tzinfo=UTC), "9999-12-31T23:59:59.999Z"),
-        # the fields printed as they are (the model's times are UTC; nothing converts)
-        (datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))), "2026-01-01T12:00:00.000Z"),
+        (datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))), "2026-01-01T10:00:00.000Z"),  # in UTC
     ],
 )
-def test_iso_prints_the_fields_with_milliseconds_and_z(value: datetime, expected: str) -> None:
+def test_iso_prints_utc_with_milliseconds_and_z(value: datetime, expected: str) -> None:
     assert iso(value) == expected
 
 
