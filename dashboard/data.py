@@ -517,6 +517,24 @@ class WhatIf:
     bad_rows: int
 
 
+def _ms(seconds: float) -> int:
+    """A number widget's seconds as the engine's integer milliseconds."""
+    return round(seconds * 1000)
+
+
+def _shape(window: str, window_s: float, slide_s: float | None) -> dict[str, Any]:
+    """The lab's operator choice (``tumbling``, ``sliding``, ``session``: ``window_s`` is the gap, or
+    ``dedup``: ``dropDuplicatesWithinWatermark``) as the keyword settings of the one what-if builder
+    (:mod:`monitor.watermark.whatif_config`)."""
+    if window == "dedup":
+        return {"dedup": "within_watermark"}
+    if window == "session":
+        return {"gap_ms": _ms(window_s)}
+    if window == "sliding":
+        return {"size_ms": _ms(window_s), "slide_ms": _ms(slide_s or window_s)}
+    return {"size_ms": _ms(window_s)}
+
+
 def _load_events(content: bytes, suffix: str) -> Any:
     """An uploaded/stored events file's bytes as a :class:`monitor.watermark.EventsTable`."""
     import tempfile
@@ -555,28 +573,15 @@ def whatif(
     Raises:
         monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
     """
-    from monitor.watermark import Dedup, Session, Sliding, Tumbling, WatermarkConfig, replay
+    from monitor.watermark import replay
     from monitor.watermark.sweep import recommend_delay, sweep
+    from monitor.watermark.whatif_config import spark_config
 
     events = _load_events(content, suffix)
-
-    def ms(seconds: float) -> int:
-        return round(seconds * 1000)
-
-    spec: dict[str, Any] = {}
-    if window == "tumbling":
-        spec["window"] = Tumbling(ms(window_s))
-    elif window == "sliding":
-        spec["window"] = Sliding(ms(window_s), ms(slide_s or window_s))
-    elif window == "session":
-        spec["window"] = Session(ms(window_s))
-    else:
-        spec["dedup"] = Dedup("within_watermark")
-    config = WatermarkConfig(
-        delay_ms=ms(delay_s), policy=policy,  # type: ignore[arg-type]
-        trigger_ms=None if trigger_s is None else ms(trigger_s),
-        max_future_skew_ms=None if future_skew_s is None else ms(future_skew_s),
-        **spec,
+    config = spark_config(
+        delay_ms=_ms(delay_s), **_shape(window, window_s, slide_s), policy=policy,
+        trigger_ms=None if trigger_s is None else _ms(trigger_s),
+        max_future_skew_ms=None if future_skew_s is None else _ms(future_skew_s),
     )
     result = replay(events, config)
     rows = []
@@ -603,14 +608,14 @@ def whatif(
         idx = int(np.argmax(np.where(events.valid & (times == mover["event_time_ms"]), 1, 0)))
         mover["row"] = events.line_of(idx)
         mover["event_time"] = pd.Timestamp(mover.pop("event_time_ms"), unit="ms", tz="UTC")
-    summaries = sweep(events, config, sorted({ms(s) for s in sweep_s}))
+    summaries = sweep(events, config, sorted({_ms(s) for s in sweep_s}))
     sweep_rows = [
         {"delay_s": s.delay_ms / 1000, "dropped_rows": s.dropped_rows, "dropped_share_pct": 100 * s.dropped_share,
          "latency_p95_s": None if s.latency is None or s.latency.p95_ms is None else s.latency.p95_ms / 1000,
          "peak_state_rows": s.peak_state_rows}
         for s in summaries
     ]
-    rec = recommend_delay(events, config, target_pct, candidates_ms=sorted({ms(s) for s in sweep_s}))
+    rec = recommend_delay(events, config, target_pct, candidates_ms=sorted({_ms(s) for s in sweep_s}))
     return WhatIf(
         batches=pd.DataFrame(rows), mover=mover, summary=result.to_json()["summary"],
         sweep=pd.DataFrame(sweep_rows),
@@ -650,24 +655,16 @@ def whatif_flink(
     Raises:
         monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
     """
-    from monitor.watermark.flink.whatif import flink_config, window_spec
+    from monitor.watermark.whatif_config import flink_config
 
-    def ms(seconds: float) -> int:
-        return round(seconds * 1000)
-
-    spec = window_spec(
-        size_ms=None if window == "session" else ms(window_s),
-        slide_ms=ms(slide_s) if window == "sliding" and slide_s is not None else None,
-        gap_ms=ms(window_s) if window == "session" else None,
-    )
     config = flink_config(
-        delay_ms=ms(delay_s), window=spec, allowed_lateness_ms=ms(allowed_lateness_s),
-        idleness_ms=None if idleness_s is None else ms(idleness_s),
+        delay_ms=_ms(delay_s), **_shape(window, window_s, slide_s), allowed_lateness_ms=_ms(allowed_lateness_s),
+        idleness_ms=None if idleness_s is None else _ms(idleness_s),
         watermark_interval_ms=None if per_event_watermarks and idleness_s is None else watermark_interval_ms,
         per_event_watermarks=per_event_watermarks, late_side_output=late_side_output,
     )
     events = _load_events(content, suffix)
-    return flink_whatif(events, name, config, sorted({ms(s) for s in sweep_s}), target_pct)
+    return flink_whatif(events, name, config, sorted({_ms(s) for s in sweep_s}), target_pct)
 
 
 def sample_bytes(name: str) -> bytes:
