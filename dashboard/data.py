@@ -18,7 +18,10 @@ is unknown, never zero.
 from __future__ import annotations
 
 import hmac
+import html
+import json
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -44,10 +47,15 @@ from rules.state_growth import theil_sen_slope
 
 __all__ = [
     "STALE_AFTER",
+    "REPORT_PERIODS",
+    "DatabaseReport",
     "FlinkWhatIf",
     "JobDetail",
+    "ReportFile",
     "add_silence",
+    "alert_history",
     "alerts",
+    "database_report",
     "db_label",
     "expire_silence",
     "fleet",
@@ -55,6 +63,7 @@ __all__ = [
     "job_detail",
     "now",
     "report_files",
+    "report_json",
     "scheduled_reports",
     "silences",
     "sparklines",
@@ -353,16 +362,28 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
 
 _ALERT_COLUMNS = [
     "fingerprint", "rule", "severity", "state", "engine", "job_id", "job_name", "scope", "message", "active_at",
-    "fired_at", "resolved_at", "duration_s", "labels", "batch_id",
+    "fired_at", "resolved_at", "duration_s", "labels", "batch_id", "silenced_by",
 ]
+
+
+def _silenced_by(labels: dict[str, str], active: list[Silence], at: datetime) -> str:
+    """The first active silence muting ``labels``, as ``matchers ("comment", until HH:MM UTC)``; ``""``."""
+    for s in active:
+        if s.mutes(labels, at):
+            comment = f'"{s.comment}", ' if s.comment else ""
+            return f"{', '.join(str(m) for m in s.matchers)} ({comment}until {s.ends_at:%Y-%m-%d %H:%M} UTC)"
+    return ""
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def alerts() -> pd.DataFrame:
     """Every stored alert (its current or last episode): :data:`_ALERT_COLUMNS`; ``duration_s`` is how long
-    the episode has lasted (to ``resolved_at``, or to now while active)."""
+    the episode has lasted (to ``resolved_at``, or to now while active); ``silenced_by``: for an open alert
+    that an active silence mutes now (the dispatcher's test, :func:`monitor.alerts.silences.is_silenced` on
+    :meth:`~monitor.alerts.lifecycle.Alert.all_labels`), the silence's matchers and comment, else ``""``."""
     with _store().sessions() as session:
         stored = list(load_alerts(session).values())
+        active = [x for x in list_silences(session) if x.active(now())]
     at = now()
     rows = []
     for a in stored:
@@ -385,6 +406,8 @@ def alerts() -> pd.DataFrame:
                 "duration_s": (end - a.active_at).total_seconds(),
                 "labels": dict(a.labels),
                 "batch_id": a.annotations.get("batch_id", ""),
+                "silenced_by": _silenced_by(a.all_labels(), active, at)
+                if a.state in (AlertState.FIRING, AlertState.PENDING) else "",
             }
         )
     order = {"firing": 0, "pending": 1, "resolved": 2, "inactive": 3}
@@ -394,6 +417,30 @@ def alerts() -> pd.DataFrame:
         frame["_s"] = frame["severity"].map({"critical": 0, "warning": 1, "info": 2, "ok": 3})
         frame = frame.sort_values(["_o", "_s", "active_at"], ascending=[True, True, False]).drop(columns=["_o", "_s"])
     return frame.reset_index(drop=True)
+
+
+def _when(value: Any, missing: str) -> str:
+    """An optional instant as ``YYYY-MM-DD HH:MM:SS UTC``; ``missing`` when there is none."""
+    return missing if value is None or pd.isna(value) else f"{value:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def alert_history(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`alerts` rows as the Alerts page's history table, every cell text a person reads (no empty or
+    ``None`` cell): ``rule, severity, state, job, scope, active since, fired at, resolved at, lasted,
+    silenced``."""
+    return pd.DataFrame({
+        "rule": frame["rule"],
+        "severity": frame["severity"],
+        "state": frame["state"],
+        "job": [n or j for n, j in zip(frame["job_name"], frame["job_id"], strict=True)],
+        "scope": [x or "whole job" for x in frame["scope"]],
+        "active since": [_when(v, "unknown") for v in frame["active_at"]],
+        "fired at": [_when(v, "never fired") for v in frame["fired_at"]],
+        "resolved at": [_when(v, "still open" if st_ in ("firing", "pending") else "unknown")
+                        for v, st_ in zip(frame["resolved_at"], frame["state"], strict=True)],
+        "lasted": [human_lag(v) for v in frame["duration_s"]],
+        "silenced": [x or "no" for x in frame["silenced_by"]],
+    })
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
@@ -459,23 +506,143 @@ def expire_silence(token: str, silence_id: str) -> bool:
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def scheduled_reports() -> list[dict[str, Any]]:
-    """The newest scheduled health reports (as queued for delivery): ``id, receiver, state, created_at,
-    document`` (:meth:`monitor.reports.scheduled.HealthReport.to_json`)."""
+    """The newest scheduled health reports queued for delivery in this database: ``id, receiver, state,
+    created_at, name, health, document`` (:meth:`monitor.reports.scheduled.HealthReport.to_json`), ``html``
+    (the detailed report as sent to webhook receivers, ``None`` when the receiver got none) and ``jobs``:
+    one row per job ``job, engine, health, open alerts, job_id``."""
     with _store().sessions() as session:
-        return [
-            {"id": r.id, "receiver": r.receiver, "state": r.state, "created_at": pd.Timestamp(r.created_at),
-             "document": r.document}
-            for r in stored_reports(session)
-        ]
+        stored = stored_reports(session)
+    out = []
+    for r in stored:
+        doc = r.document
+        jobs = pd.DataFrame(
+            [
+                {"job": j.get("name") or j.get("job_id"), "engine": j.get("engine"), "health": j.get("health"),
+                 "open alerts": "; ".join(f"{a['rule']} ({a['state']})" for a in j.get("alerts", [])) or "none",
+                 "job_id": j.get("job_id")}
+                for j in doc.get("jobs", [])
+            ],
+            columns=["job", "engine", "health", "open alerts", "job_id"],
+        )
+        out.append({"id": r.id, "receiver": r.receiver, "state": r.state, "created_at": pd.Timestamp(r.created_at),
+                    "name": str(doc.get("name", "report")), "health": str(doc.get("health", "unknown")),
+                    "html": doc.get("html"), "jobs": jobs, "document": doc})
+    return out
 
 
-def report_files() -> list[Path]:
-    """Generated report files (``.html``, ``.md``, ``.json``) in the reports directory, newest first."""
+def report_json(document: dict[str, Any]) -> str:
+    """A stored report document as indented JSON text (for download)."""
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+#: The periods the Reports page offers, ending at the newest stored sample (the data's own clock, so a
+#: scanned recording from last year reports on its own hours, not on today's).
+REPORT_PERIODS: dict[str, timedelta] = {
+    "last hour": timedelta(hours=1),
+    "last 6 hours": timedelta(hours=6),
+    "last 24 hours": timedelta(hours=24),
+    "last 7 days": timedelta(days=7),
+    "last 30 days": timedelta(days=30),
+}
+
+
+@dataclass(frozen=True)
+class DatabaseReport:
+    """A detailed health report of this database (:func:`monitor.reports.source.collect`), rendered.
+
+    Attributes:
+        since / until: the period (aware UTC); ``until`` is just after the newest stored sample.
+        health: the worst job health of the period; ``jobs``: how many jobs it covers.
+        html / markdown / json: the report as :mod:`monitor.reports.render` renders it (``tidegauge
+            report --format html|md|json`` gives the same text).
+    """
+
+    since: datetime
+    until: datetime
+    health: str
+    jobs: int
+    html: str
+    markdown: str
+    json: str
+
+
+@st.cache_data(ttl=_TTL, show_spinner="Building the report ...")
+def database_report(period: str) -> DatabaseReport | None:
+    """The detailed report of every job of this database over ``period`` (a key of
+    :data:`REPORT_PERIODS`) ending at the newest stored sample, with the report defaults (freshness target
+    15 min, future skew 1 h: :class:`monitor.reports.detailed.ReportSettings`); ``None`` for an empty
+    database. Raises KeyError for an unknown period."""
+    from monitor.reports.render import to_html, to_json_text, to_markdown
+    from monitor.reports.source import collect
+    from monitor.store.views import newest_sample_time
+
+    length = REPORT_PERIODS[period]
+    with _store().sessions() as session:
+        newest = newest_sample_time(session)
+        if newest is None:
+            return None
+        until = newest + timedelta(seconds=1)
+        report = collect(session, f"tidegauge ({period})", until - length, until)
+    return DatabaseReport(report.since, report.until, report.health, len(report.jobs), to_html(report),
+                          to_markdown(report), to_json_text(report))
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    """A report written by ``tidegauge report -o`` or a scheduled report into the reports directory: one
+    report (``stem``, ``<name>-<UTC time>``) in one or more formats.
+
+    Attributes:
+        paths: format (``html``, ``md``, ``json``) -> file.
+        job_ids: the job ids the report covers (read from the file: the HTML's ``job-<id>`` anchors, the
+            Markdown's ``Job id`` lines, the JSON's ``jobs[].job_id``).
+        of_this_database: every job it covers is a job of this database (a report with no job, or of
+            another database, is not).
+    """
+
+    stem: str
+    paths: dict[str, Path]
+    job_ids: frozenset[str]
+    of_this_database: bool
+
+
+_JOB_IDS = {
+    ".html": re.compile(r"<h2 id='job-([^']*)'>"),
+    ".md": re.compile(r"^Job id `([^`]*)`\.$", re.MULTILINE),
+}
+
+
+def _report_job_ids(path: Path) -> set[str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".json":
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return set()
+        jobs = doc.get("jobs", []) if isinstance(doc, dict) else []
+        return {str(j["job_id"]) for j in jobs if isinstance(j, dict) and "job_id" in j}
+    return {html.unescape(m) for m in _JOB_IDS[path.suffix].findall(text)}
+
+
+def report_files() -> list[ReportFile]:
+    """The reports in the reports directory (``.html``, ``.md``, ``.json``), newest first, each marked
+    whether it is of this database (see :class:`ReportFile`)."""
     folder = os.environ.get(REPORTS_ENV)
     if not folder or not Path(folder).is_dir():
         return []
     files = [p for p in Path(folder).iterdir() if p.suffix in (".html", ".md", ".json") and p.is_file()]
-    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
+    files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    known = set(fleet()["job_id"])
+    by_stem: dict[str, dict[str, Path]] = {}
+    for path in files:
+        by_stem.setdefault(path.stem, {})[path.suffix.lstrip(".")] = path
+    out = []
+    for stem, paths in by_stem.items():
+        ids: set[str] = set()
+        for path in paths.values():
+            ids |= _report_job_ids(path)
+        out.append(ReportFile(stem, paths, frozenset(ids), bool(ids) and ids <= known))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ what-if lab
