@@ -28,8 +28,10 @@ __all__ = [
     "AlertState",
     "CollectorError",
     "Engine",
+    "EpisodeEnd",
     "ErrorKind",
     "Finding",
+    "FindingEpisode",
     "JobRef",
     "PollResult",
     "RuleTiming",
@@ -43,8 +45,8 @@ __all__ = [
     "check_time",
     "datetime_to_ms",
     "ensure_utc",
+    "episode_id",
     "fingerprint",
-    "format_epoch_ms",
     "ms_to_datetime",
 ]
 
@@ -154,39 +156,6 @@ def ms_to_datetime(epoch_ms: int | None, what: str = "epoch milliseconds") -> da
             f"{MIN_TIME.date().isoformat()} .. {MAX_TIME.date().isoformat()} (UTC)"
         )
     return _EPOCH + timedelta(milliseconds=epoch_ms)
-
-
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    """Proleptic Gregorian (year, month, day) of ``days`` since 1970-01-01, any magnitude
-    (H. Hinnant's ``civil_from_days``)."""
-    z = days + 719_468
-    era = z // 146_097
-    doe = z - era * 146_097
-    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (month <= 2), month, day
-
-
-def format_epoch_ms(epoch_ms: int, *, always_millis: bool = True) -> str:
-    """Epoch milliseconds -> ``2026-01-01T00:00:30.000Z``, for any int64 instant, as Spark renders them.
-
-    Years beyond 9999 get a sign and all their digits (``+57971-02-25T19:25:40.000Z``, what Spark 4.3
-    prints in a progress's ``eventTime.watermark``); years before 1 are ``-0001``-style (ISO 8601
-    expanded years). ``always_millis=False`` omits ``.000`` when the milliseconds are 0. A
-    :class:`datetime` cannot hold such years; this never raises for an ``int``.
-    """
-    days, rest = divmod(int(epoch_ms), 86_400_000)
-    year, month, day = _civil_from_days(days)
-    secs, millis = divmod(rest, 1000)
-    hh, rem = divmod(secs, 3600)
-    mm, ss = divmod(rem, 60)
-    sign = "" if 0 <= year <= 9999 else ("+" if year > 0 else "-")
-    ytext = f"{sign}{abs(year):04d}"
-    frac = f".{millis:03d}" if always_millis or millis else ""
-    return f"{ytext}-{month:02d}-{day:02d}T{hh:02d}:{mm:02d}:{ss:02d}{frac}Z"
 
 
 def datetime_to_ms(value: datetime | None) -> int | None:
@@ -611,3 +580,103 @@ class RuleTiming:
     def __post_init__(self) -> None:
         if self.for_duration < timedelta(0) or self.keep_firing_for < timedelta(0):
             raise ValueError("RuleTiming durations must not be negative")
+
+
+class EpisodeEnd(enum.StrEnum):
+    """Why a :class:`FindingEpisode` ended (``None`` while it is open: it held at the newest instant)."""
+
+    RESOLVED = "resolved"  # a later instant of the job no longer had the finding
+    TERMINATED = "terminated"  # the job terminated (Spark ``QueryTerminatedEvent``) while it held
+
+
+def episode_id(fingerprint_: str, first_at: datetime) -> str:
+    """The stable key of a finding episode: 32 hex digits of SHA-256 over the finding's fingerprint (rule,
+    engine, job id, scope and extra labels: :meth:`Finding.fingerprint`) and the instant it first held
+    (integer epoch microseconds), so the daemon and ``scan`` name the same episode alike and a re-scan
+    finds it again.
+
+    Raises:
+        ValueError: ``first_at`` is naive.
+    """
+    at = ensure_utc(first_at, "first_at")
+    assert at is not None
+    delta = at - _EPOCH
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return hashlib.sha256(f"episode-v1\x00{fingerprint_}\x00{micros}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class FindingEpisode:
+    """One stretch of time during which one finding held without a break: what is stored as history.
+
+    The rules make findings at instants (each batch's own time, or a poll's); consecutive instants with the
+    same finding (the same :meth:`Finding.fingerprint`) are one episode (``rules.episodes`` folds them,
+    for ``scan`` and the daemon alike).
+
+    Attributes:
+        id: the stable key, :func:`episode_id` of ``fingerprint`` and ``first_at``.
+        fingerprint: the finding's (and its alert's) identity: rule + labels.
+        rule: the rule's name, e.g. ``"watermark_stall"``.
+        job: the job as the last finding named it (engine, job id, run id and name).
+        scope: which input / partition / vertex / subtask (the whole job when empty).
+        severity: the worst severity the finding had in the episode.
+        first_at / last_at: the first and last instants it held (aware UTC, the data's own clock: a Spark
+            batch's trigger time, a Flink/Kafka poll time).
+        first_batch_id / last_batch_id: the job's newest Spark batch at those instants (``None`` where
+            there are no batches: Flink, Kafka, or before the first batch).
+        message: the finding's message as last seen (the fullest: how long, how many rows).
+        cause / remedy: the cause and the remedy when the rule gives them apart from the message
+            (``details["cause"]`` / ``details["remedy"]`` as text), else ``None``.
+        caused_by: ids of the episodes that caused this one (a stall following a future jump names the
+            jump's episode); causes: ids of the episodes this one caused.
+        notified: an alert was raised for it that notifies (it held for the rule's ``for`` and was
+            not history). ``scan`` notifies nobody: ``False``.
+        history: its first instant was already older than the history horizon when it was first
+            evaluated (a recorded log, a daemon catching up after a long stop): never notified.
+        ended_by: :class:`EpisodeEnd` value, or ``None`` while open.
+        labels: the finding's extra identifying labels (part of ``fingerprint``).
+        details: the last finding's machine-readable numbers, plus ``batch_id``: the batch the finding
+            named when it first held.
+
+    Raises:
+        ValueError: a naive time, or ``last_at`` before ``first_at``.
+    """
+
+    id: str
+    fingerprint: str
+    rule: str
+    job: JobRef
+    scope: Scope
+    severity: Severity
+    first_at: datetime
+    last_at: datetime
+    message: str
+    first_batch_id: int | None = None
+    last_batch_id: int | None = None
+    cause: str | None = None
+    remedy: str | None = None
+    caused_by: tuple[str, ...] = ()
+    causes: tuple[str, ...] = ()
+    notified: bool = False
+    history: bool = False
+    ended_by: EpisodeEnd | None = None
+    labels: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "first_at", ensure_utc(self.first_at, "FindingEpisode.first_at"))
+        object.__setattr__(self, "last_at", ensure_utc(self.last_at, "FindingEpisode.last_at"))
+        if self.last_at < self.first_at:
+            raise ValueError(
+                f"FindingEpisode {self.id}: last_at {self.last_at.isoformat()} is before first_at "
+                f"{self.first_at.isoformat()}"
+            )
+
+    @property
+    def is_open(self) -> bool:
+        """True while the finding held at the job's newest instant evaluated."""
+        return self.ended_by is None
+
+    def overlaps(self, since: datetime | None, until: datetime | None) -> bool:
+        """Whether ``[first_at, last_at]`` meets ``[since, until)`` (``None``: unbounded)."""
+        return (since is None or self.last_at >= since) and (until is None or self.first_at < until)

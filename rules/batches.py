@@ -1,4 +1,7 @@
-"""Helpers shared by the batch-history detectors: selecting a query's batches, formatting times."""
+"""Helpers shared by the batch-history detectors: selecting a query's batches and their real watermarks.
+
+Times and durations are formatted by :mod:`monitor.timefmt`; Spark's "no watermark yet" value has its one
+definition in :func:`rules.common.is_epoch`."""
 
 from __future__ import annotations
 
@@ -8,48 +11,62 @@ from itertools import islice
 from operator import attrgetter, lt
 
 from monitor.model import Sample, SampleKind
+from rules.common import is_epoch
 
 __all__ = [
-    "WATERMARK_PLACEHOLDER",
-    "fmt_duration",
-    "fmt_time",
-    "is_placeholder_watermark",
+    "UNITS_HIGH",
+    "inferred_delay",
     "progress_batches",
     "real_watermark",
+    "usable_event_max",
 ]
 
-WATERMARK_PLACEHOLDER = datetime(1970, 1, 1, tzinfo=UTC)
+#: event times from here on are unit mistakes (``event_time_units``), never a data's progression
+UNITS_HIGH = datetime(2200, 1, 1, tzinfo=UTC)
+
 _TIME = attrgetter("observed_at")
 
 
-def is_placeholder_watermark(value: datetime | None) -> bool:
-    """True for Spark's "no watermark yet" value, ``1970-01-01T00:00:00.000Z`` (epoch ms 0).
-
-    Evidence (Spark ``sql/core/.../streaming``):
-
-    - ``ProgressReporter.extractEventTimeStats`` (``ProgressContext`` in Spark 4) puts
-      ``"watermark" -> formatTimestamp(offsetSeqMetadata.batchWatermarkMs)`` into ``eventTime`` only when the
-      logical plan has an ``EventTimeWatermark`` node, whatever the batch saw.
-    - ``OffsetSeqMetadata.batchWatermarkMs`` defaults to 0 and ``WatermarkTracker.globalWatermarkMs`` starts
-      at 0; the tracker moves the global watermark only to a *larger* value (``max event time - delay`` of
-      an ``EventTimeWatermarkExec`` that saw rows), after a batch, for the next one. So a real watermark is
-      always > 0, and 0 means that no batch has computed one yet.
-    - A restart reads the watermark back from the checkpoint's offset log, so only a query's very first
-      batch(es) show 0 — until rows with event times arrive. The recorded Spark 4.3.0 log
-      (tests/fixtures/spark/real-4.3.0/eventlog_trimmed.jsonl) shows exactly that: batch 0 of the first run
-      reports ``1970-01-01T00:00:00.000Z`` with 5 rows, batch 1 reports ``2024-01-01T11:57:00.000Z``, and the
-      first batch of each of the 6 restarted runs reports the previous run's last watermark.
-
-    Detectors therefore treat it as "no watermark" (:func:`real_watermark`), never as a value the
-    watermark advanced from.
-    """
-    return value == WATERMARK_PLACEHOLDER
-
-
 def real_watermark(sample: Sample) -> datetime | None:
-    """``sample.watermark``, or ``None`` when unknown or Spark's placeholder (:func:`is_placeholder_watermark`)."""
+    """``sample.watermark``, or ``None`` when unknown or Spark's "no watermark yet" value
+    (:func:`rules.common.is_epoch`, the one definition)."""
     wm = sample.watermark
-    return None if wm is None or is_placeholder_watermark(wm) else wm
+    return None if wm is None or is_epoch(wm) else wm
+
+
+def usable_event_max(sample: Sample) -> datetime | None:
+    """The batch's ``event_time_max`` when it can have moved the watermark as a real event time: the batch had
+    rows, and the value is neither Spark's null/epoch marker (:func:`rules.common.is_epoch`) nor a unit
+    mistake (year 2200 or later, :data:`UNITS_HIGH`); else ``None``."""
+    value = sample.event_time_max
+    if value is None or not sample.num_input_rows or is_epoch(value) or value >= UNITS_HIGH:
+        return None
+    return value
+
+
+def inferred_delay(batches: Sequence[Sample]) -> timedelta | None:
+    """The watermark delay a job runs with, inferred from its batches (oldest first): the smallest
+    ``max event time seen before the batch - the batch's watermark`` that is not negative.
+
+    Spark (``WatermarkTracker``): the watermark a batch runs with is ``max(previous, max event time seen -
+    delay)``, so that difference is the delay exactly whenever the newest max moved the watermark, and
+    larger while the watermark is held (an input holding the minimum, no new maximum). The minimum over the
+    batches is therefore the delay (the median or the newest difference overstate it). Event times are
+    those of :func:`usable_event_max`; Spark's "no watermark yet" is skipped. ``None``: no batch shows it
+    (no watermark, no event-time stats, as for Flink polls). The one definition (``watermark_stall``,
+    ``future_timestamp``'s leaps, the job facts and the reports).
+    """
+    running: datetime | None = None
+    best: timedelta | None = None
+    for batch in batches:
+        wm = batch.watermark
+        if running is not None and wm is not None and not is_epoch(wm) and running >= wm:
+            seen = running - wm
+            best = seen if best is None or seen < best else best
+        value = usable_event_max(batch)
+        if value is not None and (running is None or value > running):
+            running = value
+    return best
 
 
 def progress_batches(samples: Sequence[Sample]) -> list[Sample]:
@@ -73,24 +90,3 @@ def progress_batches(samples: Sequence[Sample]) -> list[Sample]:
         out.append(sample)
     out.sort(key=lambda s: (s.observed_at, s.batch_id if s.batch_id is not None else -1))
     return out
-
-
-def fmt_time(value: datetime) -> str:
-    """ISO-8601 UTC, as short as exact: ``2099-01-01T00:00Z``, ``2026-11-29T11:32:48.289Z``."""
-    if value.microsecond:
-        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-    if value.second:
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return value.strftime("%Y-%m-%dT%H:%MZ")
-
-
-def fmt_duration(delta: timedelta) -> str:
-    """A rough human duration in the largest fitting unit: ``72 years``, ``1 day``, ``14 min``, ``9 s``."""
-    seconds = abs(delta.total_seconds())
-    for unit, size in (("year", 365.25 * 86400), ("day", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= size:
-            amount = seconds / size
-            text = f"{amount:.0f}" if amount >= 10 or amount == int(amount) else f"{amount:.1f}"
-            plural = "s" if unit in ("year", "day") and text != "1" else ""
-            return f"{text} {unit}{plural}"
-    return f"{seconds:.0f} s"

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import flink_scope_name, scope_name, tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -69,7 +69,7 @@ def _slow_batches(params: BehindParams, history: JobHistory, now: datetime) -> F
         job=history.job,
         message=(
             f"the last {len(last)} batches (up to batch {last[-1].batch_id}) took {min(known)}-{max(known)} ms, "
-            f"longer than the trigger interval {fmt_duration(params.trigger_interval)}: the query is falling "
+            f"longer than the trigger interval {format_duration(params.trigger_interval)}: the query is falling "
             "behind and input accumulates. Add executors or partitions, cap the batch size "
             "(maxOffsetsPerTrigger / maxFilesPerTrigger), or lengthen the trigger."
         ),
@@ -104,7 +104,7 @@ def _pressured(
         job=history.job,
         message=(
             f"{_name(history, scope, newest)} has been back-pressured {min(ratios):.0%}-{max(ratios):.0%} of the time since "
-            f"{fmt_time(window[0].observed_at)}: an operator downstream is slower than its input. Find the first "
+            f"{format_instant_short(window[0].observed_at)}: an operator downstream is slower than its input. Find the first "
             "operator downstream that is busy but not back-pressured (the bottleneck) and raise its parallelism "
             "or make it cheaper (async I/O, less state access)."
         ),

@@ -17,7 +17,7 @@ from itertools import pairwise
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Sample, Severity, ms_to_datetime
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -85,7 +85,7 @@ def evaluate_checkpoints(params: CheckpointParams, history: JobHistory, now: dat
             job=history.job,
             message=(
                 f"{failures} checkpoint{'s' if failures != 1 else ''} failed in the last "
-                f"{fmt_duration(params.window)} (first seen at {fmt_time(first_at)}) while the job ran.{reason} A "
+                f"{format_duration(params.window)} (first seen at {format_instant_short(first_at)}) while the job ran.{reason} A "
                 "recovery now replays from an older checkpoint. Look for back-pressure delaying the barriers "
                 "(consider unaligned checkpoints), a checkpoint timeout (execution.checkpointing.timeout) "
                 "shorter than the checkpoint duration, or failing checkpoint storage."

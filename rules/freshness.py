@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from monitor.model import Finding, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import is_epoch
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -54,8 +54,8 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
             severity=Severity.WARNING,
             job=history.job,
             message=(
-                f"the watermark {fmt_time(watermark)} is {fmt_duration(behind)} behind processing time "
-                f"(target {fmt_duration(params.target)}): results after it are not final yet. The cause is "
+                f"the watermark {format_instant_short(watermark)} is {format_duration(behind)} behind processing time "
+                f"(target {format_duration(params.target)}): results after it are not final yet. The cause is "
                 "upstream of the watermark: look at this job's watermark_stall, idle_source, falling_behind "
                 "and consumer_lag findings; if none, the data itself arrives late (producer or ingestion delay)."
             ),

@@ -18,7 +18,7 @@ from itertools import pairwise
 from pydantic import Field
 
 from monitor.model import MAX_TIME, Engine, Finding, Sample, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import flink_scope_name, is_epoch, scope_name, since_index
 from rules.history import JobHistory
 from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
@@ -85,8 +85,8 @@ def _surge_text(batches: Sequence[Sample]) -> str:
 def _when(sample: Sample) -> str:
     """``batch 7 at <time>`` (Spark), ``the poll at <time>`` where there are no batches (Flink)."""
     if sample.batch_id is None:
-        return f"the poll at {fmt_time(sample.observed_at)}"
-    return f"batch {sample.batch_id} at {fmt_time(sample.observed_at)}"
+        return f"the poll at {format_instant_short(sample.observed_at)}"
+    return f"batch {sample.batch_id} at {format_instant_short(sample.observed_at)}"
 
 
 def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> Finding | None:
@@ -100,10 +100,10 @@ def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         assert value is not None
         which = "event-time max" if value == first.event_time_max else "watermark"
         message = (
-            f"{_when(first)}: {which} {fmt_time(value)} is "
-            f"{fmt_duration(value - first.observed_at)} ahead of the observation time (allowed skew "
-            f"{fmt_duration(params.skew)}); the watermark follows it and honest rows are dropped as late."
-            f"{_surge_text(batches[start:])} Filter rows with event_time > now + {fmt_duration(params.skew)} "
+            f"{_when(first)}: {which} {format_instant_short(value)} is "
+            f"{format_duration(value - first.observed_at)} ahead of the observation time (allowed skew "
+            f"{format_duration(params.skew)}); the watermark follows it and honest rows are dropped as late."
+            f"{_surge_text(batches[start:])} Filter rows with event_time > now + {format_duration(params.skew)} "
             "before the watermark is assigned, and restart from a checkpoint taken before the jump (the "
             "watermark never goes back)."
         )
@@ -142,9 +142,9 @@ def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> 
                 RULE,
                 Severity.CRITICAL,
                 history.job,
-                f"{name}: watermark/event time {fmt_time(value)} is "
-                f"{fmt_duration(value - newest.observed_at)} ahead of the observation time "
-                f"{fmt_time(newest.observed_at)} (allowed skew {fmt_duration(params.skew)}): a record with a future "
+                f"{name}: watermark/event time {format_instant_short(value)} is "
+                f"{format_duration(value - newest.observed_at)} ahead of the observation time "
+                f"{format_instant_short(newest.observed_at)} (allowed skew {format_duration(params.skew)}): a record with a future "
                 "timestamp moved it; filter such records before the watermark strategy and restart from a "
                 "savepoint taken before the jump.",
                 now,
@@ -186,9 +186,9 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         if advance < usual * params.jump_factor:
             continue
         message = (
-            f"{_when(cur)}: the watermark jumped {fmt_duration(advance)} "
-            f"to {fmt_time(wm)}, {advance / usual:.0f} times its usual per-batch advance of "
-            f"{fmt_duration(usual)}: a row with a future event time came in the batch before."
+            f"{_when(cur)}: the watermark jumped {format_duration(advance)} "
+            f"to {format_instant_short(wm)}, {advance / usual:.0f} times its usual per-batch advance of "
+            f"{format_duration(usual)}: a row with a future event time came in the batch before."
             f"{_surge_text([k[0] for k in known[i:]])} Filter rows with implausible event times before the watermark is "
             "assigned; the watermark never goes back, so restart from a checkpoint taken before the jump."
         )
@@ -213,13 +213,13 @@ def _leap_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
         return None
     batch = leap.batch
     assert batch.event_time_max is not None
-    usual = f", usually +{fmt_duration(leap.usual)} per batch" if leap.usual is not None else ""
-    delay = f", beyond the watermark delay of {fmt_duration(leap.delay)}" if leap.delay is not None else ""
+    usual = f", usually +{format_duration(leap.usual)} per batch" if leap.usual is not None else ""
+    delay = f", beyond the watermark delay of {format_duration(leap.delay)}" if leap.delay is not None else ""
     if leap.followed_at is not None:
-        moved = f" +{fmt_duration(leap.watermark_advance)}" if leap.watermark_advance is not None else ""
+        moved = f" +{format_duration(leap.watermark_advance)}" if leap.watermark_advance is not None else ""
         follow = (
             f" The watermark followed in batch {leap.followed_at.batch_id}{moved} (to "
-            f"{fmt_time(leap.followed_at.watermark)})" if leap.followed_at.watermark is not None else ""
+            f"{format_instant_short(leap.followed_at.watermark)})" if leap.followed_at.watermark is not None else ""
         )
     else:
         follow = " The watermark follows in the next batch"
@@ -227,9 +227,9 @@ def _leap_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
     dropped, rows = _dropped_after(after)
     drops = f" and {dropped} of the {rows} rows since were dropped as late." if dropped else "."
     message = (
-        f"batch {batch.batch_id} at {fmt_time(batch.observed_at)}: event-time max {fmt_time(batch.event_time_max)} "
-        f"leapt {fmt_duration(leap.leap)} beyond the data's own progression (newest event time before: "
-        f"{fmt_time(leap.previous_max)}{usual}{delay}), while the rows after it continue the old progression: "
+        f"batch {batch.batch_id} at {format_instant_short(batch.observed_at)}: event-time max {format_instant_short(batch.event_time_max)} "
+        f"leapt {format_duration(leap.leap)} beyond the data's own progression (newest event time before: "
+        f"{format_instant_short(leap.previous_max)}{usual}{delay}), while the rows after it continue the old progression: "
         f"a mis-dated row (processing time cannot show it: every event time here is in the past).{follow}{drops} "
         "Filter rows whose event time is implausibly far ahead before withWatermark, and restart from a "
         f"checkpoint taken before batch {batch.batch_id} (the watermark never goes back)."
@@ -281,11 +281,11 @@ def _units_message(value: datetime, where: str) -> str | None:
         return None
     if value < UNITS_LOW:
         return (
-            f"{where}: event time {fmt_time(value)} is before 1971 while rows flow: seconds read as milliseconds "
+            f"{where}: event time {format_instant_short(value)} is before 1971 while rows flow: seconds read as milliseconds "
             "(epoch seconds in the data, parsed as milliseconds). Convert the field with the right unit "
             "(Spark: timestamp_seconds(col); Flink: multiply by 1000 in the TimestampAssigner)."
         )
-    shown = "beyond the year 9999" if value >= MAX_TIME else fmt_time(value)  # the parsers' stand-in
+    shown = "beyond the year 9999" if value >= MAX_TIME else format_instant_short(value)  # the parsers' stand-in
     return (
         f"{where}: event time {shown} is after 2200 while rows flow: milliseconds read as seconds "
         "(epoch milliseconds in the data, parsed as seconds). Convert the field with the right unit "
@@ -315,7 +315,7 @@ def evaluate_units(params: UnitsParams, history: JobHistory, now: datetime) -> l
             (b for b in history.batches if b.event_time_max is not None and b.event_time_max >= UNITS_HIGH), None
         )
         where = f"since batch {carrier.batch_id}" if carrier is not None else f"batch {newest.batch_id}"
-        shown = "beyond the year 9999" if newest.watermark >= MAX_TIME else f"at {fmt_time(newest.watermark)}"
+        shown = "beyond the year 9999" if newest.watermark >= MAX_TIME else f"at {format_instant_short(newest.watermark)}"
         text = (
             f"{where}: the watermark is {shown}, moved there by an event time read with the wrong unit "
             "(epoch milliseconds parsed as seconds). Every later row is older than it and is dropped as late. "

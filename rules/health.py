@@ -32,7 +32,7 @@ from monitor.model import (
     Severity,
     ms_to_datetime,
 )
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import since_index
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -73,13 +73,13 @@ def _failed(history: JobHistory, now: datetime) -> Finding | None:
         severity=Severity.CRITICAL,
         job=history.job,
         message=(
-            f"the job failed at {fmt_time(last.observed_at)} (run {last.job.run_id}): {first_line}. Fix the cause "
+            f"the job failed at {format_instant_short(last.observed_at)} (run {last.job.run_id}): {first_line}. Fix the cause "
             "and restart it; a Spark query resumes from its checkpoint, a Flink job from its latest "
             "checkpoint or savepoint."
         ),
         observed_at=now,
         labels={"check": "failed"},
-        details={"run_id": last.job.run_id, "failed_at": fmt_time(last.observed_at)},
+        details={"run_id": last.job.run_id, "failed_at": format_instant_short(last.observed_at)},
     )
 
 
@@ -143,14 +143,14 @@ def _restarted(params: HealthParams, history: JobHistory, now: datetime) -> Find
     if restarts == 0:
         return None
     cause = newest.extra.get("exception") if newest is not None else None
-    when = f", last at {fmt_time(last_at)}" if last_at is not None else ""
+    when = f", last at {format_instant_short(last_at)}" if last_at is not None else ""
     return Finding(
         rule=RULE,
         severity=Severity.WARNING,
         job=history.job,
         message=(
             f"the job restarted {restarts} time{'s' if restarts != 1 else ''} in the last "
-            f"{fmt_duration(params.restart_window)}{when}: each restart replays from the last checkpoint and "
+            f"{format_duration(params.restart_window)}{when}: each restart replays from the last checkpoint and "
             "delays results. "
             + (f"The last failure: {str(cause)[:300]}. " if cause else "")
             + "Look at the previous run's failure (exceptions, lost executors/TaskManagers, "
@@ -199,7 +199,7 @@ def evaluate_targets(params: HealthParams, errors: Sequence[CollectorError], now
                 job=JobRef(engine, target),
                 message=(
                     f"{collector} could not read {target}: {len(errs)} errors in the last "
-                    f"{fmt_duration(params.error_window)}, the last at {fmt_time(errs[-1].observed_at)}: "
+                    f"{format_duration(params.error_window)}, the last at {format_instant_short(errs[-1].observed_at)}: "
                     f"{errs[-1].message}. Its jobs are not monitored meanwhile: check that the target is up "
                     "and reachable (URL, network, credentials, file permissions)."
                 ),

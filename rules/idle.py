@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import flink_scope_name, scope_name, tail_since
 from rules.history import JobHistory
 from rules.params import RuleParams
@@ -190,7 +190,7 @@ def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> lis
         else:
             consequence = "the job's watermark still advances, so it is not holding it back."
         message = (
-            f"{scope_name(scope)} has had no data for {fmt_duration(idle_time)} (since {fmt_time(idle.since)}, "
+            f"{scope_name(scope)} has had no data for {format_duration(idle_time)} (since {format_instant_short(idle.since)}, "
             f"from {idle.how}) while {sibling_text} advanced; {consequence}"
         )
         out.append(_idle_finding(history, scope, message, idle_time, holding, now, {"evidence": idle.how}))
@@ -245,7 +245,7 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
             sibling_text = ", ".join(f"subtask {s.subtask}" for s in siblings[:5]) + (
                 " ..." if len(siblings) > 5 else ""
             )
-            wm_text = "no watermark at all (Long.MIN_VALUE)" if own is None else f"watermark {fmt_time(own)}"
+            wm_text = "no watermark at all (Long.MIN_VALUE)" if own is None else f"watermark {format_instant_short(own)}"
             if holding:
                 consequence = (
                     f"it has {wm_text}, and the operator downstream takes the minimum over its input channels "
@@ -259,8 +259,8 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
                     "partitions/splits (or the filter in front of the watermark assigner)."
                 )
             message = (
-                f"{flink_scope_name(job, newest)} has had no records for {fmt_duration(idle_time)} (since "
-                f"{fmt_time(idle.since)}) while {sibling_text} of the same vertex advanced; {consequence}"
+                f"{flink_scope_name(job, newest)} has had no records for {format_duration(idle_time)} (since "
+                f"{format_instant_short(idle.since)}) while {sibling_text} of the same vertex advanced; {consequence}"
             )
             where = {"vertex": newest.extra.get("vertex"), "subtask": scope.subtask}
             out.append(_idle_finding(history, scope, message, idle_time, holding, now, where))
@@ -269,7 +269,7 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
         flat = _job_watermark_flat(history, max(since, history.batches[-1].observed_at - idle_for))
         if flat is None or flat:
             wm = history.batches[-1].watermark
-            frozen = f"at {fmt_time(wm)}" if wm is not None else "before its first watermark"
+            frozen = f"at {format_instant_short(wm)}" if wm is not None else "before its first watermark"
             out.append(
                 Finding(
                     rule=RULE,
@@ -277,7 +277,7 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
                     job=history.job,
                     message=(
                         f"every source subtask of job `{job}` has had no records for at least "
-                        f"{fmt_duration(idle_for)}: event time is frozen {frozen} and event-time windows do not "
+                        f"{format_duration(idle_for)}: event time is frozen {frozen} and event-time windows do not "
                         "fire. withIdleness cannot help: with all input channels idle no watermark is emitted. "
                         "If results must come out during quiet periods, advance the watermark on processing "
                         "time (a custom WatermarkGenerator's onPeriodicEmit) or send heartbeat records."

@@ -23,7 +23,7 @@ from operator import attrgetter
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since
 from rules.history import JobHistory
 from rules.leaps import DEFAULT_JUMP_FACTOR, DEFAULT_MIN_JUMP, find_leap
@@ -100,9 +100,9 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     dropping = next((b for b in reversed(known) if b.dropped_by_watermark), newest)
     if leap is not None and leap.batch.observed_at < dropping.observed_at:
         moved = (
-            f"moved the watermark +{fmt_duration(leap.watermark_advance)}"
+            f"moved the watermark +{format_duration(leap.watermark_advance)}"
             if leap.watermark_advance is not None
-            else f"carried an event time {fmt_duration(leap.leap)} beyond the rest"
+            else f"carried an event time {format_duration(leap.leap)} beyond the rest"
         )
         rows_text = "row" if dropping.dropped_by_watermark == 1 else "rows"
         cause = (
@@ -112,7 +112,7 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
         )
     elif wm is not None and wm > newest.observed_at + params.skew:
         cause = (
-            f"the watermark {fmt_time(wm)} is {fmt_duration(wm - newest.observed_at)} ahead of the observation "
+            f"the watermark {format_instant_short(wm)} is {format_duration(wm - newest.observed_at)} ahead of the observation "
             "time: a future event time moved it, so honest rows are dropped — see future_timestamp; filter "
             "future event times before the watermark is assigned."
         )
@@ -141,7 +141,7 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     else:
         what = f"{dropped} of 0 input rows (all)"
     message = (
-        f"{what} were dropped as late by the watermark in the last {fmt_duration(params.window)} ({counted} "
+        f"{what} were dropped as late by the watermark in the last {format_duration(params.window)} ({counted} "
         f"{unit}, threshold {params.max_share:.1%}); {cause}"
     )
     return [

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from operator import attrgetter
 
 from monitor.model import Sample
+from rules.batches import UNITS_HIGH, inferred_delay, usable_event_max
 from rules.common import NULL_EVENT_TIME_BEFORE as _NULL_BEFORE
 from rules.common import is_epoch
 
@@ -38,9 +39,6 @@ DEFAULT_MIN_JUMP = timedelta(hours=1)
 #: ...and, with enough history, this many times the usual increment
 DEFAULT_JUMP_FACTOR = 50.0
 
-#: event times from here on are unit mistakes (``event_time_units``), not leaps
-_UNITS_HIGH_YEAR = 2200
-_UNITS_HIGH = datetime(_UNITS_HIGH_YEAR, 1, 1, tzinfo=UTC)
 _EVENT_MAX = attrgetter("event_time_max")
 
 
@@ -71,13 +69,6 @@ class Leap:
     fell_back: bool
 
 
-def _event_max(sample: Sample) -> datetime | None:
-    value = sample.event_time_max
-    if value is None or not sample.num_input_rows or is_epoch(value) or value.year >= _UNITS_HIGH_YEAR:
-        return None
-    return value
-
-
 def find_leap(
     batches: Sequence[Sample],
     min_jump: timedelta,
@@ -99,19 +90,14 @@ def find_leap(
     newest, top = tops[0], tops[1]
     # (a batch reports an event-time max only when it had rows, as Spark's eventTime stats do; values
     # outside [1970 + 1 s, 2200) are left to the full pass)
-    plain = top < _UNITS_HIGH and newest >= _NULL_BEFORE
+    plain = top < UNITS_HIGH and newest >= _NULL_BEFORE
     if plain and newest >= top - min_jump / 2 and newest - top < min_jump:
         return None
     running: datetime | None = None
     increments: list[timedelta] = []
-    delay: timedelta | None = None
     found: Leap | None = None
     for i, batch in enumerate(batches):
-        wm = batch.watermark
-        if running is not None and wm is not None and not is_epoch(wm) and running >= wm:
-            seen = running - wm
-            delay = seen if delay is None else min(delay, seen)
-        value = _event_max(batch)
+        value = usable_event_max(batch)
         if value is None:
             continue
         if running is None:
@@ -120,10 +106,12 @@ def find_leap(
         step = value - running
         # an event time ahead of processing time is future_timestamp.skew's to judge (with its tolerance):
         # leaps are looked for in data behind processing time (a backfill, a replay, an old log)
-        if step >= min_jump and (delay is None or step > delay) and value <= batch.observed_at:
-            leap = _judge(batches, i, running, step, increments, delay, jump_factor)
-            if leap is not None:
-                found = leap
+        if step >= min_jump and value <= batch.observed_at:
+            delay = inferred_delay(batches[: i + 1])  # candidates are rare: O(i) each
+            if delay is None or step > delay:
+                leap = _judge(batches, i, running, step, increments, delay, jump_factor)
+                if leap is not None:
+                    found = leap
         if step > timedelta(0):
             increments.append(step)
             if len(increments) > 20:
@@ -144,7 +132,7 @@ def _judge(
     batch = batches[i]
     assert batch.event_time_max is not None
     halfway = previous + step / 2
-    later = [m for b in batches[i + 1 :] if (m := _event_max(b)) is not None]
+    later = [m for b in batches[i + 1 :] if (m := usable_event_max(b)) is not None]
     ordered = sorted(increments)
     usual = ordered[len(ordered) // 2] if ordered else None
     if later:

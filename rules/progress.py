@@ -20,7 +20,7 @@ from itertools import islice, pairwise
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.history import JobHistory
 from rules.params import RuleParams
 
@@ -69,14 +69,14 @@ def evaluate_no_progress(params: NoProgressParams, history: JobHistory, now: dat
         return []
     last = history.batches[-1]
     gap = _usual_gap(history)
-    usual = f" (it usually reports every {fmt_duration(gap)})" if gap is not None else ""
+    usual = f" (it usually reports every {format_duration(gap)})" if gap is not None else ""
     return [
         Finding(
             rule=RULE,
             severity=Severity.WARNING,
             job=history.job,
             message=(
-                f"no progress for {fmt_duration(silence)}; last batch {last.batch_id} at {fmt_time(last.observed_at)}"
+                f"no progress for {format_duration(silence)}; last batch {last.batch_id} at {format_instant_short(last.observed_at)}"
                 f"{usual}, and the query has not terminated. The driver may be hung in a batch, or gone without "
                 "a clean stop (killed, lost host), or no longer writing its event log: check the driver and "
                 "the streaming query's status."
@@ -86,7 +86,7 @@ def evaluate_no_progress(params: NoProgressParams, history: JobHistory, now: dat
             details={
                 "silence_seconds": silence.total_seconds(),
                 "threshold_seconds": threshold.total_seconds(),
-                "last_batch_at": fmt_time(last.observed_at),
+                "last_batch_at": format_instant_short(last.observed_at),
             },
         )
     ]

@@ -172,7 +172,10 @@ def history_window(rules_config: RulesConfig) -> timedelta:
     Raises:
         ConfigError: as :func:`validate`.
     """
-    compiled = _compile(rules_config)
+    return _window(_compile(rules_config))
+
+
+def _window(compiled: _Compiled) -> timedelta:
     ids = tuple(o[0] for o in compiled.overrides)
     combos = [(), ids, *((i,) for i in ids)]
     return max(_resolve(compiled, combo).lookback for combo in combos)
@@ -296,6 +299,11 @@ class Evaluator:
     def timing(self, rule: str) -> RuleTiming:
         """The rule's lifecycle timing (as :func:`rule_timing`)."""
         return self._timings(rule)
+
+    def history_window(self) -> timedelta:
+        """As :func:`history_window`: the longest history any enabled rule reads (the daemon's default
+        history horizon)."""
+        return _window(self._compiled)
 
     def lookback(self, job: JobRef) -> timedelta:
         """How far back from a job's newest sample its rules read."""

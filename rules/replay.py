@@ -24,7 +24,7 @@ from operator import attrgetter
 from monitor.model import Finding, Sample, SampleKind
 from rules.registry import Evaluator, finding_order
 
-__all__ = ["Episode", "Instant", "episodes", "replay"]
+__all__ = ["Instant", "replay"]
 
 _TIME = attrgetter("observed_at")
 
@@ -99,56 +99,3 @@ def replay(
         )
         yield Instant(at, batch_id, findings, terminated, j - bisect_left(times, at, 0, i + 1))
         i = j
-
-
-@dataclass(slots=True)
-class Episode:
-    """One stretch of instants during which a finding (one fingerprint) held without a break.
-
-    Attributes:
-        first: the finding as first seen (its ``batch_id`` is the batch it named then).
-        last: the finding as last seen (the fullest message: how long, how many rows).
-        first_at / last_at: the instants it first and last held.
-        first_batch_id / last_batch_id: the job's newest batch at those instants.
-        ended_by: ``"absent"`` (a later instant no longer had it), ``"terminated"``, or ``None`` (it
-            still held at the last instant).
-    """
-
-    first: Finding
-    last: Finding
-    first_at: datetime
-    last_at: datetime
-    first_batch_id: int | None
-    last_batch_id: int | None
-    ended_by: str | None = None
-
-    def key(self) -> tuple[str, str, int | None]:
-        """``(rule, job id, batch the finding named when it first held)``: what scan and the daemon
-        compare."""
-        return (self.first.rule, self.first.job.job_id, self.first.batch_id)
-
-
-def episodes(instants: Iterator[Instant] | Sequence[Instant]) -> list[Episode]:
-    """Fold a job's instants into episodes (each finding reported once, with the first and last batch it
-    held), ordered by first instant then rule."""
-    open_: dict[str, Episode] = {}
-    done: list[Episode] = []
-    for instant in instants:
-        seen: set[str] = set()
-        for finding in instant.findings:
-            fp = finding.fingerprint()
-            if fp in seen:
-                continue
-            seen.add(fp)
-            episode = open_.get(fp)
-            if episode is None:
-                open_[fp] = Episode(finding, finding, instant.at, instant.at, instant.batch_id, instant.batch_id)
-            else:
-                episode.last, episode.last_at, episode.last_batch_id = finding, instant.at, instant.batch_id
-        for fp in [fp for fp in open_ if fp not in seen]:
-            episode = open_.pop(fp)
-            episode.ended_by = "terminated" if instant.terminated else "absent"
-            done.append(episode)
-    done.extend(open_.values())
-    done.sort(key=lambda e: (e.first_at, e.first.rule, finding_order(e.first)))
-    return done

@@ -20,8 +20,9 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
-from rules.batches import fmt_duration, fmt_time
-from rules.common import is_epoch, scope_name, tail_since
+from monitor.timefmt import format_duration, format_instant_short
+from rules.batches import inferred_delay
+from rules.common import holding_input, is_epoch, scope_name
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
 
@@ -91,32 +92,6 @@ def _rows(samples: Sequence[Sample]) -> int:
     return sum(s.num_input_rows for s in samples if s.num_input_rows)
 
 
-def _holding_input(series: dict[Scope, list[Sample]], since: datetime, engine: Engine) -> Scope | None:
-    """The narrower scope holding the minimum watermark since ``since``, if the history shows one.
-
-    Flink (``StatusWatermarkValve``): the input watermark is the minimum over input channels; the subtask
-    whose newest watermark is the lowest (or ``None``: it never emitted one) while a sibling's is higher
-    holds it. Spark (``WatermarkTracker`` with the ``min`` policy): per-source progress has no watermark,
-    so the source that brought no rows since ``since`` while a sibling did holds it.
-    """
-    if engine is Engine.SPARK:
-        rows = {scope: _rows(tail_since(samples, since)) for scope, samples in series.items() if scope.source}
-        if len(rows) >= 2 and any(rows.values()):
-            quiet = [scope for scope, n in rows.items() if n == 0]
-            if quiet:
-                return quiet[0]
-        return None
-    newest = {scope: samples[-1].watermark for scope, samples in series.items() if samples}
-    if len(newest) < 2:
-        return None
-    if any(wm is None for wm in newest.values()) and any(wm is not None for wm in newest.values()):
-        return next(scope for scope, wm in newest.items() if wm is None)
-    known = {scope: wm for scope, wm in newest.items() if wm is not None}
-    if len(known) >= 2 and len(set(known.values())) > 1:
-        return min(known, key=lambda scope: known[scope])
-    return None
-
-
 def classify_stall(
     before: Sequence[Sample],
     movers: Sequence[Sample],
@@ -139,7 +114,7 @@ def classify_stall(
     if watermark is None:
         culprit = None
         if history is not None and movers:
-            culprit = _holding_input(history.series, movers[0].observed_at, history.engine)
+            culprit = holding_input(history.series, movers[0].observed_at, history.engine)
         return StallDiagnosis(StallCause.NO_WATERMARK, culprit)
     data = [s for s in movers if s.num_input_rows]
     maxes = [
@@ -150,20 +125,14 @@ def classify_stall(
         return StallDiagnosis(StallCause.EVENT_TIMES_NULL)
     newest_event = max(maxes) if maxes else None
     if history is not None and movers:
-        culprit = _holding_input(history.series, movers[0].observed_at, history.engine)
+        culprit = holding_input(history.series, movers[0].observed_at, history.engine)
         if culprit is not None:
             cause = StallCause.NEVER_SEEN_INPUT if is_epoch(watermark) else StallCause.INPUT_HOLDS_MIN
             return StallDiagnosis(cause, culprit, newest_event_time=newest_event)
     if is_epoch(watermark):
         return StallDiagnosis(StallCause.NEVER_SEEN_INPUT, newest_event_time=newest_event)
     if delay is None:
-        earlier = [
-            s.event_time_max
-            for s in before
-            if s.event_time_max is not None and not is_epoch(s.event_time_max)
-        ]
-        if earlier and max(earlier) >= watermark:
-            delay = max(earlier) - watermark
+        delay = inferred_delay([*before, movers[0]])  # movers[0] reports the flat watermark
     if delay is not None and newest_event is not None and newest_event <= watermark + delay:
         return StallDiagnosis(StallCause.DELAY_EXCEEDS_SPAN, delay=delay, newest_event_time=newest_event)
     return StallDiagnosis(StallCause.UNKNOWN, delay=delay, newest_event_time=newest_event)
@@ -246,23 +215,23 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
     if never_computed:
         what = "the watermark stayed at Spark's initial 1970-01-01 (none computed)"
     else:
-        what = f"the watermark stayed at {fmt_time(wm)}" if wm is not None else "there was no watermark"
+        what = f"the watermark stayed at {format_instant_short(wm)}" if wm is not None else "there was no watermark"
     culprit = f" {scope_name(diagnosis.culprit)} holds it:" if diagnosis.culprit is not None else ""
     if diagnosis.culprit is not None and diagnosis.cause is StallCause.NEVER_SEEN_INPUT:
         culprit = f" {scope_name(diagnosis.culprit)} has produced no rows (numInputRows 0 in every batch):"
     at_least = "at least " if start == 0 else ""  # the stretch reaches back to the oldest batch read
     newest_text = (
-        f"; the newest event time was {fmt_time(diagnosis.newest_event_time)}"
+        f"; the newest event time was {format_instant_short(diagnosis.newest_event_time)}"
         if diagnosis.newest_event_time is not None
         else ""
     )
     message = (
-        f"{what} for {at_least}{fmt_duration(flat)} (since {fmt_time(first.observed_at)}) while {rows} rows arrived in "
+        f"{what} for {at_least}{format_duration(flat)} (since {format_instant_short(first.observed_at)}) while {rows} rows arrived in "
         f"{len(data)} batches{newest_text}.{culprit} {_REMEDY[diagnosis.cause]}"
     )
     details: dict[str, object] = {
         "cause": diagnosis.cause.value,
-        "flat_since": fmt_time(first.observed_at),
+        "flat_since": format_instant_short(first.observed_at),
         "flat_seconds": flat.total_seconds(),
         "rows": rows,
         "data_batches": len(data),

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Severity
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -161,8 +161,8 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
             remaining = timedelta(seconds=seconds)
             reach = points[-1].observed_at + remaining
             projection = (
-                f" At this rate it reaches the limit of {limit} {unit} in {fmt_duration(remaining)} "
-                f"(about {fmt_time(reach.replace(microsecond=0))})."
+                f" At this rate it reaches the limit of {limit} {unit} in {format_duration(remaining)} "
+                f"(about {format_instant_short(reach.replace(microsecond=0))})."
             )
         if seconds <= params.critical_within.total_seconds():
             severity = Severity.CRITICAL
@@ -179,7 +179,7 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
         )
     what = "checkpointed state size" if history.engine is Engine.FLINK else f"state {unit}"
     message = (
-        f"{what} grew from {ys[0]:.0f} to {current:.0f} in {fmt_duration(timedelta(seconds=xs[-1]))} "
+        f"{what} grew from {ys[0]:.0f} to {current:.0f} in {format_duration(timedelta(seconds=xs[-1]))} "
         f"(Theil-Sen trend {slope * 3600:.0f} {unit}/h) with no rows removed while the watermark advanced {steps} "
         f"times.{projection} {cause}"
     )

@@ -82,6 +82,8 @@ class Alert:
         annotations: non-identifying text (``description``, ``job_name``, ...); values are strings.
         keep_firing_since: first evaluation at which a firing alert's finding was absent, while
             ``keep_firing_for`` holds it firing; ``None`` otherwise.
+        episode_id: the id of the finding episode (:class:`monitor.model.FindingEpisode`) the alert's
+            current or last finding belongs to, once stored; ``None`` before.
 
     All datetimes are aware UTC (naive ones raise :class:`ValueError`).
     """
@@ -98,6 +100,7 @@ class Alert:
     message: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
     keep_firing_since: datetime | None = None
+    episode_id: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("active_at", "fired_at", "resolved_at", "last_evaluated_at", "keep_firing_since"):

@@ -1,7 +1,9 @@
 """What a receiver is told: one alert's notification record and a batch of them for one job.
 
 These records are the outbox payload (``to_json``/``from_json``, stored as JSON) and the input of every
-notifier (:mod:`monitor.notify`). Times are aware UTC and serialize as RFC 3339 ``...Z`` strings.
+notifier (:mod:`monitor.notify`). Times are aware UTC and serialize as RFC 3339 ``...Z`` strings
+(:func:`monitor.timefmt.format_precise`, re-exported here as ``format_time``; ``parse_time`` is
+:func:`monitor.timefmt.parse_instant`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from monitor.alerts.lifecycle import Alert, group_key
-from monitor.model import Severity, ensure_utc
+from monitor.model import Severity
+from monitor.timefmt import format_precise as format_time
+from monitor.timefmt import parse_instant as parse_time
 
 __all__ = [
     "AlertNotification",
@@ -32,25 +36,6 @@ class NotificationStatus(enum.StrEnum):
 
     FIRING = "firing"
     RESOLVED = "resolved"
-
-
-def format_time(value: datetime) -> str:
-    """Aware datetime -> RFC 3339 UTC text with microseconds, e.g. ``2026-11-29T12:00:00.000000Z``."""
-    utc = ensure_utc(value)
-    assert utc is not None
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(text: str) -> datetime:
-    """Inverse of :func:`format_time` (any ISO 8601 text with an offset or ``Z``).
-
-    Raises:
-        ValueError: no offset, or not ISO 8601.
-    """
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    utc = ensure_utc(value, f"time {text!r}")
-    assert utc is not None
-    return utc
 
 
 def _opt_time(value: datetime | None) -> str | None:

@@ -17,10 +17,13 @@ from typing import Any
 
 import orjson
 
-from monitor.model import Finding, Sample, SampleKind, Severity
-from rules.batches import fmt_duration, is_placeholder_watermark, progress_batches, real_watermark
+from monitor.model import Finding, FindingEpisode, Sample, SampleKind, Severity
+from monitor.timefmt import format_duration, format_instant
+from rules.batches import progress_batches, real_watermark
+from rules.common import is_epoch
+from rules.episodes import Episode, episodes, held, link, to_record
 from rules.registry import Evaluator
-from rules.replay import Episode, episodes, replay
+from rules.replay import replay
 
 __all__ = ["QueryReport", "ScanReport", "build_report", "iso", "render_json", "render_text"]
 
@@ -28,14 +31,8 @@ _TIME = attrgetter("observed_at")
 
 
 def iso(value: datetime | None) -> str | None:
-    """ISO-8601 UTC with milliseconds (truncated) and ``Z`` (``2026-11-29T11:32:48.289Z``); ``None`` stays
-    ``None``. The fields are printed as they are (the model's times are UTC)."""
-    if value is None:
-        return None
-    text = value.isoformat(timespec="milliseconds")  # C-level; strftime is the fallback for the odd cases
-    if value.year >= 1000 and text.endswith("+00:00"):
-        return text[:-6] + "Z"
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    """:func:`monitor.timefmt.format_instant` (``2026-11-29T11:32:48.289Z``); ``None`` stays ``None``."""
+    return None if value is None else format_instant(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +49,13 @@ class QueryReport:
 
 @dataclass(frozen=True, slots=True)
 class ScanReport:
-    """Everything ``scan`` prints: queries and findings (findings sorted by query, then time)."""
+    """Everything ``scan`` prints: queries and findings (findings sorted by query, then time), and the
+    finding episodes behind the findings as ``scan --db`` stores them (same order)."""
 
     queries: tuple[QueryReport, ...]
     findings: tuple[Finding, ...]
     errors: tuple[str, ...] = field(default=())
+    episodes: tuple[FindingEpisode, ...] = field(default=())
 
     def worst(self) -> Severity:
         """The highest severity among the findings (``OK`` if none)."""
@@ -69,15 +68,16 @@ def episode_finding(episode: Episode) -> Finding:
     last = episode.last
     details = {
         **last.details,
+        "episode_id": episode.id,
         "first_batch_id": episode.first_batch_id,
         "last_batch_id": episode.last_batch_id,
         "first_at": iso(episode.first_at),
         "last_at": iso(episode.last_at),
-        "ended_by": episode.ended_by,
+        "ended_by": None if episode.ended_by is None else episode.ended_by.value,
     }
     return Finding(
         rule=last.rule,
-        severity=max(episode.first.severity, last.severity),
+        severity=episode.severity,
         job=episode.first.job,
         message=last.message,
         observed_at=episode.first_at,
@@ -88,13 +88,24 @@ def episode_finding(episode: Episode) -> Finding:
     )
 
 
-def build_report(evaluator: Evaluator, samples: Sequence[Sample], errors: Sequence[str] = ()) -> ScanReport:
-    """Group ``samples`` by query id (first appearance order) and replay each query through the rules."""
+def build_report(
+    evaluator: Evaluator, samples: Sequence[Sample], errors: Sequence[str] = (), *, now: datetime | None = None
+) -> ScanReport:
+    """Group ``samples`` by query id (first appearance order) and replay each query through the rules.
+
+    Each query's instants are folded into episodes (:func:`rules.episodes.episodes`, the daemon's fold);
+    those that held for their rule's ``for`` (:func:`rules.episodes.held`) are the findings and the
+    episodes. ``now`` (the scan's poll time) marks an episode ``history`` when its first instant is older
+    than the rules' history window (:meth:`Evaluator.history_window`, the daemon's default horizon) before
+    it; without ``now`` none is.
+    """
+    horizon = evaluator.history_window()
     by_query: dict[str, list[Sample]] = {}
     for sample in samples:
         by_query.setdefault(sample.job.job_id, []).append(sample)
     queries: list[QueryReport] = []
     findings: list[Finding] = []
+    records: list[FindingEpisode] = []
     for query_id, query_samples in by_query.items():
         ordered = sorted(query_samples, key=_TIME)
         run_ids = tuple(dict.fromkeys(s.job.run_id for s in ordered if s.job.run_id is not None))
@@ -110,18 +121,17 @@ def build_report(evaluator: Evaluator, samples: Sequence[Sample], errors: Sequen
                 idle_events=sum(1 for s in ordered if s.kind is SampleKind.IDLE and s.scope.is_job()),
             )
         )
-        findings.extend(
-            episode_finding(e)
-            for e in episodes(replay(evaluator, ordered))
-            # the daemon notifies an episode once it held for the rule's lifecycle `for`
-            if e.last_at - e.first_at >= evaluator.timing(e.first.rule).for_duration
-        )
-    return ScanReport(tuple(queries), tuple(findings), tuple(errors))
+        instants = list(replay(evaluator, ordered))
+        flags = [now is not None and now - i.at > horizon for i in instants]
+        kept = [e for e in episodes(instants, history=flags) if held(e, evaluator)]
+        findings.extend(episode_finding(e) for e in kept)
+        records.extend(link([to_record(e) for e in kept]))
+    return ScanReport(tuple(queries), tuple(findings), tuple(errors), tuple(records))
 
 
 def _advance(prev: Sample | None, batch: Sample) -> timedelta | None:
     """How far the watermark moved since the previous batch; ``None`` unless both are real watermarks
-    (unknown, or Spark's 1970-01-01 "not computed yet" placeholder: see :func:`rules.batches.is_placeholder_watermark`)."""
+    (unknown, or Spark's 1970-01-01 "not computed yet" placeholder: see :func:`rules.common.is_epoch`)."""
     if prev is None:
         return None
     before, after = real_watermark(prev), real_watermark(batch)
@@ -142,7 +152,7 @@ def _batch_json(prev: Sample | None, batch: Sample) -> dict[str, Any]:
         "timestamp": iso(batch.observed_at),
         "num_input_rows": batch.num_input_rows,
         "watermark": iso(batch.watermark),
-        "watermark_is_placeholder": is_placeholder_watermark(batch.watermark),
+        "watermark_is_placeholder": is_epoch(batch.watermark),
         "watermark_advance_ms": _advance_ms(prev, batch),
         "event_time_min": iso(batch.event_time_min),
         "event_time_max": iso(batch.event_time_max),
@@ -203,7 +213,7 @@ def _advance_text(prev: Sample | None, batch: Sample) -> str:
         return "-"
     if not delta:
         return "0"
-    return ("+" if delta.total_seconds() > 0 else "-") + fmt_duration(delta)
+    return ("+" if delta.total_seconds() > 0 else "-") + format_duration(delta)
 
 
 _HEADERS = ("batch", "run", "time (UTC)", "rows", "watermark", "wm advance", "event-time max", "dropped", "state rows")

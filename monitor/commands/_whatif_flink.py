@@ -34,7 +34,7 @@ from monitor.durations import (
     parse_optional_duration_ms,
 )
 from monitor.errors import InputError
-from monitor.model import ms_to_datetime
+from monitor.timefmt import format_epoch_ms
 from monitor.watermark import EventsTable, Session, Sliding
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
 from monitor.watermark.flink.whatif import check_flink_events, sweep_flink
@@ -114,12 +114,7 @@ def _instant(ms: int | None) -> str:
         return "Long.MIN_VALUE (no watermark)"
     if ms == LONG_MAX:
         return "Long.MAX_VALUE (end of input)"
-    try:
-        dt = ms_to_datetime(ms)
-    except (OverflowError, OSError, ValueError):
-        return f"{ms} ms"
-    assert dt is not None
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+    return format_epoch_ms(ms)
 
 
 def describe(config: FlinkConfig) -> str:

@@ -1,6 +1,6 @@
 """Text and JSON pieces of ``tidegauge whatif``'s report (the command itself is in :mod:`.whatif`).
 
-Every instant goes through :func:`monitor.model.format_epoch_ms`, which renders any int64 time
+Every instant goes through :func:`monitor.timefmt.format_epoch_ms`, which renders any int64 time
 (a watermark in year 57,971 prints as Spark prints it, ``+57971-02-25T19:25:40Z``); a
 :class:`datetime` is never built, so no input can make rendering fail.
 """
@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from monitor.durations import format_duration_ms
-from monitor.model import format_epoch_ms
+from monitor.timefmt import format_epoch_ms
 from monitor.watermark import BatchResult, EventsTable, Replay, Summary, WatermarkConfig
 from monitor.watermark.config import Session, Sliding, Tumbling
 from monitor.watermark.diagnose import Diagnosis, WatermarkMover

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from codecs import BOM_UTF8 as UTF8_BOM
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -32,7 +32,7 @@ from collectors.spark.progress_files import looks_like_event_log, read_progress_
 from monitor.commands._scan_render import build_report, render_json, render_text
 from monitor.durations import parse_timedelta
 from monitor.errors import EXIT_INTERNAL, InputError
-from monitor.model import CollectorError, ErrorKind, PollResult, Severity
+from monitor.model import CollectorError, ErrorKind, FindingEpisode, PollResult, Severity
 from rules.registry import Evaluator
 
 __all__ = ["ScanInputs", "classify_inputs", "register", "scan_rules", "store_polls"]
@@ -108,10 +108,18 @@ def classify_inputs(paths: list[Path]) -> ScanInputs:
     return inputs
 
 
-def store_polls(db_url: str, polls: list[tuple[str, PollResult]], cursors: dict[str, dict[str, Any]], now: datetime) -> str:
-    """Save ``polls`` (collector name, result) and the event-log ``cursors`` in one transaction.
+def store_polls(
+    db_url: str,
+    polls: list[tuple[str, PollResult]],
+    cursors: dict[str, dict[str, Any]],
+    now: datetime,
+    episodes: Sequence[FindingEpisode] = (),
+) -> str:
+    """Save ``polls`` (collector name, result), the event-log ``cursors`` and the finding ``episodes`` of
+    the scan in one transaction.
 
-    Storage is idempotent (re-scanning the same file stores each batch once). The cursors let the daemon
+    Storage is idempotent (re-scanning the same file stores each batch and each episode once: episodes are
+    keyed by finding and first instant, :func:`monitor.store.record_episodes`). The cursors let the daemon
     continue tailing where the scan stopped. Returns a one-line summary.
 
     Raises:
@@ -120,7 +128,7 @@ def store_polls(db_url: str, polls: list[tuple[str, PollResult]], cursors: dict[
     """
     from sqlalchemy.exc import SQLAlchemyError
 
-    from monitor.store import open_store, redact_url, save_poll, set_cursor
+    from monitor.store import open_store, record_episodes, redact_url, save_poll, set_cursor
 
     try:
         store = open_store(db_url)
@@ -132,12 +140,16 @@ def store_polls(db_url: str, polls: list[tuple[str, PollResult]], cursors: dict[
                     saved += counts.samples_inserted
                 for target, state in cursors.items():
                     set_cursor(session, EVENTLOG_COLLECTOR, target, state, now)
+                stored = record_episodes(session, episodes)
         finally:
             store.dispose()
     except SQLAlchemyError as exc:
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         raise InputError(f"database {redact_url(db_url)}: {reason}") from None
-    return f"stored {saved} new samples in {redact_url(db_url)}"
+    return (
+        f"stored {saved} new samples and {stored.inserted} new finding episodes"
+        f"{f' ({stored.extended} extended)' if stored.extended else ''} in {redact_url(db_url)}"
+    )
 
 
 @contextmanager
@@ -233,7 +245,7 @@ def _run_scan(
         bad.extend(read.errors)
         polls.append((PROGRESS_COLLECTOR, PollResult(tuple(read.samples), (), tuple(read.raw))))
     samples = [s for _, poll in polls for s in poll.samples]
-    report = build_report(rules, samples, bad)
+    report = build_report(rules, samples, bad, now=now)
     for line in bad:
         print(f"tidegauge: error: {line}", file=sys.stderr)
     for line in warnings:
@@ -243,7 +255,7 @@ def _run_scan(
     for line in internal:
         print(f"tidegauge: internal error: {line}", file=sys.stderr)
     if db is not None:
-        print(store_polls(db, polls, cursors.states, now), file=sys.stderr)
+        print(store_polls(db, polls, cursors.states, now, report.episodes), file=sys.stderr)
     typer.echo(render_json(report) if fmt == "json" else render_text(report))
     if internal:
         return EXIT_INTERNAL

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
+
+from monitor.timefmt import format_epoch_ms
 
 __all__ = [
     "EVENT_PREFIX",
@@ -42,8 +43,7 @@ SPARK_VERSION = "4.3.0"
 
 def iso_ms(epoch_ms: int) -> str:
     """``2024-01-01T12:07:00.000Z`` for an epoch-millisecond time (Spark's ``DateTimeUtils`` format)."""
-    when = datetime.fromtimestamp(epoch_ms / 1000.0, tz=UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+    return format_epoch_ms(epoch_ms)
 
 
 def line(event: Mapping[str, Any]) -> str:

@@ -20,7 +20,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.model import CollectorError, Finding, Sample, SampleKind, datetime_to_ms, ms_to_datetime
+from monitor.model import CollectorError, Finding, Sample, SampleKind, datetime_to_ms
+from monitor.timefmt import format_epoch_ms
 
 __all__ = ["build_check_report", "render_json", "render_text"]
 
@@ -132,11 +133,7 @@ def render_json(report: dict[str, Any]) -> str:
 
 
 def _time(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    value = ms_to_datetime(ms)
-    assert value is not None
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return "-" if ms is None else format_epoch_ms(ms)
 
 
 def _cell(value: object) -> str:

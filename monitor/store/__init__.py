@@ -10,7 +10,7 @@ Typical use (composition root)::
         samples = load_samples(session, job_id=..., since=..., until=...)
 
 Modules: :mod:`.database` (SQLAlchemy engines, URLs, default path), :mod:`.store` (:class:`Store`), :mod:`.migrate` (Alembic, schema check),
-:mod:`.repo` (reads/writes), :mod:`.tables` (tables), :mod:`.types`, :mod:`.keys`, :mod:`.base`.
+:mod:`.repo` (reads/writes), :mod:`.episode_repo` (finding episodes), :mod:`.tables` (tables), :mod:`.types`, :mod:`.keys`, :mod:`.base`.
 """
 
 from monitor.store.database import (
@@ -21,6 +21,7 @@ from monitor.store.database import (
     make_session_factory,
     redact_url,
 )
+from monitor.store.episode_repo import EpisodeCounts, load_episodes, record_episodes
 from monitor.store.migrate import check_schema, current, downgrade, head, upgrade
 from monitor.store.repo import (
     PurgeCounts,
@@ -40,6 +41,7 @@ from monitor.store.repo import (
 from monitor.store.store import Store, open_store
 
 __all__ = [
+    "EpisodeCounts",
     "PurgeCounts",
     "RawDocument",
     "SaveCounts",
@@ -54,6 +56,7 @@ __all__ = [
     "head",
     "iter_raw_documents",
     "list_jobs",
+    "load_episodes",
     "load_recent_samples",
     "load_samples",
     "load_samples_after",
@@ -62,6 +65,7 @@ __all__ = [
     "max_sample_id",
     "open_store",
     "purge_before",
+    "record_episodes",
     "redact_url",
     "save_poll",
     "set_cursor",

@@ -82,6 +82,7 @@ def _alert_values(alert: Alert) -> dict[str, Any]:
         "keep_firing_since": alert.keep_firing_since,
         "message": alert.message,
         "annotations": dict(alert.annotations),
+        "episode_id": alert.episode_id,
     }
 
 
@@ -99,6 +100,7 @@ def _to_alert(row: AlertRow) -> Alert:
         message=row.message,
         annotations={str(k): str(v) for k, v in row.annotations.items()},
         keep_firing_since=row.keep_firing_since,
+        episode_id=row.episode_id,
     )
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from monitor.model import Engine, JobRef, PollResult, Sample, SampleKind, Scope, ensure_utc
+from monitor.store.episode_repo import purge_episodes_before
 from monitor.store.keys import canonical_json, error_key, raw_document_key, sample_key, sha256_hex
 from monitor.store.tables import (
     CollectorCursorRow,
@@ -412,10 +413,12 @@ class PurgeCounts:
     samples: int = 0
     raw_documents: int = 0
     collector_errors: int = 0
+    episodes: int = 0
 
 
 def purge_before(session: Session, cutoff: datetime) -> PurgeCounts:
-    """Delete samples, raw documents and collector errors observed before ``cutoff`` (retention).
+    """Delete samples, raw documents and collector errors observed before ``cutoff`` (retention), and the
+    finding episodes whose last instant is before it (:func:`monitor.store.episode_repo.purge_episodes_before`).
 
     Jobs, runs and collector cursors are kept (a cursor must outlive the data it read past, or the
     collector would read the file again). Does not commit.
@@ -434,6 +437,7 @@ def purge_before(session: Session, cutoff: datetime) -> PurgeCounts:
             delete(row_class).where(row_class.observed_at < when).execution_options(synchronize_session=False)
         )
         counts.append(int(getattr(result, "rowcount", 0) or 0))
+    counts.append(purge_episodes_before(session, when))
     session.flush()
     return PurgeCounts(*counts)
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity, datetime_to_ms
-from rules.batches import fmt_time
+from monitor.timefmt import format_instant_short
 from rules.common import scope_name
 from rules.consumer_lag.burrow import (
     CommitObservation,
@@ -105,7 +105,7 @@ def _message(scope: Scope, result: PartitionLagEvaluation, window: list[Sample])
     where = scope_name(scope)
     lag = result.current_lag
     first, last = window[0], window[-1]
-    span = f"{len(window)} observations from {fmt_time(first.observed_at)} to {fmt_time(last.observed_at)}"
+    span = f"{len(window)} observations from {format_instant_short(first.observed_at)} to {format_instant_short(last.observed_at)}"
     if result.status is LagStatus.WARN:
         return (
             f"{where}: lag {lag} has not decreased over {span}: the consumer is falling behind the producers. "
@@ -119,7 +119,7 @@ def _message(scope: Scope, result: PartitionLagEvaluation, window: list[Sample])
         )
     if result.status is LagStatus.STOP:
         return (
-            f"{where}: no commit observed since {fmt_time(last.observed_at)} (longer than the window's own "
+            f"{where}: no commit observed since {format_instant_short(last.observed_at)} (longer than the window's own "
             f"span) and the consumer was not caught up (lag {lag}): it stopped committing — crashed, lost "
             "its partitions in a rebalance, or the lag collector lost sight of it. Restart the consumer or "
             "check the collector."

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from monitor.model import Engine, Finding, Sample, Severity
-from rules.batches import fmt_duration
+from monitor.timefmt import format_duration
 from rules.common import scope_name
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -71,7 +71,7 @@ def evaluate_lag_seconds(params: LagSecondsParams, history: JobHistory, now: dat
         return []
     worst = sorted(exact + bounds, key=lambda x: -x[0])[:3]
     names = ", ".join(
-        f"{scope_name(p.scope)} {fmt_duration(timedelta(seconds=v))}"
+        f"{scope_name(p.scope)} {format_duration(timedelta(seconds=v))}"
         + (" or more" if p.lag_seconds is None else "")
         + (f" ({p.lag_offsets} records)" if p.lag_offsets is not None else "")
         for v, p in worst
@@ -87,7 +87,7 @@ def evaluate_lag_seconds(params: LagSecondsParams, history: JobHistory, now: dat
             job=history.job,
             message=(
                 f"consumer group {history.job.name or history.job.job_id} is {qualifier}"
-                f"{fmt_duration(timedelta(seconds=lag))} behind (threshold {fmt_duration(params.threshold)})"
+                f"{format_duration(timedelta(seconds=lag))} behind (threshold {format_duration(params.threshold)})"
                 + (f"; furthest behind: {names}" if names else "")
                 + ". Add consumer instances (up to the partition count) or make processing faster; "
                 "check its consumer_lag status for a stalled or stopped consumer."

@@ -9,7 +9,7 @@ import pytest
 
 from collectors.spark.progress_files import read_progress_file
 from monitor.errors import ProgressFormatError
-from rules.batches import fmt_duration, fmt_time
+from monitor.timefmt import format_duration, format_instant_short
 
 
 @pytest.mark.parametrize(
@@ -21,7 +21,7 @@ from rules.batches import fmt_duration, fmt_time
     ],
 )
 def test_fmt_time(value: datetime, expected: str) -> None:
-    assert fmt_time(value) == expected
+    assert format_instant_short(value) == expected
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_fmt_time(value: datetime, expected: str) -> None:
     ],
 )
 def test_fmt_duration(delta: timedelta, expected: str) -> None:
-    assert fmt_duration(delta) == expected
+    assert format_duration(delta) == expected
 
 
 def test_progress_file_bad_json_names_line(tmp_path: Path, spark_fixtures: Path) -> None:

@@ -11,23 +11,19 @@ from monitor.commands._scan_render import ScanReport, iso, render_json
 
 
 @pytest.mark.parametrize(
-    "value",
+    ("value", "expected"),
     [
-        datetime(2026, 11, 29, 11, 32, 48, 289000, tzinfo=UTC),
-        datetime(2026, 11, 29, 11, 32, 48, tzinfo=UTC),  # no fraction: still .000
-        datetime(2026, 11, 29, 11, 32, 48, 999999, tzinfo=UTC),  # truncated, never rounded up
-        datetime(1970, 1, 1, tzinfo=UTC),
-        datetime(1000, 1, 1, tzinfo=UTC),
-        datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC),
-        datetime.max.replace(tzinfo=UTC),
-        datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))),  # fields printed as they are
+        (datetime(2026, 11, 29, 11, 32, 48, 289000, tzinfo=UTC), "2026-11-29T11:32:48.289Z"),
+        (datetime(2026, 11, 29, 11, 32, 48, tzinfo=UTC), "2026-11-29T11:32:48.000Z"),  # no fraction: still .000
+        (datetime(2026, 11, 29, 11, 32, 48, 999999, tzinfo=UTC), "2026-11-29T11:32:48.999Z"),  # truncated
+        (datetime(1970, 1, 1, tzinfo=UTC), "1970-01-01T00:00:00.000Z"),
+        (datetime(1000, 1, 1, tzinfo=UTC), "1000-01-01T00:00:00.000Z"),
+        (datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC), "0999-12-31T23:59:59.000Z"),  # ISO 8601: four digits
+        (datetime.max.replace(tzinfo=UTC), "9999-12-31T23:59:59.999Z"),
+        (datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))), "2026-01-01T10:00:00.000Z"),  # in UTC
     ],
 )
-def test_iso_prints_the_fields_with_milliseconds_and_z(value: datetime) -> None:
-    expected = (
-        f"{value.year}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:"
-        f"{value.second:02d}.{value.microsecond // 1000:03d}Z"
-    )
+def test_iso_prints_utc_with_milliseconds_and_z(value: datetime, expected: str) -> None:
     assert iso(value) == expected
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.model import format_epoch_ms
+from monitor.timefmt import format_epoch_ms
 from monitor.watermark import Tumbling, WatermarkConfig, replay
 from monitor.watermark.io import load_events
 from tests.cli import run_cli as _run
