@@ -20,14 +20,18 @@ environment, so tests drive a :class:`Runtime` with a fake time and no sleeping.
   batch's own time (:func:`monitor.alerts.step_all`), then the clock rules (``no_progress``) and collector
   errors at the tick's ``now``; changed alerts, their outbox rows and the cursors are stored in one
   transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a transition
-  without its notifications. Batches older than the history horizon when first seen notify nobody.
+  without its notifications. Batches older than the history horizon when first seen notify nobody. The
+  instants are also folded into finding episodes (:mod:`rules.episodes`, the fold ``scan`` uses), stored
+  in the same transaction (:func:`monitor.store.record_episodes`), notified or history; each alert names
+  its episode.
 * :meth:`Runtime.dispatch` delivers the outbox (:func:`monitor.notify.dispatcher.dispatch_due`): a row is
   marked delivered only after a 2xx, so a kill between send and record re-sends it with the same
   ``Idempotency-Key``.
 * :meth:`Runtime.report` builds a scheduled health report (:func:`monitor.reports.scheduled.build_report`) from the
   stored samples and alerts and queues it in the outbox for its receiver (one row per run, keyed by report
   name and scheduled minute); :meth:`Runtime.dispatch` delivers it like any notification.
-* :meth:`Runtime.clean_up` deletes samples, raw documents and collector errors older than the retention.
+* :meth:`Runtime.clean_up` deletes samples, raw documents, collector errors and finding episodes older
+  than the retention.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from monitor.model import (
     CollectorError,
     Engine,
     ErrorKind,
+    FindingEpisode,
     PollResult,
     Sample,
     SampleKind,
@@ -79,11 +84,13 @@ from monitor.reports.source import collect, job_labels, write_files
 from monitor.store import (
     PurgeCounts,
     get_cursor,
+    load_episodes,
     load_recent_samples,
     load_samples,
     load_samples_after,
     max_sample_id,
     purge_before,
+    record_episodes,
     save_poll,
     set_cursor,
 )
@@ -96,9 +103,10 @@ from monitor.store.alert_repo import (
     outbox_backlog,
 )
 from rules.config import RulesConfig
+from rules.episodes import CAUSED_BY, Episode, EpisodeFold, held, link, reopen, to_record
 from rules.registry import RULES, Evaluator, history_window, rule_timing
 from rules.registry import validate as check_rules
-from rules.replay import replay
+from rules.replay import Instant, replay
 
 JobKey = tuple[Engine, str]
 """A job's identity in histories: (engine, job id); run ids change on restart, jobs don't."""
@@ -139,10 +147,31 @@ def _alert_job(alert: Alert) -> JobKey | None:
         return None
 
 
-def _carry_marks(old: Alert | None, new: Alert, events: list[AlertEvent], terminated: bool, historical: bool) -> Alert:
+def _fingerprints(instant: Instant) -> set[str]:
+    return {f.fingerprint() for f in instant.findings}
+
+
+def _is_clock_episode(record: FindingEpisode) -> bool:
+    """Episodes of the findings judged at the tick's clock (as :func:`_is_clock_alert`)."""
+    return record.rule in _CLOCK_RULES or record.labels.get("check") == "unreachable"
+
+
+def _with_episode(alert: Alert, episode: Episode | None) -> Alert:
+    """``alert`` naming the finding episode its finding is in (unchanged when the finding is absent: it
+    keeps naming its last episode)."""
+    if episode is None or alert.episode_id == episode.id:
+        return alert
+    return dataclasses.replace(alert, episode_id=episode.id)
+
+
+def _carry_marks(
+    old: Alert | None, new: Alert, events: list[AlertEvent], terminated: bool, historical: bool,
+    episode: Episode | None = None,
+) -> Alert:
     """Annotations the lifecycle does not know: ``history`` (fired at an instant older than the horizon:
     neither its firing nor its resolution is notified; kept for the whole episode) and
-    ``resolved_reason: terminated``."""
+    ``resolved_reason: terminated``; and the finding episode the alert's finding is in."""
+    new = _with_episode(new, episode)
     marks: dict[str, str] = {}
     kinds = {e.kind for e in events if e.fingerprint == new.fingerprint}
     if EventKind.PENDING in kinds:
@@ -335,6 +364,9 @@ class Runtime:
         self._counts = _Counts()
         self._deliveries: dict[str, _Delivery] = {n.name: _Delivery() for n in notifiers}
         self._history: dict[JobKey, list[Sample]] | None = None
+        # each job's open finding episodes (rules.episodes), and those of the clock rules; None: not loaded
+        self._folds: dict[JobKey, EpisodeFold] = {}
+        self._clock_fold: EpisodeFold | None = None
         self._history_id = 0
         # recent collector errors for target_health (bounded; the rule looks at its own window)
         self._recent_errors: deque[CollectorError] = deque(maxlen=_MAX_RECENT_ERRORS)
@@ -535,19 +567,26 @@ class Runtime:
                 samples = self._history[key]
                 mine = per_job.setdefault(key, {})
                 last = self._evaluated.get(key)
+                fold = self._fold(session, key)
+                episodes: dict[str, Episode] = {}
                 for instant in replay(self._evaluator, samples, last):
                     historical = when - instant.at > horizon
+                    for episode in [*fold.add(instant, history=historical),
+                                    *(fold.open[fp] for fp in _fingerprints(instant))]:
+                        episodes[episode.id] = episode
                     changed, events = step_all(mine, instant.findings, self._timing, instant.at)
                     last = (instant.at, instant.at_count)
                     if not changed:
                         continue
-                    changed = {fp: _carry_marks(mine.get(fp), alert, events, instant.terminated, historical)
+                    changed = {fp: _carry_marks(mine.get(fp), alert, events, instant.terminated, historical,
+                                                fold.open.get(fp))
                                for fp, alert in changed.items()}
                     notify = [e for e in events if changed[e.fingerprint].annotations.get(_HISTORY) is None]
                     apply_transitions(session, changed.values(), notify, self._routes, when)
                     mine.update(changed)
                     alerts.update(changed)
                     out.extend(events)
+                self._record(session, key, episodes.values())
                 if last is not None:
                     evaluated[key] = last
                     state = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
@@ -556,8 +595,13 @@ class Runtime:
                         for f in self._evaluator.evaluate_job(samples, when, clock=True)
                         if not self._seen_as_history(key)]
             findings += self._evaluator.evaluate_targets(errors, when)
+            clock_fold = self._clock_episodes(session)
+            tick = Instant(when, None, findings)
+            ended = clock_fold.add(tick)
+            self._record(session, None, [*ended, *(clock_fold.open[fp] for fp in _fingerprints(tick))])
             changed, events = step_all(clock_alerts, findings, self._timing, when)
             if changed:
+                changed = {fp: _with_episode(alert, clock_fold.open.get(fp)) for fp, alert in changed.items()}
                 apply_transitions(session, changed.values(), events, self._routes, when)
                 alerts.update(changed)
                 out.extend(events)
@@ -578,6 +622,35 @@ class Runtime:
                 event.at.isoformat(), which.message, event.fingerprint,
             )  # fmt: skip
         return out
+
+    def _fold(self, session: Session, key: JobKey) -> EpisodeFold:
+        """The job's episode fold; the first time in this process, its open episodes reopened from the store
+        (so an episode open when the daemon stopped is extended, not begun again)."""
+        fold = self._folds.get(key)
+        if fold is None:
+            stored = load_episodes(session, engine=key[0], job_id=key[1], open_only=True)
+            fold = self._folds[key] = EpisodeFold(reopen(r) for r in stored if not _is_clock_episode(r))
+        return fold
+
+    def _clock_episodes(self, session: Session) -> EpisodeFold:
+        """The fold of the findings judged at the tick's clock (``no_progress``, unreachable targets)."""
+        if self._clock_fold is None:
+            stored = load_episodes(session, open_only=True)
+            self._clock_fold = EpisodeFold(reopen(r) for r in stored if _is_clock_episode(r))
+        return self._clock_fold
+
+    def _record(self, session: Session, key: JobKey | None, episodes: Iterable[Episode]) -> None:
+        """Store the episodes an evaluation began, extended or ended that held for their rule's ``for``
+        (:func:`rules.episodes.held`, as ``scan`` keeps them); ``notified`` unless history. A finding that
+        names its cause is linked to the cause's episode, stored or among these (:func:`rules.episodes.link`)."""
+        records = [to_record(e, notified=not e.history) for e in episodes if held(e, self._evaluator)]
+        if not records:
+            return
+        known: list[FindingEpisode] = []
+        if key is not None and any(CAUSED_BY in r.details for r in records):
+            since = min(r.first_at for r in records) - self._lookback
+            known = load_episodes(session, engine=key[0], job_id=key[1], since=since)
+        record_episodes(session, link(records, known))
 
     def _seen_as_history(self, key: JobKey) -> bool:
         """Whether the job's newest sample was already older than the horizon when first loaded."""
@@ -790,16 +863,19 @@ class Runtime:
         return paths
 
     def clean_up(self, now: datetime) -> PurgeCounts:
-        """Delete stored samples, raw documents and collector errors older than ``now - retention``."""
+        """Delete stored samples, raw documents and collector errors older than ``now - retention``, and the
+        finding episodes whose last instant is before it."""
         when = _utc(now)
         with self._sessions.begin() as session:
             counts = purge_before(session, when - self._retention)
-        if counts.samples or counts.raw_documents or counts.collector_errors:
+        if counts.samples or counts.raw_documents or counts.collector_errors or counts.episodes:
             log.info(
-                "retention: deleted %d samples, %d raw documents, %d collector errors older than %s",
+                "retention: deleted %d samples, %d raw documents, %d collector errors, %d finding episodes "
+                "older than %s",
                 counts.samples,
                 counts.raw_documents,
                 counts.collector_errors,
+                counts.episodes,
                 (when - self._retention).isoformat(),
             )
         return counts

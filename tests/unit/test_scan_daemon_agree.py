@@ -13,7 +13,9 @@ compression codec, a rolled ``eventlog_v2_*`` directory) is read by ``scan`` and
 it was written, as the files lie.
 
 Both must name the same (rule, query, batch) triples: the batch is the one a finding named when it
-first held (the daemon: the alert's ``batch_id`` annotation when it went pending).
+first held (the daemon: the alert's ``batch_id`` annotation when it went pending); and the daemon's store
+must hold the same finding episodes (id, first and last batch and time, how each ended, severity and
+message) as ``scan`` makes, and as ``scan --db`` stores, once however often it is run.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from monitor.commands._scan_render import build_report
 from monitor.config import parse_config
 from monitor.daemon.runtime import Runtime, StoreCursors, Target
 from monitor.metrics.latest import LatestSamples
-from monitor.store import Store
+from monitor.model import FindingEpisode
+from monitor.store import Store, open_store, upgrade
 from monitor.store.alert_repo import load_alerts
 from rules.config import RulesConfig
 from rules.registry import Evaluator
+from tests.cli import run_cli
 from tests.live_eventlog import recorded_events
 from tests.rule_samples import RULE_CASES
 
@@ -56,11 +60,26 @@ def _lines_with_times(events: list[dict[str, object]]) -> list[tuple[str, dateti
     return out
 
 
-def _scan_triples(log_dir: Path, rules: RulesConfig) -> set[Triple]:
+def _scan(log_dir: Path, rules: RulesConfig) -> tuple[set[Triple], set[tuple[object, ...]]]:
+    """``scan``'s (rule, query, batch) triples and episodes of the logs in ``log_dir``."""
     poll = EventLogCollector([log_dir]).poll(SCAN_NOW)
     assert poll.errors == ()
     report = build_report(Evaluator(rules), list(poll.samples))
-    return {(f.rule, f.job.job_id, f.batch_id) for f in report.findings}
+    return {(f.rule, f.job.job_id, f.batch_id) for f in report.findings}, _episode_set(report.episodes)
+
+
+def _scan_triples(log_dir: Path, rules: RulesConfig) -> set[Triple]:
+    return _scan(log_dir, rules)[0]
+
+
+def _episode_set(episodes: list[FindingEpisode] | tuple[FindingEpisode, ...]) -> set[tuple[object, ...]]:
+    """What the daemon and scan must agree on about each episode (not ``notified``/``history``: scan
+    notifies nobody, and a recording is older than the daemon's horizon only on the wall clock)."""
+    return {
+        (e.id, e.rule, e.job.job_id, e.scope, e.first_batch_id, e.last_batch_id, e.first_at, e.last_at,
+         e.ended_by, e.severity, e.message)
+        for e in episodes
+    }  # fmt: skip
 
 
 def _daemon(store: Store, log_dir: Path, rules: RulesConfig) -> tuple[Runtime, Target]:
@@ -110,8 +129,10 @@ def test_recorded_log_live_and_scanned_agree(spark_fixtures: Path, store: Store,
     scan_dir = tmp_path / "scan"
     scan_dir.mkdir()
     (scan_dir / "local-1").write_text("".join(line + "\n" for line, _ in lines))
-    scanned = _scan_triples(scan_dir, RULES)
+    scanned, scanned_episodes = _scan(scan_dir, RULES)
     live = _live_triples(store, tmp_path, lines, RULES)
+    assert _episode_set(store.episodes()) == scanned_episodes
+    assert len(scanned_episodes) == 9  # as the catch-up test below counts them
     # read off the recorded log (see test_scan_command): the 2099 row of batch 6, reported in the three
     # runs that follow it; drops in every run from batch 2 on; restarts from batch 2 (a new run id)
     assert ("future_timestamp", "be3a4786-e9ff-44d2-9c1a-ffa8ffe6c0c8", 6) in scanned
@@ -132,9 +153,42 @@ CASES = {
 def test_recorded_rule_cases_live_and_scanned_agree(case: str, store: Store, tmp_path: Path) -> None:
     (log,) = (RULE_CASES / case).iterdir()
     lines = _lines_with_times([json.loads(line) for line in log.read_text().splitlines()])
-    scanned = _scan_triples(RULE_CASES / case, RULES)
+    scanned, scanned_episodes = _scan(RULE_CASES / case, RULES)
     assert {r for r, _, _ in scanned} == CASES[case]
     assert _live_triples(store, tmp_path, lines, RULES) == scanned
+    assert _episode_set(store.episodes()) == scanned_episodes
+
+
+def test_scan_db_stores_the_daemons_episodes_once(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # backfill_future_row: the daemon catching up after the log was written, and `scan --db` of the same
+    # log into another database, twice
+    source = RULE_CASES / "backfill_future_row"
+    runtime, target = _daemon(store, source, RULES)
+    poll = EventLogCollector([source]).poll(SCAN_NOW)
+    tick = max(s.observed_at for s in poll.samples) + timedelta(minutes=1)
+    runtime.poll(target, tick)
+    runtime.evaluate(tick)
+    daemon = store.episodes()
+    url = f"sqlite:///{tmp_path / 'scan.db'}"
+    upgrade(url)
+    outcomes = [run_cli(["scan", "--db", url, str(source)], capsys) for _ in range(2)]
+    assert [code for code, _, _ in outcomes] == [0, 0]
+    # read off the log (see test_recorded_rule_cases_live_and_scanned_agree): the jump and the drops
+    assert {e.rule for e in daemon} == {"future_timestamp", "late_drop_surge"}
+    assert f"and {len(daemon)} new finding episodes in" in outcomes[0][2]
+    assert "and 0 new finding episodes in" in outcomes[1][2]
+    scanned = open_store(url)
+    try:
+        assert _episode_set(scanned.episodes()) == _episode_set(daemon)
+    finally:
+        scanned.dispose()
+    # the daemon's alerts name their episodes
+    with store.sessions() as session:
+        named = {a.rule: a.episode_id for a in load_alerts(session).values()}
+    ids = {e.rule: e.id for e in daemon}
+    assert named == ids
 
 
 def test_daemon_started_after_the_log_was_written_catches_up(
@@ -158,6 +212,7 @@ def test_daemon_started_after_the_log_was_written_catches_up(
     poll = EventLogCollector([log_dir]).poll(SCAN_NOW)
     report = build_report(Evaluator(RULES), list(poll.samples))
     assert began == sorted((f.rule, f.job.job_id, f.observed_at) for f in report.findings)
+    assert _episode_set(store.episodes()) == _episode_set(report.episodes)
     assert len(began) == 9  # 5 late_drop_surge and 3 future_timestamp episodes (split by terminations), 1 restart
 
 
@@ -216,3 +271,26 @@ def test_every_other_recorded_log_scanned_and_caught_up_agree(
         rule_of = {fp: (a.rule, a.labels["job_id"]) for fp, a in load_alerts(session).items()}
     began = sorted((*rule_of[e.fingerprint], e.at) for e in events if e.kind is EventKind.PENDING)
     assert began == sorted((f.rule, f.job.job_id, f.observed_at) for f in report.findings)
+    assert _episode_set(store.episodes()) == _episode_set(report.episodes)
+
+
+def test_a_restarted_daemon_extends_the_episodes_open_when_it_stopped(store: Store, tmp_path: Path) -> None:
+    # never_seen_input's stall holds across the middle of the log: the daemon stops there and a new one
+    # (same store) reads the rest; its episodes are scan's, none begun twice
+    (log,) = (RULE_CASES / "never_seen_input").iterdir()
+    lines = _lines_with_times([json.loads(line) for line in log.read_text().splitlines()])
+    log_dir = tmp_path / "live"
+    log_dir.mkdir()
+    path = log_dir / "local-1.inprogress"
+    half = len(lines) // 2
+    for part in (lines[:half], lines[half:]):
+        runtime, target = _daemon(store, log_dir, RULES)  # a new process: nothing in memory
+        with path.open("a", encoding="utf-8") as handle:
+            for line, at in part:
+                handle.write(line + "\n")
+                handle.flush()
+                runtime.poll(target, at)
+                runtime.evaluate(at)
+        if part is lines[:half]:
+            assert any(e.is_open and e.rule == "watermark_stall" for e in store.episodes())
+    assert _episode_set(store.episodes()) == _scan(RULE_CASES / "never_seen_input", RULES)[1]
