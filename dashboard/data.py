@@ -36,18 +36,18 @@ from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
 from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
-from monitor.model import AlertState, Severity
-from monitor.reports.detailed import cause_indices
-from monitor.store import Store, open_store
+from monitor.facts import job_health, load_job_facts
+from monitor.model import AlertState, Engine
+from monitor.store import Store, load_samples, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
-from monitor.store.views import job_runs, job_summaries, series, stored_reports, watermark_points
-from rules.state_growth import theil_sen_slope
+from monitor.store.views import job_runs, job_summaries, series, stored_reports
+from monitor.timefmt import format_lag
 
 __all__ = [
-    "STALE_AFTER",
     "REPORT_PERIODS",
+    "STALE_AFTER",
     "DatabaseReport",
     "FlinkWhatIf",
     "JobDetail",
@@ -55,6 +55,8 @@ __all__ = [
     "add_silence",
     "alert_history",
     "alerts",
+    "bytes_text",
+    "count_text",
     "database_report",
     "db_label",
     "expire_silence",
@@ -66,7 +68,6 @@ __all__ = [
     "report_json",
     "scheduled_reports",
     "silences",
-    "sparklines",
     "token_configured",
     "token_ok",
     "whatif_flink",
@@ -110,253 +111,244 @@ def token_ok(presented: str) -> bool:
 
 
 def human_lag(seconds: float | None) -> str:
-    """A freshness / lag in seconds as text: ``"12 s"``, ``"3.5 min"``, ``"2.0 h"``, ``"1.1 y"``; a negative
-    value (the watermark ahead of processing time: a future-dated row moved it) says so; NaN is unknown."""
-    if seconds is None or pd.isna(seconds):
+    """A lag, freshness or duration in seconds as text (:func:`monitor.timefmt.format_lag`, the one
+    formatter): ``"12 s"``, ``"3.5 min"``, ``"... ahead"`` when negative, ``"unknown"`` for None/NaN."""
+    return format_lag(None if seconds is None or pd.isna(seconds) else float(seconds))
+
+
+def count_text(value: Any, unit: str = "") -> str:
+    """A count as ``"1,234"`` (with `` unit``), ``"unknown"`` for None/NaN."""
+    if value is None or pd.isna(value):
         return "unknown"
-    ahead = seconds < 0
-    v = abs(float(seconds))
-    for limit, unit, size in ((120, "s", 1), (7200, "min", 60), (172_800, "h", 3600), (63_072_000, "d", 86400)):
-        if v < limit:
-            text = f"{v / size:.0f} {unit}" if unit == "s" else f"{v / size:.1f} {unit}"
-            break
-    else:
-        text = f"{v / 31_557_600:.1f} y"
-    return f"{text} ahead" if ahead else text
+    return f"{int(value):,}{' ' + unit if unit else ''}"
+
+
+def bytes_text(value: Any) -> str:
+    """A size in bytes as ``"27.5 KiB"``, ``"unknown"`` for None/NaN."""
+    if value is None or pd.isna(value):
+        return "unknown"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} TiB"
 
 
 def _ts(value: datetime | None) -> pd.Timestamp | None:
     return None if value is None else pd.Timestamp(value)
 
 
-def _health_by_job(alert_list: list[Any]) -> dict[tuple[str, str], tuple[Severity, int, int, str]]:
-    """(engine, job_id) -> (worst firing severity, firing count, pending count, worst rule)."""
-    out: dict[tuple[str, str], tuple[Severity, int, int, str]] = {}
-    for a in alert_list:
-        if a.state not in (AlertState.FIRING, AlertState.PENDING):
-            continue
-        key = (a.labels.get("engine", ""), a.labels.get("job_id", ""))
-        sev, firing, pending, rule = out.get(key, (Severity.OK, 0, 0, ""))
-        if a.state is AlertState.FIRING:
-            firing += 1
-            if a.severity > sev:
-                sev, rule = a.severity, a.rule
-        else:
-            pending += 1
-        out[key] = (sev, firing, pending, rule)
-    return out
+def _job_window(newest: datetime | None, length: timedelta) -> tuple[datetime, datetime]:
+    """``[newest - length, newest + 1 ms)``: a window ending at the job's newest sample (the data's own
+    clock: a recorded job is shown over its own last hours, not today's)."""
+    end = (newest or now()) + timedelta(milliseconds=1)
+    return end - length, end
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def fleet() -> pd.DataFrame:
-    """One row per job: ``engine, job_id, name, health, firing, pending, worst_rule, observed_at,
-    freshness_s`` (the newest sample's processing time minus its watermark), ``input_rows_per_second,
-    state_rows, lag_offsets, runs, stale`` (no sample for :data:`STALE_AFTER`)."""
+    """One row per job: ``engine, job_id, name, health`` (:func:`monitor.facts.job_health`: the worst
+    firing severity now), ``severity, firing, pending, worst_rule, observed_at`` (its newest sample),
+    ``freshness_s`` (:class:`monitor.facts.FreshnessFacts` ``last_s``: the newest batch's processing time
+    minus its watermark), ``num_input_rows, state`` (text: rows, or Flink's checkpointed bytes), ``lag``
+    (text: the Kafka group's offsets behind), ``freshness_series`` (the facts' freshness per batch over
+    :data:`SPARK_WINDOW`, seconds), ``runs, stale`` (no sample for :data:`STALE_AFTER`)."""
     with _store().sessions() as session:
         summaries = job_summaries(session)
-        alert_list = list(load_alerts(session, states=[AlertState.FIRING, AlertState.PENDING]).values())
-    health = _health_by_job(alert_list)
+        by_job: dict[tuple[str, str], list[Any]] = {}
+        for a in load_alerts(session).values():
+            by_job.setdefault((a.labels.get("engine", ""), a.labels.get("job_id", "")), []).append(a)
+        recent = {}
+        for s in summaries:
+            since, until = _job_window(s.observed_at, SPARK_WINDOW)
+            recent[(s.engine, s.job_id)] = load_job_facts(session, Engine(s.engine), s.job_id, since, until)
     at = now()
     rows = []
     for s in summaries:
-        sev, firing, pending, rule = health.get((s.engine, s.job_id), (Severity.OK, 0, 0, ""))
-        fresh = None
-        if s.observed_at is not None and s.watermark is not None and s.watermark.year > 1970:
-            fresh = (s.observed_at - s.watermark).total_seconds()
+        health = job_health(by_job.get((s.engine, s.job_id), []))
+        facts = recent.get((s.engine, s.job_id))
+        state = "unknown"
+        if facts is not None and facts.state.last is not None:
+            state = bytes_text(facts.state.last) if facts.state.unit == "bytes" else count_text(facts.state.last, "rows")
         rows.append(
             {
                 "engine": s.engine,
                 "job_id": s.job_id,
                 "name": s.name or s.job_id,
-                "health": sev.label(),
-                "severity": int(sev),
-                "firing": firing,
-                "pending": pending,
-                "worst_rule": rule,
+                "health": health.now.label(),
+                "severity": int(health.now),
+                "firing": health.firing,
+                "pending": health.pending,
+                "worst_rule": health.worst_rule or "",
                 "observed_at": _ts(s.observed_at),
-                "freshness_s": fresh,
+                "freshness_s": None if facts is None else facts.freshness.last_s,
                 "input_rows_per_second": s.input_rows_per_second,
                 "num_input_rows": s.num_input_rows,
-                "state_rows": s.state_rows_total,
-                "lag_offsets": s.lag_offsets,
+                "state": state,
+                "lag": count_text(s.lag_offsets, "offsets") if s.engine == "kafka" else "",
+                "freshness_series": [] if facts is None else
+                [b.freshness_s for b in facts.batches if b.freshness_s is not None],
                 "runs": s.runs,
                 "stale": s.observed_at is None or at - s.observed_at > STALE_AFTER,
             }
         )
     columns = ["engine", "job_id", "name", "health", "severity", "firing", "pending", "worst_rule", "observed_at",
-               "freshness_s", "input_rows_per_second", "num_input_rows", "state_rows", "lag_offsets", "runs", "stale"]
+               "freshness_s", "input_rows_per_second", "num_input_rows", "state", "lag", "freshness_series", "runs",
+               "stale"]
     return pd.DataFrame(rows, columns=columns)
-
-
-@st.cache_data(ttl=_TTL, show_spinner=False)
-def sparklines() -> pd.DataFrame:
-    """Every job's watermark lag over the last :data:`SPARK_WINDOW` (from the newest whole-job sample):
-    ``engine, job_id, observed_at, watermark_lag_s``; the epoch placeholder watermark is left out."""
-    known = fleet()["observed_at"].dropna()
-    if known.empty:
-        return pd.DataFrame(columns=["engine", "job_id", "observed_at", "watermark_lag_s"])
-    newest = known.max().to_pydatetime()
-    with _store().sessions() as session:
-        rows = watermark_points(session, newest - SPARK_WINDOW)
-    frame = pd.DataFrame(rows, columns=["engine", "job_id", "observed_at", "watermark"])
-    frame["observed_at"] = pd.to_datetime(frame["observed_at"], utc=True, format="mixed")
-    frame["watermark"] = pd.to_datetime(frame["watermark"], utc=True, format="mixed")
-    frame = frame[frame["watermark"].dt.year > 1970]  # Spark's placeholder before the first watermark
-    frame["watermark_lag_s"] = (frame["observed_at"] - frame["watermark"]).dt.total_seconds()
-    return frame[["engine", "job_id", "observed_at", "watermark_lag_s"]].reset_index(drop=True)
-
-
-_JOB_FIELDS = [
-    "batch_id", "watermark", "event_time_max", "num_input_rows", "batch_duration_ms", "dropped_by_watermark",
-    "state_rows_total", "state_rows_removed", "state_memory_bytes", "lag_offsets", "lag_seconds", "idle_ms",
-]
 
 
 @dataclass(frozen=True)
 class JobDetail:
-    """One job's page data.
+    """One job's page data over :data:`JOB_WINDOW` (ending at its newest sample), from the job facts
+    (:func:`monitor.facts.load_job_facts`); the page computes nothing.
 
     Attributes:
         summary: the fleet row of the job (a dict of :func:`fleet`'s columns).
-        batches: whole-job samples, one row each: ``run_id, observed_at, kind`` and :data:`_JOB_FIELDS`.
-        scopes: per source/partition/subtask samples: ``scope, observed_at, num_input_rows, watermark,
-            lag_offsets, idle_ms``.
-        runs: ``run_id, first_seen, last_seen``.
+        batches: the job-scope observations (Spark micro-batches, Flink/Kafka polls): ``observed_at,
+            batch_id, run_id, watermark, event_time_max, freshness_s, input_rows, dropped_rows, state_rows,
+            state_bytes, lag_offsets, lag_seconds, batch_duration_ms``.
+        scopes: per input / vertex subtask / partition: ``name, source, partition, subtask, vertex,
+            observed_at, watermark, input_rows, dropped_rows, idle_ms, lag_offsets, lag_seconds,
+            backpressure_pct, end_of_input``.
+        lag: per Kafka partition, worst Burrow status first: ``topic, partition, status, lag_offsets,
+            lag_offsets_max, lag_seconds, lag_seconds_max, owned`` (a live member owns it: ``yes``/``no``/
+            ``unknown``); ``lag_status``: the group's status; ``members``: the group's member count as the
+            collector last saw it (``None``: unknown).
+        runs: ``run_id, first_seen, last_seen``; ``restarts``: when the job restarted in the window.
         alerts: the job's alerts (:func:`alerts` columns).
-        drops: batches that dropped rows: ``batch_id, observed_at, dropped_by_watermark, cause_batch_id,
-            cause_event_time_max`` (the earlier batch whose event-time max set the watermark the rows were
-            late against: Spark's watermark is the max event time seen minus the delay).
-        holding_min: the input holding the minimum watermark back, with why, or ``None``.
-        state_slope_per_h: the state rows' Theil-Sen trend (rows per hour) over the window, ``None`` with
-            fewer than 3 points; ``state_projection``: ``observed_at, state_rows`` of that trend ahead.
+        drops: what dropped rows: ``batch_id, observed_at, event_time_max, dropped_rows, mis_dated, ahead_s``
+            (most rows first); ``dropped_rows``: the total (``None``: no count reported);
+            ``drops_by_scope``: Flink's drops per window-vertex subtask ``name, dropped_rows``.
+        holding_min: who holds the minimum watermark: ``name, reason`` (the one the rules name), or ``None``.
+        state_unit / state_slope_per_h / state_growing / state_projected_24h: the state trend
+            (:class:`monitor.facts.StateFacts`); ``state_projection``: ``observed_at, state`` of that trend
+            ahead (empty unless growing).
         trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
+        inferred_delay_s: the watermark delay inferred from the batches.
     """
 
     summary: dict[str, Any]
     batches: pd.DataFrame
     scopes: pd.DataFrame
+    lag: pd.DataFrame
+    lag_status: str
+    members: int | None
     runs: pd.DataFrame
+    restarts: list[pd.Timestamp]
     alerts: pd.DataFrame
     drops: pd.DataFrame
-    holding_min: str | None
+    dropped_rows: int | None
+    drops_by_scope: pd.DataFrame
+    holding_min: dict[str, str] | None
+    state_unit: str
     state_slope_per_h: float | None
+    state_growing: bool
+    state_projected_24h: float | None
     state_projection: pd.DataFrame
     trigger_ms: float | None
+    inferred_delay_s: float | None
 
 
-def _drop_causes(batches: pd.DataFrame) -> pd.DataFrame:
-    columns = ["batch_id", "observed_at", "dropped_by_watermark", "cause_batch_id", "cause_event_time_max"]
-    if batches.empty:
-        return pd.DataFrame(columns=columns)
-    times = [None if pd.isna(t) else t.to_pydatetime() for t in batches["event_time_max"]]
-    dropped = [None if pd.isna(d) else int(d) for d in batches["dropped_by_watermark"]]
-    out = []
-    for i, cause in enumerate(cause_indices(times, dropped)):
-        if dropped[i]:
-            b = batches.iloc[i]
-            c = None if cause is None else batches.iloc[cause]
-            out.append((b["batch_id"], b["observed_at"], dropped[i], None if c is None else c["batch_id"],
-                        None if c is None else c["event_time_max"]))
-    return pd.DataFrame(out, columns=columns)
+_BATCH_COLUMNS = ["observed_at", "batch_id", "run_id", "watermark", "event_time_max", "freshness_s", "input_rows",
+                  "dropped_rows", "state_rows", "state_bytes", "lag_offsets", "lag_seconds"]
+_SCOPE_COLUMNS = ["name", "source", "partition", "subtask", "vertex", "observed_at", "watermark", "input_rows",
+                  "dropped_rows", "idle_ms", "lag_offsets", "lag_seconds", "backpressure_pct", "end_of_input"]
 
 
-def _holding_min(scopes: pd.DataFrame) -> str | None:
-    if scopes.empty:
-        return None
-    marks = scopes[scopes["watermark"].notna()]
-    if not marks.empty:  # Flink subtasks / inputs report their own watermarks: the minimum holds the job
-        newest = marks.sort_values("observed_at").groupby("scope").tail(1)
-        if newest["scope"].nunique() > 1:
-            low = newest.sort_values("watermark").iloc[0]
-            return f"{low['scope']} (watermark {low['watermark']:%Y-%m-%d %H:%M:%S} UTC, the lowest of its siblings)"
-    rows = scopes[scopes["num_input_rows"].notna()]
-    if rows.empty or rows["scope"].nunique() < 2:
-        return None
-    newest_at = rows["observed_at"].max()
-    recent = rows[rows["observed_at"] >= newest_at - pd.Timedelta(seconds=30)]
-    totals = recent.groupby("scope")["num_input_rows"].sum()
-    idle = totals[totals == 0]
-    if idle.empty or (totals > 0).sum() == 0:
-        return None
-    name = str(idle.index[0])
-    had = rows[(rows["scope"] == name) & (rows["num_input_rows"] > 0)]
-    since = f" since {had['observed_at'].max():%H:%M:%S} UTC" if not had.empty else " in the window shown"
-    return f"{name}: no rows{since} while the other inputs deliver; with the min policy it holds the watermark"
+def _times(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    for col in columns:
+        frame[col] = pd.to_datetime(frame[col], utc=True)
+    return frame
 
 
-def _theil_sen(batches: pd.DataFrame) -> tuple[float | None, pd.DataFrame]:
-    """The state rows' trend (:func:`rules.state_growth.theil_sen_slope`, the rule's estimator), rows/h, and
-    the line it projects past the newest point, as far as the fitted points span (at most 30 min)."""
-    empty = pd.DataFrame(columns=["observed_at", "state_rows"])
-    points = batches[["observed_at", "state_rows_total"]].dropna().tail(120)
-    if len(points) < 3:
-        return None, empty
-    t0 = points["observed_at"].iloc[0]
-    xs = (points["observed_at"] - t0).dt.total_seconds().tolist()
-    ys = points["state_rows_total"].astype(float).tolist()
-    if xs[-1] <= 0:
-        return None, empty
-    slope = theil_sen_slope(xs, ys)
-    last_x, last_y = xs[-1], float(np.median([y - slope * x for x, y in zip(xs, ys, strict=True)])) + slope * xs[-1]
-    ahead = min(1800.0, last_x)  # as far ahead as the fit looks back (at most 30 min)
-    projection = pd.DataFrame({
-        "observed_at": [t0 + pd.Timedelta(seconds=last_x), t0 + pd.Timedelta(seconds=last_x + ahead)],
-        "state_rows": [last_y, last_y + slope * ahead],
-    })
-    return slope * 3600.0, projection
+def _owned(extra: dict[str, Any]) -> str:
+    value = extra.get("assigned")
+    return "unknown" if value is None else "yes" if value else "no"
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def job_detail(engine: str, job_id: str) -> JobDetail | None:
-    """The job's data over the last :data:`JOB_WINDOW` (from its newest sample); ``None``: no such job."""
+    """The job's data over the last :data:`JOB_WINDOW` (from its newest sample); ``None``: no such job in
+    this database."""
     summaries = fleet()
     match = summaries[(summaries["engine"] == engine) & (summaries["job_id"] == job_id)]
     if match.empty:
         return None
     summary = match.iloc[0].to_dict()
     newest = summary["observed_at"]
-    since = (newest.to_pydatetime() if newest is not None and not pd.isna(newest) else now()) - JOB_WINDOW
+    since, until = _job_window(None if newest is None or pd.isna(newest) else newest.to_pydatetime(), JOB_WINDOW)
+    members = None
     with _store().sessions() as session:
-        rows = series(session, _JOB_FIELDS, since=since, job_id=job_id, engine=engine, job_scope_only=False)
+        facts = load_job_facts(session, Engine(engine), job_id, since, until)
+        durations = series(session, ["batch_duration_ms"], since=since, until=until, job_id=job_id, engine=engine)
         runs = job_runs(session, engine, job_id)
-    whole = [r for r in rows if r[5] is None and r[6] is None and r[7] is None]
-    batches = pd.DataFrame(
-        [(r[2], r[3], r[4], *r[8:]) for r in whole], columns=["run_id", "observed_at", "kind", *_JOB_FIELDS]
+        if engine == "kafka":  # the collector's member count, as Burrow / the exporter reported it
+            whole = [s for s in load_samples(session, job_id=job_id, since=until - SPARK_WINDOW, until=until,
+                                             engine=Engine.KAFKA) if s.scope.is_job()]
+            count = whole[-1].extra.get("members") if whole else None
+            members = count if isinstance(count, int) else None
+    if facts is None:
+        return None
+    batches = _times(pd.DataFrame([{c: getattr(b, c) for c in _BATCH_COLUMNS} for b in facts.batches],
+                                  columns=_BATCH_COLUMNS), ["observed_at", "watermark", "event_time_max"])
+    duration = {pd.Timestamp(r[3]): r[8] for r in durations}
+    batches["batch_duration_ms"] = [duration.get(t) for t in batches["observed_at"]]
+    scope_rows = []
+    for sc in facts.scopes:
+        vertex = sc.newest.extra.get("vertex") or sc.scope.source or sc.scope.operator
+        for pt in sc.points:
+            scope_rows.append({
+                "name": sc.name, "source": sc.scope.source, "partition": sc.scope.partition,
+                "subtask": sc.scope.subtask, "vertex": vertex if sc.scope.subtask is not None else None,
+                "observed_at": pt.observed_at, "watermark": pt.watermark, "input_rows": pt.input_rows,
+                "dropped_rows": pt.dropped_rows, "idle_ms": pt.idle_ms, "lag_offsets": pt.lag_offsets,
+                "lag_seconds": pt.lag_seconds,
+                "backpressure_pct": None if pt.backpressure_ratio is None else 100.0 * pt.backpressure_ratio,
+                "end_of_input": pt.end_of_input,
+            })
+    scopes = _times(pd.DataFrame(scope_rows, columns=_SCOPE_COLUMNS), ["observed_at", "watermark"])
+    owned = {(sc.scope.source, sc.scope.partition): _owned(sc.newest.extra) for sc in facts.scopes}
+    lag = pd.DataFrame(
+        [{"topic": p.topic, "partition": p.partition, "status": p.status, "lag_offsets": p.lag_offsets,
+          "lag_offsets_max": p.lag_offsets_max, "lag_seconds": p.lag_seconds, "lag_seconds_max": p.lag_seconds_max,
+          "owned": owned.get((p.topic, p.partition), "unknown")} for p in facts.lag],
+        columns=["topic", "partition", "status", "lag_offsets", "lag_offsets_max", "lag_seconds", "lag_seconds_max",
+                 "owned"],
     )
-    scoped = []
-    for r in rows:
-        if r[5] is None and r[6] is None and r[7] is None:
-            continue
-        parts = [str(r[5])] if r[5] is not None else []
-        if r[6] is not None:
-            parts.append(f"partition {r[6]}")
-        if r[7] is not None:
-            parts.append(f"subtask {r[7]}")
-        f = dict(zip(_JOB_FIELDS, r[8:], strict=True))
-        scoped.append((" ".join(parts), r[3], f["num_input_rows"], f["watermark"], f["lag_offsets"], f["idle_ms"]))
-    scopes = pd.DataFrame(scoped, columns=["scope", "observed_at", "num_input_rows", "watermark", "lag_offsets", "idle_ms"])
-    for frame in (batches, scopes):
-        for col in ("observed_at", "watermark", "event_time_max"):
-            if col in frame:
-                frame[col] = pd.to_datetime(frame[col], utc=True)
-    if not batches.empty:
-        real = batches["watermark"].where(batches["watermark"].dt.year > 1970)
-        batches["watermark"] = real
-        batches["freshness_s"] = (batches["observed_at"] - real).dt.total_seconds()
+    causes = _times(pd.DataFrame(
+        [{"batch_id": c.batch_id, "observed_at": c.observed_at, "event_time_max": c.event_time_max,
+          "dropped_rows": c.dropped_rows, "mis_dated": c.mis_dated or "", "ahead_s": c.ahead_s}
+         for c in facts.drops.causes],
+        columns=["batch_id", "observed_at", "event_time_max", "dropped_rows", "mis_dated", "ahead_s"],
+    ), ["observed_at", "event_time_max"])
+    state = facts.state
+    projection = pd.DataFrame(columns=["observed_at", "state"])
+    known = batches[["observed_at", "state_bytes" if state.unit == "bytes" else "state_rows"]].dropna()
+    if state.growing and state.slope_per_h is not None and state.last is not None and not known.empty:
+        # the trend drawn ahead as far as the fit looks back (at most 30 min)
+        last_at = known["observed_at"].iloc[-1]
+        ahead = min(pd.Timedelta(minutes=30), max(last_at - known["observed_at"].iloc[0], pd.Timedelta(seconds=1)))
+        grown = state.slope_per_h * (ahead / pd.Timedelta(hours=1))
+        projection = pd.DataFrame({"observed_at": [last_at, last_at + ahead],
+                                   "state": [float(state.last), float(state.last) + grown]})
     run_frame = pd.DataFrame(
         [(r.run_id, pd.Timestamp(r.first_seen), pd.Timestamp(r.last_seen)) for r in runs],
         columns=["run_id", "first_seen", "last_seen"],
     )
     all_alerts = alerts()
     job_alerts = all_alerts[(all_alerts["engine"] == engine) & (all_alerts["job_id"] == job_id)]
-    progress = batches[batches["kind"] == "progress"] if not batches.empty else batches
-    slope, projection = _theil_sen(progress) if not progress.empty else (None, pd.DataFrame())
-    spacing = progress["observed_at"].diff().dt.total_seconds().dropna() if not progress.empty else pd.Series()
-    trigger = float(spacing.median()) * 1000 if len(spacing) else None
+    hold = facts.holding_min
     return JobDetail(
-        summary, batches, scopes, run_frame, job_alerts.reset_index(drop=True),
-        drops=_drop_causes(progress),
-        holding_min=_holding_min(scopes), state_slope_per_h=slope, state_projection=projection, trigger_ms=trigger,
+        summary=summary, batches=batches, scopes=scopes, lag=lag, lag_status=facts.lag_status, members=members,
+        runs=run_frame, restarts=[pd.Timestamp(t) for t in facts.restarts], alerts=job_alerts.reset_index(drop=True),
+        drops=causes, dropped_rows=facts.drops.dropped_rows,
+        drops_by_scope=pd.DataFrame(list(facts.drops.by_scope), columns=["name", "dropped_rows"]),
+        holding_min=None if hold is None else {"name": hold.name, "reason": hold.reason},
+        state_unit=state.unit, state_slope_per_h=state.slope_per_h, state_growing=state.growing,
+        state_projected_24h=state.projected_24h, state_projection=projection, trigger_ms=facts.batch_spacing_ms,
+        inferred_delay_s=facts.inferred_delay_s,
     )
 
 

@@ -149,7 +149,7 @@ def test_job_page_names_the_input_holding_the_watermark(app_env: Seeded) -> None
     jobs, _, _, _ = stored(app_env)
     job = next(j for j in jobs if j.name == "orders_payments")
     at = run("views/job.py", engine="spark", job_id=job.job_id)
-    assert any("Holding the minimum watermark: **KafkaV2[Subscribe[payments]]" in w.value for w in at.warning)
+    assert any("Holding the minimum watermark: **source `KafkaV2[Subscribe[payments]]`**" in w.value for w in at.warning)
 
 
 def test_job_page_counts_the_restart(app_env: Seeded) -> None:
