@@ -72,12 +72,12 @@ def time_tooltips(field: str = "observed_at") -> list[alt.Tooltip]:
 
 
 #: The least a clipped time chart shows beyond its processing times, each side.
-CLIP_MARGIN = pd.Timedelta(hours=1)
+CLIP_MARGIN = pd.Timedelta(minutes=10)
 
 
 def clip_range(times: pd.Series, *, margin: pd.Timedelta = CLIP_MARGIN) -> tuple[pd.Timestamp, pd.Timestamp] | None:
     """The range a time chart over ``times`` (its processing times) shows on its value axis: those times
-    widened by their own span and by ``margin`` on each side; ``None`` without a time. A watermark or event
+    widened on each side by their own span or ``margin``, whichever is larger; ``None`` without a time. A watermark or event
     time outside it is far off (a mis-dated row, an epoch placeholder) and is clipped."""
     known = pd.to_datetime(times.dropna(), utc=True)
     if known.empty:
@@ -110,7 +110,7 @@ def lines_over_time(
     long = frame[[time_field, *columns]].melt(time_field, var_name="series", value_name="value").dropna()
     long["series"] = long["series"].map(lambda c: names.get(c, c))
     temporal = y_type == "temporal"
-    off = pd.DataFrame(columns=[time_field, "series", "value", "label"])
+    off = pd.DataFrame(columns=[time_field, "series", "value", "real", "label"])
     if temporal:
         long["value"] = pd.to_datetime(long["value"], utc=True)
         if clip is not None and not long.empty:
@@ -118,7 +118,13 @@ def lines_over_time(
             outside = (long["value"] < lo) | (long["value"] > hi)
             if outside.any():
                 off = long[outside].copy()
-                off["label"] = [f"{v:%Y-%m-%d %H:%M:%S} (off the chart)" for v in off["value"]]
+                off["real"] = [f"{v:%Y-%m-%d %H:%M:%S} (off the chart)" for v in off["value"]]
+                # one label for the chart, at the first point off it: each series' values there (the jump)
+                firsts = off.drop_duplicates(["series", "real"])
+                text = "; ".join(f"{r['series']} {r['real'].removesuffix(' (off the chart)')}"
+                                 for _, r in firsts.head(4).iterrows()) + " (off the chart)"
+                off["label"] = ""
+                off.loc[off.index[0], "label"] = text
                 off["value"] = off["value"].clip(lower=lo, upper=hi)
                 long = long[~outside]
     x = time_x(time_field, span=_span(frame[time_field]))
@@ -127,7 +133,7 @@ def lines_over_time(
                   axis=alt.Axis(format=time_format(_span(long["value"]))))
         value_tip = alt.Tooltip("utcyearmonthdatehoursminutesseconds(value):T", title="value (UTC)", format=_FULL)
     else:
-        y = alt.Y("value:Q", title=y_title)
+        y = alt.Y("value:Q", title=y_title, axis=alt.Axis(format=value_format))
         value_tip = alt.Tooltip("value:Q", title=y_title, format=value_format)
     color = alt.Color("series:N", legend=_LEGEND)
     chart = (
@@ -141,12 +147,14 @@ def lines_over_time(
         base = alt.Chart(off)
         layers.append(base.mark_point(shape="triangle-up", size=90, filled=True).encode(
             x=x, y=alt.Y("value:T"), color=color,
-            tooltip=[*time_tooltips(time_field), alt.Tooltip("series:N"), alt.Tooltip("label:N", title="value")],
+            tooltip=[*time_tooltips(time_field), alt.Tooltip("series:N"), alt.Tooltip("real:N", title="value")],
         ))
-        layers.append(base.mark_text(align="left", dx=6, dy=10, fontSize=11).encode(
+        layers.append(alt.Chart(off[off["label"] != ""]).mark_text(align="left", dx=6, dy=12, fontSize=11).encode(
             x=x, y=alt.Y("value:T"), text="label:N", color=color,
         ))
-    return alt.LayerChart(layer=layers)
+    # Streamlit fits the whole chart (legend included) into its height: give each legend row its own room
+    rows = -(-long["series"].nunique() // 2)
+    return alt.LayerChart(layer=layers).properties(height=_HEIGHT + 24 * rows + 40)
 
 
 def bars_over_time(frame: pd.DataFrame, column: str, *, y_title: str, color: str = "#c0392b",

@@ -159,9 +159,9 @@ if engine == "kafka":
         st.stop()
     most = lag.sort_values("lag_offsets", ascending=False, na_position="last").iloc[0]
     if not pd.isna(most["lag_offsets"]):
+        behind = "" if pd.isna(most["lag_seconds"]) else f", {data.human_lag(most['lag_seconds'])} behind in time"
         st.warning(f"Most lag: **{most['topic']} partition {int(most['partition'])}**: "
-                   f"{data.count_text(most['lag_offsets'])} offsets behind "
-                   f"({data.human_lag(most['lag_seconds'])}), status {most['status']}")
+                   f"{data.count_text(most['lag_offsets'])} offsets behind{behind}; status {most['status']}")
     table = pd.DataFrame({
         "topic": lag["topic"], "partition": lag["partition"].astype(int), "status (Burrow)": lag["status"],
         "lag (offsets)": [data.count_text(v) for v in lag["lag_offsets"]],

@@ -162,6 +162,25 @@ def test_demo_dashboard_in_a_real_browser_then_every_fault_notified(demo: _Demo,
             assert "clicks_per_window" not in body and "orders_payments" not in body
             assert "more firing findings" not in body  # all of theirs are listed, the Spark ones not counted
             assert console == [], console
+            # the Kafka group's page shows its lag per partition, the Flink job's its watermarks per subtask
+            # (a deep link: its health-probe 404 is the known console noise, so the console is not checked)
+            job_pages = {
+                "kafka&job_id=demo-kafka/ledger-writer": ["Consumer lag per partition", "Most lag:", "status (Burrow)",
+                                                          "settlements"],
+                "flink&job_id=device-telemetry-windows": ["Watermarks per vertex and subtask",
+                                                          "Holding the minimum watermark", "Checkpointed state"],
+            }
+            for query, texts in job_pages.items():
+                page.goto(f"{dashboard}job?engine={query}")
+                _settle(page)
+                body = page.locator("[data-testid='stMain']").inner_text()
+                name = query.split("=")[-1].replace("/", "_")
+                (tmp_path / f"job-{name}.txt").write_text(body)
+                page.screenshot(path=str(tmp_path / f"job-{name}.png"))
+                for text in texts:
+                    assert text in body, f"job page {query}: {text!r} not on the page"
+                assert "No consumer lag reported" not in body and "None" not in body.split()
+                assert page.locator("[data-testid='stException']").count() == 0, query
             page.goto(receiver)
             page.wait_for_load_state()
             text = page.inner_text("body")

@@ -410,8 +410,8 @@ def test_spark_job_page_clips_the_future_row_and_shows_no_none(app_env: Seeded) 
     for chart in at.get("vega_lite_chart"):
         for ds in chart.proto.datasets:
             frame = pa.ipc.open_stream(ds.data.data).read_all().to_pandas()
-            labels |= set(frame["label"]) if "label" in frame else set()
-    # its event time is drawn at the chart's edge, labelled with its real value
+            labels |= set(frame["real"]) if "real" in frame else set()
+    # its event time is drawn at the chart's edge, with its real value
     assert f"{future:%Y-%m-%d %H:%M:%S} (off the chart)" in labels, labels
     assert "None" not in page_text(at)
 
