@@ -116,7 +116,7 @@ def test_demo_dashboard_in_a_real_browser_then_every_fault_notified(demo: _Demo,
     checks = {
         "Fleet": ["Fleet", "clicks_per_window", "future_timestamp", "orders_payments", "watermark_stall",
                   "device-telemetry-windows", "idle_source", "ledger-writer", "consumer_lag"],
-        "Job": ["Findings", "Watermark, event time and processing time", "Rows dropped by the watermark"],
+        "Job": ["Findings", "Watermarks per vertex and subtask"],  # the first job: the Flink one
         "Alerts": ["firing", "future_timestamp", "state_growth", "Silences"],
         "What-if lab": ["Delay sweep", "moved most in"],
         "Reports": ["Reports"],
@@ -181,6 +181,15 @@ def test_demo_dashboard_in_a_real_browser_then_every_fault_notified(demo: _Demo,
                     assert text in body, f"job page {query}: {text!r} not on the page"
                 assert "No consumer lag reported" not in body and "None" not in body.split()
                 assert page.locator("[data-testid='stException']").count() == 0, query
+            # a Spark query's page, chosen in the job picker as a person does
+            page.locator("[data-testid='stSelectbox']").first.click()
+            page.locator("[role='option']", has_text="clicks_per_window").first.click()
+            _settle(page)
+            body = page.locator("[data-testid='stMain']").inner_text()
+            (tmp_path / "job-clicks_per_window.txt").write_text(body)
+            page.screenshot(path=str(tmp_path / "job-clicks_per_window.png"))
+            for text in ("Watermark, event time and processing time", "Rows dropped by the watermark", "(off the chart)"):
+                assert text in body, f"job page clicks_per_window: {text!r} not on the page"
             page.goto(receiver)
             page.wait_for_load_state()
             text = page.inner_text("body")
