@@ -22,6 +22,7 @@ __all__ = [
     "AnyChart",
     "bars_over_time",
     "clip_range",
+    "episode_timeline",
     "lines_over_time",
     "rule_line",
     "time_format",
@@ -188,4 +189,25 @@ def time_marks(times: pd.DataFrame, field: str, label_field: str, color: str = "
     chart: alt.LayerChart = base.mark_rule(color=color, strokeWidth=2).encode(
         x=x, tooltip=[*time_tooltips(field), alt.Tooltip(f"{label_field}:N", title="what")]
     ) + base.mark_text(align="left", dx=3, dy=-80, color=color).encode(x=x, text=f"{label_field}:N")
+    return chart
+
+
+_SEVERITY_COLORS = alt.Scale(domain=["critical", "warning", "info"], range=["#c0392b", "#d68910", "#2980b9"])
+
+
+def episode_timeline(frame: pd.DataFrame) -> alt.LayerChart:
+    """Finding episodes on a timeline (:func:`dashboard.data.episodes` columns): one row per rule (and scope),
+    a bar from ``first_at`` to ``last_at`` coloured by severity, a dot where each began; the tooltip gives
+    the batches, how it ended and the message."""
+    data = frame.assign(what=[f"{r} ({s})" if s else r for r, s in zip(frame["rule"], frame["scope"], strict=True)])
+    base = alt.Chart(data).encode(
+        y=alt.Y("what:N", title=None, axis=alt.Axis(labelLimit=400)),
+        color=alt.Color("severity:N", scale=_SEVERITY_COLORS, title="severity"),
+        tooltip=[*time_tooltips("first_at"), alt.Tooltip("batches:N"), alt.Tooltip("ended_by:N", title="ended"),
+                 alt.Tooltip("message:N")],
+    )
+    chart: alt.LayerChart = (
+        base.mark_rule(strokeWidth=8).encode(x=time_x("first_at"), x2="last_at:T")
+        + base.mark_point(filled=True, size=60).encode(x=time_x("first_at"))
+    ).properties(height=max(60, 28 * data["what"].nunique()))
     return chart

@@ -36,13 +36,14 @@ from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
 from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
-from monitor.facts import job_health, load_job_facts
-from monitor.model import AlertState, Engine
-from monitor.store import Store, load_samples, open_store
+from monitor.facts import job_health
+from monitor.facts.source import load_job_facts
+from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
+from monitor.store import Store, load_episodes, load_samples, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
-from monitor.store.views import job_runs, job_summaries, series, stored_reports
+from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
 from monitor.timefmt import format_lag
 
 __all__ = [
@@ -59,11 +60,13 @@ __all__ = [
     "count_text",
     "database_report",
     "db_label",
+    "episodes",
     "expire_silence",
     "fleet",
     "human_lag",
     "job_detail",
     "now",
+    "period_since",
     "report_files",
     "report_json",
     "scheduled_reports",
@@ -78,6 +81,9 @@ STALE_AFTER = timedelta(minutes=2)
 #: How far back the fleet's sparklines and a job's timelines reach (from the newest sample).
 SPARK_WINDOW = timedelta(minutes=10)
 JOB_WINDOW = timedelta(hours=2)
+#: The period whose finding episodes the Fleet and Job pages show (back from the newest stored sample: the
+#: data's own clock, so a scanned recording shows its findings whenever it is looked at).
+PERIOD = timedelta(days=7)
 _TTL = 5  # seconds
 
 
@@ -146,16 +152,81 @@ def _job_window(newest: datetime | None, length: timedelta) -> tuple[datetime, d
     return end - length, end
 
 
+_EPISODE_COLUMNS = [
+    "id", "engine", "job_id", "job_name", "rule", "severity", "scope", "first_at", "last_at", "first_batch_id",
+    "last_batch_id", "batches", "ended_by", "notified", "history", "message", "caused_by", "causes",
+]
+
+
+def _batches_text(first: int | None, last: int | None) -> str:
+    """``batch 6``, ``batches 6-9``, or ``""`` where there are no batches (Flink, Kafka)."""
+    if first is None and last is None:
+        return ""
+    if first is None or last is None or first == last:
+        return f"batch {first if first is not None else last}"
+    return f"batches {first}-{last}"
+
+
+def _episode_row(e: FindingEpisode) -> dict[str, Any]:
+    return {
+        "id": e.id, "engine": e.job.engine.value, "job_id": e.job.job_id, "job_name": e.job.name or e.job.job_id,
+        "rule": e.rule, "severity": e.severity.label(),
+        "scope": ", ".join(f"{k}={v}" for k, v in e.scope.labels().items()),
+        "first_at": pd.Timestamp(e.first_at), "last_at": pd.Timestamp(e.last_at),
+        "first_batch_id": e.first_batch_id, "last_batch_id": e.last_batch_id,
+        "batches": _batches_text(e.first_batch_id, e.last_batch_id),
+        "ended_by": "open" if e.ended_by is None else e.ended_by.value, "notified": e.notified,
+        "history": e.history, "message": e.message, "caused_by": list(e.caused_by), "causes": list(e.causes),
+    }  # fmt: skip
+
+
+def period_since() -> datetime:
+    """The start of the period the pages show episodes of: :data:`PERIOD` before the newest stored sample
+    (before :func:`now` on an empty store)."""
+    with _store().sessions() as session:
+        newest = newest_sample_time(session)
+    return (newest or now()) - PERIOD
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def episodes(
+    engine: str | None = None, job_id: str | None = None, since: datetime | None = None, until: datetime | None = None
+) -> pd.DataFrame:
+    """The stored finding episodes overlapping ``[since, until)`` (``None``: unbounded), of one job when
+    given, oldest first: :data:`_EPISODE_COLUMNS` (``batches`` as text, ``ended_by`` ``open`` while open,
+    ``caused_by``/``causes`` lists of episode ids)."""
+    with _store().sessions() as session:
+        found = load_episodes(session, engine=engine, job_id=job_id, since=since, until=until)
+    return pd.DataFrame([_episode_row(e) for e in found], columns=_EPISODE_COLUMNS)
+
+
+def _worst_by_job(found: list[FindingEpisode]) -> dict[tuple[str, str], FindingEpisode]:
+    """(engine, job_id) -> the worst episode (:func:`monitor.model.worst_episode`)."""
+    by_job: dict[tuple[str, str], list[FindingEpisode]] = {}
+    for e in found:
+        by_job.setdefault((e.job.engine.value, e.job.job_id), []).append(e)
+    out: dict[tuple[str, str], FindingEpisode] = {}
+    for key, mine in by_job.items():
+        worst = worst_episode(mine)
+        if worst is not None:
+            out[key] = worst
+    return out
+
+
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def fleet() -> pd.DataFrame:
     """One row per job: ``engine, job_id, name, health`` (:func:`monitor.facts.job_health`: the worst
-    firing severity now), ``severity, firing, pending, worst_rule, observed_at`` (its newest sample),
+    firing severity now), ``severity``, ``period_health``/``period_severity``/``worst_episode`` (the worst
+    finding episode since :func:`period_since`; ``ok``/0/``""`` without one), ``firing, pending,
+    worst_rule, observed_at`` (its newest sample),
     ``freshness_s`` (:class:`monitor.facts.FreshnessFacts` ``last_s``: the newest batch's processing time
     minus its watermark), ``num_input_rows, state`` (text: rows, or Flink's checkpointed bytes), ``lag``
     (text: the Kafka group's offsets behind), ``freshness_series`` (the facts' freshness per batch over
     :data:`SPARK_WINDOW`, seconds), ``runs, stale`` (no sample for :data:`STALE_AFTER`)."""
+    since_period = period_since()
     with _store().sessions() as session:
         summaries = job_summaries(session)
+        worst_of = _worst_by_job(load_episodes(session, since=since_period))
         by_job: dict[tuple[str, str], list[Any]] = {}
         for a in load_alerts(session).values():
             by_job.setdefault((a.labels.get("engine", ""), a.labels.get("job_id", "")), []).append(a)
@@ -168,6 +239,7 @@ def fleet() -> pd.DataFrame:
     for s in summaries:
         health = job_health(by_job.get((s.engine, s.job_id), []))
         facts = recent.get((s.engine, s.job_id))
+        worst = worst_of.get((s.engine, s.job_id))
         state = "unknown"
         if facts is not None and facts.state.last is not None:
             state = bytes_text(facts.state.last) if facts.state.unit == "bytes" else count_text(facts.state.last, "rows")
@@ -178,6 +250,11 @@ def fleet() -> pd.DataFrame:
                 "name": s.name or s.job_id,
                 "health": health.now.label(),
                 "severity": int(health.now),
+                "period_health": "ok" if worst is None else worst.severity.label(),
+                "period_severity": 0 if worst is None else int(worst.severity),
+                "worst_episode": "" if worst is None else " ".join(
+                    p for p in (worst.rule, _batches_text(worst.first_batch_id, worst.last_batch_id)) if p
+                ),
                 "firing": health.firing,
                 "pending": health.pending,
                 "worst_rule": health.worst_rule or "",
@@ -193,7 +270,8 @@ def fleet() -> pd.DataFrame:
                 "stale": s.observed_at is None or at - s.observed_at > STALE_AFTER,
             }
         )
-    columns = ["engine", "job_id", "name", "health", "severity", "firing", "pending", "worst_rule", "observed_at",
+    columns = ["engine", "job_id", "name", "health", "severity", "period_health", "period_severity", "worst_episode",
+               "firing", "pending", "worst_rule", "observed_at",
                "freshness_s", "input_rows_per_second", "num_input_rows", "state", "lag", "freshness_series", "runs",
                "stale"]
     return pd.DataFrame(rows, columns=columns)
@@ -227,6 +305,7 @@ class JobDetail:
             ahead (empty unless growing).
         trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
         inferred_delay_s: the watermark delay inferred from the batches.
+        episodes: the job's finding episodes since :func:`period_since` (:func:`episodes` columns).
     """
 
     summary: dict[str, Any]
@@ -249,6 +328,7 @@ class JobDetail:
     state_projection: pd.DataFrame
     trigger_ms: float | None
     inferred_delay_s: float | None
+    episodes: pd.DataFrame
 
 
 _BATCH_COLUMNS = ["observed_at", "batch_id", "run_id", "watermark", "event_time_max", "freshness_s", "input_rows",
@@ -348,7 +428,7 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
         holding_min=None if hold is None else {"name": hold.name, "reason": hold.reason},
         state_unit=state.unit, state_slope_per_h=state.slope_per_h, state_growing=state.growing,
         state_projected_24h=state.projected_24h, state_projection=projection, trigger_ms=facts.batch_spacing_ms,
-        inferred_delay_s=facts.inferred_delay_s,
+        inferred_delay_s=facts.inferred_delay_s, episodes=episodes(engine, job_id, since=period_since()),
     )
 
 

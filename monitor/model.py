@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -48,6 +49,7 @@ __all__ = [
     "episode_id",
     "fingerprint",
     "ms_to_datetime",
+    "worst_episode",
 ]
 
 # ----------------------------------------------------------------------------------------------- bounds
@@ -680,3 +682,10 @@ class FindingEpisode:
     def overlaps(self, since: datetime | None, until: datetime | None) -> bool:
         """Whether ``[first_at, last_at]`` meets ``[since, until)`` (``None``: unbounded)."""
         return (since is None or self.last_at >= since) and (until is None or self.first_at < until)
+
+
+def worst_episode(episodes: Iterable[FindingEpisode]) -> FindingEpisode | None:
+    """The worst of ``episodes``: the highest severity, then the most recent (latest ``last_at``, then
+    ``first_at``, then id); ``None`` for none. A job's health over a period is this episode's severity
+    (``OK`` without one), beside its health now (its firing alerts)."""
+    return max(episodes, key=lambda e: (e.severity, e.last_at, e.first_at, e.id), default=None)

@@ -12,6 +12,7 @@ Instants (always UTC, always ``Z``):
   what ``scan``, ``check`` and the reports print.
 * :func:`format_instant_short` — as short as exact (``2099-01-01T00:00Z``, ``2026-11-29T11:32:48.289Z``):
   what rule messages print.
+* :func:`format_basic` — ISO 8601 basic format to the second (``20261130T080131Z``): file names.
 * :func:`format_precise` / :func:`parse_instant` — RFC 3339 with microseconds
   (``2026-11-29T12:00:00.000000Z``) and its inverse: the wire format of notifications and stored
   documents; idempotency keys hash it, so its output never changes.
@@ -35,6 +36,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 __all__ = [
+    "format_basic",
     "format_duration",
     "format_epoch_ms",
     "format_instant",
@@ -114,6 +116,15 @@ def format_instant_short(value: datetime) -> str:
     return text[:-8] + "Z"
 
 
+def format_basic(value: datetime) -> str:
+    """Aware datetime -> ISO 8601 basic format to the second, ``20261130T080131Z`` (file names).
+
+    Raises:
+        ValueError: ``value`` is naive.
+    """
+    return _utc(value).strftime("%Y%m%dT%H%M%SZ")
+
+
 def format_precise(value: datetime) -> str:
     """Aware datetime -> RFC 3339 UTC with microseconds, ``2026-11-29T12:00:00.000000Z`` (the wire format of
     notifications and stored documents; :func:`parse_instant` reads it back).
@@ -144,12 +155,13 @@ _UNITS = (("year", 365.25 * 86400), ("day", 86400.0), ("h", 3600.0), ("min", 60.
 
 def format_duration(delta: timedelta | float) -> str:
     """A rough human duration (its size; the sign is dropped) in the largest fitting unit: ``72 years``,
-    ``1 day``, ``1.5 h``, ``14 min``, ``9 s``. ``delta`` is a :class:`timedelta` or seconds."""
+    ``1 day``, ``1.5 h``, ``14 min``, ``9 s`` (one decimal below 10 of a unit, none when it is 0: 24 h 5 s
+    is ``1 day``). ``delta`` is a :class:`timedelta` or seconds."""
     seconds = abs(delta.total_seconds() if isinstance(delta, timedelta) else float(delta))
     for unit, size in _UNITS:
         if seconds >= size:
             amount = seconds / size
-            text = f"{amount:.0f}" if amount >= 10 or amount == int(amount) else f"{amount:.1f}"
+            text = f"{amount:.0f}" if amount >= 10 else f"{amount:.1f}".removesuffix(".0")
             plural = "s" if unit in ("year", "day") and text != "1" else ""
             return f"{text} {unit}{plural}"
     return f"{seconds:.0f} s"

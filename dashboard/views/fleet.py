@@ -1,5 +1,6 @@
-"""Fleet: every monitored job with its health, freshness, firing alerts, input rate and a watermark-lag
-sparkline; filter by engine, health and name; jobs that stopped reporting stand out."""
+"""Fleet: every monitored job with its health now and the worst finding of the period, freshness, firing
+alerts, state, consumer lag and a freshness sparkline; filter by engine, health and name; jobs that stopped
+reporting stand out."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ firing = int(jobs["firing"].sum())
 stale = jobs[jobs["stale"]]
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("jobs", len(jobs))
-c2.metric("unhealthy jobs", int((jobs["severity"] > 0).sum()))
+worst = jobs[["severity", "period_severity"]].max(axis=1)
+c2.metric("unhealthy jobs", int((worst > 0).sum()), help=f"a firing alert now, or a finding in the last {data.PERIOD.days} days")
 c3.metric("firing alerts", firing)
 c4.metric("stopped reporting", len(stale))
 
@@ -35,15 +37,15 @@ healths = f2.multiselect("health", ["critical", "warning", "info", "ok"], placeh
 name = f3.text_input("name contains", "")
 sort = f4.selectbox("sort by", ["health", "freshness", "name", "input rows"])
 
-view = jobs
+view = jobs.assign(worst=worst)
 if engines:
     view = view[view["engine"].isin(engines)]
 if healths:
-    view = view[view["health"].isin(healths)]
+    view = view[view["health"].isin(healths) | view["period_health"].isin(healths)]
 if name:
     view = view[view["name"].str.contains(name, case=False, regex=False) | view["job_id"].str.contains(name, regex=False)]
 order = {
-    "health": (["severity", "firing", "name"], [False, False, True]),
+    "health": (["worst", "severity", "firing", "name"], [False, False, False, True]),
     "freshness": (["freshness_s"], [False]),
     "name": (["name"], [True]),
     "input rows": (["num_input_rows"], [False]),
@@ -53,6 +55,7 @@ view = view.sort_values(order[0], ascending=order[1], na_position="last")
 table = pd.DataFrame(
     {
         "health": list(view["health"]),
+        "worst in period": [f"{h}: {w}" if w else h for h, w in zip(view["period_health"], view["worst_episode"], strict=True)],
         "job": view["name"],
         "engine": view["engine"],
         "freshness": [data.human_lag(v) for v in view["freshness_s"]],
@@ -72,6 +75,8 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     column_config={
+        "health": st.column_config.TextColumn("health now", help="the worst firing alert"),
+        "worst in period": st.column_config.TextColumn(help=f"the worst finding of the last {data.PERIOD.days} days of data"),
         "freshness": st.column_config.TextColumn(help="processing time minus watermark, at the newest batch"),
         "freshness (last 10 min)": st.column_config.LineChartColumn(
             help="processing time minus watermark per batch (seconds) over the job's last 10 minutes of samples"),
@@ -79,7 +84,7 @@ st.dataframe(
     },
 )
 
-unhealthy = view[view["severity"] > 0]
+unhealthy = view[view["worst"] > 0]
 if not unhealthy.empty:
     st.subheader("Findings")
     current = data.alerts()

@@ -48,8 +48,8 @@ engine = s["engine"]
 b = detail.batches
 st.subheader(s["name"])
 runs = "" if engine == "kafka" else f" · {len(detail.restarts)} restart(s) in the window shown"
-st.caption(f"{engine} job `{s['job_id']}`{runs} · health **{s['health']}**"
-           + (" · **stopped reporting**" if s["stale"] else ""))
+st.caption(f"{engine} job `{s['job_id']}`{runs} · health **{s['health']}** now, **{s['period_health']}** over the "
+           f"last {data.PERIOD.days} days" + (" · **stopped reporting**" if s["stale"] else ""))
 newest = b.iloc[-1] if not b.empty else None
 m1, m2, m3, m4 = st.columns(4)
 if engine == "kafka":
@@ -70,8 +70,11 @@ else:
 
 st.header("Findings")
 open_alerts = detail.alerts[detail.alerts["state"].isin(["firing", "pending"])]
-if open_alerts.empty:
-    st.success("No open findings for this job.")
+if open_alerts.empty and detail.episodes.empty:
+    st.success(f"No open alerts and no findings in the last {data.PERIOD.days} days for this job.")
+elif open_alerts.empty:
+    st.info(f"No open alerts now; {len(detail.episodes)} finding(s) in the period, the worst "
+            f"{s['period_health']}: {s['worst_episode']} (below).")
 for _, a in open_alerts.iterrows():
     box = st.error if a["severity"] == "critical" else st.warning if a["severity"] == "warning" else st.info
     where = f" · {a['scope']}" if a["scope"] else ""
@@ -84,6 +87,18 @@ if not done.empty:
     with st.expander(f"{len(done)} resolved finding(s)"):
         for _, a in done.iterrows():
             st.markdown(f"- **{a['rule']}** ({a['severity']}), lasted {data.human_lag(a['duration_s'])}: {a['message']}")
+
+if not detail.episodes.empty:
+    st.subheader(f"Findings in the last {data.PERIOD.days} days")
+    st.altair_chart(charts.episode_timeline(detail.episodes), width="stretch")
+    ep = detail.episodes
+    st.dataframe(pd.DataFrame({
+        "severity": ep["severity"], "rule": ep["rule"], "scope": [x or "whole job" for x in ep["scope"]],
+        "batches": [x or "no batches (polls)" for x in ep["batches"]],
+        "from (UTC)": [f"{t:%Y-%m-%d %H:%M:%S}" for t in ep["first_at"]],
+        "to (UTC)": [f"{t:%Y-%m-%d %H:%M:%S}" for t in ep["last_at"]],
+        "ended": ep["ended_by"], "notified": ["yes" if n else "no" for n in ep["notified"]], "message": ep["message"],
+    }), hide_index=True, width="stretch")
 
 if b.empty:
     st.info("No samples in the last two hours for this job.")

@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from monitor.durations import format_duration_ms
-from monitor.timefmt import format_epoch_ms
+from monitor.timefmt import format_duration, format_epoch_ms
 from monitor.watermark import BatchResult, EventsTable, Replay, Summary, WatermarkConfig
 from monitor.watermark.config import Session, Sliding, Tumbling
 from monitor.watermark.diagnose import Diagnosis, WatermarkMover
@@ -19,7 +19,6 @@ from monitor.watermark.events import UnitMismatch
 from monitor.watermark.sweep import Recommendation
 
 _DAY_MS = 86_400_000
-_YEAR_MS = 31_556_952_000  # 365.2425 days
 
 
 def iso(ms: int | None) -> str:
@@ -38,15 +37,13 @@ def dur(ms: int | None) -> str:
 
 
 def human(ms: int | None) -> str:
-    """A duration a reader takes in at a glance: ``4m30s`` below a day, ``3.5 days``, ``73.0 years``."""
+    """A duration a reader takes in at a glance: ``4m30s`` below a day (:func:`dur`), from a day on
+    :func:`monitor.timefmt.format_duration` (``3.5 days``, ``73 years``)."""
     if ms is None:
         return "-"
-    a = abs(ms)
-    if a < _DAY_MS:
+    if abs(ms) < _DAY_MS:
         return format_duration_ms(ms)
-    if a < 365 * _DAY_MS:
-        return f"{ms / _DAY_MS:.1f} days"
-    return f"{ms / _YEAR_MS:,.1f} years"
+    return ("-" if ms < 0 else "") + format_duration(ms / 1000)
 
 
 def describe(config: WatermarkConfig) -> str:

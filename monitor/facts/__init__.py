@@ -5,7 +5,9 @@ frozen dataclasses: the watermark / event-time max / processing-time series, inp
 dropped and the batch or row whose watermark dropped them, state rows and bytes with a projection that is
 never negative, lag per partition with Burrow's status, which input / partition / subtask holds the
 minimum, restarts, the inferred delay, freshness on the data's own clock, and health.
-:func:`load_job_facts` / :func:`load_period_facts` read them from the store. The dashboard, the reports and
+:mod:`monitor.facts.source` reads them from the store (``load_job_facts``, ``load_period_facts``, and
+``settings_from_rules`` for the targets); it is imported on its own so that reading facts never imports
+the store. The dashboard, the reports and
 the ``check`` outputs read these; none computes a fact of its own.
 
 Layer: a core service (it may import the store, the rules and the shared core; nothing imports it but
@@ -38,7 +40,6 @@ from monitor.facts.model import (
     ScopeSeries,
     StateFacts,
 )
-from monitor.facts.source import load_job_facts, load_period_facts, settings_from_rules
 
 __all__ = [
     "LAG_STATUS_ORDER",
@@ -61,9 +62,6 @@ __all__ = [
     "group_status",
     "job_facts",
     "job_health",
-    "load_job_facts",
-    "load_period_facts",
     "partition_status",
-    "settings_from_rules",
     "state_facts",
 ]

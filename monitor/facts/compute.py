@@ -41,7 +41,17 @@ from monitor.facts.model import (
     ScopeSeries,
     StateFacts,
 )
-from monitor.model import AlertState, Engine, FindingEpisode, JobRef, Sample, Scope, Severity, ensure_utc
+from monitor.model import (
+    AlertState,
+    Engine,
+    FindingEpisode,
+    JobRef,
+    Sample,
+    Scope,
+    Severity,
+    ensure_utc,
+    worst_episode,
+)
 from rules.batches import UNITS_HIGH, inferred_delay, real_watermark, usable_event_max
 from rules.common import flink_scope_name, holding_input, is_epoch, scope_name
 from rules.consumer_lag import LagParams, evaluate_lag
@@ -173,7 +183,10 @@ def state_facts(batches: Sequence[Sample], engine: Engine, settings: FactsSettin
         limit = settings.state_limit_rows if unit == "rows" else settings.state_limit_bytes
         if limit is not None:
             to_limit = max(0.0, (limit - last) / slope)
-    return StateFacts(unit, first, last, slope, growing, projected, to_limit)
+    removed = _total(b.state_rows_removed for b in batches)
+    marks = [wm for b in batches if (wm := real_watermark(b)) is not None]
+    advances = sum(1 for a, b in pairwise(marks) if b > a)
+    return StateFacts(unit, first, last, slope, growing, projected, to_limit, removed, advances)
 
 
 # -------------------------------------------------------------------------------------------- freshness
@@ -263,9 +276,8 @@ def job_health(
     ``[since, until)`` (all of them when no period is given). The one definition of health (``report``, the
     scheduled report, the dashboard): Severity-based, the worst of the parts (Burrow's group status)."""
     now = Severity.OK
-    period = max((e.severity for e in episodes
-                  if (since is None or e.last_at >= since) and (until is None or e.first_at < until)),
-                 default=Severity.OK)
+    worst = worst_episode(e for e in episodes if e.overlaps(since, until))
+    period = Severity.OK if worst is None else worst.severity
     firing = pending = 0
     rule: str | None = None
     for a in alerts:
@@ -285,7 +297,8 @@ def job_health(
         if until is not None and a.active_at >= until:
             continue
         period = max(period, a.severity)
-    return HealthFacts(now=now, period=max(period, now), firing=firing, pending=pending, worst_rule=rule)
+    return HealthFacts(now=now, period=max(period, now), firing=firing, pending=pending, worst_rule=rule,
+                       worst_episode=worst)
 
 
 # ------------------------------------------------------------------------------------------------ job
@@ -435,7 +448,7 @@ def job_facts(
     )
     lag, lag_status = _lag_facts(job, history.series, scopes, inside, end, lag_params or LagParams())
     delay = inferred_delay(batches)
-    kept = [e for e in episodes if e.last_at >= start and e.first_at < end]
+    kept = [e for e in episodes if e.overlaps(start, end)]
     spacing = [(b.observed_at - a.observed_at).total_seconds() * 1000 for a, b in pairwise(batches)]
     return JobFacts(
         engine=job.engine, job_id=job.job_id, name=name, since=start, until=end, batches=points, scopes=scopes,
@@ -444,7 +457,7 @@ def job_facts(
         restarts=_restarts(job, batches, runs, inside, start, end),
         inferred_delay_s=None if delay is None else delay.total_seconds(), lateness_p999_s=_lateness(batches),
         freshness=freshness_facts(points, cfg), health=job_health(alerts, start, end, kept),
-        episodes=tuple(sorted(kept, key=lambda e: (e.first_at, e.id))),
+        episodes=tuple(sorted(kept, key=lambda e: (e.first_at, e.id))), latest=batches[-1] if batches else None,
         batch_spacing_ms=median(spacing) if spacing else None,
     )
 

@@ -181,6 +181,8 @@ class StateFacts:
             negative).
         hours_to_limit: hours until the configured limit at that trend (``None``: no limit or not growing;
             0 when already above it).
+        rows_removed: state rows evicted in the period (Spark ``numRowsRemoved`` summed; ``None``: unknown).
+        watermark_advances: how often the watermark moved forward in the period (eviction needs it to).
     """
 
     unit: Literal["rows", "bytes"]
@@ -190,6 +192,8 @@ class StateFacts:
     growing: bool
     projected_24h: float | None
     hours_to_limit: float | None
+    rows_removed: int | None
+    watermark_advances: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +252,7 @@ class HealthFacts:
             better than ``now``.
         firing / pending: how many alerts fire / are pending now.
         worst_rule: the rule of the worst firing alert (``None``: none fires).
+        worst_episode: the worst finding episode of the period (:func:`monitor.model.worst_episode`).
     """
 
     now: Severity
@@ -255,6 +260,7 @@ class HealthFacts:
     firing: int
     pending: int
     worst_rule: str | None
+    worst_episode: FindingEpisode | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +286,8 @@ class JobFacts:
         freshness: see :class:`FreshnessFacts`.
         health: see :class:`HealthFacts`.
         episodes: the stored finding episodes overlapping the period, oldest first.
+        latest: the newest job-scope sample (the collector's whole record: Flink's job state, exception,
+            ``numRestarts``), ``None`` without one.
         batch_spacing_ms: the median time between batches (the trigger interval as observed).
     """
 
@@ -301,4 +309,5 @@ class JobFacts:
     freshness: FreshnessFacts
     health: HealthFacts
     episodes: tuple[FindingEpisode, ...]
+    latest: Sample | None
     batch_spacing_ms: float | None

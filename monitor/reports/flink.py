@@ -1,12 +1,13 @@
 """What ``tidegauge check flink`` prints: per job its vertices and subtasks, and the findings.
 
-Pure functions over samples from :class:`collectors.flink.FlinkRestCollector` and findings from
-:func:`rules.registry.evaluate` (the same rules the daemon runs). The newest sample of each job, vertex
+Pure functions over samples from :class:`collectors.flink.FlinkRestCollector`, read through the job facts
+(:func:`monitor.facts.job_facts`), and findings from :func:`rules.registry.evaluate` (the same rules the
+daemon runs). The newest sample of each job, vertex
 and subtask is shown; unknown values are ``null`` in JSON and ``-`` in text (never 0 or 1970).
 
 JSON shape::
 
-    {"jobs": [{"jid", "name", "state", "restarts", "watermark_ms", "vertices": [{"id", "name",
+    {"jobs": [{"jid", "name", "state", "restarts", "watermark_ms", "holding_min", "vertices": [{"id", "name",
       "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms",
       "output_watermark_ms", "source_idle_ms", "idle_ms", "records_in", "records_out",
       "backpressure_ratio", "end_of_input"}]}]}],
@@ -18,72 +19,68 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
-from monitor.model import CollectorError, Finding, Sample, SampleKind, datetime_to_ms
+from monitor.facts import JobFacts, job_facts
+from monitor.model import MIN_TIME, CollectorError, Finding, Sample, datetime_to_ms
 from monitor.timefmt import format_epoch_ms
 
 __all__ = ["build_check_report", "render_json", "render_text"]
 
 
-def _newest(samples: Sequence[Sample]) -> dict[tuple[str, str | None, int | None], Sample]:
-    out: dict[tuple[str, str | None, int | None], Sample] = {}
+def _facts(samples: Sequence[Sample]) -> list[JobFacts]:
+    """Each job's facts over every poll given (:func:`monitor.facts.job_facts`)."""
+    by_job: dict[str, list[Sample]] = {}
     for s in samples:
-        if s.kind is not SampleKind.GAUGE:
-            continue
-        key = (s.job.job_id, s.scope.operator, s.scope.subtask)
-        if key not in out or s.observed_at >= out[key].observed_at:
-            out[key] = s
+        by_job.setdefault(s.job.job_id, []).append(s)
+    out = []
+    for group in by_job.values():
+        until = max(s.observed_at for s in group) + timedelta(microseconds=1)
+        out.append(job_facts(group, MIN_TIME, until))
     return out
 
 
 def build_check_report(
     samples: Sequence[Sample], findings: Sequence[Finding], errors: Sequence[CollectorError] = ()
 ) -> dict[str, Any]:
-    """The report document (see the module docstring). Jobs by name; vertices in Flink's order (sources
-    first); subtasks by index."""
-    newest = _newest(samples)
-    jobs: dict[str, dict[str, Any]] = {}
+    """The report document (see the module docstring), read from each job's facts (the newest sample of
+    each job, vertex and subtask; who holds the minimum watermark). Jobs by name; vertices in Flink's
+    order (sources first); subtasks by index."""
+    out_jobs = []
     vertex_names: dict[tuple[str, str], str] = {}
-    for (job_id, operator, subtask), s in newest.items():
-        job = jobs.setdefault(
-            job_id,
-            {
-                "jid": s.job.run_id,
-                "name": s.job.name,
-                "state": None,
-                "restarts": None,
-                "watermark_ms": None,
-                "vertices": {},
-            },
-        )
-        if operator is None:
-            job.update(
-                jid=s.job.run_id,
-                state=s.extra.get("state"),
-                restarts=s.restart_count,
-                watermark_ms=datetime_to_ms(s.watermark),
-                exception=s.extra.get("exception"),
-                checkpoints_failed=s.checkpoints_failed,
-            )
-            continue
-        vertex = job["vertices"].setdefault(
-            operator,
-            {
-                "id": operator,
-                "name": s.extra.get("vertex"),
-                "parallelism": s.extra.get("parallelism"),
-                "late_records_dropped": None,
-                "subtasks": [],
-            },
-        )
-        vertex_names[(job_id, operator)] = str(s.extra.get("vertex"))
-        late = s.extra.get("late_records_dropped")
-        if late is not None:
-            vertex["late_records_dropped"] = (vertex["late_records_dropped"] or 0) + late
-        vertex["subtasks"].append(
-            {
-                "subtask": subtask,
+    for facts in sorted(_facts(samples), key=lambda f: f.job_id):
+        job_sample = facts.latest
+        job: dict[str, Any] = {
+            "jid": None if job_sample is None else job_sample.job.run_id,
+            "name": facts.name,
+            "state": None if job_sample is None else job_sample.extra.get("state"),
+            "restarts": None if job_sample is None else job_sample.restart_count,
+            "watermark_ms": None if job_sample is None else datetime_to_ms(job_sample.watermark),
+            "holding_min": None if facts.holding_min is None else facts.holding_min.name,
+            "vertices": [],
+        }
+        if job_sample is not None:
+            job["exception"] = job_sample.extra.get("exception")
+            job["checkpoints_failed"] = job_sample.checkpoints_failed
+        vertices: dict[str, dict[str, Any]] = {}
+        for series in facts.scopes:  # Flink's topological order is the order the vertices were first seen
+            s = series.newest
+            operator = series.scope.operator
+            if operator is None:
+                continue
+            if job["jid"] is None:
+                job["jid"] = s.job.run_id
+            vertex = vertices.setdefault(operator, {
+                "id": operator, "name": s.extra.get("vertex"), "parallelism": s.extra.get("parallelism"),
+                "late_records_dropped": None, "subtasks": [],
+            })
+            vertex_names[(facts.job_id, operator)] = str(s.extra.get("vertex"))
+            late = s.extra.get("late_records_dropped")
+            if late is not None:
+                vertex["late_records_dropped"] = (vertex["late_records_dropped"] or 0) + late
+            vertex["subtasks"].append({
+                "subtask": series.scope.subtask,
                 "input_watermark_ms": s.extra.get("input_watermark_ms"),
                 "output_watermark_ms": s.extra.get("output_watermark_ms"),
                 "source_idle_ms": s.extra.get("source_idle_ms"),
@@ -92,20 +89,15 @@ def build_check_report(
                 "records_out": s.extra.get("records_out"),
                 "backpressure_ratio": s.backpressure_ratio,
                 "end_of_input": bool(s.watermark_end_of_input),
-            }
-        )
-    # vertices in first-seen (Flink's topological) order
-    order: dict[tuple[str, str], int] = {}
-    for s in samples:
-        if s.scope.operator is not None:
-            order.setdefault((s.job.job_id, s.scope.operator), len(order))
-    out_jobs = []
-    for job_id in sorted(jobs):
-        job = jobs[job_id]
-        vertices = sorted(job["vertices"].values(), key=lambda v: order.get((job_id, v["id"]), 0))
-        for v in vertices:
-            v["subtasks"].sort(key=lambda t: t["subtask"])
-        out_jobs.append({**job, "vertices": vertices})
+            })
+        order: dict[str, int] = {}
+        for smp in samples:
+            if smp.job.job_id == facts.job_id and smp.scope.operator is not None:
+                order.setdefault(smp.scope.operator, len(order))
+        job["vertices"] = sorted(vertices.values(), key=lambda v: order.get(v["id"], 0))
+        for v in job["vertices"]:
+            v["subtasks"].sort(key=lambda t: -1 if t["subtask"] is None else t["subtask"])
+        out_jobs.append(job)
     out_findings = [
         {
             "rule": f.rule,
@@ -150,6 +142,8 @@ def render_text(report: dict[str, Any]) -> str:
         )
         if job.get("exception"):
             lines.append(f"  last exception: {job['exception']}")
+        if job.get("holding_min"):
+            lines.append(f"  holds the minimum watermark: {job['holding_min']}")
         for v in job["vertices"]:
             lines.append(
                 f"  vertex {v['name']} [{v['id']}] parallelism {_cell(v['parallelism'])}, late records dropped "

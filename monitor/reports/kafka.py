@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.kafka import GroupLag, PartitionLag
+from monitor.facts import group_status, partition_status
 from monitor.model import Finding, Severity
+from monitor.timefmt import format_lag
 
 __all__ = ["KafkaReport", "render_json", "render_text"]
 
-_ORDER = {"UNKNOWN": -1, "OK": 0, "WARN": 1, "STALL": 2, "REWIND": 3, "STOP": 4}
 
 
 @dataclass
@@ -42,25 +43,23 @@ class KafkaReport:
     errors: list[str] = field(default_factory=list)
 
     def partition_status(self, group: str, p: PartitionLag) -> str:
-        for f in self.findings:
-            if (
-                f.rule == "consumer_lag" and f.job.name == group
-                and f.scope.source == p.topic and f.scope.partition == p.partition
-            ):
-                return str(f.details.get("status", "UNKNOWN"))
-        if p.lag is None:
-            return "UNKNOWN"
-        if p.lag > 1 and self.polls < 2:  # 1: a transaction marker, never an error
-            return "UNKNOWN"
-        return "OK"
+        """The partition's Burrow status (:func:`monitor.facts.partition_status` of its ``consumer_lag``
+        finding, its lag and the polls made)."""
+        found = next(
+            (str(f.details.get("status", "UNKNOWN")) for f in self.findings
+             if f.rule == "consumer_lag" and f.job.name == group
+             and f.scope.source == p.topic and f.scope.partition == p.partition),
+            None,
+        )
+        return partition_status(found, p.lag, self.polls)
 
     def group_status(self, g: GroupLag) -> str:
-        statuses = [self.partition_status(g.group, p) for p in g.partitions]
-        known = [s for s in statuses if s != "UNKNOWN"]
-        worst = max(known, key=lambda s: _ORDER[s]) if known else "UNKNOWN"
-        if worst == "OK" and self.polls < 2 and any((p.lag or 0) > 1 for p in g.partitions):
-            return "UNKNOWN"  # behind somewhere, and one poll cannot tell a trend
-        return worst
+        """The group's status (:func:`monitor.facts.group_status`: the worst of its partitions')."""
+        behind = self.polls < 2 and any((p.lag or 0) > 1 for p in g.partitions)
+        return group_status(
+            (self.partition_status(g.group, p) for p in g.partitions),  # type: ignore[misc]
+            behind_after_one_poll=behind,
+        )
 
     def worst(self) -> Severity:
         return max((f.severity for f in self.findings), default=Severity.OK)
@@ -124,7 +123,7 @@ def render_text(report: KafkaReport) -> str:
             out.append(f"group {g.group}: error: {g.error}")
             out.append("")
             continue
-        secs = "-" if g.lag_seconds is None else f"{g.lag_seconds:.1f} s"
+        secs = "-" if g.lag_seconds is None else format_lag(g.lag_seconds)
         out.append(
             f"group {g.group}  state {g.state}  members {g.members}  status {report.group_status(g)}  "
             f"lag {_cell(g.lag)}  lag_seconds {secs}"

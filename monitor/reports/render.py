@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from monitor.reports.detailed import DetailedReport, JobReport
+from monitor.facts import DropCause
+from monitor.reports.detailed import DetailedReport, EpisodeEntry, JobReport
+from monitor.timefmt import format_instant, format_instant_short, format_lag
 
 __all__ = ["FORMATS", "render", "to_html", "to_json_text", "to_markdown"]
 
@@ -28,40 +30,100 @@ def _n(value: float | int | None, fmt: str = ",.0f", unit: str = "") -> str:
 
 
 def _t(value: datetime | None) -> str:
-    return "unknown" if value is None else f"{value:%Y-%m-%d %H:%M:%S} UTC"
+    return "unknown" if value is None else format_instant_short(value)
 
 
-def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    v = abs(seconds)
-    text = f"{v:.0f} s" if v < 120 else f"{v / 60:.1f} min" if v < 7200 else f"{v / 3600:.1f} h" if v < 172_800 else (
-        f"{v / 86400:.1f} d")
-    return f"{text} ahead" if seconds < 0 else text
+def _batches(e: EpisodeEntry) -> str:
+    """``batch 6``, ``batches 6-9`` or ``no batches`` (Flink, Kafka)."""
+    first, last = e.first_batch_id, e.last_batch_id
+    if first is None and last is None:
+        return "no batches"
+    if first == last or last is None:
+        return f"batch {first}"
+    return f"batches {first}-{last}" if first is not None else f"batch {last}"
+
+
+def _ended(e: EpisodeEntry) -> str:
+    return "open" if e.ended_by is None else e.ended_by
+
+
+def _worst(j: JobReport) -> str:
+    """The worst finding episode of the period in one line, ``none`` without one."""
+    w = j.worst_episode
+    if w is None:
+        return "none"
+    where = f", {w.scope}" if w.scope else ""
+    return f"{w.severity}: {w.rule} ({_batches(w)}{where}, {_t(w.first_at)} to {_t(w.last_at)}, {_ended(w)})"
+
+
+def _heading_health(j: JobReport) -> str:
+    """``health ok now, critical in the period`` (only ``health X`` when both agree)."""
+    if j.period_health == j.health:
+        return f"health {j.health}"
+    return f"health {j.health} now, {j.period_health} in the period"
+
+
+def _state(j: JobReport) -> list[tuple[str, str]]:
+    unit = "state rows" if j.state_unit == "rows" else (
+        "checkpointed state (bytes)" if j.engine == "flink" else "state (bytes)")
+    rows = [(f"{unit} (first → last)", f"{_n(j.state_first)} → {_n(j.state_last)}")]
+    if j.state_slope_per_h is None:
+        rows.append(("state trend", "unknown"))
+    elif not j.state_growing:
+        rows.append(("state trend", "no growth"))
+    else:
+        rows.append(("state trend", _n(j.state_slope_per_h, ",.0f", f" {j.state_unit}/h")))
+        rows.append(("state projected in 24 h", _n(j.state_projected_24h)))
+    if j.state_hours_to_limit is not None:
+        rows.append(("hours to the state limit", _n(j.state_hours_to_limit, ".1f")))
+    return rows
 
 
 def _facts(j: JobReport) -> list[tuple[str, str]]:
     """The job's numbers as (label, text) rows, shared by Markdown and HTML."""
     rows = [
         ("health now", j.health),
-        ("batches in the period", f"{j.batches:,}"),
-        (f"freshness within {_dur(j.freshness_target_s)}", _n(j.freshness_attainment_pct, ".2f", " %")),
-        ("freshness p50 / p95 / max", f"{_dur(j.freshness_p50_s)} / {_dur(j.freshness_p95_s)} / {_dur(j.freshness_max_s)}"),
+        ("worst finding in the period", _worst(j)),
+        ("batches in the period" if j.engine == "spark" else "polls in the period", f"{j.batches:,}"),
+        ("watermark (newest)", _t(j.watermark_last)),
+        (f"freshness within {format_lag(j.freshness_target_s)}", _n(j.freshness_attainment_pct, ".2f", " %")),
+        ("freshness p50 / p95 / max (processing time − watermark)",
+         f"{format_lag(j.freshness_p50_s)} / {format_lag(j.freshness_p95_s)} / {format_lag(j.freshness_max_s)}"),
         ("rows read", _n(j.input_rows)),
         ("rows dropped by the watermark", f"{_n(j.dropped_rows)} ({_n(j.dropped_share_pct, '.3f', ' %')})"),
-        ("state rows (first → last)", f"{_n(j.state_rows_first)} → {_n(j.state_rows_last)}"),
-        ("state trend", _n(j.state_slope_rows_per_h, ",.0f", " rows/h")),
-        ("state projected in 24 h", _n(j.state_projected_24h)),
+        *_state(j),
     ]
-    if j.state_hours_to_limit is not None:
-        rows.append(("hours to the state limit", _n(j.state_hours_to_limit, ".1f")))
     if j.lag_offsets_max is not None or j.lag_seconds_max is not None:
         rows.append(("consumer lag last / max (offsets)", f"{_n(j.lag_offsets_last)} / {_n(j.lag_offsets_max)}"))
-        rows.append(("consumer lag last / max (time)", f"{_dur(j.lag_seconds_last)} / {_dur(j.lag_seconds_max)}"))
+        rows.append(("consumer lag last / max (time)", f"{format_lag(j.lag_seconds_last)} / {format_lag(j.lag_seconds_max)}"))
+    if j.lag:
+        rows.append(("consumer group status (Burrow)", j.lag_status))
+    if j.holding_min is not None:
+        rows.append(("holds the minimum watermark", j.holding_min))
     rows.append(("restarts", str(len(j.restarts))))
-    rows.append(("inferred delay threshold", _dur(j.inferred_delay_s)))
-    rows.append(("observed lateness p99.9", _dur(j.lateness_p999_s)))
+    rows.append(("inferred delay threshold", format_lag(j.inferred_delay_s)))
+    rows.append(("observed lateness p99.9", format_lag(j.lateness_p999_s)))
     return rows
+
+
+_WHY = {"future": "a future-dated row", "leap": "a mis-dated row (beyond the data's own progression)",
+        "units": "an event time in the wrong unit"}
+
+
+def _cause_text(c: DropCause) -> str:
+    if c.batch_id is None:
+        return f"{c.dropped_rows:,} rows dropped (no earlier event time known: the batch that set the watermark is unknown)"
+    what = f" — {_WHY[c.mis_dated]}" if c.mis_dated else ""
+    return (f"{c.dropped_rows:,} rows dropped (batches {c.first_dropped_batch}-{c.last_dropped_batch}) against the "
+            f"watermark set by batch {c.batch_id} (event-time max {_t(c.event_time_max)}){what}")
+
+
+def _lag_rows(j: JobReport) -> list[list[str]]:
+    return [[p.topic, str(p.partition), _n(p.lag_offsets), _n(p.lag_offsets_max), format_lag(p.lag_seconds),
+             p.status] for p in j.lag]
+
+
+_LAG_HEAD = ["topic", "partition", "lag (offsets)", "max", "lag (time)", "status"]
 
 
 def to_json_text(report: DetailedReport) -> str:
@@ -78,26 +140,36 @@ def to_markdown(report: DetailedReport) -> str:
     out = [
         f"# tidegauge health report: {report.name}",
         "",
-        f"Period {_t(report.since)} to {_t(report.until)} · overall health **{report.health}** · {len(report.jobs)} jobs",
+        f"Period {_t(report.since)} to {_t(report.until)} · overall health (now or in the period) "
+        f"**{report.health}** · {len(report.jobs)} jobs",
         "",
     ]
     if not report.jobs:
         out.append("No job reported in this period.")
     for j in report.jobs:
-        out += [f"## {j.name or j.job_id} ({j.engine}, health {j.health})", "", f"Job id `{j.job_id}`.", "",
+        out += [f"## {j.name or j.job_id} ({j.engine}, {_heading_health(j)})", "", f"Job id `{j.job_id}`.", "",
                 "| measure | value |", "|---|---|"]
         out += [f"| {k} | {_md_escape(v)} |" for k, v in _facts(j)]
         out.append("")
         if j.drop_causes:
             out += ["**Late rows and what caused them**", ""]
-            for c in j.drop_causes:
-                what = " (a future-dated row)" if c.future_dated else ""
-                out.append(f"- {c.dropped_rows:,} rows dropped against the watermark set by batch {c.batch_id} "
-                           f"(event-time max {_t(c.event_time_max)}){what}")
+            out += [f"- {_md_escape(_cause_text(c))}" for c in j.drop_causes]
+            out += [f"- {n:,} rows dropped at {_md_escape(where)}" for where, n in j.drops_by_scope]
+            out.append("")
+        if j.lag:
+            out += ["**Consumer lag per partition**", "", "| " + " | ".join(_LAG_HEAD) + " |",
+                    "|" + "---|" * len(_LAG_HEAD)]
+            out += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in _lag_rows(j)]
+            out.append("")
+        if j.episodes:
+            out += ["**Findings in the period**", "", "| rule | severity | batches | from | to | ended | where | message |",
+                    "|---|---|---|---|---|---|---|---|"]
+            out += [f"| {x.rule} | {x.severity} | {_batches(x)} | {_t(x.first_at)} | {_t(x.last_at)} | {_ended(x)} | "
+                    f"{_md_escape(x.scope or 'job')} | {_md_escape(x.message)} |" for x in j.episodes]
             out.append("")
         if j.alerts:
             out += ["**Alerts**", "", "| rule | severity | state | since | lasted | message |", "|---|---|---|---|---|---|"]
-            out += [f"| {a.rule} | {a.severity} | {a.state} | {_t(a.active_at)} | {_dur(a.duration_s)} | "
+            out += [f"| {a.rule} | {a.severity} | {a.state} | {_t(a.active_at)} | {format_lag(a.duration_s)} | "
                     f"{_md_escape(a.message)} |" for a in j.alerts]
             out.append("")
         if j.restarts:
@@ -125,7 +197,7 @@ def _line(times: Sequence[datetime], values: Sequence[float], title: str, y: str
         "title": title,
         "width": 560,
         "height": 160,
-        "data": {"values": [{"t": t.isoformat(), "v": v} for t, v in zip(times, values, strict=True)]},
+        "data": {"values": [{"t": format_instant(t), "v": v} for t, v in zip(times, values, strict=True)]},
         "mark": {"type": mark, "interpolate": "step-after"} if mark == "line" else {"type": mark, "color": "#c0392b"},
         "encoding": {
             "x": {"field": "t", "type": "temporal", "scale": {"type": "utc"}, "title": "time (UTC)",
@@ -140,6 +212,7 @@ _CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left;
 vertical-align:top}.critical{color:#b00020;font-weight:600}.warning{color:#9a6700;font-weight:600}
+.info{color:#555}
 .ok{color:#1b7f3b}.src{color:#666;font-style:italic}figure.chart{margin:.5em 0}"""
 
 
@@ -151,30 +224,45 @@ def to_html(report: DetailedReport) -> str:
         f"<title>tidegauge health report: {e(report.name)}</title><style>{_CSS}</style></head><body>",
         f"<h1>tidegauge health report: {e(report.name)}</h1>",
         f"<p>Period {e(_t(report.since))} to {e(_t(report.until))} · overall health "
-        f"<span class='{e(report.health)}'>{e(report.health)}</span> · {len(report.jobs)} jobs</p>",
+        f"<span class='{e(report.health)}'>{e(report.health)}</span> (now or in the period) · "
+        f"{len(report.jobs)} jobs</p>",
     ]
     if not report.jobs:
         parts.append("<p>No job reported in this period.</p>")
     for j in report.jobs:
+        worst = j.worst.label()
         parts.append(f"<h2 id='job-{e(j.job_id)}'>{e(j.name or j.job_id)} <small>({e(j.engine)}, "
-                     f"<span class='{e(j.health)}'>{e(j.health)}</span>)</small></h2>")
+                     f"<span class='{e(worst)}'>{e(_heading_health(j))}</span>)</small></h2>")
         parts.append("<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _facts(j)) + "</table>")
         s = j.series
         parts.append(_line(s["freshness_at"], s["freshness_s"], "Freshness (processing time − watermark)", "seconds"))
-        parts.append(_line(s["state_at"], s["state_rows"], "State rows", "rows"))
+        state_title = "State rows" if j.state_unit == "rows" else "State (bytes)"
+        parts.append(_line(s["state_at"], s["state_values"], state_title, j.state_unit))
         parts.append(_line(s["dropped_at"], s["dropped_rows"], "Rows dropped by the watermark", "rows", mark="bar"))
-        if j.drop_causes:
+        parts.append(_line(s["lag_at"], s["lag_offsets"], "Consumer lag", "offsets"))
+        if j.drop_causes or j.drops_by_scope:
             parts.append("<h3>Late rows and what caused them</h3><ul>")
-            for c in j.drop_causes:
-                what = " — <b>a future-dated row</b>" if c.future_dated else ""
-                parts.append(f"<li>{c.dropped_rows:,} rows dropped against the watermark set by batch "
-                             f"{e(str(c.batch_id))} (event-time max {e(_t(c.event_time_max))}){what}</li>")
+            parts += [f"<li>{e(_cause_text(c))}</li>" for c in j.drop_causes]
+            parts += [f"<li>{n:,} rows dropped at {e(where)}</li>" for where, n in j.drops_by_scope]
             parts.append("</ul>")
+        if j.lag:
+            parts.append("<h3>Consumer lag per partition</h3><table><tr>" + "".join(f"<th>{h}</th>" for h in _LAG_HEAD)
+                         + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in _lag_rows(j)]
+            parts.append("</table>")
+        if j.episodes:
+            parts.append("<h3>Findings in the period</h3><table><tr><th>rule</th><th>severity</th><th>batches</th>"
+                         "<th>from</th><th>to</th><th>ended</th><th>where</th><th>message</th></tr>")
+            parts += [f"<tr><td>{e(x.rule)}</td><td class='{e(x.severity)}'>{e(x.severity)}</td>"
+                      f"<td>{e(_batches(x))}</td><td>{e(_t(x.first_at))}</td><td>{e(_t(x.last_at))}</td>"
+                      f"<td>{e(_ended(x))}</td><td>{e(x.scope or 'job')}</td><td>{e(x.message)}</td></tr>"
+                      for x in j.episodes]
+            parts.append("</table>")
         if j.alerts:
             parts.append("<h3>Alerts</h3><table><tr><th>rule</th><th>severity</th><th>state</th><th>since</th>"
                          "<th>lasted</th><th>message</th></tr>")
             parts += [f"<tr><td>{e(a.rule)}</td><td class='{e(a.severity)}'>{e(a.severity)}</td><td>{e(a.state)}</td>"
-                      f"<td>{e(_t(a.active_at))}</td><td>{e(_dur(a.duration_s))}</td><td>{e(a.message)}</td></tr>"
+                      f"<td>{e(_t(a.active_at))}</td><td>{e(format_lag(a.duration_s))}</td><td>{e(a.message)}</td></tr>"
                       for a in j.alerts]
             parts.append("</table>")
         if j.restarts:

@@ -4,15 +4,15 @@ A report lists every job the store knows (by its samples in the evaluation lookb
 alert) with:
 
 * ``health``: the worst severity of the job's **firing** alerts, ``ok`` when it has none (Burrow's group
-  status: the group's status is its worst partition's). Pending alerts are listed but do not set the
+  status: the group's status is its worst partition's; :func:`monitor.facts.job_health`). Pending alerts are listed but do not set the
   health: they have not held for their rule's ``for`` yet and may clear without ever firing, exactly as
   they are not notified.
 * its firing and pending alerts with their messages (worst first);
-* key numbers: ``watermark`` and ``watermark_lag_seconds`` (the newest whole-job sample's ``observed_at``
-  minus its watermark, seconds: how far event time trails the engine's clock), ``state_rows`` (that
-  sample's ``state_rows_total``), and ``input_rows_last_hour`` / ``dropped_by_watermark_last_hour``: sums
-  of ``num_input_rows`` / ``dropped_by_watermark`` over the job's whole-job progress samples observed in
-  ``(now - 1h, now]`` (a Spark micro-batch counted once per ``(run_id, batch_id)``).
+* key numbers, all from the job facts (:mod:`monitor.facts`): ``watermark`` and ``watermark_lag_seconds``
+  (the newest batch's or poll's processing time minus its watermark, seconds: freshness on the data's own
+  clock; Spark's "no watermark yet" is unknown), ``state_rows`` (that batch's), and ``input_rows_last_hour``
+  / ``dropped_by_watermark_last_hour``: the rows read / dropped by the batches and polls observed in
+  ``(now - 1h, now]`` (a batch counted once).
 
 Unknown is kept distinct from zero: a number no sample reports is ``None`` (JSON ``null``, shown as
 "unknown"), never ``0``.
@@ -32,7 +32,8 @@ from typing import Any
 
 from monitor.alerts.lifecycle import Alert
 from monitor.alerts.notification import format_time, parse_time
-from monitor.model import AlertState, Engine, Sample, SampleKind, Severity, ensure_utc
+from monitor.facts import job_facts, job_health
+from monitor.model import MIN_TIME, AlertState, Engine, JobRef, Sample, Severity, ensure_utc
 
 __all__ = [
     "INPUT_WINDOW",
@@ -48,6 +49,7 @@ __all__ = [
 
 #: The window of the ``*_last_hour`` sums, back from the report's ``now``.
 INPUT_WINDOW = timedelta(hours=1)
+_TICK = timedelta(microseconds=1)
 
 
 def _opt_time(value: datetime | None) -> str | None:
@@ -250,35 +252,31 @@ def report_fingerprint(name: str) -> str:
 
 
 def _numbers(samples: Sequence[Sample], now: datetime) -> JobNumbers:
-    seen = [s for s in samples if s.observed_at <= now]
-    whole = [s for s in seen if s.scope.is_job()] or seen
-    if not whole:
+    """The key numbers from the job facts (:func:`monitor.facts.job_facts`) over ``(-inf, now]`` (the newest
+    batch) and ``(now - 1h, now]`` (the sums)."""
+    until = now + _TICK  # facts periods are half-open [since, until): (…, now] is [… , now + 1 µs)
+    seen = [s for s in samples if s.observed_at < until]
+    if not seen:
         return JobNumbers()
-    newest = max(whole, key=lambda s: s.observed_at)
-    lag = None if newest.watermark is None else (newest.observed_at - newest.watermark).total_seconds()
-    batches: dict[tuple[str | None, int], Sample] = {}
-    recent: list[Sample] = []
-    for s in whole:
-        if s.kind is not SampleKind.PROGRESS or now - s.observed_at >= INPUT_WINDOW:
-            continue
-        if s.batch_id is None:
-            recent.append(s)
-        else:
-            batches.setdefault((s.job.run_id, s.batch_id), s)
-    recent.extend(batches.values())
-
-    def total(values: Iterable[int | None]) -> int | None:
-        known = [v for v in values if v is not None]
-        return sum(known) if known else None
-
+    newest = job_facts(seen, MIN_TIME, until).batches
+    if not newest:
+        return JobNumbers()
+    last = newest[-1]
+    recent = [s for s in seen if s.observed_at > now - INPUT_WINDOW]
+    hour = job_facts(recent, now - INPUT_WINDOW + _TICK, until, job=last_job(seen)).drops if recent else None
     return JobNumbers(
-        observed_at=newest.observed_at,
-        watermark=newest.watermark,
-        watermark_lag_seconds=lag,
-        input_rows_last_hour=total(s.num_input_rows for s in recent),
-        dropped_by_watermark_last_hour=total(s.dropped_by_watermark for s in recent),
-        state_rows=newest.state_rows_total,
+        observed_at=last.observed_at,
+        watermark=last.watermark,
+        watermark_lag_seconds=last.freshness_s,
+        input_rows_last_hour=None if hour is None else hour.input_rows,
+        dropped_by_watermark_last_hour=None if hour is None else hour.dropped_rows,
+        state_rows=last.state_rows,
     )
+
+
+def last_job(samples: Sequence[Sample]) -> JobRef:
+    """The job as its newest sample names it."""
+    return max(samples, key=lambda s: s.observed_at).job
 
 
 _CURRENT = (AlertState.FIRING, AlertState.PENDING)
@@ -323,7 +321,6 @@ def build_report(
         current = sorted(
             by_job.get(key, []), key=lambda a: (-a.severity, a.state is not AlertState.FIRING, a.rule, a.fingerprint)
         )
-        firing = [a.severity for a in current if a.state is AlertState.FIRING]
         job_name = max(history, key=lambda s: s.observed_at).job.name if history else None
         if job_name is None:
             job_name = next((a.annotations["job_name"] for a in current if "job_name" in a.annotations), None)
@@ -332,7 +329,7 @@ def build_report(
                 engine=key[0],
                 job_id=key[1],
                 name=job_name,
-                health=max(firing, default=Severity.OK),
+                health=job_health(current).now,
                 alerts=tuple(
                     ReportAlert(a.rule, a.severity, a.state, a.message, a.active_at, a.fingerprint) for a in current
                 ),

@@ -52,8 +52,8 @@ class AlertRow(Base):
     keep_firing_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
     message: Mapped[str] = mapped_column(Text)
     annotations: Mapped[dict[str, Any]] = mapped_column(JSON)
-    # 0005_finding_episodes: the current or last finding episode (monitor.store.episode_tables); NULL before
-    # 0005, for an alert whose episode retention deleted, and for unreachable-target alerts
+    # 0005_finding_episodes: the current or last finding episode (monitor.store.episode_tables); NULL for an
+    # alert last stepped before 0005 and for one whose episode retention deleted
     episode_id: Mapped[str | None] = mapped_column(String(32))
 
 

@@ -123,7 +123,7 @@ def test_a_poison_line_is_quarantined_and_everything_around_it_stored(
     poison_line = 1 + 2 + 1  # started, batches 0 and 1, then the poison
 
     runtime, target = _runtime(store, root)
-    with caplog.at_level(logging.WARNING, logger="monitor.daemon.runtime"):
+    with caplog.at_level(logging.WARNING, logger="monitor.daemon.poll"):
         first = runtime.poll(target, T0)
         second = runtime.poll(target, T0 + timedelta(seconds=1))
         third = runtime.poll(target, T0 + timedelta(seconds=2))
@@ -164,7 +164,7 @@ def test_a_random_bytes_zstd_file_beside_good_logs_is_one_file_error(
     junk = root / "local-1.zstd"
     junk.write_bytes(os.urandom(4096))
     runtime, target = _runtime(store, root)
-    with caplog.at_level(logging.WARNING, logger="monitor.daemon.runtime"):
+    with caplog.at_level(logging.WARNING, logger="monitor.daemon.poll"):
         results = [runtime.poll(target, T0 + timedelta(seconds=i)) for i in range(4)]
     assert _stored_batches(store) == {good.query_id: [0, 1, 2]}
     [error] = results[0].errors
@@ -186,7 +186,7 @@ def test_a_missing_directory_is_a_down_target_logged_once(
     tmp_path: Path, store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime, target = _runtime(store, tmp_path / "nowhere")
-    with caplog.at_level(logging.WARNING, logger="monitor.daemon.runtime"):
+    with caplog.at_level(logging.WARNING, logger="monitor.daemon.poll"):
         for i in range(3):
             runtime.poll(target, T0 + timedelta(seconds=i))
     [stat] = runtime.collector_stats()

@@ -91,16 +91,16 @@ CASES = [
         samples=[_sample(CLICKS, 5, 1, num_input_rows=8), _sample(CLICKS, 4, 2)],
         want={"q-clicks": (Severity.OK, None, 8, None, None)},
     ),
-    # 3: a resolved alert is not current -> OK; an idle event (same batch id) is newest: numbers come from
-    #    it (watermark NOW-12min at 1 min ago -> 660 s), and its repeated batch id is not counted again
-    #    (it is not a progress sample): input rows 20.
+    # 3: a resolved alert is not current -> OK; an idle event (same batch id) is newest but is no batch:
+    #    freshness is the newest batch's, on the data's own clock (watermark NOW-12min at 3 min ago ->
+    #    540 s), and its repeated batch id is not counted again: input rows 20.
     Case(
         samples=[
             _sample(CLICKS, 3, 5, num_input_rows=20, watermark=WM),
             _sample(CLICKS, 1, 5, kind=SampleKind.IDLE, num_input_rows=20, watermark=WM),
         ],
         alerts=[_alert(CLICKS, "watermark_stall", Severity.CRITICAL, AlertState.RESOLVED)],
-        want={"q-clicks": (Severity.OK, 660.0, 20, None, None)},
+        want={"q-clicks": (Severity.OK, 540.0, 20, None, None)},
     ),
     # 4: per-source samples do not add to the whole-job sums: job-level 30 rows, the source-scoped sample's
     #    30 is the same rows seen per source. A sample observed after NOW is ignored (14 rows).

@@ -108,12 +108,12 @@ def test_jump_message() -> None:
 def test_recorded_backfill_leap_message_says_how_far_and_what_followed() -> None:
     (finding,) = evaluate_future(FutureParams(), history(recorded_case("backfill_future_row")), NOW)
     assert finding.message.startswith(
-        "batch 4 at 2026-12-01T09:43:36Z: event-time max 2024-03-02T12:02Z leapt 1.0 days beyond the data's "
+        "batch 4 at 2026-12-01T09:43:36Z: event-time max 2024-03-02T12:02Z leapt 1 day beyond the data's "
         "own progression (newest event time before: 2024-03-01T12:01:55Z, usually +1 min per batch, beyond "
         "the watermark delay of 10 min)"
     )
     # batches 6-10 each dropped their 12 rows: 60 of the 60 rows after batch 4 (batch 5 had none)
-    assert "The watermark followed in batch 5 +1.0 days (to 2024-03-02T11:52Z) and 60 of the 60 rows" in finding.message
+    assert "The watermark followed in batch 5 +1 day (to 2024-03-02T11:52Z) and 60 of the 60 rows" in finding.message
     assert finding.details["leap_seconds"] == 86_405.0  # 2024-03-01T12:01:55 -> 2024-03-02T12:02:00
 
 
@@ -193,5 +193,5 @@ def test_flink_jump_is_named_at_the_source_and_per_poll() -> None:
         samples.append(dataclasses.replace(flink(m, 1, wm, 10), scope=Scope(operator="w1", subtask=0)))
     found = evaluate_future(FutureParams(), history(samples), T0 + timedelta(minutes=5))
     assert [f.scope.labels() for f in found] == [{}, {"source": "Source: clicks", "subtask": "0"}]
-    assert found[0].message.startswith("the poll at 2026-11-29T12:02Z: watermark 2026-11-29T15:00Z is 3.0 h ahead")
+    assert found[0].message.startswith("the poll at 2026-11-29T12:02Z: watermark 2026-11-29T15:00Z is 3 h ahead")
     assert found[1].message.startswith("job `sessions` vertex `Source: clicks` subtask 0: watermark/event time")

@@ -63,7 +63,7 @@ def test_recorded_drops_are_linked_to_the_batch_that_moved_the_watermark() -> No
     # batch 4 carried a row dated +24 h, batch 5's watermark jumped +1 day: the drops of batch 10 are its
     # doing, and a longer delay would not help (backfill: the skew to processing time cannot see it)
     (found,) = evaluate_late_surge(LateSurgeParams(), history(recorded_case("backfill_future_row")), NOW)
-    assert "12 rows dropped at batch 10 because batch 4 moved the watermark +1.0 days" in found.message
+    assert "12 rows dropped at batch 10 because batch 4 moved the watermark +1 day" in found.message
     assert "A longer delay does not help" in found.message and "raise the watermark delay" not in found.message
 
 

@@ -294,3 +294,36 @@ def test_a_restarted_daemon_extends_the_episodes_open_when_it_stopped(store: Sto
         if part is lines[:half]:
             assert any(e.is_open and e.rule == "watermark_stall" for e in store.episodes())
     assert _episode_set(store.episodes()) == _scan(RULE_CASES / "never_seen_input", RULES)[1]
+
+
+def test_a_tick_that_does_not_commit_leaves_no_trace_in_the_episodes(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the first evaluation fails at its end (storing the cursor); the next one evaluates the same batches
+    # again and must store scan's episodes, not ones extended or ended by the first attempt's fold
+    from monitor.daemon import evaluate
+
+    (log,) = (RULE_CASES / "backfill_future_row").iterdir()
+    source = tmp_path / "logs"
+    source.mkdir()
+    # the log up to batch 8: the jump's episode is still open at its end (the fold holds it)
+    lines = log.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"batchId":9' in line)
+    (source / log.name).write_text("".join(lines[:cut]))
+    runtime, target = _daemon(store, source, RULES)
+    poll = EventLogCollector([source]).poll(SCAN_NOW)
+    tick = max(s.observed_at for s in poll.samples) + timedelta(minutes=1)
+    runtime.poll(target, tick)
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("database went away")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(evaluate, "set_cursor", broken)
+        with pytest.raises(RuntimeError):
+            runtime.evaluate(tick)
+    assert store.episodes() == []
+    runtime.evaluate(tick)
+    stored = store.episodes()
+    assert {e.rule for e in stored if e.is_open} == {"future_timestamp", "late_drop_surge"}
+    assert _episode_set(stored) == _scan(source, RULES)[1]

@@ -1,0 +1,318 @@
+"""The evaluate stage: replay what arrived since the last tick through the rules, step the alerts, store
+the transitions, their notifications and the finding episodes.
+
+:meth:`EvaluateStage.evaluate` replays every batch stored since the last tick, job by job
+(:func:`rules.replay.replay`, from each job's evaluation cursor), stepping the job's alerts at each
+batch's own time (:func:`monitor.alerts.step_all`), then the clock rules (``no_progress``) and collector
+errors at the tick's ``now``; changed alerts, their outbox rows and the cursors are stored in one
+transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a transition
+without its notifications. Batches older than the history horizon when first seen notify nobody. The
+instants are also folded into finding episodes (:class:`Episodes`, with :mod:`rules.episodes`, the fold
+``scan`` uses) and stored in the same transaction, notified or history; each alert names its episode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, step_all
+from monitor.alerts.routing import Route
+from monitor.daemon.histories import EVAL_CURSOR, JobHistories
+from monitor.daemon.tick import JobKey, job_target, tick_time
+from monitor.metrics.exporter import AlertCount
+from monitor.model import CollectorError, Engine, FindingEpisode, RuleTiming
+from monitor.store import load_episodes, record_episodes, set_cursor
+from monitor.store.alert_repo import apply_transitions, load_alerts
+from rules.episodes import CAUSED_BY, Episode, EpisodeFold, held, link, reopen, to_record
+from rules.registry import RULES, Evaluator
+from rules.replay import Instant, replay
+
+__all__ = ["Episodes", "EvaluateStage"]
+
+log = logging.getLogger(__name__)
+
+_HISTORY = "history"
+_CLOCK_RULES = frozenset(name for name, spec in RULES.items() if spec.clock)
+
+
+def _is_clock(rule: str, labels: Any) -> bool:
+    """Findings, alerts and episodes judged at the tick's clock: ``no_progress`` and unreachable targets."""
+    return rule in _CLOCK_RULES or labels.get("check") == "unreachable"
+
+
+def _alert_job(alert: Alert) -> JobKey | None:
+    try:
+        return Engine(alert.labels.get("engine", "")), alert.labels["job_id"]
+    except (KeyError, ValueError):
+        return None
+
+
+def _job_of(labels: Any) -> str:
+    """``spark job q-1`` from an alert's labels (log lines)."""
+    return f"{labels.get('engine', '?')} job {labels.get('job_id', '?')}"
+
+
+def _with_episode(alert: Alert, episode: Episode | None) -> Alert:
+    """``alert`` naming the finding episode its finding is in (unchanged when the finding is absent: it
+    keeps naming its last episode)."""
+    if episode is None or alert.episode_id == episode.id:
+        return alert
+    return dataclasses.replace(alert, episode_id=episode.id)
+
+
+def _carry_marks(
+    old: Alert | None, new: Alert, events: list[AlertEvent], terminated: bool, historical: bool,
+    episode: Episode | None,
+) -> Alert:
+    """Annotations the lifecycle does not know: ``history`` (fired at an instant older than the horizon:
+    neither its firing nor its resolution is notified; kept for the whole episode) and
+    ``resolved_reason: terminated``; and the finding episode the alert's finding is in."""
+    new = _with_episode(new, episode)
+    marks: dict[str, str] = {}
+    kinds = {e.kind for e in events if e.fingerprint == new.fingerprint}
+    if EventKind.PENDING in kinds:
+        if historical:
+            marks[_HISTORY] = "raised from history older than the horizon: not notified"
+    elif old is not None and old.annotations.get(_HISTORY) is not None:
+        marks[_HISTORY] = old.annotations[_HISTORY]
+    if EventKind.RESOLVED in kinds and terminated:
+        marks["resolved_reason"] = "terminated"
+    if not marks:
+        return new
+    return dataclasses.replace(new, annotations={**new.annotations, **marks})
+
+
+class Episodes:
+    """The daemon's finding episodes: one :class:`~rules.episodes.EpisodeFold` per job (and one for the
+    clock rules), reopened from the store's open episodes the first time a job is evaluated in this process,
+    and the writing of what an evaluation began, extended or ended.
+
+    Args:
+        evaluator: the rules (for each rule's lifecycle ``for``: :func:`rules.episodes.held`).
+        lookback: how far before an effect its cause is looked for among the stored episodes.
+    """
+
+    def __init__(self, evaluator: Evaluator, lookback: timedelta) -> None:
+        self._evaluator = evaluator
+        self._lookback = lookback
+        self._folds: dict[JobKey, EpisodeFold] = {}
+        self._clock: EpisodeFold | None = None
+
+    def job(self, session: Session, key: JobKey) -> EpisodeFold:
+        """The job's fold (its open episodes reopened from the store the first time)."""
+        fold = self._folds.get(key)
+        if fold is None:
+            stored = load_episodes(session, engine=key[0], job_id=key[1], open_only=True)
+            fold = self._folds[key] = EpisodeFold(reopen(r) for r in stored if not _is_clock(r.rule, r.labels))
+        return fold
+
+    def clock(self, session: Session) -> EpisodeFold:
+        """The fold of the findings judged at the tick's clock."""
+        if self._clock is None:
+            stored = load_episodes(session, open_only=True)
+            self._clock = EpisodeFold(reopen(r) for r in stored if _is_clock(r.rule, r.labels))
+        return self._clock
+
+    @staticmethod
+    def add(fold: EpisodeFold, instant: Instant, touched: dict[str, Episode], *, history: bool = False) -> None:
+        """Fold ``instant`` in; the episodes it ended, began or extended join ``touched`` (by id)."""
+        ended = fold.add(instant, history=history)
+        for episode in [*ended, *(fold.open[f.fingerprint()] for f in instant.findings)]:
+            touched[episode.id] = episode
+
+    def record(self, session: Session, key: JobKey | None, episodes: Iterable[Episode]) -> None:
+        """Store the episodes that held for their rule's ``for`` (:func:`rules.episodes.held`, as ``scan``
+        keeps them), ``notified`` unless history; a finding that names its cause is linked to the cause's
+        episode, stored or among these (:func:`rules.episodes.link`)."""
+        records = [to_record(e, notified=not e.history) for e in episodes if held(e, self._evaluator)]
+        if not records:
+            return
+        known: list[FindingEpisode] = []
+        if key is not None and any(CAUSED_BY in r.details for r in records):
+            since = min(r.first_at for r in records) - self._lookback
+            known = load_episodes(session, engine=key[0], job_id=key[1], since=since)
+        record_episodes(session, link(records, known))
+
+    def forget(self, keys: Iterable[JobKey]) -> None:
+        """Drop the folds of ``keys`` and the clock's (an evaluation that did not commit advanced them): the
+        next evaluation reopens them from the store."""
+        for key in keys:
+            self._folds.pop(key, None)
+        self._clock = None
+
+
+class EvaluateStage:
+    """One rule-evaluation tick at a time (see the module docstring); thread-safe for its counters.
+
+    Args:
+        sessions: the store's session factory.
+        histories: the jobs' in-memory histories.
+        evaluator: the compiled rules.
+        timing: each rule's lifecycle timing.
+        routes: the receivers' routes (which outbox rows a transition queues).
+        horizon: instants older than this when first evaluated notify nobody.
+        errors: the recent collector errors (``target_health``'s unreachable targets).
+    """
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        histories: JobHistories,
+        evaluator: Evaluator,
+        timing: Callable[[str], RuleTiming],
+        routes: Sequence[Route],
+        horizon: timedelta,
+        errors: Callable[[], list[CollectorError]],
+    ) -> None:
+        self._sessions = sessions
+        self._histories = histories
+        self._evaluator = evaluator
+        self._timing = timing
+        self._routes = list(routes)
+        self._horizon = horizon
+        self._errors = errors
+        self._episodes = Episodes(evaluator, histories.lookback)
+        self._lock = threading.Lock()
+        self._alert_counts: list[AlertCount] = []
+        self._last_at: datetime | None = None
+
+    @property
+    def last_evaluation_at(self) -> datetime | None:
+        """When the last evaluation ran (its tick's ``now``)."""
+        with self._lock:
+            return self._last_at
+
+    def evaluate(self, now: datetime) -> list[AlertEvent]:
+        """One rule-evaluation tick at ``now``: every batch that arrived since the last tick, in order.
+
+        Each job with new samples is replayed (:func:`rules.replay.replay`) from its evaluation cursor: at
+        each new instant (a batch's own trigger time, an idle or lifecycle event) the rules see the history
+        up to it, and the job's alerts step through the lifecycle at that time, so a stall that began and
+        ended between two ticks (or while the daemon was stopped) fires and resolves. Then the rules judged
+        at the tick's clock (``no_progress``) and the collector errors (``target_health`` unreachable) step
+        their alerts at ``now``. Transitions, outbox rows and finding episodes are stored in one
+        transaction with the jobs' evaluation cursors (collector ``rules`` in the cursor table).
+
+        An instant already older than the history horizon when first evaluated steps the lifecycle (the
+        alert is stored and shown) but notifies nobody, and neither does that alert's resolution (its
+        episode is stored as history); a job whose newest data was that old when first seen raises no
+        ``no_progress`` notification. Alerts resolved because their query terminated carry the annotation
+        ``resolved_reason: terminated``.
+
+        Returns:
+            The transitions (pending/firing/resolved/cleared events), oldest instant first.
+
+        Raises:
+            Exception: the store failed; nothing of the tick is stored and the next tick evaluates it again.
+        """
+        when = tick_time(now)
+        errors = self._errors()
+        touched: list[JobKey] = []
+        try:
+            with self._sessions.begin() as session:
+                self._histories.catch_up(session, when)
+                touched = self._histories.pending()
+                out, alerts, evaluated = self._tick(session, when, touched, errors)
+        except BaseException:
+            self._episodes.forget(touched)
+            raise
+        self._histories.done(evaluated, touched)
+        self._set_alert_counts(alerts.values())
+        with self._lock:
+            self._last_at = when
+        for event in out:
+            which = alerts.get(event.fingerprint)
+            if which is None:
+                log.info("alert %s %s at %s", event.fingerprint, event.kind.value, event.at.isoformat())
+                continue
+            log.info(
+                "alert %s %s for %s (%s) at %s: %s [fingerprint %s]",
+                which.rule, event.kind.value, _job_of(which.labels), which.severity.label(),
+                event.at.isoformat(), which.message, event.fingerprint,
+            )  # fmt: skip
+        return out
+
+    def _tick(
+        self, session: Session, when: datetime, touched: list[JobKey], errors: list[CollectorError]
+    ) -> tuple[list[AlertEvent], dict[str, Alert], dict[JobKey, tuple[datetime, int]]]:
+        """The evaluation inside the tick's transaction: (events, every alert by fingerprint, new cursors)."""
+        out: list[AlertEvent] = []
+        evaluated: dict[JobKey, tuple[datetime, int]] = {}
+        alerts = load_alerts(session)
+        per_job: dict[JobKey, dict[str, Alert]] = {}
+        clock_alerts: dict[str, Alert] = {}
+        for fp, alert in alerts.items():
+            if _is_clock(alert.rule, alert.labels):
+                clock_alerts[fp] = alert
+            else:
+                key = _alert_job(alert)
+                if key is not None:
+                    per_job.setdefault(key, {})[fp] = alert
+        histories = self._histories.all()
+        for key in touched:
+            mine = per_job.setdefault(key, {})
+            last = self._histories.evaluated(key)
+            fold = self._episodes.job(session, key)
+            episodes: dict[str, Episode] = {}
+            for instant in replay(self._evaluator, histories[key], last):
+                historical = when - instant.at > self._horizon
+                self._episodes.add(fold, instant, episodes, history=historical)
+                changed, events = step_all(mine, instant.findings, self._timing, instant.at)
+                last = (instant.at, instant.at_count)
+                if not changed:
+                    continue
+                changed = {fp: _carry_marks(mine.get(fp), alert, events, instant.terminated, historical,
+                                            fold.open.get(fp))
+                           for fp, alert in changed.items()}  # fmt: skip
+                notify = [e for e in events if changed[e.fingerprint].annotations.get(_HISTORY) is None]
+                apply_transitions(session, changed.values(), notify, self._routes, when)
+                mine.update(changed)
+                alerts.update(changed)
+                out.extend(events)
+            self._episodes.record(session, key, episodes.values())
+            if last is not None:
+                evaluated[key] = last
+                state = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
+                set_cursor(session, EVAL_CURSOR, job_target(key), state, when)
+        findings = [f for key, samples in histories.items()
+                    for f in self._evaluator.evaluate_job(samples, when, clock=True)
+                    if not self._histories.seen_as_history(key)]  # fmt: skip
+        findings += self._evaluator.evaluate_targets(errors, when)
+        clock_fold = self._episodes.clock(session)
+        clock_episodes: dict[str, Episode] = {}
+        self._episodes.add(clock_fold, Instant(when, None, findings), clock_episodes)
+        self._episodes.record(session, None, clock_episodes.values())
+        changed, events = step_all(clock_alerts, findings, self._timing, when)
+        if changed:
+            changed = {fp: _with_episode(alert, clock_fold.open.get(fp)) for fp, alert in changed.items()}
+            apply_transitions(session, changed.values(), events, self._routes, when)
+            alerts.update(changed)
+            out.extend(events)
+        return out, alerts, evaluated
+
+    def alert_counts(self) -> list[AlertCount]:
+        """Alerts by rule, severity and state as of the last evaluation."""
+        with self._lock:
+            return list(self._alert_counts)
+
+    def load_alert_counts(self) -> None:
+        """Initialise :meth:`alert_counts` from the store (at start, before the first evaluation)."""
+        with self._sessions() as session:
+            alerts = load_alerts(session)
+        self._set_alert_counts(alerts.values())
+
+    def _set_alert_counts(self, alerts: Iterable[Alert]) -> None:
+        """Count ``alerts`` by (rule, severity, state) for :meth:`alert_counts` (``/metrics``)."""
+        counts: dict[tuple[str, str, str], int] = {}
+        for alert in alerts:
+            key = (alert.rule, alert.severity.label(), alert.state.value)
+            counts[key] = counts.get(key, 0) + 1
+        with self._lock:
+            self._alert_counts = [AlertCount(r, sev, st, n) for (r, sev, st), n in sorted(counts.items())]
