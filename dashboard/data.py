@@ -18,7 +18,10 @@ is unknown, never zero.
 from __future__ import annotations
 
 import hmac
+import html
+import json
 import os
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,30 +36,29 @@ from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
 from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
-from monitor.facts import cause_indices, job_health
-from monitor.model import AlertState, FindingEpisode, Severity, worst_episode
-from monitor.store import Store, load_episodes, open_store
+from monitor.facts import job_health
+from monitor.facts.source import load_job_facts
+from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
+from monitor.store import Store, load_episodes, load_samples, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
-from monitor.store.views import (
-    job_runs,
-    job_summaries,
-    newest_sample_time,
-    series,
-    stored_reports,
-    watermark_points,
-)
+from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
 from monitor.timefmt import format_lag
-from rules.common import NULL_EVENT_TIME_BEFORE, is_epoch
-from rules.state_growth import theil_sen_slope
 
 __all__ = [
+    "REPORT_PERIODS",
     "STALE_AFTER",
+    "DatabaseReport",
     "FlinkWhatIf",
     "JobDetail",
+    "ReportFile",
     "add_silence",
+    "alert_history",
     "alerts",
+    "bytes_text",
+    "count_text",
+    "database_report",
     "db_label",
     "episodes",
     "expire_silence",
@@ -66,9 +68,9 @@ __all__ = [
     "now",
     "period_since",
     "report_files",
+    "report_json",
     "scheduled_reports",
     "silences",
-    "sparklines",
     "token_configured",
     "token_ok",
     "whatif_flink",
@@ -114,25 +116,40 @@ def token_ok(presented: str) -> bool:
     return bool(expected) and hmac.compare_digest(presented.encode(), expected.encode())
 
 
-#: A freshness / lag in seconds as text: the one formatter, :func:`monitor.timefmt.format_lag`.
-human_lag = format_lag
+def human_lag(seconds: float | None) -> str:
+    """A lag, freshness or duration in seconds as text (:func:`monitor.timefmt.format_lag`, the one
+    formatter): ``"12 s"``, ``"3.5 min"``, ``"... ahead"`` when negative, ``"unknown"`` for None/NaN."""
+    return format_lag(None if seconds is None or pd.isna(seconds) else float(seconds))
+
+
+def count_text(value: Any, unit: str = "") -> str:
+    """A count as ``"1,234"`` (with `` unit``), ``"unknown"`` for None/NaN."""
+    if value is None or pd.isna(value):
+        return "unknown"
+    return f"{int(value):,}{' ' + unit if unit else ''}"
+
+
+def bytes_text(value: Any) -> str:
+    """A size in bytes as ``"27.5 KiB"``, ``"unknown"`` for None/NaN."""
+    if value is None or pd.isna(value):
+        return "unknown"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} TiB"
 
 
 def _ts(value: datetime | None) -> pd.Timestamp | None:
     return None if value is None else pd.Timestamp(value)
 
 
-def _health_by_job(alert_list: list[Any]) -> dict[tuple[str, str], tuple[Severity, int, int, str]]:
-    """(engine, job_id) -> (health now, firing count, pending count, worst rule), by
-    :func:`monitor.facts.job_health` (the one definition of health)."""
-    by_job: dict[tuple[str, str], list[Any]] = {}
-    for a in alert_list:
-        by_job.setdefault((a.labels.get("engine", ""), a.labels.get("job_id", "")), []).append(a)
-    out: dict[tuple[str, str], tuple[Severity, int, int, str]] = {}
-    for key, items in by_job.items():
-        h = job_health(items)
-        out[key] = (h.now, h.firing, h.pending, h.worst_rule or "")
-    return out
+def _job_window(newest: datetime | None, length: timedelta) -> tuple[datetime, datetime]:
+    """``[newest - length, newest + 1 ms)``: a window ending at the job's newest sample (the data's own
+    clock: a recorded job is shown over its own last hours, not today's)."""
+    end = (newest or now()) + timedelta(milliseconds=1)
+    return end - length, end
 
 
 _EPISODE_COLUMNS = [
@@ -198,48 +215,58 @@ def _worst_by_job(found: list[FindingEpisode]) -> dict[tuple[str, str], FindingE
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def fleet() -> pd.DataFrame:
-    """One row per job: ``engine, job_id, name, health, firing, pending, worst_rule, observed_at,
-    freshness_s`` (the newest sample's processing time minus its watermark), ``input_rows_per_second,
-    state_rows, lag_offsets, runs, stale`` (no sample for :data:`STALE_AFTER`); ``health``/``severity`` are
-    the health now (firing alerts), ``period_health``/``period_severity``/``worst_episode`` (rule and
-    batches)/``worst_episode_message`` the worst finding episode since :func:`period_since` (``ok``/0/``""``
-    without one)."""
-    since = period_since()
+    """One row per job: ``engine, job_id, name, health`` (:func:`monitor.facts.job_health`: the worst
+    firing severity now), ``severity``, ``period_health``/``period_severity``/``worst_episode`` (the worst
+    finding episode since :func:`period_since`; ``ok``/0/``""`` without one), ``firing, pending,
+    worst_rule, observed_at`` (its newest sample),
+    ``freshness_s`` (:class:`monitor.facts.FreshnessFacts` ``last_s``: the newest batch's processing time
+    minus its watermark), ``num_input_rows, state`` (text: rows, or Flink's checkpointed bytes), ``lag``
+    (text: the Kafka group's offsets behind), ``freshness_series`` (the facts' freshness per batch over
+    :data:`SPARK_WINDOW`, seconds), ``runs, stale`` (no sample for :data:`STALE_AFTER`)."""
+    since_period = period_since()
     with _store().sessions() as session:
         summaries = job_summaries(session)
-        alert_list = list(load_alerts(session, states=[AlertState.FIRING, AlertState.PENDING]).values())
-        worst_of = _worst_by_job(load_episodes(session, since=since))
-    health = _health_by_job(alert_list)
+        worst_of = _worst_by_job(load_episodes(session, since=since_period))
+        by_job: dict[tuple[str, str], list[Any]] = {}
+        for a in load_alerts(session).values():
+            by_job.setdefault((a.labels.get("engine", ""), a.labels.get("job_id", "")), []).append(a)
+        recent = {}
+        for s in summaries:
+            since, until = _job_window(s.observed_at, SPARK_WINDOW)
+            recent[(s.engine, s.job_id)] = load_job_facts(session, Engine(s.engine), s.job_id, since, until)
     at = now()
     rows = []
     for s in summaries:
-        sev, firing, pending, rule = health.get((s.engine, s.job_id), (Severity.OK, 0, 0, ""))
-        fresh = None
-        if s.observed_at is not None and s.watermark is not None and not is_epoch(s.watermark):
-            fresh = (s.observed_at - s.watermark).total_seconds()
+        health = job_health(by_job.get((s.engine, s.job_id), []))
+        facts = recent.get((s.engine, s.job_id))
         worst = worst_of.get((s.engine, s.job_id))
+        state = "unknown"
+        if facts is not None and facts.state.last is not None:
+            state = bytes_text(facts.state.last) if facts.state.unit == "bytes" else count_text(facts.state.last, "rows")
         rows.append(
             {
                 "engine": s.engine,
                 "job_id": s.job_id,
                 "name": s.name or s.job_id,
-                "health": sev.label(),
-                "severity": int(sev),
+                "health": health.now.label(),
+                "severity": int(health.now),
                 "period_health": "ok" if worst is None else worst.severity.label(),
                 "period_severity": 0 if worst is None else int(worst.severity),
                 "worst_episode": "" if worst is None else " ".join(
                     p for p in (worst.rule, _batches_text(worst.first_batch_id, worst.last_batch_id)) if p
                 ),
                 "worst_episode_message": "" if worst is None else worst.message,
-                "firing": firing,
-                "pending": pending,
-                "worst_rule": rule,
+                "firing": health.firing,
+                "pending": health.pending,
+                "worst_rule": health.worst_rule or "",
                 "observed_at": _ts(s.observed_at),
-                "freshness_s": fresh,
+                "freshness_s": None if facts is None else facts.freshness.last_s,
                 "input_rows_per_second": s.input_rows_per_second,
                 "num_input_rows": s.num_input_rows,
-                "state_rows": s.state_rows_total,
-                "lag_offsets": s.lag_offsets,
+                "state": state,
+                "lag": count_text(s.lag_offsets, "offsets") if s.engine == "kafka" else "",
+                "freshness_series": [] if facts is None else
+                [b.freshness_s for b in facts.batches if b.freshness_s is not None],
                 "runs": s.runs,
                 "stale": s.observed_at is None or at - s.observed_at > STALE_AFTER,
             }
@@ -247,197 +274,190 @@ def fleet() -> pd.DataFrame:
     columns = ["engine", "job_id", "name", "health", "severity", "period_health", "period_severity", "worst_episode",
                "worst_episode_message",
                "firing", "pending", "worst_rule", "observed_at",
-               "freshness_s", "input_rows_per_second", "num_input_rows", "state_rows", "lag_offsets", "runs", "stale"]
+               "freshness_s", "input_rows_per_second", "num_input_rows", "state", "lag", "freshness_series", "runs",
+               "stale"]
     return pd.DataFrame(rows, columns=columns)
-
-
-@st.cache_data(ttl=_TTL, show_spinner=False)
-def sparklines() -> pd.DataFrame:
-    """Every job's watermark lag over the last :data:`SPARK_WINDOW` (from the newest whole-job sample):
-    ``engine, job_id, observed_at, watermark_lag_s``; the epoch placeholder watermark is left out."""
-    known = fleet()["observed_at"].dropna()
-    if known.empty:
-        return pd.DataFrame(columns=["engine", "job_id", "observed_at", "watermark_lag_s"])
-    newest = known.max().to_pydatetime()
-    with _store().sessions() as session:
-        rows = watermark_points(session, newest - SPARK_WINDOW)
-    frame = pd.DataFrame(rows, columns=["engine", "job_id", "observed_at", "watermark"])
-    frame["observed_at"] = pd.to_datetime(frame["observed_at"], utc=True, format="mixed")
-    frame["watermark"] = pd.to_datetime(frame["watermark"], utc=True, format="mixed")
-    frame = frame[frame["watermark"] >= pd.Timestamp(NULL_EVENT_TIME_BEFORE)]  # not Spark's "no watermark yet" (is_epoch)
-    frame["watermark_lag_s"] = (frame["observed_at"] - frame["watermark"]).dt.total_seconds()
-    return frame[["engine", "job_id", "observed_at", "watermark_lag_s"]].reset_index(drop=True)
-
-
-_JOB_FIELDS = [
-    "batch_id", "watermark", "event_time_max", "num_input_rows", "batch_duration_ms", "dropped_by_watermark",
-    "state_rows_total", "state_rows_removed", "state_memory_bytes", "lag_offsets", "lag_seconds", "idle_ms",
-]
 
 
 @dataclass(frozen=True)
 class JobDetail:
-    """One job's page data.
+    """One job's page data over :data:`JOB_WINDOW` (ending at its newest sample), from the job facts
+    (:func:`monitor.facts.load_job_facts`); the page computes nothing.
 
     Attributes:
         summary: the fleet row of the job (a dict of :func:`fleet`'s columns).
-        batches: whole-job samples, one row each: ``run_id, observed_at, kind`` and :data:`_JOB_FIELDS`.
-        scopes: per source/partition/subtask samples: ``scope, observed_at, num_input_rows, watermark,
-            lag_offsets, idle_ms``.
-        runs: ``run_id, first_seen, last_seen``.
+        batches: the job-scope observations (Spark micro-batches, Flink/Kafka polls): ``observed_at,
+            batch_id, run_id, watermark, event_time_max, freshness_s, input_rows, dropped_rows, state_rows,
+            state_bytes, lag_offsets, lag_seconds, batch_duration_ms``.
+        scopes: per input / vertex subtask / partition: ``name, source, partition, subtask, vertex,
+            observed_at, watermark, input_rows, dropped_rows, idle_ms, lag_offsets, lag_seconds,
+            backpressure_pct, end_of_input``.
+        lag: per Kafka partition, worst Burrow status first: ``topic, partition, status, lag_offsets,
+            lag_offsets_max, lag_seconds, lag_seconds_max, owned`` (a live member owns it: ``yes``/``no``/
+            ``unknown``); ``lag_status``: the group's status; ``members``: the group's member count as the
+            collector last saw it (``None``: unknown).
+        runs: ``run_id, first_seen, last_seen``; ``restarts``: when the job restarted in the window.
         alerts: the job's alerts (:func:`alerts` columns).
-        drops: batches that dropped rows: ``batch_id, observed_at, dropped_by_watermark, cause_batch_id,
-            cause_event_time_max`` (the earlier batch whose event-time max set the watermark the rows were
-            late against: Spark's watermark is the max event time seen minus the delay).
-        holding_min: the input holding the minimum watermark back, with why, or ``None``.
-        state_slope_per_h: the state rows' Theil-Sen trend (rows per hour) over the window, ``None`` with
-            fewer than 3 points; ``state_projection``: ``observed_at, state_rows`` of that trend ahead.
+        drops: what dropped rows: ``batch_id, observed_at, event_time_max, dropped_rows, mis_dated, ahead_s``
+            (most rows first); ``dropped_rows``: the total (``None``: no count reported);
+            ``drops_by_scope``: Flink's drops per window-vertex subtask ``name, dropped_rows``.
+        holding_min: who holds the minimum watermark: ``name, reason`` (the one the rules name), or ``None``.
+        state_unit / state_slope_per_h / state_growing / state_projected_24h: the state trend
+            (:class:`monitor.facts.StateFacts`); ``state_projection``: ``observed_at, state`` of that trend
+            ahead (empty unless growing).
         trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
+        inferred_delay_s: the watermark delay inferred from the batches.
         episodes: the job's finding episodes since :func:`period_since` (:func:`episodes` columns).
     """
 
     summary: dict[str, Any]
     batches: pd.DataFrame
     scopes: pd.DataFrame
+    lag: pd.DataFrame
+    lag_status: str
+    members: int | None
     runs: pd.DataFrame
+    restarts: list[pd.Timestamp]
     alerts: pd.DataFrame
     drops: pd.DataFrame
-    holding_min: str | None
+    dropped_rows: int | None
+    drops_by_scope: pd.DataFrame
+    holding_min: dict[str, str] | None
+    state_unit: str
     state_slope_per_h: float | None
+    state_growing: bool
+    state_projected_24h: float | None
     state_projection: pd.DataFrame
     trigger_ms: float | None
-    episodes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_EPISODE_COLUMNS))
+    inferred_delay_s: float | None
+    episodes: pd.DataFrame
 
 
-def _drop_causes(batches: pd.DataFrame) -> pd.DataFrame:
-    columns = ["batch_id", "observed_at", "dropped_by_watermark", "cause_batch_id", "cause_event_time_max"]
-    if batches.empty:
-        return pd.DataFrame(columns=columns)
-    times = [None if pd.isna(t) else t.to_pydatetime() for t in batches["event_time_max"]]
-    dropped = [None if pd.isna(d) else int(d) for d in batches["dropped_by_watermark"]]
-    out = []
-    for i, cause in enumerate(cause_indices(times, dropped)):
-        if dropped[i]:
-            b = batches.iloc[i]
-            c = None if cause is None else batches.iloc[cause]
-            out.append((b["batch_id"], b["observed_at"], dropped[i], None if c is None else c["batch_id"],
-                        None if c is None else c["event_time_max"]))
-    return pd.DataFrame(out, columns=columns)
+_BATCH_COLUMNS = ["observed_at", "batch_id", "run_id", "watermark", "event_time_max", "freshness_s", "input_rows",
+                  "dropped_rows", "state_rows", "state_bytes", "lag_offsets", "lag_seconds"]
+_SCOPE_COLUMNS = ["name", "source", "partition", "subtask", "vertex", "observed_at", "watermark", "input_rows",
+                  "dropped_rows", "idle_ms", "lag_offsets", "lag_seconds", "backpressure_pct", "end_of_input"]
 
 
-def _holding_min(scopes: pd.DataFrame) -> str | None:
-    if scopes.empty:
-        return None
-    marks = scopes[scopes["watermark"].notna()]
-    if not marks.empty:  # Flink subtasks / inputs report their own watermarks: the minimum holds the job
-        newest = marks.sort_values("observed_at").groupby("scope").tail(1)
-        if newest["scope"].nunique() > 1:
-            low = newest.sort_values("watermark").iloc[0]
-            return f"{low['scope']} (watermark {low['watermark']:%Y-%m-%d %H:%M:%S} UTC, the lowest of its siblings)"
-    rows = scopes[scopes["num_input_rows"].notna()]
-    if rows.empty or rows["scope"].nunique() < 2:
-        return None
-    newest_at = rows["observed_at"].max()
-    recent = rows[rows["observed_at"] >= newest_at - pd.Timedelta(seconds=30)]
-    totals = recent.groupby("scope")["num_input_rows"].sum()
-    idle = totals[totals == 0]
-    if idle.empty or (totals > 0).sum() == 0:
-        return None
-    name = str(idle.index[0])
-    had = rows[(rows["scope"] == name) & (rows["num_input_rows"] > 0)]
-    since = f" since {had['observed_at'].max():%H:%M:%S} UTC" if not had.empty else " in the window shown"
-    return f"{name}: no rows{since} while the other inputs deliver; with the min policy it holds the watermark"
+def _times(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    for col in columns:
+        frame[col] = pd.to_datetime(frame[col], utc=True)
+    return frame
 
 
-def _theil_sen(batches: pd.DataFrame) -> tuple[float | None, pd.DataFrame]:
-    """The state rows' trend (:func:`rules.state_growth.theil_sen_slope`, the rule's estimator), rows/h, and
-    the line it projects past the newest point, as far as the fitted points span (at most 30 min)."""
-    empty = pd.DataFrame(columns=["observed_at", "state_rows"])
-    points = batches[["observed_at", "state_rows_total"]].dropna().tail(120)
-    if len(points) < 3:
-        return None, empty
-    t0 = points["observed_at"].iloc[0]
-    xs = (points["observed_at"] - t0).dt.total_seconds().tolist()
-    ys = points["state_rows_total"].astype(float).tolist()
-    if xs[-1] <= 0:
-        return None, empty
-    slope = theil_sen_slope(xs, ys)
-    last_x, last_y = xs[-1], float(np.median([y - slope * x for x, y in zip(xs, ys, strict=True)])) + slope * xs[-1]
-    ahead = min(1800.0, last_x)  # as far ahead as the fit looks back (at most 30 min)
-    projection = pd.DataFrame({
-        "observed_at": [t0 + pd.Timedelta(seconds=last_x), t0 + pd.Timedelta(seconds=last_x + ahead)],
-        "state_rows": [last_y, last_y + slope * ahead],
-    })
-    return slope * 3600.0, projection
+def _owned(extra: dict[str, Any]) -> str:
+    value = extra.get("assigned")
+    return "unknown" if value is None else "yes" if value else "no"
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def job_detail(engine: str, job_id: str) -> JobDetail | None:
-    """The job's data over the last :data:`JOB_WINDOW` (from its newest sample); ``None``: no such job."""
+    """The job's data over the last :data:`JOB_WINDOW` (from its newest sample); ``None``: no such job in
+    this database."""
     summaries = fleet()
     match = summaries[(summaries["engine"] == engine) & (summaries["job_id"] == job_id)]
     if match.empty:
         return None
     summary = match.iloc[0].to_dict()
     newest = summary["observed_at"]
-    since = (newest.to_pydatetime() if newest is not None and not pd.isna(newest) else now()) - JOB_WINDOW
+    since, until = _job_window(None if newest is None or pd.isna(newest) else newest.to_pydatetime(), JOB_WINDOW)
+    members = None
     with _store().sessions() as session:
-        rows = series(session, _JOB_FIELDS, since=since, job_id=job_id, engine=engine, job_scope_only=False)
+        facts = load_job_facts(session, Engine(engine), job_id, since, until)
+        durations = series(session, ["batch_duration_ms"], since=since, until=until, job_id=job_id, engine=engine)
         runs = job_runs(session, engine, job_id)
-    whole = [r for r in rows if r[5] is None and r[6] is None and r[7] is None]
-    batches = pd.DataFrame(
-        [(r[2], r[3], r[4], *r[8:]) for r in whole], columns=["run_id", "observed_at", "kind", *_JOB_FIELDS]
+        if engine == "kafka":  # the collector's member count, as Burrow / the exporter reported it
+            whole = [s for s in load_samples(session, job_id=job_id, since=until - SPARK_WINDOW, until=until,
+                                             engine=Engine.KAFKA) if s.scope.is_job()]
+            count = whole[-1].extra.get("members") if whole else None
+            members = count if isinstance(count, int) else None
+    if facts is None:
+        return None
+    batches = _times(pd.DataFrame([{c: getattr(b, c) for c in _BATCH_COLUMNS} for b in facts.batches],
+                                  columns=_BATCH_COLUMNS), ["observed_at", "watermark", "event_time_max"])
+    duration = {pd.Timestamp(r[3]): r[8] for r in durations}
+    batches["batch_duration_ms"] = [duration.get(t) for t in batches["observed_at"]]
+    scope_rows = []
+    for sc in facts.scopes:
+        vertex = sc.newest.extra.get("vertex") or sc.scope.source or sc.scope.operator
+        for pt in sc.points:
+            scope_rows.append({
+                "name": sc.name, "source": sc.scope.source, "partition": sc.scope.partition,
+                "subtask": sc.scope.subtask, "vertex": vertex if sc.scope.subtask is not None else None,
+                "observed_at": pt.observed_at, "watermark": pt.watermark, "input_rows": pt.input_rows,
+                "dropped_rows": pt.dropped_rows, "idle_ms": pt.idle_ms, "lag_offsets": pt.lag_offsets,
+                "lag_seconds": pt.lag_seconds,
+                "backpressure_pct": None if pt.backpressure_ratio is None else 100.0 * pt.backpressure_ratio,
+                "end_of_input": pt.end_of_input,
+            })
+    scopes = _times(pd.DataFrame(scope_rows, columns=_SCOPE_COLUMNS), ["observed_at", "watermark"])
+    owned = {(sc.scope.source, sc.scope.partition): _owned(sc.newest.extra) for sc in facts.scopes}
+    lag = pd.DataFrame(
+        [{"topic": p.topic, "partition": p.partition, "status": p.status, "lag_offsets": p.lag_offsets,
+          "lag_offsets_max": p.lag_offsets_max, "lag_seconds": p.lag_seconds, "lag_seconds_max": p.lag_seconds_max,
+          "owned": owned.get((p.topic, p.partition), "unknown")} for p in facts.lag],
+        columns=["topic", "partition", "status", "lag_offsets", "lag_offsets_max", "lag_seconds", "lag_seconds_max",
+                 "owned"],
     )
-    scoped = []
-    for r in rows:
-        if r[5] is None and r[6] is None and r[7] is None:
-            continue
-        parts = [str(r[5])] if r[5] is not None else []
-        if r[6] is not None:
-            parts.append(f"partition {r[6]}")
-        if r[7] is not None:
-            parts.append(f"subtask {r[7]}")
-        f = dict(zip(_JOB_FIELDS, r[8:], strict=True))
-        scoped.append((" ".join(parts), r[3], f["num_input_rows"], f["watermark"], f["lag_offsets"], f["idle_ms"]))
-    scopes = pd.DataFrame(scoped, columns=["scope", "observed_at", "num_input_rows", "watermark", "lag_offsets", "idle_ms"])
-    for frame in (batches, scopes):
-        for col in ("observed_at", "watermark", "event_time_max"):
-            if col in frame:
-                frame[col] = pd.to_datetime(frame[col], utc=True)
-    if not batches.empty:
-        real = batches["watermark"].where(batches["watermark"] >= pd.Timestamp(NULL_EVENT_TIME_BEFORE))  # rules.common.is_epoch
-        batches["watermark"] = real
-        batches["freshness_s"] = (batches["observed_at"] - real).dt.total_seconds()
+    causes = _times(pd.DataFrame(
+        [{"batch_id": c.batch_id, "observed_at": c.observed_at, "event_time_max": c.event_time_max,
+          "dropped_rows": c.dropped_rows, "mis_dated": c.mis_dated or "", "ahead_s": c.ahead_s}
+         for c in facts.drops.causes],
+        columns=["batch_id", "observed_at", "event_time_max", "dropped_rows", "mis_dated", "ahead_s"],
+    ), ["observed_at", "event_time_max"])
+    state = facts.state
+    projection = pd.DataFrame(columns=["observed_at", "state"])
+    known = batches[["observed_at", "state_bytes" if state.unit == "bytes" else "state_rows"]].dropna()
+    if state.growing and state.slope_per_h is not None and state.last is not None and not known.empty:
+        # the trend drawn ahead as far as the fit looks back (at most 30 min)
+        last_at = known["observed_at"].iloc[-1]
+        ahead = min(pd.Timedelta(minutes=30), max(last_at - known["observed_at"].iloc[0], pd.Timedelta(seconds=1)))
+        grown = state.slope_per_h * (ahead / pd.Timedelta(hours=1))
+        projection = pd.DataFrame({"observed_at": [last_at, last_at + ahead],
+                                   "state": [float(state.last), float(state.last) + grown]})
     run_frame = pd.DataFrame(
         [(r.run_id, pd.Timestamp(r.first_seen), pd.Timestamp(r.last_seen)) for r in runs],
         columns=["run_id", "first_seen", "last_seen"],
     )
     all_alerts = alerts()
     job_alerts = all_alerts[(all_alerts["engine"] == engine) & (all_alerts["job_id"] == job_id)]
-    progress = batches[batches["kind"] == "progress"] if not batches.empty else batches
-    slope, projection = _theil_sen(progress) if not progress.empty else (None, pd.DataFrame())
-    spacing = progress["observed_at"].diff().dt.total_seconds().dropna() if not progress.empty else pd.Series()
-    trigger = float(spacing.median()) * 1000 if len(spacing) else None
+    hold = facts.holding_min
     return JobDetail(
-        summary, batches, scopes, run_frame, job_alerts.reset_index(drop=True),
-        drops=_drop_causes(progress),
-        holding_min=_holding_min(scopes), state_slope_per_h=slope, state_projection=projection, trigger_ms=trigger,
-        episodes=episodes(engine, job_id, since=period_since()),
+        summary=summary, batches=batches, scopes=scopes, lag=lag, lag_status=facts.lag_status, members=members,
+        runs=run_frame, restarts=[pd.Timestamp(t) for t in facts.restarts], alerts=job_alerts.reset_index(drop=True),
+        drops=causes, dropped_rows=facts.drops.dropped_rows,
+        drops_by_scope=pd.DataFrame(list(facts.drops.by_scope), columns=["name", "dropped_rows"]),
+        holding_min=None if hold is None else {"name": hold.name, "reason": hold.reason},
+        state_unit=state.unit, state_slope_per_h=state.slope_per_h, state_growing=state.growing,
+        state_projected_24h=state.projected_24h, state_projection=projection, trigger_ms=facts.batch_spacing_ms,
+        inferred_delay_s=facts.inferred_delay_s, episodes=episodes(engine, job_id, since=period_since()),
     )
 
 
 _ALERT_COLUMNS = [
     "fingerprint", "rule", "severity", "state", "engine", "job_id", "job_name", "scope", "message", "active_at",
-    "fired_at", "resolved_at", "duration_s", "labels", "batch_id",
+    "fired_at", "resolved_at", "duration_s", "labels", "batch_id", "silenced_by",
 ]
+
+
+def _silenced_by(labels: dict[str, str], active: list[Silence], at: datetime) -> str:
+    """The first active silence muting ``labels``, as ``matchers ("comment", until HH:MM UTC)``; ``""``."""
+    for s in active:
+        if s.mutes(labels, at):
+            comment = f'"{s.comment}", ' if s.comment else ""
+            return f"{', '.join(str(m) for m in s.matchers)} ({comment}until {s.ends_at:%Y-%m-%d %H:%M} UTC)"
+    return ""
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def alerts() -> pd.DataFrame:
     """Every stored alert (its current or last episode): :data:`_ALERT_COLUMNS`; ``duration_s`` is how long
-    the episode has lasted (to ``resolved_at``, or to now while active)."""
+    the episode has lasted (to ``resolved_at``, or to now while active); ``silenced_by``: for an open alert
+    that an active silence mutes now (the dispatcher's test, :func:`monitor.alerts.silences.is_silenced` on
+    :meth:`~monitor.alerts.lifecycle.Alert.all_labels`), the silence's matchers and comment, else ``""``."""
     with _store().sessions() as session:
         stored = list(load_alerts(session).values())
+        active = [x for x in list_silences(session) if x.active(now())]
     at = now()
     rows = []
     for a in stored:
@@ -460,6 +480,8 @@ def alerts() -> pd.DataFrame:
                 "duration_s": (end - a.active_at).total_seconds(),
                 "labels": dict(a.labels),
                 "batch_id": a.annotations.get("batch_id", ""),
+                "silenced_by": _silenced_by(a.all_labels(), active, at)
+                if a.state in (AlertState.FIRING, AlertState.PENDING) else "",
             }
         )
     order = {"firing": 0, "pending": 1, "resolved": 2, "inactive": 3}
@@ -469,6 +491,30 @@ def alerts() -> pd.DataFrame:
         frame["_s"] = frame["severity"].map({"critical": 0, "warning": 1, "info": 2, "ok": 3})
         frame = frame.sort_values(["_o", "_s", "active_at"], ascending=[True, True, False]).drop(columns=["_o", "_s"])
     return frame.reset_index(drop=True)
+
+
+def _when(value: Any, missing: str) -> str:
+    """An optional instant as ``YYYY-MM-DD HH:MM:SS UTC``; ``missing`` when there is none."""
+    return missing if value is None or pd.isna(value) else f"{value:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def alert_history(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`alerts` rows as the Alerts page's history table, every cell text a person reads (no empty or
+    ``None`` cell): ``rule, severity, state, job, scope, active since, fired at, resolved at, lasted,
+    silenced``."""
+    return pd.DataFrame({
+        "rule": frame["rule"],
+        "severity": frame["severity"],
+        "state": frame["state"],
+        "job": [n or j for n, j in zip(frame["job_name"], frame["job_id"], strict=True)],
+        "scope": [x or "whole job" for x in frame["scope"]],
+        "active since": [_when(v, "unknown") for v in frame["active_at"]],
+        "fired at": [_when(v, "never fired") for v in frame["fired_at"]],
+        "resolved at": [_when(v, "still open" if st_ in ("firing", "pending") else "unknown")
+                        for v, st_ in zip(frame["resolved_at"], frame["state"], strict=True)],
+        "lasted": [human_lag(v) for v in frame["duration_s"]],
+        "silenced": [x or "no" for x in frame["silenced_by"]],
+    })
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
@@ -534,23 +580,143 @@ def expire_silence(token: str, silence_id: str) -> bool:
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def scheduled_reports() -> list[dict[str, Any]]:
-    """The newest scheduled health reports (as queued for delivery): ``id, receiver, state, created_at,
-    document`` (:meth:`monitor.reports.scheduled.HealthReport.to_json`)."""
+    """The newest scheduled health reports queued for delivery in this database: ``id, receiver, state,
+    created_at, name, health, document`` (:meth:`monitor.reports.scheduled.HealthReport.to_json`), ``html``
+    (the detailed report as sent to webhook receivers, ``None`` when the receiver got none) and ``jobs``:
+    one row per job ``job, engine, health, open alerts, job_id``."""
     with _store().sessions() as session:
-        return [
-            {"id": r.id, "receiver": r.receiver, "state": r.state, "created_at": pd.Timestamp(r.created_at),
-             "document": r.document}
-            for r in stored_reports(session)
-        ]
+        stored = stored_reports(session)
+    out = []
+    for r in stored:
+        doc = r.document
+        jobs = pd.DataFrame(
+            [
+                {"job": j.get("name") or j.get("job_id"), "engine": j.get("engine"), "health": j.get("health"),
+                 "open alerts": "; ".join(f"{a['rule']} ({a['state']})" for a in j.get("alerts", [])) or "none",
+                 "job_id": j.get("job_id")}
+                for j in doc.get("jobs", [])
+            ],
+            columns=["job", "engine", "health", "open alerts", "job_id"],
+        )
+        out.append({"id": r.id, "receiver": r.receiver, "state": r.state, "created_at": pd.Timestamp(r.created_at),
+                    "name": str(doc.get("name", "report")), "health": str(doc.get("health", "unknown")),
+                    "html": doc.get("html"), "jobs": jobs, "document": doc})
+    return out
 
 
-def report_files() -> list[Path]:
-    """Generated report files (``.html``, ``.md``, ``.json``) in the reports directory, newest first."""
+def report_json(document: dict[str, Any]) -> str:
+    """A stored report document as indented JSON text (for download)."""
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+#: The periods the Reports page offers, ending at the newest stored sample (the data's own clock, so a
+#: scanned recording from last year reports on its own hours, not on today's).
+REPORT_PERIODS: dict[str, timedelta] = {
+    "last hour": timedelta(hours=1),
+    "last 6 hours": timedelta(hours=6),
+    "last 24 hours": timedelta(hours=24),
+    "last 7 days": timedelta(days=7),
+    "last 30 days": timedelta(days=30),
+}
+
+
+@dataclass(frozen=True)
+class DatabaseReport:
+    """A detailed health report of this database (:func:`monitor.reports.source.collect`), rendered.
+
+    Attributes:
+        since / until: the period (aware UTC); ``until`` is just after the newest stored sample.
+        health: the worst job health of the period; ``jobs``: how many jobs it covers.
+        html / markdown / json: the report as :mod:`monitor.reports.render` renders it (``tidegauge
+            report --format html|md|json`` gives the same text).
+    """
+
+    since: datetime
+    until: datetime
+    health: str
+    jobs: int
+    html: str
+    markdown: str
+    json: str
+
+
+@st.cache_data(ttl=_TTL, show_spinner="Building the report ...")
+def database_report(period: str) -> DatabaseReport | None:
+    """The detailed report of every job of this database over ``period`` (a key of
+    :data:`REPORT_PERIODS`) ending at the newest stored sample, with the report defaults (freshness target
+    15 min, future skew 1 h: :class:`monitor.reports.detailed.ReportSettings`); ``None`` for an empty
+    database. Raises KeyError for an unknown period."""
+    from monitor.reports.render import to_html, to_json_text, to_markdown
+    from monitor.reports.source import collect
+    from monitor.store.views import newest_sample_time
+
+    length = REPORT_PERIODS[period]
+    with _store().sessions() as session:
+        newest = newest_sample_time(session)
+        if newest is None:
+            return None
+        until = newest + timedelta(seconds=1)
+        report = collect(session, f"tidegauge ({period})", until - length, until)
+    return DatabaseReport(report.since, report.until, report.health, len(report.jobs), to_html(report),
+                          to_markdown(report), to_json_text(report))
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    """A report written by ``tidegauge report -o`` or a scheduled report into the reports directory: one
+    report (``stem``, ``<name>-<UTC time>``) in one or more formats.
+
+    Attributes:
+        paths: format (``html``, ``md``, ``json``) -> file.
+        job_ids: the job ids the report covers (read from the file: the HTML's ``job-<id>`` anchors, the
+            Markdown's ``Job id`` lines, the JSON's ``jobs[].job_id``).
+        of_this_database: every job it covers is a job of this database (a report with no job, or of
+            another database, is not).
+    """
+
+    stem: str
+    paths: dict[str, Path]
+    job_ids: frozenset[str]
+    of_this_database: bool
+
+
+_JOB_IDS = {
+    ".html": re.compile(r"<h2 id='job-([^']*)'>"),
+    ".md": re.compile(r"^Job id `([^`]*)`\.$", re.MULTILINE),
+}
+
+
+def _report_job_ids(path: Path) -> set[str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".json":
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return set()
+        jobs = doc.get("jobs", []) if isinstance(doc, dict) else []
+        return {str(j["job_id"]) for j in jobs if isinstance(j, dict) and "job_id" in j}
+    return {html.unescape(m) for m in _JOB_IDS[path.suffix].findall(text)}
+
+
+def report_files() -> list[ReportFile]:
+    """The reports in the reports directory (``.html``, ``.md``, ``.json``), newest first, each marked
+    whether it is of this database (see :class:`ReportFile`)."""
     folder = os.environ.get(REPORTS_ENV)
     if not folder or not Path(folder).is_dir():
         return []
     files = [p for p in Path(folder).iterdir() if p.suffix in (".html", ".md", ".json") and p.is_file()]
-    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
+    files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    known = set(fleet()["job_id"])
+    by_stem: dict[str, dict[str, Path]] = {}
+    for path in files:
+        by_stem.setdefault(path.stem, {})[path.suffix.lstrip(".")] = path
+    out = []
+    for stem, paths in by_stem.items():
+        ids: set[str] = set()
+        for path in paths.values():
+            ids |= _report_job_ids(path)
+        out.append(ReportFile(stem, paths, frozenset(ids), bool(ids) and ids <= known))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ what-if lab
@@ -598,6 +764,24 @@ class WhatIf:
     recommended_delay_with_s: float | None = None
 
 
+def _ms(seconds: float) -> int:
+    """A number widget's seconds as the engine's integer milliseconds."""
+    return round(seconds * 1000)
+
+
+def _shape(window: str, window_s: float, slide_s: float | None) -> dict[str, Any]:
+    """The lab's operator choice (``tumbling``, ``sliding``, ``session``: ``window_s`` is the gap, or
+    ``dedup``: ``dropDuplicatesWithinWatermark``) as the keyword settings of the one what-if builder
+    (:mod:`monitor.watermark.whatif_config`)."""
+    if window == "dedup":
+        return {"dedup": "within_watermark"}
+    if window == "session":
+        return {"gap_ms": _ms(window_s)}
+    if window == "sliding":
+        return {"size_ms": _ms(window_s), "slide_ms": _ms(slide_s or window_s)}
+    return {"size_ms": _ms(window_s)}
+
+
 def _load_events(content: bytes, suffix: str) -> Any:
     """An uploaded/stored events file's bytes as a :class:`monitor.watermark.EventsTable`."""
     import tempfile
@@ -637,29 +821,16 @@ def whatif(
         monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
     """
     from monitor.timefmt import format_epoch_ms
-    from monitor.watermark import Dedup, Session, Sliding, Tumbling, WatermarkConfig, replay
+    from monitor.watermark import replay
     from monitor.watermark.diagnose import advise_delay
     from monitor.watermark.sweep import sweep
+    from monitor.watermark.whatif_config import spark_config
 
     events = _load_events(content, suffix)
-
-    def ms(seconds: float) -> int:
-        return round(seconds * 1000)
-
-    spec: dict[str, Any] = {}
-    if window == "tumbling":
-        spec["window"] = Tumbling(ms(window_s))
-    elif window == "sliding":
-        spec["window"] = Sliding(ms(window_s), ms(slide_s or window_s))
-    elif window == "session":
-        spec["window"] = Session(ms(window_s))
-    else:
-        spec["dedup"] = Dedup("within_watermark")
-    config = WatermarkConfig(
-        delay_ms=ms(delay_s), policy=policy,  # type: ignore[arg-type]
-        trigger_ms=None if trigger_s is None else ms(trigger_s),
-        max_future_skew_ms=None if future_skew_s is None else ms(future_skew_s),
-        **spec,
+    config = spark_config(
+        delay_ms=_ms(delay_s), **_shape(window, window_s, slide_s), policy=policy,
+        trigger_ms=None if trigger_s is None else _ms(trigger_s),
+        max_future_skew_ms=None if future_skew_s is None else _ms(future_skew_s),
     )
     result = replay(events, config)
     rows = []
@@ -686,14 +857,14 @@ def whatif(
         idx = int(np.argmax(np.where(events.valid & (times == mover["event_time_ms"]), 1, 0)))
         mover["row"] = events.line_of(idx)
         mover["event_time"] = pd.Timestamp(mover.pop("event_time_ms"), unit="ms", tz="UTC")
-    summaries = sweep(events, config, sorted({ms(s) for s in sweep_s}))
+    summaries = sweep(events, config, sorted({_ms(s) for s in sweep_s}))
     sweep_rows = [
         {"delay_s": s.delay_ms / 1000, "dropped_rows": s.dropped_rows, "dropped_share_pct": 100 * s.dropped_share,
          "latency_p95_s": None if s.latency is None or s.latency.p95_ms is None else s.latency.p95_ms / 1000,
          "peak_state_rows": s.peak_state_rows}
         for s in summaries
     ]
-    advice = advise_delay(events, config, target_pct, candidates_ms=sorted({ms(s) for s in sweep_s}))
+    advice = advise_delay(events, config, target_pct, candidates_ms=sorted({_ms(s) for s in sweep_s}))
     misdated = [{"line": m.line, "batch_id": m.batch_id,
                  "event_time": format_epoch_ms(m.event_time_us // 1000, always_millis=False),
                  "advance_s": (m.watermark_after_ms - m.watermark_before_ms) / 1000} for m in advice.misdated]
@@ -735,24 +906,16 @@ def whatif_flink(
     Raises:
         monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
     """
-    from monitor.watermark.flink.whatif import flink_config, window_spec
+    from monitor.watermark.whatif_config import flink_config
 
-    def ms(seconds: float) -> int:
-        return round(seconds * 1000)
-
-    spec = window_spec(
-        size_ms=None if window == "session" else ms(window_s),
-        slide_ms=ms(slide_s) if window == "sliding" and slide_s is not None else None,
-        gap_ms=ms(window_s) if window == "session" else None,
-    )
     config = flink_config(
-        delay_ms=ms(delay_s), window=spec, allowed_lateness_ms=ms(allowed_lateness_s),
-        idleness_ms=None if idleness_s is None else ms(idleness_s),
+        delay_ms=_ms(delay_s), **_shape(window, window_s, slide_s), allowed_lateness_ms=_ms(allowed_lateness_s),
+        idleness_ms=None if idleness_s is None else _ms(idleness_s),
         watermark_interval_ms=None if per_event_watermarks and idleness_s is None else watermark_interval_ms,
         per_event_watermarks=per_event_watermarks, late_side_output=late_side_output,
     )
     events = _load_events(content, suffix)
-    return flink_whatif(events, name, config, sorted({ms(s) for s in sweep_s}), target_pct)
+    return flink_whatif(events, name, config, sorted({_ms(s) for s in sweep_s}), target_pct)
 
 
 def sample_bytes(name: str) -> bytes:

@@ -1,8 +1,8 @@
 """The What-if lab's Flink replay as tables the page draws (called by :func:`dashboard.data.whatif_flink`,
 the only module pages read through).
 
-The replay is the engine's Flink mode (:func:`monitor.watermark.flink.replay_flink`); the config, the
-events check, the delay sweep, the recommendation and the watermark mover come from
+The replay is the engine's Flink mode (:func:`monitor.watermark.flink.replay_flink`); the config comes from
+:func:`monitor.watermark.whatif_config.flink_config` (called by :mod:`dashboard.data`); the events check, the delay sweep, the recommendation and the watermark mover come from
 :mod:`monitor.watermark.flink.whatif`, shared with ``tidegauge whatif --engine flink``. Flink classes
 behind the numbers: ``BoundedOutOfOrdernessWatermarks`` and ``WatermarksWithIdleness`` (the watermark),
 ``WindowOperator`` with ``EventTimeTrigger`` (firings, late elements, window state).

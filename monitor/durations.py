@@ -97,6 +97,15 @@ def _show(text: str) -> str:
     return shown if len(shown) <= 60 else f"{shown[:40]}... ({len(text)} characters)"
 
 
+def parse_optional_duration_ms(text: str | None, *, what: str = "duration") -> int | None:
+    """:func:`parse_duration_ms` of an option that may be absent: ``None`` for ``None``.
+
+    Raises:
+        DurationError: as :func:`parse_duration_ms`.
+    """
+    return None if text is None else parse_duration_ms(text, what=what)
+
+
 def parse_duration_list_ms(text: str, *, what: str = "durations") -> list[int]:
     """Parse a comma-separated list such as ``"1m,5m,10m,30m"`` into milliseconds (order kept).
 

@@ -13,10 +13,12 @@ from dashboard import data
 st.title("Alerts")
 frame = data.alerts()
 counts = frame["state"].value_counts() if not frame.empty else {}
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
 c1.metric("firing", int(counts.get("firing", 0)))
 c2.metric("pending", int(counts.get("pending", 0)))
 c3.metric("resolved", int(counts.get("resolved", 0)))
+c4.metric("silenced", int((frame["silenced_by"] != "").sum()) if not frame.empty else 0,
+          help="open alerts an active silence mutes: they are not notified")
 
 if frame.empty:
     st.info("No alerts yet: the daemon (`tidegauge run`) raises them when a rule finds something.")
@@ -30,8 +32,9 @@ def show(state: str) -> None:
     for _, a in part.iterrows():
         who = a["job_name"] or a["job_id"]
         since = a["active_at"] if pd.isna(a["fired_at"]) else a["fired_at"]
+        muted = f" · **silenced** by {a['silenced_by']}, not notified" if a["silenced_by"] else ""
         st.markdown(f"**{a['rule']}** · {a['severity']} · {who}{' · ' + a['scope'] if a['scope'] else ''} · "
-                    f"since {since:%H:%M:%S} UTC ({a['duration_s']:.0f} s)  \n{a['message']}")
+                    f"since {since:%H:%M:%S} UTC ({data.human_lag(a['duration_s'])}){muted}  \n{a['message']}")
 
 
 tabs = st.tabs(["Firing", "Pending", "Resolved", "History"])
@@ -45,12 +48,7 @@ with tabs[3]:
     if frame.empty:
         st.caption("No history yet.")
     else:
-        st.dataframe(
-            frame[["rule", "severity", "state", "job_name", "job_id", "scope", "active_at", "fired_at", "resolved_at",
-                   "duration_s"]],
-            hide_index=True, width="stretch",
-            column_config={"duration_s": st.column_config.NumberColumn("duration (s)", format="%.0f")},
-        )
+        st.dataframe(data.alert_history(frame), hide_index=True, width="stretch")
 
 st.header("Silences")
 sil = data.silences()

@@ -1,5 +1,5 @@
 """Fleet: every monitored job with its health now and the worst finding of the period, freshness, firing
-alerts, input rate and a watermark-lag sparkline; filter by engine, health and name; jobs that stopped
+alerts, state, consumer lag and a freshness sparkline; filter by engine, health and name; jobs that stopped
 reporting stand out."""
 
 from __future__ import annotations
@@ -52,10 +52,6 @@ order = {
 }[sort]
 view = view.sort_values(order[0], ascending=order[1], na_position="last")
 
-lines = data.sparklines()
-spark = {
-    (e, j): g["watermark_lag_s"].tolist() for (e, j), g in lines.groupby(["engine", "job_id"], sort=False)
-} if not lines.empty else {}
 table = pd.DataFrame(
     {
         "health": list(view["health"]),
@@ -64,11 +60,12 @@ table = pd.DataFrame(
         "engine": view["engine"],
         "freshness": [data.human_lag(v) for v in view["freshness_s"]],
         "firing": view["firing"],
-        "worst finding": view["worst_rule"],
-        "rows (last batch)": view["num_input_rows"],
-        "state rows": view["state_rows"],
-        "watermark lag": [spark.get((e, j), []) for e, j in zip(view["engine"], view["job_id"], strict=True)],
-        "last sample (UTC)": view["observed_at"],
+        "worst finding": [r or "none" for r in view["worst_rule"]],
+        "rows (last batch)": [data.count_text(v) for v in view["num_input_rows"]],
+        "state": view["state"],
+        "consumer lag": [lag or "not a consumer group" for lag in view["lag"]],
+        "freshness (last 10 min)": view["freshness_series"],
+        "last sample (UTC)": [f"{t:%Y-%m-%d %H:%M:%S}" if not pd.isna(t) else "unknown" for t in view["observed_at"]],
         "status": ["stopped reporting" if s else "reporting" for s in view["stale"]],
         "open": [f"job?engine={e}&job_id={j}" for e, j in zip(view["engine"], view["job_id"], strict=True)],
     }
@@ -80,9 +77,9 @@ st.dataframe(
     column_config={
         "health": st.column_config.TextColumn("health now", help="the worst firing alert"),
         "worst in period": st.column_config.TextColumn(help=f"the worst finding of the last {data.PERIOD.days} days of data"),
-        "freshness": st.column_config.TextColumn(help="processing time minus watermark"),
-        "watermark lag": st.column_config.LineChartColumn("watermark lag (last 10 min)", y_min=0),
-        "last sample (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss", timezone="UTC"),
+        "freshness": st.column_config.TextColumn(help="processing time minus watermark, at the newest batch"),
+        "freshness (last 10 min)": st.column_config.LineChartColumn(
+            help="processing time minus watermark per batch (seconds) over the job's last 10 minutes of samples"),
         "open": st.column_config.LinkColumn("page", display_text="open"),
     },
 )

@@ -1,46 +1,84 @@
-"""Reports: the generated health reports (scheduled ones as queued for delivery, and report files),
-viewable and downloadable."""
+"""Reports: this database's health report as a person reads it (the HTML that ``tidegauge report`` writes),
+the scheduled reports queued in this database, and the report files of the reports directory that are of
+this database; each downloadable."""
 
 from __future__ import annotations
 
-import json
+import base64
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 from dashboard import data
 
+_MIME = {"html": "text/html", "md": "text/markdown", "json": "application/json"}
+_HEIGHT = 900
+
+
+def show_html(document: str) -> None:
+    """A report's self-contained HTML in an iframe of its own opaque origin (a ``data:`` URL): its styles
+    stay out of the page and nothing in it can reach the dashboard."""
+    encoded = base64.b64encode(document.encode("utf-8")).decode("ascii")
+    st.iframe(f"data:text/html;charset=utf-8;base64,{encoded}", height=_HEIGHT)
+
+
 st.title("Reports")
-files = data.report_files()
-scheduled = data.scheduled_reports()
-if not files and not scheduled:
-    st.info("No reports yet: add `reports: [{name, cron, receiver}]` to the config, or run "
-            "`tidegauge report --format html -o FILE`.")
+jobs = data.fleet()
+if jobs.empty:
+    st.info("No reports yet: this database holds no job. Start `tidegauge run -c FILE` (or `tidegauge scan --db`), "
+            "then come back; add `reports: [{name, cron, receiver}]` to the config for scheduled ones.")
     st.stop()
 
+st.header("Health report of this database")
+period = st.selectbox("period", list(data.REPORT_PERIODS), index=2, key="report_period",
+                      help="Ending at the newest stored sample (the data's own clock), so a scanned recording "
+                           "reports on its own hours.")
+report = data.database_report(period)
+if report is None:
+    st.info("No samples stored yet.")
+else:
+    st.caption(f"{report.since:%Y-%m-%d %H:%M:%S} to {report.until:%Y-%m-%d %H:%M:%S} UTC · overall health "
+               f"**{report.health}** · {report.jobs} job(s) · the same report as "
+               f"`tidegauge report --since ... --format html`, with its default targets")
+    d1, d2, d3 = st.columns(3)
+    for col, (fmt, text) in zip((d1, d2, d3), (("html", report.html), ("md", report.markdown),
+                                                ("json", report.json)), strict=True):
+        col.download_button(f"Download .{fmt}", text, file_name=f"tidegauge-report.{fmt}", mime=_MIME[fmt],
+                            key=f"db-report-{fmt}")
+    show_html(report.html)
+
+scheduled = data.scheduled_reports()
+st.header("Scheduled reports")
+if not scheduled:
+    st.caption("None queued in this database (add `reports: [{name, cron, receiver}]` to the config).")
+for r in scheduled:
+    with st.expander(f"{r['name']} · {r['created_at']:%Y-%m-%d %H:%M} UTC · health {r['health']} · "
+                     f"{len(r['jobs'])} jobs · to {r['receiver']} ({r['state']})"):
+        if r["html"]:
+            show_html(r["html"])
+        else:
+            st.dataframe(r["jobs"].drop(columns=["job_id"]), hide_index=True, width="stretch")
+        st.download_button("Download JSON", data.report_json(r["document"]), file_name=f"report-{r['id']}.json",
+                           mime="application/json", key=f"dl-{r['id']}")
+
+files = data.report_files()
 if files:
     st.header("Report files")
-    names = [p.name for p in files]
-    pick = st.selectbox("file", names)
-    path = files[names.index(pick)]
-    content = path.read_bytes()
-    mime = {".html": "text/html", ".md": "text/markdown", ".json": "application/json"}[path.suffix]
-    st.download_button(f"Download {path.name}", content, file_name=path.name, mime=mime)
-    if path.suffix == ".html":
-        components.html(content.decode("utf-8"), height=900, scrolling=True)
-    elif path.suffix == ".md":
-        st.markdown(content.decode("utf-8"))
-    else:
-        st.json(json.loads(content))
-
-if scheduled:
-    st.header("Scheduled reports")
-    for r in scheduled:
-        doc = r["document"]
-        with st.expander(f"{doc.get('name')} · {r['created_at']:%Y-%m-%d %H:%M} UTC · {doc.get('health')} · "
-                         f"{len(doc.get('jobs', []))} jobs · to {r['receiver']} ({r['state']})"):
-            for job in doc.get("jobs", []):
-                alerts = "; ".join(f"{a['rule']} ({a['state']})" for a in job.get("alerts", [])) or "no open alerts"
-                st.markdown(f"- **{job.get('name') or job['job_id']}** ({job['health']}): {alerts}")
-            st.download_button("Download JSON", json.dumps(doc, indent=2), file_name=f"report-{r['id']}.json",
-                               mime="application/json", key=f"dl-{r['id']}")
+    mine = [f for f in files if f.of_this_database]
+    others = [f for f in files if not f.of_this_database]
+    if others:
+        st.caption(f"{len(others)} report(s) in the reports directory are not of this database (their jobs are not "
+                   f"here, or they cover no job) and are not shown: " + ", ".join(f.stem for f in others[:10])
+                   + (" ..." if len(others) > 10 else ""))
+    if mine:
+        pick = st.selectbox("report", [f.stem for f in mine], key="report_file")
+        chosen = next(f for f in mine if f.stem == pick)
+        cols = st.columns(len(chosen.paths))
+        for col, (fmt, path) in zip(cols, sorted(chosen.paths.items()), strict=True):
+            col.download_button(f"Download {path.name}", path.read_bytes(), file_name=path.name, mime=_MIME[fmt],
+                                key=f"file-{fmt}")
+        if "html" in chosen.paths:
+            show_html(chosen.paths["html"].read_text(encoding="utf-8"))
+        elif "md" in chosen.paths:
+            st.markdown(chosen.paths["md"].read_text(encoding="utf-8"))
+        else:
+            st.caption("Only the JSON of this report was written: download it, or write it with `--format html`.")

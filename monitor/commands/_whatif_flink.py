@@ -11,8 +11,8 @@ Input: the same files as the Spark mode (:mod:`monitor.watermark.io`): ``event_t
 ``arrival_time`` (processing time: drives the periodic watermark emission and idleness),
 ``partition`` (one watermark generator per partition/split), ``key`` (``keyBy``). The replay itself is
 :func:`monitor.watermark.flink.replay_flink`; this module parses the options, builds the
-:class:`~monitor.watermark.flink.FlinkConfig` and sweeps through :mod:`monitor.watermark.flink.whatif`
-(shared with the dashboard's What-if lab) and prints the result. ``--format json`` prints
+:class:`~monitor.watermark.flink.FlinkConfig` with :func:`monitor.watermark.whatif_config.flink_config`
+and sweeps through :mod:`monitor.watermark.flink.whatif` (both shared with the dashboard's What-if lab) and prints the result. ``--format json`` prints
 ``{"firings": [{"start_ms", "end_ms", "count", "watermark_ms", "late_firing", "key",
 "processing_time_ms"}], "summary": {"late_records_dropped", ...}, "open_windows": [...],
 "late_rows": [...]}``. When an element moved the watermark ahead of the rest of the stream
@@ -30,21 +30,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from monitor.durations import format_duration_ms, parse_duration_list_ms, parse_duration_ms
+from monitor.durations import (
+    format_duration_ms,
+    parse_duration_list_ms,
+    parse_duration_ms,
+    parse_optional_duration_ms,
+)
 from monitor.errors import InputError
 from monitor.timefmt import format_epoch_ms
 from monitor.watermark import EventsTable, Session, Sliding
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
 from monitor.watermark.flink.whatif import (
-    FlinkWhatifError,
     WatermarkMover,
     check_flink_events,
-    flink_config,
     misdated_element,
     sweep_flink,
-    window_spec,
 )
 from monitor.watermark.io import load_events
+from monitor.watermark.whatif_config import CLI_NAMES, flink_config
 
 __all__ = [
     "FlinkOptions",
@@ -81,13 +84,15 @@ def build_flink_config(
     opts: FlinkOptions,
     spark_only: dict[str, bool],
 ) -> FlinkConfig:
-    """Turn the options into a :class:`FlinkConfig`.
+    """Turn the options into a :class:`FlinkConfig` (through the one builder,
+    :func:`monitor.watermark.whatif_config.flink_config`, which the dashboard's What-if lab calls too).
 
     Args:
         spark_only: Spark-mode options that were given (name -> given); any given one is an error.
 
     Raises:
-        WhatifFlinkUsageError / DurationError / EngineConfigError: options that do not parse or fit.
+        WhatifFlinkUsageError / DurationError / WhatifConfigError / EngineConfigError: options that do not
+            parse or fit (named as on the command line).
     """
     given = [name for name, on in spark_only.items() if on]
     if given:
@@ -96,29 +101,19 @@ def build_flink_config(
         raise WhatifFlinkUsageError(
             "--delay is required (forBoundedOutOfOrderness; 0 = monotonous timestamps)"
         )
-    try:
-        spec = window_spec(
-            size_ms=parse_duration_ms(window, what="--window") if window is not None else None,
-            slide_ms=parse_duration_ms(slide, what="--slide") if slide is not None else None,
-            gap_ms=parse_duration_ms(session_gap, what="--session-gap") if session_gap is not None else None,
-        )
-    except FlinkWhatifError as exc:
-        if session_gap is not None:
-            raise WhatifFlinkUsageError("--session-gap cannot be combined with --window / --slide") from exc
-        raise WhatifFlinkUsageError("give --window (with optional --slide) or --session-gap") from exc
-
-    def dur(value: str | None, what: str) -> int | None:
-        return parse_duration_ms(value, what=what) if value is not None else None
-
+    dur = parse_optional_duration_ms
     return flink_config(
         delay_ms=parse_duration_ms(delay, what="--delay"),
-        window=spec,
-        allowed_lateness_ms=dur(opts.allowed_lateness, "--allowed-lateness") or 0,
-        idleness_ms=dur(opts.idleness, "--idleness"),
-        watermark_interval_ms=dur(opts.watermark_interval, "--watermark-interval"),
+        size_ms=dur(window, what="--window"),
+        slide_ms=dur(slide, what="--slide"),
+        gap_ms=dur(session_gap, what="--session-gap"),
+        allowed_lateness_ms=dur(opts.allowed_lateness, what="--allowed-lateness") or 0,
+        idleness_ms=dur(opts.idleness, what="--idleness"),
+        watermark_interval_ms=dur(opts.watermark_interval, what="--watermark-interval"),
         per_event_watermarks=opts.per_event_watermarks,
         late_side_output=opts.late_side_output,
         end_of_input=opts.end_of_input,
+        names=CLI_NAMES,
     )
 
 

@@ -29,23 +29,19 @@ from typing import Annotated, Any, TextIO
 import typer
 
 from monitor.commands import _whatif_text as T
-from monitor.durations import parse_duration_list_ms, parse_duration_ms
+from monitor.durations import parse_duration_list_ms, parse_optional_duration_ms
 from monitor.errors import InputError
 from monitor.watermark import (
     BatchPlan,
-    Dedup,
     EventsTable,
-    Session,
-    Sliding,
-    Tumbling,
     WatermarkConfig,
-    WindowSpec,
     plan_batches,
     replay,
 )
 from monitor.watermark.diagnose import advise_delay, diagnose
 from monitor.watermark.io import load_events
 from monitor.watermark.sweep import DEFAULT_LADDER_MS, sweep
+from monitor.watermark.whatif_config import CLI_NAMES, spark_config
 
 __all__ = ["register", "run_whatif"]
 
@@ -73,61 +69,30 @@ def build_config(
     no_data_batches: bool,
     need_delay: bool,
 ) -> WatermarkConfig:
-    """Turn the command-line options into an :class:`WatermarkConfig`.
+    """Turn the command-line options into a :class:`WatermarkConfig` (through the one builder,
+    :func:`monitor.watermark.whatif_config.spark_config`, which the dashboard's What-if lab calls too).
 
     Raises:
-        WhatifUsageError / DurationError / EngineConfigError: options that do not parse or fit.
+        WhatifUsageError / DurationError / WhatifConfigError / EngineConfigError: options that do not parse
+            or fit (named as on the command line).
     """
     if delay is None and need_delay:
         raise WhatifUsageError("--delay is required (or use --sweep / --target-completeness)")
-    delay_ms = parse_duration_ms(delay, what="--delay") if delay is not None else 0
-    spec: WindowSpec | None = None
-    if session_gap is not None:
-        if slide is not None:
-            raise WhatifUsageError("--slide and --session-gap cannot be combined")
-        spec = Session(parse_duration_ms(session_gap, what="--session-gap"))
-    elif window is not None:
-        size = parse_duration_ms(window, what="--window")
-        if slide is not None:
-            sl = parse_duration_ms(slide, what="--slide")
-            spec = Tumbling(size) if sl == size else Sliding(size, sl)
-        else:
-            spec = Tumbling(size)
-    elif slide is not None:
-        raise WhatifUsageError("--slide needs --window")
-    dd: Dedup | None = None
-    if dedup is not None:
-        modes = {
-            "key": "key",
-            "key,event_time": "key_and_event_time",
-            "key_and_event_time": "key_and_event_time",
-            "within-watermark": "within_watermark",
-            "within_watermark": "within_watermark",
-        }
-        if dedup not in modes:
-            raise WhatifUsageError(f"--dedup must be key, key,event_time or within-watermark, got {dedup!r}")
-        if spec is not None:
-            raise WhatifUsageError("--dedup cannot be combined with --window / --session-gap")
-        dd = Dedup(modes[dedup])  # type: ignore[arg-type]
-    if spec is None and dd is None:
-        raise WhatifUsageError("give --window (with optional --slide), --session-gap, or --dedup")
-    if policy not in ("min", "max"):
-        raise WhatifUsageError(f"--policy must be min or max, got {policy!r}")
-    if output_mode not in ("append", "update"):
-        raise WhatifUsageError(f"--output-mode must be append or update, got {output_mode!r}")
-    return WatermarkConfig(
-        delay_ms=delay_ms,
-        window=spec,
-        dedup=dd,
-        group_by_key=group_by_key,
-        output_mode=output_mode,  # type: ignore[arg-type]
-        policy=policy,  # type: ignore[arg-type]
-        trigger_ms=parse_duration_ms(trigger, what="--trigger") if trigger is not None else None,
+    ms = parse_optional_duration_ms
+    return spark_config(
+        delay_ms=ms(delay, what="--delay") or 0,
+        size_ms=ms(window, what="--window"),
+        slide_ms=ms(slide, what="--slide"),
+        gap_ms=ms(session_gap, what="--session-gap"),
+        dedup=dedup,
+        trigger_ms=ms(trigger, what="--trigger"),
+        policy=policy,
+        output_mode=output_mode,
+        max_future_skew_ms=ms(max_future_skew, what="--max-future-skew"),
         max_rows_per_batch=max_rows_per_batch,
-        max_future_skew_ms=parse_duration_ms(max_future_skew, what="--max-future-skew")
-        if max_future_skew is not None
-        else None,
+        group_by_key=group_by_key,
         no_data_batches=no_data_batches,
+        names=CLI_NAMES,
     )
 
 

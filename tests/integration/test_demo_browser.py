@@ -118,7 +118,7 @@ def test_demo_dashboard_in_a_real_browser_then_every_fault_notified(demo: _Demo,
     checks = {
         "Fleet": ["Fleet", "clicks_per_window", "future_timestamp", "orders_payments", "watermark_stall",
                   "device-telemetry-windows", "idle_source", "ledger-writer", "consumer_lag"],
-        "Job": ["Findings", "Watermark, event time and processing time", "Rows dropped by the watermark"],
+        "Job": ["Findings", "Watermarks per vertex and subtask"],  # the first job: the Flink one
         "Alerts": ["firing", "future_timestamp", "state_growth", "Silences"],
         "What-if lab": ["Delay sweep", "moved most in"],
         "Reports": ["Reports"],
@@ -164,6 +164,34 @@ def test_demo_dashboard_in_a_real_browser_then_every_fault_notified(demo: _Demo,
             assert "clicks_per_window" not in body and "orders_payments" not in body
             assert "more firing findings" not in body  # all of theirs are listed, the Spark ones not counted
             assert console == [], console
+            # the Kafka group's page shows its lag per partition, the Flink job's its watermarks per subtask
+            # (a deep link: its health-probe 404 is the known console noise, so the console is not checked)
+            job_pages = {
+                "kafka&job_id=demo-kafka/ledger-writer": ["Consumer lag per partition", "Most lag:", "status (Burrow)",
+                                                          "settlements"],
+                "flink&job_id=device-telemetry-windows": ["Watermarks per vertex and subtask",
+                                                          "Holding the minimum watermark", "Checkpointed state"],
+            }
+            for query, texts in job_pages.items():
+                page.goto(f"{dashboard}job?engine={query}")
+                _settle(page)
+                body = page.locator("[data-testid='stMain']").inner_text()
+                name = query.split("=")[-1].replace("/", "_")
+                (tmp_path / f"job-{name}.txt").write_text(body)
+                page.screenshot(path=str(tmp_path / f"job-{name}.png"))
+                for text in texts:
+                    assert text in body, f"job page {query}: {text!r} not on the page"
+                assert "No consumer lag reported" not in body and "None" not in body.split()
+                assert page.locator("[data-testid='stException']").count() == 0, query
+            # a Spark query's page, chosen in the job picker as a person does
+            page.locator("[data-testid='stSelectbox']").first.click()
+            page.locator("[role='option']", has_text="clicks_per_window").first.click()
+            _settle(page)
+            body = page.locator("[data-testid='stMain']").inner_text()
+            (tmp_path / "job-clicks_per_window.txt").write_text(body)
+            page.screenshot(path=str(tmp_path / "job-clicks_per_window.png"))
+            for text in ("Watermark, event time and processing time", "Rows dropped by the watermark", "(off the chart)"):
+                assert text in body, f"job page clicks_per_window: {text!r} not on the page"
             page.goto(receiver)
             page.wait_for_load_state()
             text = page.inner_text("body")

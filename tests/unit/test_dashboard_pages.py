@@ -147,7 +147,7 @@ def test_job_page_names_the_input_holding_the_watermark(app_env: Seeded) -> None
     jobs, _, _, _ = stored(app_env)
     job = next(j for j in jobs if j.name == "orders_payments")
     at = run("views/job.py", engine="spark", job_id=job.job_id)
-    assert any("Holding the minimum watermark: **KafkaV2[Subscribe[payments]]" in w.value for w in at.warning)
+    assert any("Holding the minimum watermark: **source `KafkaV2[Subscribe[payments]]`**" in w.value for w in at.warning)
 
 
 def test_job_page_counts_the_restart(app_env: Seeded) -> None:
@@ -372,3 +372,142 @@ def test_pages_say_what_to_do_on_an_empty_database(tmp_path: Path, monkeypatch: 
         assert any("No alerts yet" in i.value for i in run("views/alerts.py").info)
     finally:
         st.cache_resource.clear()
+
+
+def page_text(at: AppTest) -> str:
+    """Every text the page shows (markdown, boxes, captions, metrics, table cells)."""
+    parts = [e.value for e in [*at.markdown, *at.caption, *at.error, *at.warning, *at.info, *at.success]]
+    parts += [f"{m.label} {m.value}" for m in at.metric]
+    parts += [d.value.to_string() for d in at.dataframe]
+    return "\n".join(str(p) for p in parts)
+
+
+def chart_series(at: AppTest, y_title: str) -> set[str]:
+    """The series names (legend entries) of the page's charts whose spec names ``y_title``."""
+    import pyarrow as pa
+
+    out: set[str] = set()
+    for chart in at.get("vega_lite_chart"):
+        if y_title not in chart.proto.spec:
+            continue
+        for ds in chart.proto.datasets:
+            frame = pa.ipc.open_stream(ds.data.data).read_all().to_pandas()
+            if "series" in frame:
+                out |= set(frame["series"])
+    return out
+
+
+def test_kafka_job_page_shows_lag_per_partition_and_the_partition_with_the_most(app_env: Seeded) -> None:
+    jobs, _, _, samples = stored(app_env)
+    job = next(j for j in jobs if j.name == "ledger-writer")
+    at = run("views/job.py", engine="kafka", job_id=job.job_id)
+    newest: dict[int, int] = {}  # each partition's newest lag, read from the stored samples
+    for s in samples:
+        if s.job.job_id == job.job_id and s.scope.partition is not None and s.lag_offsets is not None:
+            newest[s.scope.partition] = s.lag_offsets
+    assert sorted(newest) == [0, 1, 2]
+    assert chart_series(at, "offsets behind") == {f"settlements partition {p}" for p in newest}
+    table = next(d.value for d in at.dataframe if "status (Burrow)" in d.value.columns)
+    shown = dict(zip(table["partition"], table["lag (offsets)"], strict=True))
+    assert shown == {p: f"{v:,}" for p, v in newest.items()}
+    assert set(table["status (Burrow)"]) == {"WARN"}  # the consumer_lag rule's status on each partition
+    top = max(newest, key=lambda p: newest[p])
+    assert any(w.value.startswith(f"Most lag: **settlements partition {top}**: {newest[top]:,} offsets")
+               for w in at.warning)
+    assert metric(at, "lag (offsets)") == f"{sum(newest.values()):,}"
+    assert metric(at, "members") != "unknown"
+    assert "None" not in page_text(at) and "No consumer lag reported" not in page_text(at)
+
+
+def test_flink_job_page_shows_watermarks_per_subtask_and_checkpointed_state(app_env: Seeded) -> None:
+    jobs, alerts, _, samples = stored(app_env)
+    job = next(j for j in jobs if j.name == "device-telemetry-windows")
+    at = run("views/job.py", engine="flink", job_id=job.job_id)
+    headers = [h.value for h in at.header] + [h.value for h in at.subheader]
+    assert "Watermarks per vertex and subtask" in headers and "Checkpointed state" in headers
+    # the holder the page names is the one the idle_source alert names
+    idle = next(a for a in alerts if a.labels["job_id"] == job.job_id and a.rule == "idle_source")
+    holder = f"vertex `{idle.labels['source']}` subtask {idle.labels['subtask']}"
+    assert any("Holding the minimum watermark" in w.value and holder in w.value for w in at.warning)
+    # the watermark chart has one line per subtask that reported a watermark (names as the page shows them)
+    subtasks = {(s.scope.source or s.extra.get("vertex"), s.scope.subtask) for s in samples
+                if s.job.job_id == job.job_id and s.scope.subtask is not None and s.watermark is not None}
+    assert len(subtasks) == 4  # two vertices with two subtasks each
+    lines = chart_series(at, "watermark (UTC)")
+    assert {f"vertex `{v}` subtask {n}" for v, n in subtasks} | {"processing time"} == lines
+    state = [s.state_memory_bytes for s in samples
+             if s.job.job_id == job.job_id and s.scope.is_job() and s.state_memory_bytes is not None]
+    assert state and metric(at, "checkpointed state") == data.bytes_text(state[-1])
+    assert "This job reports no state" not in page_text(at) and "None" not in page_text(at)
+
+
+def test_job_page_says_a_stale_link_is_not_in_this_database(app_env: Seeded) -> None:
+    at = run("views/job.py", engine="spark", job_id="no-such-job-0000")
+    assert any("`no-such-job-0000` is not in this database" in w.value for w in at.warning)
+
+
+def test_spark_job_page_clips_the_future_row_and_shows_no_none(app_env: Seeded) -> None:
+    jobs, _, _, samples = stored(app_env)
+    job = next(j for j in jobs if j.name == "clicks_per_window")
+    at = run("views/job.py", engine="spark", job_id=job.job_id)
+    import pyarrow as pa
+
+    future = max(s.event_time_max for s in samples if s.job.job_id == job.job_id and s.event_time_max is not None)
+    assert future.year > 2026  # the demo's injected future-dated row
+
+    labels = set()
+    for chart in at.get("vega_lite_chart"):
+        for ds in chart.proto.datasets:
+            frame = pa.ipc.open_stream(ds.data.data).read_all().to_pandas()
+            labels |= set(frame["real"]) if "real" in frame else set()
+    # its event time is drawn at the chart's edge, with its real value
+    assert f"{future:%Y-%m-%d %H:%M:%S} (off the chart)" in labels, labels
+    assert "None" not in page_text(at)
+
+
+def test_reports_page_shows_this_databases_report_as_html(app_env: Seeded, tmp_path: Path) -> None:
+    import base64
+
+    jobs, _, _, _ = stored(app_env)
+    at = run("views/reports.py")
+    frames = at.get("iframe")
+    assert frames, "the report is not shown"
+    html = base64.b64decode(frames[0].proto.src.split("base64,", 1)[1]).decode("utf-8")
+    assert html.startswith("<!doctype html>") and "tidegauge health report" in html
+    for j in jobs:
+        assert f"id='job-{j.job_id}'" in html
+    assert not at.json  # no JSON tree
+
+
+def test_reports_page_hides_report_files_of_another_database(app_env: Seeded, monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    jobs, _, _, _ = stored(app_env)
+    ours = next(j for j in jobs if j.name == "clicks_per_window")
+    (tmp_path / "nightly-20261130T080000Z.html").write_text(
+        f"<!doctype html><html><body><h2 id='job-{ours.job_id}'>clicks_per_window</h2></body></html>")
+    (tmp_path / "other-20240101T000000Z.html").write_text(
+        "<!doctype html><html><body><h2 id='job-from-elsewhere'>x</h2></body></html>")
+    monkeypatch.setenv(data.REPORTS_ENV, str(tmp_path))
+    at = run("views/reports.py")
+    pick = at.selectbox(key="report_file")
+    assert pick.options == ["nightly-20261130T080000Z"]
+    assert any("1 report(s) in the reports directory are not of this database" in c.value
+               and "other-20240101T000000Z" in c.value for c in at.caption)
+
+
+def test_alerts_page_marks_a_silenced_alert(app_env: Seeded) -> None:  # last: it adds a silence to the seeded DB
+    jobs, alerts, _, _ = stored(app_env)
+    job = next(j for j in jobs if j.name == "ledger-writer")
+    at = run("views/alerts.py")
+    next(t for t in at.text_input if t.label == "dashboard token").set_value(TOKEN)
+    next(t for t in at.text_input if t.label == "matchers").set_value(f"job_id={job.job_id} alertname=consumer_lag")
+    next(t for t in at.text_input if t.label == "comment").set_value("rebalancing")
+    next(b for b in at.button if b.label == "Add silence").click()
+    at.run()
+    at.run()  # the counts are drawn above the form: the next run shows the silence
+    firing = [a for a in alerts if a.labels["job_id"] == job.job_id and a.rule == "consumer_lag"
+              and a.state is AlertState.FIRING]
+    assert metric(at, "silenced") == str(len(firing))
+    page = run("views/job.py", engine="kafka", job_id=job.job_id)
+    marked = [w.value for w in page.warning if "**silenced** by" in w.value]
+    assert len(marked) == len(firing) and all("rebalancing" in m for m in marked)

@@ -8,41 +8,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from monitor.watermark import EngineConfigError, EventsTable, Session, Sliding, Tumbling
+from monitor.watermark import EngineConfigError, EventsTable
 from monitor.watermark.flink import replay_flink
 from monitor.watermark.flink.whatif import (
     FlinkWhatifError,
     check_flink_events,
-    flink_config,
     recommend_flink_delay,
     sweep_flink,
     watermark_mover,
-    window_spec,
 )
+from monitor.watermark.whatif_config import flink_config
 
 
 def table(ts_ms: list[int], **cols: object) -> EventsTable:
     return EventsTable.from_columns(np.asarray(ts_ms, dtype=np.int64) * 1000, **cols)  # type: ignore[arg-type]
-
-
-def test_window_spec_picks_the_assigner_and_refuses_mixes() -> None:
-    assert window_spec(size_ms=10) == Tumbling(10)
-    assert window_spec(size_ms=10, slide_ms=10) == Tumbling(10)
-    assert window_spec(size_ms=10, slide_ms=5) == Sliding(10, 5)
-    assert window_spec(size_ms=None, gap_ms=3) == Session(3)
-    with pytest.raises(FlinkWhatifError, match="session gap cannot be combined"):
-        window_spec(size_ms=10, gap_ms=3)
-    with pytest.raises(FlinkWhatifError, match="give a window size"):
-        window_spec(size_ms=None, slide_ms=5)
-
-
-def test_flink_config_defaults_and_the_interval_per_event_exclusion() -> None:
-    assert flink_config(delay_ms=1, window=Tumbling(10)).watermark_interval_ms == 200
-    with pytest.raises(FlinkWhatifError, match="exclude each other"):
-        flink_config(delay_ms=1, window=Tumbling(10), per_event_watermarks=True, watermark_interval_ms=50)
-    c = flink_config(delay_ms=1, window=Tumbling(10), per_event_watermarks=True, watermark_interval_ms=50,
-                     idleness_ms=1000)
-    assert c.watermark_interval_ms == 50  # it paces the idleness checks
 
 
 def test_check_flink_events_names_the_file_and_column() -> None:
@@ -58,8 +37,9 @@ TS = [1000, 12_000, 2000, 25_000, 11_000]
 
 
 def per_event(**kw: object) -> object:
-    return flink_config(delay_ms=kw.pop("delay_ms", 1000), window=kw.pop("window", Tumbling(10_000)),  # type: ignore[arg-type]
-                        per_event_watermarks=True, **kw)  # type: ignore[arg-type]
+    if "gap_ms" not in kw:
+        kw.setdefault("size_ms", 10_000)
+    return flink_config(delay_ms=kw.pop("delay_ms", 1000), per_event_watermarks=True, **kw)  # type: ignore[arg-type]
 
 
 def test_state_windows_after_each_advance() -> None:
@@ -75,7 +55,7 @@ def test_state_windows_after_each_advance() -> None:
 
 
 def test_sessions_have_no_state_series() -> None:
-    r = replay_flink(table(TS), per_event(window=Session(3000)))  # type: ignore[arg-type]
+    r = replay_flink(table(TS), per_event(gap_ms=3000))  # type: ignore[arg-type]
     assert r.state_windows is None
 
 

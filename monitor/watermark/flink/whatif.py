@@ -1,7 +1,7 @@
 """What-if pieces of the Flink mode shared by ``tidegauge whatif --engine flink`` and the dashboard's
-What-if lab: build a :class:`FlinkConfig` from plain millisecond settings, check that an events file fits
-the modelled job, sweep ``forBoundedOutOfOrderness`` delays, recommend one, and find the element that
-moved the watermark most.
+What-if lab (the config itself comes from :func:`monitor.watermark.whatif_config.flink_config`): check
+that an events file fits the modelled job, sweep ``forBoundedOutOfOrderness`` delays, recommend one,
+and find the element that moved the watermark most.
 
 Semantics: the watermark is ``BoundedOutOfOrdernessWatermarks``' ``maxTimestamp - delay - 1`` per split,
 combined by ``CombinedWatermarkStatus`` (see :mod:`.watermarks`); lateness is ``WindowOperator``'s, per
@@ -15,89 +15,27 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from monitor.watermark.config import EngineConfigError, Session, Sliding, Tumbling
+from monitor.watermark.config import EngineConfigError
 from monitor.watermark.events import EventsTable
 from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
 from monitor.watermark.flink.replay import FlinkReplay, FlinkSummary, replay_flink
 
 __all__ = [
-    "DEFAULT_WATERMARK_INTERVAL_MS",
     "MIN_LATER_ELEMENTS",
     "FlinkDelayAdvice",
     "FlinkWhatifError",
     "WatermarkMover",
     "advise_flink_delay",
     "check_flink_events",
-    "flink_config",
     "misdated_element",
     "recommend_flink_delay",
     "sweep_flink",
     "watermark_mover",
-    "window_spec",
 ]
-
-#: ``pipeline.auto-watermark-interval``'s default.
-DEFAULT_WATERMARK_INTERVAL_MS = 200
 
 
 class FlinkWhatifError(EngineConfigError):
-    """Flink-mode what-if settings or events that do not fit the modelled job (the message says which)."""
-
-
-def window_spec(*, size_ms: int | None, slide_ms: int | None = None, gap_ms: int | None = None
-                ) -> Tumbling | Sliding | Session:
-    """The window assigner: ``EventTimeSessionWindows.withGap(gap)`` when ``gap_ms`` is given, else
-    ``SlidingEventTimeWindows.of(size, slide)`` (``TumblingEventTimeWindows.of(size)`` when ``slide ==
-    size`` or no slide).
-
-    Raises:
-        FlinkWhatifError: a gap together with a size/slide, a slide without a size, or neither.
-    """
-    if gap_ms is not None:
-        if slide_ms is not None or size_ms is not None:
-            raise FlinkWhatifError("a session gap cannot be combined with a window size / slide")
-        return Session(gap_ms)
-    if size_ms is None:
-        raise FlinkWhatifError("give a window size (with an optional slide) or a session gap")
-    if slide_ms is None or slide_ms == size_ms:
-        return Tumbling(size_ms)
-    return Sliding(size_ms, slide_ms)
-
-
-def flink_config(
-    *,
-    delay_ms: int,
-    window: Tumbling | Sliding | Session,
-    allowed_lateness_ms: int = 0,
-    idleness_ms: int | None = None,
-    watermark_interval_ms: int | None = None,
-    per_event_watermarks: bool = False,
-    late_side_output: bool = False,
-    end_of_input: bool = False,
-) -> FlinkConfig:
-    """A :class:`FlinkConfig` for ``forBoundedOutOfOrderness(delay)[.withIdleness(idleness)]`` with
-    ``pipeline.auto-watermark-interval`` (default 200 ms) or a per-event generator, and the window.
-
-    Raises:
-        FlinkWhatifError: an interval with per-event watermarks and no idleness (in per-event mode the
-            interval only paces ``WatermarksWithIdleness``' checks).
-        EngineConfigError: a field out of range (:meth:`FlinkConfig.validate`).
-    """
-    if per_event_watermarks and watermark_interval_ms is not None and idleness_ms is None:
-        raise FlinkWhatifError(
-            "the watermark interval and per-event watermarks exclude each other (the interval only paces "
-            "idleness checks in per-event mode: give an idleness timeout too)"
-        )
-    return FlinkConfig(
-        delay_ms=delay_ms,
-        window=window,
-        allowed_lateness_ms=allowed_lateness_ms,
-        idleness_ms=idleness_ms,
-        watermark_interval_ms=watermark_interval_ms or DEFAULT_WATERMARK_INTERVAL_MS,
-        per_event_watermarks=per_event_watermarks,
-        late_side_output=late_side_output,
-        end_of_input=end_of_input,
-    )
+    """Events that do not fit the modelled Flink job (the message says which)."""
 
 
 def check_flink_events(events: EventsTable, name: str) -> None:

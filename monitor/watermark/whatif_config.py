@@ -1,0 +1,226 @@
+"""The one what-if configuration builder: plain settings (integer milliseconds, option strings) to the
+engine's :class:`~monitor.watermark.WatermarkConfig` (Spark mode) or
+:class:`~monitor.watermark.flink.FlinkConfig` (Flink mode).
+
+``tidegauge whatif`` (``--engine spark|flink``) and the dashboard's What-if lab both call these; each only
+turns its own inputs (duration strings, number widgets in seconds) into milliseconds. Error messages name a
+setting the way the caller's user knows it: pass ``names`` (e.g. :data:`CLI_NAMES`, ``{"window":
+"--window", ...}``); the defaults (:data:`NAMES`) are plain words.
+
+Semantics followed:
+
+* window shape: Spark's ``window(event_time, size[, slide])`` / ``session_window(event_time, gap)``,
+  Flink's ``TumblingEventTimeWindows.of(size)`` / ``SlidingEventTimeWindows.of(size, slide)`` /
+  ``EventTimeSessionWindows.withGap(gap)``; a slide equal to the size is a tumbling window.
+* Spark dedup: ``dropDuplicates(["key"])`` (``key``), ``dropDuplicates(["key", "event_time"])``
+  (``key_and_event_time``, also ``key,event_time``), ``dropDuplicatesWithinWatermark(["key"])``
+  (``within_watermark``, also ``within-watermark``).
+* Flink: ``WatermarkStrategy.forBoundedOutOfOrderness(delay)[.withIdleness(idleness)]`` with
+  ``pipeline.auto-watermark-interval`` (:data:`DEFAULT_WATERMARK_INTERVAL_MS` when not given) or a
+  per-event generator, ``allowedLateness``, ``sideOutputLateData``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from monitor.watermark.config import (
+    Dedup,
+    DedupMode,
+    EngineConfigError,
+    OutputMode,
+    Policy,
+    Session,
+    Sliding,
+    Tumbling,
+    WatermarkConfig,
+    WindowSpec,
+)
+from monitor.watermark.flink.config import FlinkConfig
+
+__all__ = [
+    "CLI_NAMES",
+    "DEDUP_MODES",
+    "DEFAULT_WATERMARK_INTERVAL_MS",
+    "NAMES",
+    "WhatifConfigError",
+    "flink_config",
+    "spark_config",
+    "window_spec",
+]
+
+#: ``pipeline.auto-watermark-interval``'s default (Flink's ``PipelineOptions.AUTO_WATERMARK_INTERVAL``).
+DEFAULT_WATERMARK_INTERVAL_MS: Final = 200
+
+#: Dedup modes as written by a user -> :class:`~monitor.watermark.Dedup` mode.
+DEDUP_MODES: Final[Mapping[str, DedupMode]] = MappingProxyType({
+    "key": "key",
+    "key,event_time": "key_and_event_time",
+    "key_and_event_time": "key_and_event_time",
+    "within-watermark": "within_watermark",
+    "within_watermark": "within_watermark",
+})
+
+#: How the settings are named in messages by default.
+NAMES: Final[Mapping[str, str]] = MappingProxyType({
+    "delay": "the delay",
+    "window": "a window size",
+    "slide": "a slide",
+    "session_gap": "a session gap",
+    "dedup": "dedup",
+    "policy": "the multiple-watermark policy",
+    "output_mode": "the output mode",
+    "watermark_interval": "the watermark interval",
+    "per_event_watermarks": "per-event watermarks",
+    "idleness": "an idleness timeout",
+})
+
+#: How ``tidegauge whatif`` names them (its options).
+CLI_NAMES: Final[Mapping[str, str]] = MappingProxyType({
+    "delay": "--delay",
+    "window": "--window",
+    "slide": "--slide",
+    "session_gap": "--session-gap",
+    "dedup": "--dedup",
+    "policy": "--policy",
+    "output_mode": "--output-mode",
+    "watermark_interval": "--watermark-interval",
+    "per_event_watermarks": "--per-event-watermarks",
+    "idleness": "--idleness",
+})
+
+
+class WhatifConfigError(EngineConfigError):
+    """What-if settings that do not fit together or are out of range (the message names them)."""
+
+
+def window_spec(
+    *,
+    size_ms: int | None,
+    slide_ms: int | None = None,
+    gap_ms: int | None = None,
+    names: Mapping[str, str] = NAMES,
+) -> WindowSpec:
+    """The window: a session window when ``gap_ms`` is given, else a sliding one (a tumbling one when the
+    slide equals the size or is not given).
+
+    Raises:
+        WhatifConfigError: a gap together with a size or slide, a slide without a size, or neither a size
+            nor a gap.
+    """
+    if gap_ms is not None:
+        if size_ms is not None or slide_ms is not None:
+            raise WhatifConfigError(f"{names['session_gap']} cannot be combined with {names['window']} / "
+                                    f"{names['slide']}")
+        return Session(gap_ms)
+    if size_ms is None:
+        if slide_ms is not None:
+            raise WhatifConfigError(f"{names['slide']} needs {names['window']}")
+        raise WhatifConfigError(f"give {names['window']} (and optionally {names['slide']}) or {names['session_gap']}")
+    if slide_ms is None or slide_ms == size_ms:
+        return Tumbling(size_ms)
+    return Sliding(size_ms, slide_ms)
+
+
+def spark_config(
+    *,
+    delay_ms: int,
+    size_ms: int | None = None,
+    slide_ms: int | None = None,
+    gap_ms: int | None = None,
+    dedup: str | None = None,
+    trigger_ms: int | None = None,
+    policy: str = "min",
+    output_mode: str = "append",
+    max_future_skew_ms: int | None = None,
+    max_rows_per_batch: int | None = None,
+    group_by_key: bool = False,
+    no_data_batches: bool = True,
+    names: Mapping[str, str] = NAMES,
+) -> WatermarkConfig:
+    """A Spark-mode config: ``withWatermark(delay)`` then a window (``size_ms`` [+ ``slide_ms``] or
+    ``gap_ms``) or a dedup (``dedup``: a key of :data:`DEDUP_MODES`), a ``ProcessingTimeTrigger`` of
+    ``trigger_ms`` (``None``: the events' own batches), ``spark.sql.streaming.multipleWatermarkPolicy``
+    ``policy`` (``min``/``max``), ``output_mode`` (``append``/``update``), a modelled
+    ``filter(event_time <= current_timestamp() + skew)`` of ``max_future_skew_ms``, a
+    ``maxOffsetsPerTrigger``-style ``max_rows_per_batch``, and ``spark.sql.streaming.noDataMicroBatches.enabled``.
+
+    Raises:
+        WhatifConfigError: settings that do not fit together, an unknown dedup mode, policy or output mode.
+        EngineConfigError: a value out of range (:meth:`WatermarkConfig.validate`).
+    """
+    spec: WindowSpec | None = None
+    if dedup is not None:
+        if dedup not in DEDUP_MODES:
+            raise WhatifConfigError(f"{names['dedup']} must be key, key,event_time or within-watermark, got {dedup!r}")
+        if size_ms is not None or slide_ms is not None or gap_ms is not None:
+            raise WhatifConfigError(f"{names['dedup']} cannot be combined with {names['window']} / {names['session_gap']}")
+    elif size_ms is None and slide_ms is None and gap_ms is None:
+        raise WhatifConfigError(
+            f"give {names['window']} (and optionally {names['slide']}), {names['session_gap']}, or {names['dedup']}"
+        )
+    else:
+        spec = window_spec(size_ms=size_ms, slide_ms=slide_ms, gap_ms=gap_ms, names=names)
+    if policy not in ("min", "max"):
+        raise WhatifConfigError(f"{names['policy']} must be min or max, got {policy!r}")
+    if output_mode not in ("append", "update"):
+        raise WhatifConfigError(f"{names['output_mode']} must be append or update, got {output_mode!r}")
+    pol: Policy = "min" if policy == "min" else "max"
+    mode: OutputMode = "append" if output_mode == "append" else "update"
+    return WatermarkConfig(
+        delay_ms=delay_ms,
+        window=spec,
+        dedup=None if dedup is None else Dedup(DEDUP_MODES[dedup]),
+        group_by_key=group_by_key,
+        output_mode=mode,
+        policy=pol,
+        trigger_ms=trigger_ms,
+        max_rows_per_batch=max_rows_per_batch,
+        max_future_skew_ms=max_future_skew_ms,
+        no_data_batches=no_data_batches,
+    )
+
+
+def flink_config(
+    *,
+    delay_ms: int,
+    size_ms: int | None = None,
+    slide_ms: int | None = None,
+    gap_ms: int | None = None,
+    allowed_lateness_ms: int = 0,
+    idleness_ms: int | None = None,
+    watermark_interval_ms: int | None = None,
+    per_event_watermarks: bool = False,
+    late_side_output: bool = False,
+    end_of_input: bool = False,
+    names: Mapping[str, str] = NAMES,
+) -> FlinkConfig:
+    """A Flink-mode config: ``forBoundedOutOfOrderness(delay)[.withIdleness(idleness)]`` emitted every
+    ``watermark_interval_ms`` (``None``: 200 ms) or per event, then a window (``size_ms`` [+ ``slide_ms``]
+    or ``gap_ms``) with ``allowedLateness`` and optionally ``sideOutputLateData``; ``end_of_input``: the
+    source is bounded (``Long.MAX_VALUE`` fires every window at the end).
+
+    Raises:
+        WhatifConfigError: the window settings do not fit (see :func:`window_spec`), or an interval with
+            per-event watermarks and no idleness (in per-event mode the interval only paces
+            ``WatermarksWithIdleness``' checks).
+        EngineConfigError: a value out of range (:meth:`FlinkConfig.validate`).
+    """
+    window = window_spec(size_ms=size_ms, slide_ms=slide_ms, gap_ms=gap_ms, names=names)
+    if per_event_watermarks and watermark_interval_ms is not None and idleness_ms is None:
+        raise WhatifConfigError(
+            f"{names['watermark_interval']} and {names['per_event_watermarks']} exclude each other (the interval "
+            f"only paces idleness checks in per-event mode: give {names['idleness']} too)"
+        )
+    return FlinkConfig(
+        delay_ms=delay_ms,
+        window=window,
+        allowed_lateness_ms=allowed_lateness_ms,
+        idleness_ms=idleness_ms,
+        watermark_interval_ms=watermark_interval_ms or DEFAULT_WATERMARK_INTERVAL_MS,
+        per_event_watermarks=per_event_watermarks,
+        late_side_output=late_side_output,
+        end_of_input=end_of_input,
+    )
