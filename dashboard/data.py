@@ -37,7 +37,7 @@ from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.errors import InputError
 from monitor.facts import job_health
-from monitor.facts.source import load_job_facts
+from monitor.facts.source import data_period, load_job_facts
 from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
 from monitor.store import Store, load_episodes, load_samples, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
@@ -184,8 +184,7 @@ def period_since() -> datetime:
     """The start of the period the pages show episodes of: :data:`PERIOD` before the newest stored sample
     (before :func:`now` on an empty store)."""
     with _store().sessions() as session:
-        newest = newest_sample_time(session)
-    return (newest or now()) - PERIOD
+        return data_period(session, PERIOD, now())[0]
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
@@ -648,15 +647,13 @@ def database_report(period: str) -> DatabaseReport | None:
     database. Raises KeyError for an unknown period."""
     from monitor.reports.render import to_html, to_json_text, to_markdown
     from monitor.reports.source import collect
-    from monitor.store.views import newest_sample_time
 
     length = REPORT_PERIODS[period]
     with _store().sessions() as session:
-        newest = newest_sample_time(session)
-        if newest is None:
+        if newest_sample_time(session) is None:
             return None
-        until = newest + timedelta(seconds=1)
-        report = collect(session, f"tidegauge ({period})", until - length, until)
+        since, until = data_period(session, length, now())
+        report = collect(session, f"tidegauge ({period})", since, until)
     return DatabaseReport(report.since, report.until, report.health, len(report.jobs), to_html(report),
                           to_markdown(report), to_json_text(report))
 

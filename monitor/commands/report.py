@@ -1,6 +1,7 @@
 """``tidegauge report [--job X] [--since 7d] [--format html|md|json] [-o FILE] [--db URL | -c FILE]``.
 
-A composition root: it reads the clock once (the period is ``[now - since, now)``), opens the store
+A composition root: it reads the clock once (the period is the ``--since`` long stretch ending at the newest
+stored sample, never after now: :func:`monitor.facts.source.data_period`), opens the store
 (``--db``, else the config's ``database``, else the per-user default), takes the targets from the config's
 ``rules:`` when ``-c`` is given (:func:`monitor.reports.source.settings_from_rules`) and writes the report
 (:mod:`monitor.reports.render`) to ``-o FILE`` or stdout.
@@ -24,7 +25,7 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_cmd(
         job: str | None = typer.Option(None, "--job", help="Only this job (its id or name)."),
-        since: str = typer.Option("7d", "--since", help="How far back, e.g. 24h, 7d."),
+        since: str = typer.Option("7d", "--since", help="How far back from the newest stored sample (the data's clock), e.g. 24h, 7d."),
         fmt: str = typer.Option("html", "--format", help="html, md or json."),
         output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE", help="Write here (default stdout)."),
         match: list[str] = typer.Option([], "--match", help="Label matcher on engine/job_id/job_name (repeatable)."),
@@ -37,6 +38,7 @@ def register(app: typer.Typer) -> None:
         from monitor.config import database_url, load_config
         from monitor.durations import parse_timedelta
         from monitor.errors import InputError
+        from monitor.facts.source import data_period
         from monitor.reports.render import FORMATS, render
         from monitor.reports.source import collect, parse_matchers, settings_from_rules
         from monitor.store import database_errors, open_store
@@ -55,7 +57,8 @@ def register(app: typer.Typer) -> None:
         store = open_store(url, environ=os.environ)
         try:
             with database_errors(store.engine.url), store.sessions() as session:
-                report = collect(session, name, now - period, now, job=job, matchers=matchers,
+                start, until = data_period(session, period, now)
+                report = collect(session, name, start, until, job=job, matchers=matchers,
                                  settings=settings_from_rules(rules))
         finally:
             store.dispose()

@@ -16,9 +16,29 @@ from monitor.facts.model import FactsSettings, JobFacts
 from monitor.model import Engine, FindingEpisode, JobRef, Sample
 from monitor.store import load_episodes, load_samples
 from monitor.store.alert_repo import load_alerts
-from monitor.store.views import job_runs
+from monitor.store.views import job_runs, newest_sample_time
 
-__all__ = ["load_job_facts", "load_period_facts", "settings_from_rules"]
+__all__ = ["data_period", "load_job_facts", "load_period_facts", "settings_from_rules"]
+
+
+def data_period(session: Session, length: timedelta, now: datetime) -> tuple[datetime, datetime]:
+    """The period ``[since, until)`` of ``length`` that every surface (``tidegauge report``, the dashboard)
+    shows, on the data's own clock: it ends just after the newest stored sample (``until`` = that sample's
+    observation time + 1 ms), never after ``now``; on an empty store it ends at ``now``. A live daemon's
+    newest sample is seconds old, so this is "the last ``length``"; a scanned recording of 2024 is shown
+    as its own last ``length``, not as an empty week of today.
+
+    Args:
+        session: an open store session.
+        length: the period's length (positive).
+        now: the caller's clock (aware UTC), read once by the composition root.
+
+    Returns:
+        ``(since, until)``, aware UTC datetimes with ``until - since == length``.
+    """
+    newest = newest_sample_time(session)
+    until = now if newest is None else min(now, newest + timedelta(milliseconds=1))
+    return until - length, until
 
 
 def settings_from_rules(rules: Mapping[str, Any] | None) -> FactsSettings:

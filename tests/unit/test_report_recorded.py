@@ -5,6 +5,7 @@ clock, and the scanned findings make the period unhealthy. Expected values are r
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -80,3 +81,16 @@ def test_the_scanned_findings_make_the_period_unhealthy(scanned: str, tmp_path: 
     assert {e.rule for e in job.episodes} >= {"future_timestamp"}
     page = to_html(r)
     assert "Findings in the period" in page and "No watermark delay keeps them" in page
+
+
+def test_report_command_shows_a_recording_on_its_own_clock(scanned: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``tidegauge report`` (the wall clock, whatever day the test runs) ends the period at the newest stored
+    sample: the recording's last batch ran at 2026-12-01T09:43:58.000Z, so the 7-day period ends 1 ms
+    after it, and the job is in the report with its scanned findings (not an empty week of today)."""
+    code, out, err = run(["report", "--db", scanned, "--format", "json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["since"], doc["until"]) == ("2026-11-24T09:43:58.001Z", "2026-12-01T09:43:58.001Z")
+    (job,) = doc["jobs"]
+    assert doc["health"] == "critical" and job["period_health"] == "critical"
+    assert job["health"] == "ok"  # nothing fires: a scan notifies nobody
