@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, group_key
 from monitor.alerts.notification import AlertNotification, NotificationStatus, notification_key
+from monitor.alerts.report_notification import HealthReport, report_fingerprint, report_key
 from monitor.alerts.routing import Route, routes_for
 from monitor.alerts.silences import Matcher, Silence, is_silenced
 from monitor.model import AlertState, Severity
-from monitor.reports.scheduled import HealthReport, report_fingerprint, report_key
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow, SilenceRow
 
 __all__ = [
@@ -307,7 +307,7 @@ def open_report_outbox(session: Session) -> list[ReportOutboxItem]:
 
 def enqueue_report(session: Session, receiver: str, report: HealthReport, now: datetime) -> bool:
     """Queue one outbox row delivering ``report`` to ``receiver``, unless its idempotency key
-    (:func:`monitor.reports.scheduled.report_key` of receiver, report name and ``report.scheduled_at``) is already
+    (:func:`monitor.alerts.report_notification.report_key` of receiver, report name and ``report.scheduled_at``) is already
     queued: a run repeated for the same scheduled minute queues nothing. The row is its own batch (its
     ``batch_key`` is the idempotency key). Returns whether a row was queued.
     """
