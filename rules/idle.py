@@ -17,13 +17,15 @@ generate the watermarks; an idle window subtask still forwards them) are judged,
 subtasks of the same vertex, and findings name the job, the vertex and the subtask:
 
 * an idle subtask with no watermark (``Long.MIN_VALUE``) while the job has none either, or with the lowest
-  one while the job's watermark is flat, pins the operator's minimum (``StatusWatermarkValve``):
-  ``WARNING``; remedy ``withIdleness``;
-* an idle subtask without a watermark while the job has one, or whose watermark is not the lowest or
-  while the job's watermark advances, has been marked idle (``WatermarksWithIdleness`` emits
-  ``WatermarkStatus.IDLE``, and the valve leaves idle channels out of the minimum): ``INFO``. (A subtask
-  with no watermark that took part in the minimum would leave the job without one, so this needs no
-  second poll.)
+  one while the job's watermark (the valve's minimum) is at or below it, pins the operator's minimum
+  (``StatusWatermarkValve``): ``WARNING`` from the first poll it is found (even when the job's watermark rose
+  to the subtask's level earlier in the idle time), naming the job watermark's flat stretch as
+  ``watermark_stall`` does (:func:`rules.common.watermark_moves`); remedy ``withIdleness``;
+* an idle subtask without a watermark while the job has one, or whose watermark the job's is past, has
+  been marked idle (``WatermarksWithIdleness`` emits ``WatermarkStatus.IDLE``, and the valve leaves idle
+  channels out of the minimum): ``INFO``; one whose watermark is not the lowest holds nothing: ``INFO``. (A
+  subtask with no watermark that took part in the minimum would leave the job without one, so this needs
+  no second poll.)
 * every source subtask idle and the job's watermark flat: event time is frozen (``labels.check =
   all_inputs_idle``, ``WARNING``). ``withIdleness`` cannot help: with all channels idle the valve emits no
   watermark, so windows wait for data;
@@ -116,6 +118,21 @@ def _job_watermark_flat(history: JobHistory, since: datetime) -> bool | None:
     return watermark_moves(window, max_steps=0).flat_start == 0
 
 
+def _job_flat_text(history: JobHistory) -> str:
+    """`` (the job's watermark has stayed at X since T)`` when the job's newest poll did not move its watermark:
+    the flat stretch of :func:`rules.common.watermark_moves`, the one ``watermark_stall`` names; else ``""``."""
+    batches = history.batches
+    if len(batches) < 2 or batches[-1].watermark is None:
+        return ""
+    start = watermark_moves(batches, max_steps=0).flat_start
+    if start >= len(batches) - 1:
+        return ""
+    return (
+        f" (the job's watermark has stayed at {format_instant_short(batches[-1].watermark)} since "
+        f"{format_instant_short(batches[start].observed_at)})"
+    )
+
+
 def _idle_finding(
     history: JobHistory,
     scope: Scope,
@@ -144,8 +161,8 @@ def evaluate_idle(params: IdleParams, history: JobHistory, now: datetime) -> lis
     of its last ``for`` has ``num_input_rows == 0`` (known zero), or has neither rows nor a watermark
     while a sibling advances. It is reported only while a sibling scope advanced over the same time (a
     whole job without data is a quiet source, not an idle input). Severity ``WARNING`` when it holds the
-    job's watermark back (the job watermark is flat, or absent, over the idle time; for Flink without a
-    job-level watermark, the idle scope has the lowest or no watermark), else ``INFO``.
+    job's watermark back (Spark: the job watermark is flat, or absent, over the idle time; Flink: the idle
+    subtask has the lowest watermark and the job's is at or below it, or both have none), else ``INFO``.
     """
     if history.engine is Engine.KAFKA:
         return []
@@ -204,6 +221,8 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
     out: list[Finding] = []
     all_idle: list[tuple[Scope, list[Sample], _Idle]] = []
     n_sources = 0
+    job_wm = history.batches[-1].watermark if history.batches else None
+    job_flat = _job_flat_text(history)
     for subtasks in _flink_sources(history).values():
         for scope, samples in subtasks.items():
             n_sources += 1
@@ -219,17 +238,17 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
             siblings = [s for s, other in subtasks.items() if s != scope and _advancing(other, window_start)]
             if not siblings:
                 continue
-            flat = _job_watermark_flat(history, window_start)
             own = newest.watermark
             others = [subtasks[s][-1].watermark for s in siblings]
-            job_wm = history.batches[-1].watermark if history.batches else None
             if own is None:
                 # no watermark at all: were it in the minimum, the job would have none either; a job
                 # watermark means the valve left this channel out (marked idle)
                 holding = job_wm is None
             else:
+                # the lowest subtask pins the job when the job's watermark (the valve's minimum) is at or
+                # below its level; a job watermark past it means the valve left this channel out
                 lowest = all(o is not None and o > own for o in others)
-                holding = lowest and (flat is None or flat)
+                holding = lowest and (job_wm is None or job_wm <= own)
             idle_time = newest.observed_at - idle.since
             sibling_text = ", ".join(f"subtask {s.subtask}" for s in siblings[:5]) + (
                 " ..." if len(siblings) > 5 else ""
@@ -238,14 +257,20 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
             if holding:
                 consequence = (
                     f"it has {wm_text}, and the operator downstream takes the minimum over its input channels "
-                    "(StatusWatermarkValve), so this subtask pins the job's event time: windows do not fire. "
-                    + remedy(Engine.FLINK, Cause.HOLDING_INPUT)
+                    f"(StatusWatermarkValve), so this subtask pins the job's event time{job_flat}: windows do not "
+                    f"fire. {remedy(Engine.FLINK, Cause.HOLDING_INPUT)}"
                 )
             else:
+                if job_wm is None or (own is not None and job_wm <= own):
+                    why = "a sibling subtask's watermark is lower, so this one does not hold the job's watermark."
+                else:
+                    why = (
+                        f"the job's watermark is past it ({format_instant_short(job_wm)}): the subtask is marked "
+                        "idle (withIdleness) and left out of the minimum."
+                    )
                 consequence = (
-                    f"it has {wm_text} but the job's watermark still advances: the subtask is marked idle "
-                    "(withIdleness) and left out of the minimum. If it should have data, check its "
-                    "partitions/splits (or the filter in front of the watermark assigner)."
+                    f"it has {wm_text} but {why} If it should have data, check its partitions/splits (or the "
+                    "filter in front of the watermark assigner)."
                 )
             message = (
                 f"{flink_scope_name(job, newest)} has had no records for {format_duration(idle_time)} (since "

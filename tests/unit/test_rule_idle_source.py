@@ -155,3 +155,22 @@ def test_flink_subtask_without_watermark_beside_a_job_watermark_is_marked_idle()
     (found,) = evaluate_idle(IdleParams(), history(samples), NOW)
     assert (found.scope.subtask, found.severity) == (1, Severity.INFO)
     assert "marked idle (withIdleness)" in found.message
+
+
+def test_flink_subtask_pinning_a_watermark_that_caught_up_is_a_warning_at_once() -> None:
+    # The demo's case (no withIdleness): subtask 1's last record came at 12:04 and its watermark stays at
+    # 11:58; subtask 0's watermark is m - 8 minutes, so the job watermark (the valve's minimum) still rose
+    # until 12:06 (to 11:58, subtask 1's level) and has been flat since. The idle window (12:05-12:10)
+    # holds that rise, yet the job's watermark now *is* subtask 1's: it pins the job from the start ->
+    # WARNING, and the message must not claim the job's watermark still advances. The flat stretch is
+    # named as watermark_stall names it (rules.common.watermark_moves): since 12:06.
+    samples = []
+    for m in range(11):
+        samples.append(flink(m, None, min(m - 8, -2), 100))
+        samples.append(flink(m, 0, m - 8, 100, idle_ms=0))
+        samples.append(flink(m, 1, -2, 0 if m > 4 else 100, idle_ms=max(0, m - 4) * MIN_MS))
+    (found,) = evaluate_idle(IdleParams(), history(samples), NOW)
+    assert (found.scope.subtask, found.severity) == (1, Severity.WARNING)
+    assert "still advances" not in found.message and "marked idle" not in found.message
+    assert "the job's watermark has stayed at 2026-11-29T11:58Z since 2026-11-29T12:06Z" in found.message
+    assert found.details["holding_watermark"] is True
