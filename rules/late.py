@@ -17,16 +17,17 @@ silently: the count is the only trace.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from operator import attrgetter
 
 from pydantic import Field
 
-from monitor.model import Engine, Finding, Severity
-from monitor.timefmt import format_duration
+from monitor.model import Engine, Finding, Sample, Severity
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since
 from rules.history import JobHistory
-from rules.jumps import batch_name, find_jump
+from rules.jumps import Jump, batch_name, find_jump
 from rules.params import Duration, RuleParams
 from rules.remedies import Cause, remedy
 
@@ -72,6 +73,44 @@ def _flink_where(history: JobHistory, since: datetime) -> str:
     return " Dropped by WindowOperator at " + ", ".join(w[1] for w in where[:5]) + "."
 
 
+def _rows_at(batches: Sequence[Sample]) -> str:
+    """``2 rows dropped at batch 8`` / ``3 rows dropped at batches 2, 4`` / ``60 rows dropped at 5 batches from
+    batch 6 to batch 10`` / ``... at 2 polls, the last at <t>`` (Flink polls have no batch id)."""
+    n = sum(b.dropped_by_watermark or 0 for b in batches)
+    rows = "row" if n == 1 else "rows"
+    if len(batches) == 1:
+        where = batch_name(batches[0])
+    elif all(b.batch_id is not None for b in batches) and len(batches) <= 4:
+        where = "batches " + ", ".join(str(b.batch_id) for b in batches)
+    elif all(b.batch_id is not None for b in batches):
+        where = f"{len(batches)} batches from {batch_name(batches[0])} to {batch_name(batches[-1])}"
+    else:
+        where = f"{len(batches)} polls, the last at {format_instant_short(batches[-1].observed_at)}"
+    return f"{n} {rows} dropped at {where}"
+
+
+def _jump_cause(jump: Jump, known: Sequence[Sample], engine: Engine) -> str:
+    """Why the window's rows were dropped when the job's watermark rests on a mis-dated row: the drops at or
+    after the row's batch are behind the watermark it set (not late); those before it were late by the job's
+    own delay, but no longer delay is advised for either (it cannot cure the jump, the urgent problem)."""
+    dropped = [b for b in known if b.dropped_by_watermark]
+    after = [b for b in dropped if b.observed_at >= jump.batch.observed_at]
+    before = [b for b in dropped if b.observed_at < jump.batch.observed_at]
+    if not after:
+        return (
+            f"the {_rows_at(before)} came before the mis-dated row and were late by the job's own delay, but the "
+            f"urgent problem is that {jump.describe()}: every row after it is behind the watermark. "
+            f"{jump.remedy(engine)}"
+        )
+    earlier = (
+        f"; the {_rows_at(before)}, before it, were late by the job's own delay" if before else ""
+    )
+    return (
+        f"{_rows_at(after)} because {jump.describe()}: they are behind a watermark a mis-dated row set, not "
+        f"late{earlier}. {jump.remedy(engine)}"
+    )
+
+
 def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datetime) -> list[Finding]:
     """Current ``late_drop_surge`` finding (job scope, ``WARNING``): over the job batches of the last
     ``window``, ``sum(dropped_by_watermark) / sum(num_input_rows)`` is above ``max_share`` and at least
@@ -79,6 +118,11 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
     a window with no known drop count gives nothing. Spark counts the drops per stateful operator
     (``numRowsDroppedByWatermark``), so with two operators, or a ``foreachBatch`` running two actions, the
     share can exceed 1: it is reported as measured.
+
+    When the job's watermark rests on a mis-dated row (:func:`rules.jumps.find_jump`, the row
+    ``future_timestamp``/``event_time_units`` report), no longer delay is advised for any drop of the window:
+    those at or after the row's batch are behind the watermark it set, those before it were late by the
+    job's own delay, and the row is named as the urgent problem with its remedy (``details["caused_by"]``).
     """
     batches = history.batches
     if not batches:
@@ -96,15 +140,10 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
         return []
     share = dropped / rows if rows else float("inf")
     newest = known[-1]
-    dropping = next((b for b in reversed(known) if b.dropped_by_watermark), newest)
     jump = find_jump(history, skew=params.skew)
     details: dict[str, object] = {"dropped": dropped, "rows": rows, "share": share if rows else None}
-    if jump is not None and jump.batch.observed_at <= dropping.observed_at:
-        rows_text = "row" if dropping.dropped_by_watermark == 1 else "rows"
-        cause = (
-            f"{dropping.dropped_by_watermark} {rows_text} dropped at {batch_name(dropping)} because {jump.describe()}: "
-            f"they are behind a watermark a mis-dated row set, not late. {jump.remedy(history.engine)}"
-        )
+    if jump is not None:
+        cause = _jump_cause(jump, known, history.engine)
         details["caused_by"] = jump.details()
     elif history.engine is Engine.FLINK:
         cause = (

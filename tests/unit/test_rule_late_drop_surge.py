@@ -70,11 +70,12 @@ def test_message_names_cause() -> None:
 
 
 def test_recorded_drops_are_linked_to_the_batch_that_moved_the_watermark() -> None:
-    # batch 4 carried a row dated +24 h, batch 5's watermark jumped +1 day: the drops of batch 10 are its
-    # doing, and a longer delay would not help (backfill: the skew to processing time cannot see it)
+    # batch 4 carried a row dated +24 h, batch 5's watermark jumped +1 day: the drops of batches 6-10 (12
+    # each, all after it) are its doing, and a longer delay would not help (backfill: the skew to
+    # processing time cannot see it)
     (found,) = evaluate_late_surge(LateSurgeParams(), history(recorded_case("backfill_future_row")), NOW)
     assert (
-        "12 rows dropped at batch 10 because batch 4 at 2026-12-01T09:43:36Z carried a mis-dated row (event time "
+        "60 rows dropped at 5 batches from batch 6 to batch 10 because batch 4 at 2026-12-01T09:43:36Z carried a mis-dated row (event time "
         "2024-03-02T12:02Z, 1 day beyond the data's own progression) that moved the watermark (see "
         "future_timestamp)" in found.message
     )

@@ -35,6 +35,28 @@ def test_demo_text_shows_future_jump_and_drops(capsys: pytest.CaptureFixture[str
     # batch 8 ran with the 2098-12-31T23:50Z watermark: its drops are blamed on batch 6's future row
     assert "2 rows dropped at batch 8 because batch 6 at 2026-11-29T11:32:48.289Z carried a mis-dated row (event " \
         "time 2099-01-01T00:00Z, 72 years ahead of its observation time) that moved the watermark" in out
+    # batches 6-7: the drops in the window (batches 2 and 4: 1 + 2 rows) came before the 2099 row; the
+    # finding must not advise a longer delay beside future_timestamp's "A longer delay does not help"
+    (surge_6_7,) = [line for line in out.splitlines() if "late_drop_surge [wm_gt] (held batches 6-7)" in line]
+    assert "raise the withWatermark delay" not in surge_6_7
+    assert surge_6_7.endswith(
+        "3 of 20 input rows (15.0%) were dropped as late by the watermark in the last 10 min (2 batches, threshold "
+        "1.0%); the 3 rows dropped at batches 2, 4 came before the mis-dated row and were late by the job's own "
+        "delay, but the urgent problem is that batch 6 at 2026-11-29T11:32:48.289Z carried a mis-dated row (event "
+        "time 2099-01-01T00:00Z, 72 years ahead of its observation time) that moved the watermark (see "
+        "future_timestamp): every row after it is behind the watermark. A longer delay does not help: filter rows "
+        "whose event time is implausibly far ahead before withWatermark (beyond current_timestamp() + 1 h, or in a "
+        "backfill beyond the range replayed), and restart from a checkpoint taken before batch 6 (the watermark "
+        "never goes back)."
+    )
+    # batches 8-9: batch 8's drops follow the jump, batches 2 and 4's came before it
+    (surge_8_9,) = [line for line in out.splitlines() if "late_drop_surge [wm_gt] (held batches 8-9)" in line]
+    assert "5 of 23 input rows (21.7%) were dropped as late by the watermark in the last 10 min (3 batches, " \
+        "threshold 1.0%); 2 rows dropped at batch 8 because batch 6 at 2026-11-29T11:32:48.289Z carried a " \
+        "mis-dated row (event time 2099-01-01T00:00Z, 72 years ahead of its observation time) that moved the " \
+        "watermark (see future_timestamp): they are behind a watermark a mis-dated row set, not late; the 3 rows " \
+        "dropped at batches 2, 4, before it, were late by the job's own delay. A longer delay does not help" in surge_8_9
+    assert "raise the withWatermark delay" not in surge_8_9
 
 
 def test_demo_json_document(capsys: pytest.CaptureFixture[str]) -> None:
