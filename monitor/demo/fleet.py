@@ -333,6 +333,10 @@ def _two_inputs(rate: int) -> Generator:
     return gen
 
 
+#: How many sessions the healthy ``sessions_dedup`` query deduplicates (its state's size).
+_SESSIONS = 40
+
+
 def _dedup_keys(rate: int) -> Generator:
     def gen(rng: np.random.Generator, k: int, at: int, fault: bool) -> dict[str, tuple[npt.NDArray[np.int64], list[str]]]:
         n = int(rng.integers(max(1, rate - 3), rate + 4))
@@ -340,7 +344,15 @@ def _dedup_keys(rate: int) -> Generator:
         if fault:  # a client release sends a fresh request id with every event: every key is new
             keys = [f"req-{k}-{i}" for i in range(n)]
         else:  # a few dozen sessions re-sending their events: state stays at the number of sessions
-            keys = [f"session-{int(x)}" for x in rng.integers(0, 40, n)]
+            keys = [f"session-{int(x)}" for x in rng.integers(0, _SESSIONS, n)]
+            if k == 0:
+                # the query's first batch reads the backlog, where every open session has sent: the state
+                # is at the number of sessions from the first batch on, so the healthy warm-up shows no
+                # growth (40 sessions first seen over 7 batches fired state_growth before the fault)
+                seen = set(keys)
+                extra = [f"session-{i}" for i in range(_SESSIONS) if f"session-{i}" not in seen]
+                t = np.concatenate([t, np.full(len(extra), (at - 1_500) * 1000, dtype=np.int64)])
+                keys += extra
         return {"main": (t, keys)}
 
     return gen

@@ -131,3 +131,31 @@ def test_the_demo_notifies_only_the_faults_it_injected(tmp_path: Path) -> None:
     assert all(a.state is AlertState.FIRING and a.active_at >= SEED_START for a in alerts)
     assert sorted({status for status, _ in outbox}) == ["firing"]  # nothing resolved, so nothing to say so
     assert len(outbox) == len(SEEDED_ALERTS) and min(at for _, at in outbox) >= SEED_START
+
+
+def test_no_spark_query_of_the_demo_raises_a_finding_before_its_fault(tmp_path: Path) -> None:
+    # Every Spark query's batches (the 60 s warm-up written at once, then 30 s) replayed through the demo's
+    # rules at each batch, as the daemon catches up: state_growth, stall, late drops... must hold on a job
+    # only from its fault's injection on (fault times count from the demo's start). The trial's demo
+    # notified sessions_dedup's state_growth at a warm-up instant (40 sessions first seen over the first 7
+    # batches: "grew from 17 to 40 in 38 s"), before the fresh-key fault at 8 s.
+    from monitor.daemon.ingest import parse_event_document
+    from rules.registry import Evaluator
+    from rules.replay import replay
+
+    start_ms = int(START.timestamp() * 1000)
+    fleet = build_fleet(start_ms, 60_000)
+    config = demo_config(demo_paths(tmp_path), port=0, receiver_port=9, dashboard_url="http://127.0.0.1:8501/job")
+    evaluator = Evaluator(config.rules)
+    early: list[tuple[str, str, float]] = []
+    for job in fleet.jobs:
+        events: list[dict[str, object]] = []
+        while job.due(start_ms + 30_000):
+            events.extend(job.step(fleet.rng))
+        samples = sorted(parse_event_document(events, received_at=START, app_id=job.app_id).samples,
+                         key=lambda s: s.observed_at)
+        injected = START + timedelta(seconds=job.fault.at_s if job.fault is not None else 10**6)
+        for instant in replay(evaluator, samples):
+            if instant.at < injected:
+                early += [(job.name, f.rule, (instant.at - START).total_seconds()) for f in instant.findings]
+    assert early == []
