@@ -18,7 +18,8 @@ and sweeps through :mod:`monitor.watermark.flink.whatif` (both shared with the d
 "late_rows": [...]}``. When an element moved the watermark ahead of the rest of the stream
 (:func:`monitor.watermark.flink.whatif.misdated_element`), the report leads with it and the figures
 without it (``"misdated_element": {"line", "event_time_ms", ..., "without", "sweep_without"}``); the
-sweep with it kept follows, labelled.
+sweep with it kept follows, labelled. ``--target-completeness`` recommends a delay through the lab's
+:func:`monitor.watermark.flink.whatif.advise_flink_delay` (see :func:`run_whatif_flink`).
 """
 
 from __future__ import annotations
@@ -40,13 +41,17 @@ from monitor.errors import InputError
 from monitor.timefmt import format_epoch_ms
 from monitor.watermark import EventsTable, Session, Sliding
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
+from monitor.watermark.flink.replay import FlinkSummary
 from monitor.watermark.flink.whatif import (
+    FlinkDelayAdvice,
     WatermarkMover,
+    advise_flink_delay,
     check_flink_events,
     misdated_element,
     sweep_flink,
 )
 from monitor.watermark.io import load_events
+from monitor.watermark.sweep import DEFAULT_LADDER_MS
 from monitor.watermark.whatif_config import CLI_NAMES, flink_config
 
 __all__ = [
@@ -266,6 +271,50 @@ def _misdated_text(events: EventsTable, m: WatermarkMover, without: Any) -> list
     ]
 
 
+#: what the answer says when no delay tried meets the target (the What-if lab's words)
+NO_DELAY_TRIED = "more than any delay in the sweep"
+
+
+def _late_text(s: FlinkSummary) -> str:
+    return f"{s.late_elements} late element{'' if s.late_elements == 1 else 's'}, {s.late_share * 100:.3f}%"
+
+
+def _advice_text(advice: FlinkDelayAdvice, tried: list[FlinkSummary], target: float, events: EventsTable) -> list[str]:
+    """The ``--target-completeness`` answer: with a mis-dated element, the delay the target needs without
+    it (filtered before the ``WatermarkStrategy``), then — labelled — the delay with it kept."""
+    def at(rows: list[FlinkSummary], delay_ms: int) -> FlinkSummary:
+        return next(r for r in rows if r.delay_ms == delay_ms)
+
+    pct = f"{target:g}%"
+    m = advice.misdated
+    rows = advice.sweep_without if m is not None else tried
+    what = ""
+    if m is not None:
+        assert m.row is not None
+        what = f" without the mis-dated element (line {events.line_of(m.row)}, filtered out before the WatermarkStrategy)"
+    if advice.recommended_ms is None:
+        out = [f"No delay tried keeps {pct} of the elements{what}: try larger delays (--sweep)."]
+    else:
+        out = [
+            f"Recommended delay for {pct} completeness{what}: {format_duration_ms(advice.recommended_ms)} "
+            f"({_late_text(at(rows, advice.recommended_ms))}), the smallest of the delays tried that meets it"
+        ]
+    if m is not None:
+        if advice.with_element_ms is None:
+            largest = max(tried, key=lambda r: r.delay_ms)
+            kept = (
+                f"{NO_DELAY_TRIED} (at {format_duration_ms(largest.delay_ms)}, the largest tried: "
+                f"{_late_text(largest)})"
+            )
+        else:
+            kept = f"{format_duration_ms(advice.with_element_ms)} ({_late_text(at(tried, advice.with_element_ms))})"
+        out.append(
+            f"With the mis-dated element kept (for comparison, not a fix): {kept}; such a delay only waits until "
+            "processing time reaches the mis-dated event time"
+        )
+    return out
+
+
 def run_whatif_flink(
     events_path: Path,
     *,
@@ -277,8 +326,16 @@ def run_whatif_flink(
     show_late: int,
     sweep: str | None,
     out: TextIO,
+    target: float | None = None,
 ) -> None:
     """Load the events, replay them in Flink mode and print text or JSON to ``out``.
+
+    With ``target`` (``--target-completeness``, percent in ``(0, 100]``): the smallest delay of the
+    sweep (``--sweep``, else :data:`monitor.watermark.sweep.DEFAULT_LADDER_MS`) whose late elements stay
+    within it, through :func:`monitor.watermark.flink.whatif.advise_flink_delay` (the What-if lab's
+    advice): with a mis-dated element, the delay without it leads and the one with it kept follows,
+    labelled (:data:`NO_DELAY_TRIED` when no delay tried meets it); JSON ``"recommendation":
+    {"target_completeness_pct", "delays_tried_ms", "delay_ms", "misdated_line", "with_misdated_element_ms"}``.
 
     Raises:
         InputError (subclasses): bad file, columns, units or options; EngineConfigError: periodic
@@ -304,6 +361,7 @@ def run_whatif_flink(
     # the useful answer first: the mis-dated element, then the figures without it, then (labelled) with it
     m = misdated_element(events, result)
     without_events = events
+    lead_end, before = 1, len(text)  # where the lead (mis-dated element, then the advice) ends
     if m is not None and m.row is not None:
         valid = events.valid.copy()
         valid[m.row] = False  # left out, as a record the TimestampAssigner rejects
@@ -318,6 +376,22 @@ def run_whatif_flink(
             "without": without.to_json(),
         }
         text[1:1] = _misdated_text(events, m, without)
+        lead_end += len(text) - before
+    if target is not None:
+        tried_ms = parse_duration_list_ms(sweep, what="--sweep") if sweep is not None else list(DEFAULT_LADDER_MS)
+        tried = sweep_flink(events, config, tried_ms)
+        advice = advise_flink_delay(events, config, result, tried, tried_ms, target)
+        doc["recommendation"] = {
+            "target_completeness_pct": target,
+            "delays_tried_ms": tried_ms,
+            "delay_ms": advice.recommended_ms,
+            "misdated_line": None if advice.misdated is None or advice.misdated.row is None
+            else events.line_of(advice.misdated.row),
+            "with_misdated_element_ms": advice.with_element_ms if advice.misdated is not None else None,
+        }
+        # after the mis-dated element's lines (when there is one), before the replay's own figures
+        answer = _advice_text(advice, tried, target, events)
+        text[lead_end:lead_end] = answer if lead_end > 1 else ["", *answer]
     if sweep is not None:
         delays = parse_duration_list_ms(sweep, what="--sweep")
         rows = sweep_flink(events, config, delays)
@@ -369,7 +443,6 @@ def dispatch_flink(engine: str, params: Mapping[str, Any]) -> bool:
         "--max-future-skew": params.get("max_future_skew") is not None,
         "--max-rows-per-batch": params.get("max_rows_per_batch") is not None,
         "--no-no-data-batches": params.get("no_data_batches", True) is False,
-        "--target-completeness": params.get("target") is not None,
     }
     opts = FlinkOptions(
         allowed_lateness=params.get("allowed_lateness"),
@@ -398,5 +471,6 @@ def dispatch_flink(engine: str, params: Mapping[str, Any]) -> bool:
         show_late=int(params.get("show_late", 10)),
         sweep=params.get("sweep_opt"),
         out=sys.stdout,
+        target=params.get("target"),
     )
     return True

@@ -160,3 +160,46 @@ def test_a_misdated_element_leads_and_the_sweep_without_it_comes_first(
     doc = json.loads(out)["misdated_element"]
     assert (doc["line"], doc["event_time_ms"], doc["without"]["late_elements"]) == (9, y2099_s * 1000, 0)
     assert [s["late_elements"] for s in doc["sweep_without"]] == [0, 0]
+
+
+def test_target_completeness_leads_with_the_misdated_element_then_the_delays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the stream of the test above (line 9 dated 2099 among 60 elements 10 s apart, in order otherwise):
+    # without it nothing is late at 5 s, the smallest delay tried; with it kept 52 of the 60 are late at
+    # every delay tried (1m the largest), so no delay of the sweep meets 99 % (the lab's words for it)
+    base_s, y2099_s = 1_767_225_600, 4_070_908_800
+    rows = ["event_time,arrival_time"] + [
+        f"{y2099_s if i == 7 else base_s + 10 * i},{base_s + 10 * i + 2}" for i in range(60)
+    ]
+    path = tmp_path / "misdated.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    args = ["whatif", str(path), "--engine", "flink", "--delay", "5s", "--window", "1m", "--time-unit", "s",
+            "--sweep", "5s,1m", "--target-completeness", "99"]
+    code, text, err = run(args, capsys)
+    assert code == 0, err
+    lead = text.index("Mis-dated element: line 9 (event time 2099-01-01T00:00:00.000Z)")
+    without = text.index(
+        "Recommended delay for 99% completeness without the mis-dated element (line 9, filtered out before the "
+        "WatermarkStrategy): 5s (0 late elements, 0.000%), the smallest of the delays tried that meets it"
+    )
+    kept = text.index(
+        "With the mis-dated element kept (for comparison, not a fix): more than any delay in the sweep (at 1m, "
+        "the largest tried: 52 late elements, 86.667%); such a delay only waits until processing time reaches "
+        "the mis-dated event time"
+    )
+    assert lead < without < kept < text.index("Summary")
+    code, out, _ = run([*args, "--format", "json"], capsys)
+    rec = json.loads(out)["recommendation"]
+    assert rec == {"target_completeness_pct": 99.0, "delays_tried_ms": [5000, 60000], "delay_ms": 5000,
+                   "misdated_line": 9, "with_misdated_element_ms": None}
+
+
+def test_target_completeness_without_a_misdated_element(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the sweep of test_sweep_over_delays: 1 late element (of 5) at 0 and 1 s, none at 11 s; 100 % needs 11 s
+    code, text, err = run(["whatif", str(events_csv), *BASE, "--sweep", "0,1s,11s", "--target-completeness", "100"],
+                          capsys)
+    assert code == 0, err
+    assert "Recommended delay for 100% completeness: 11s (0 late elements, 0.000%), the smallest of the delays " \
+        "tried that meets it" in text
+    assert "mis-dated" not in text.lower()
