@@ -685,7 +685,9 @@ class FindingEpisode:
 
 
 def worst_episode(episodes: Iterable[FindingEpisode]) -> FindingEpisode | None:
-    """The worst of ``episodes``: the highest severity, then the most recent (latest ``last_at``, then
-    ``first_at``, then id); ``None`` for none. A job's health over a period is this episode's severity
-    (``OK`` without one), beside its health now (its firing alerts)."""
-    return max(episodes, key=lambda e: (e.severity, e.last_at, e.first_at, e.id), default=None)
+    """The worst of ``episodes``: the highest severity, then the earliest (``first_at``, then ``last_at``,
+    then id): a rule's first occurrence is the one that names the cause (a job that restarts every two
+    batches repeats a future_timestamp episode for the same row; the first is batch 6, not batches 10-11);
+    ``None`` for none. A job's health over a period is this episode's severity (``OK`` without one), beside
+    its health now (its firing alerts)."""
+    return min(episodes, key=lambda e: (-int(e.severity), e.first_at, e.last_at, e.id), default=None)

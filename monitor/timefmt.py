@@ -17,6 +17,12 @@ Instants (always UTC, always ``Z``):
   (``2026-11-29T12:00:00.000000Z``) and its inverse: the wire format of notifications and stored
   documents; idempotency keys hash it, so its output never changes.
 
+Times at the model's clamp: a time Spark writes beyond year 9999 (``+56135-05-22T09:10:00.000Z``: epoch
+milliseconds read as seconds) is stored as :data:`monitor.model.MAX_TIME` (year 8999), a stand-in, not a
+date. :func:`is_beyond_range` decides it in one place; :func:`format_instant` and
+:func:`format_instant_short` write it as :data:`BEYOND_RANGE` (``beyond year 8999``), and
+:func:`seconds_between` gives ``None`` (unknown) for a duration from or to it, never "6976 years".
+
 Durations:
 
 * :func:`format_duration` — a rough human duration in the largest fitting unit (``72 years``, ``1 day``,
@@ -35,7 +41,10 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
+from monitor.model import MAX_TIME
+
 __all__ = [
+    "BEYOND_RANGE",
     "format_basic",
     "format_duration",
     "format_epoch_ms",
@@ -43,8 +52,28 @@ __all__ = [
     "format_instant_short",
     "format_lag",
     "format_precise",
+    "is_beyond_range",
     "parse_instant",
+    "seconds_between",
 ]
+
+#: How every surface writes a time at the model's clamp (:data:`monitor.model.MAX_TIME`).
+BEYOND_RANGE = f"beyond year {MAX_TIME.year}"
+
+
+def is_beyond_range(value: datetime | None) -> bool:
+    """Whether ``value`` is at the model's clamp (:data:`monitor.model.MAX_TIME`, year 8999): the stand-in
+    the Spark parser stores for a time beyond year 9999 (``+56135-...``), so its real value is unknown.
+    ``None`` is not."""
+    return value is not None and value >= MAX_TIME
+
+
+def seconds_between(later: datetime | None, earlier: datetime | None) -> float | None:
+    """``later - earlier`` in seconds (signed); ``None`` (unknown) when either is ``None`` or beyond the
+    model's range (:func:`is_beyond_range`): no duration is computed from the clamp's stand-in."""
+    if later is None or earlier is None or is_beyond_range(later) or is_beyond_range(earlier):
+        return None
+    return (later - earlier).total_seconds()
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -88,12 +117,15 @@ def _utc(value: datetime) -> datetime:
 
 
 def format_instant(value: datetime) -> str:
-    """Aware datetime -> ``2026-11-29T11:32:48.289Z`` (UTC, milliseconds truncated), Spark's shape.
+    """Aware datetime -> ``2026-11-29T11:32:48.289Z`` (UTC, milliseconds truncated), Spark's shape;
+    :data:`BEYOND_RANGE` (``beyond year 8999``) at the model's clamp (:func:`is_beyond_range`).
 
     Raises:
         ValueError: ``value`` is naive.
     """
     utc = _utc(value)
+    if is_beyond_range(utc):
+        return BEYOND_RANGE
     text = utc.isoformat(timespec="milliseconds")  # C-level; the general path covers years before 1000
     if utc.year >= 1000:
         return text[:-6] + "Z"
@@ -109,7 +141,7 @@ def format_instant_short(value: datetime) -> str:
     """
     utc = _utc(value)
     text = format_instant(utc)
-    if utc.microsecond:
+    if utc.microsecond or is_beyond_range(utc):
         return text
     if utc.second:
         return text[:-5] + "Z"

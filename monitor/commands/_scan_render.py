@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from monitor.model import Finding, FindingEpisode, Sample, SampleKind, Severity
-from monitor.timefmt import format_duration, format_instant
+from monitor.timefmt import format_duration, format_instant, is_beyond_range
 from rules.batches import progress_batches, real_watermark
 from rules.common import is_epoch
 from rules.episodes import Episode, episodes, held, link, to_record
@@ -131,13 +131,17 @@ def build_report(
 
 def _advance(prev: Sample | None, batch: Sample) -> timedelta | None:
     """How far the watermark moved since the previous batch; ``None`` unless both are real watermarks
-    (unknown, or Spark's 1970-01-01 "not computed yet" placeholder: see :func:`rules.common.is_epoch`)."""
+    (unknown, or Spark's 1970-01-01 "not computed yet" placeholder: see :func:`rules.common.is_epoch`) and
+    within the model's range (:func:`monitor.timefmt.is_beyond_range`: no duration from its stand-in); 0 when
+    it did not move."""
     if prev is None:
         return None
     before, after = real_watermark(prev), real_watermark(batch)
     if before is None or after is None:
         return None
-    return after - before
+    if before == after:
+        return timedelta(0)
+    return None if is_beyond_range(before) or is_beyond_range(after) else after - before
 
 
 def _advance_ms(prev: Sample | None, batch: Sample) -> int | None:
@@ -210,7 +214,8 @@ def _cell(value: object) -> str:
 def _advance_text(prev: Sample | None, batch: Sample) -> str:
     delta = _advance(prev, batch)
     if delta is None:
-        return "-"
+        moved = prev is not None and is_beyond_range(batch.watermark) and batch.watermark != prev.watermark
+        return "unknown" if moved else "-"
     if not delta:
         return "0"
     return ("+" if delta.total_seconds() > 0 else "-") + format_duration(delta)

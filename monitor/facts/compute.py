@@ -52,7 +52,8 @@ from monitor.model import (
     ensure_utc,
     worst_episode,
 )
-from rules.batches import UNITS_HIGH, inferred_delay, real_watermark, usable_event_max
+from monitor.timefmt import is_beyond_range, seconds_between
+from rules.batches import UNITS_HIGH, inferred_delay, real_watermark
 from rules.common import flink_scope_name, holding_input, is_epoch, scope_name
 from rules.consumer_lag import LagParams, evaluate_lag
 from rules.history import JobHistory, job_history
@@ -142,7 +143,7 @@ def drop_facts(batches: Sequence[Sample], scopes: Sequence[ScopeSeries], setting
         kind: Literal["future", "leap", "units"] | None = None
         ahead: float | None = None
         if top >= UNITS_HIGH:
-            kind, ahead = "units", (top - c.observed_at).total_seconds()
+            kind, ahead = "units", seconds_between(top, c.observed_at)
         elif top - c.observed_at > settings.future_skew:
             kind, ahead = "future", (top - c.observed_at).total_seconds()
         elif leap is not None and leap.index == cause:
@@ -192,17 +193,36 @@ def state_facts(batches: Sequence[Sample], engine: Engine, settings: FactsSettin
 # -------------------------------------------------------------------------------------------- freshness
 
 
-def freshness_facts(points: Sequence[BatchPoint], settings: FactsSettings) -> FreshnessFacts:
-    """Freshness over the batches' own clock (:class:`monitor.facts.FreshnessFacts`)."""
-    fresh = [(p.observed_at, p.freshness_s) for p in points if p.freshness_s is not None]
+def freshness_facts(
+    points: Sequence[BatchPoint], settings: FactsSettings, mis_dated: Sequence[DropCause] = (),
+) -> FreshnessFacts:
+    """Freshness over the batches' own clock (:class:`monitor.facts.FreshnessFacts`); ``mis_dated``: the
+    period's mis-dated rows (:attr:`monitor.facts.DropFacts.mis_dated`), to name what moved a watermark
+    ahead of processing time."""
+    marked = [p for p in points if p.watermark is not None]
+    fresh = [(p.observed_at, p.freshness_s) for p in marked if p.freshness_s is not None]
     values = [v for _, v in fresh if v is not None]
     target = settings.freshness_target.total_seconds()
     skew = settings.future_skew.total_seconds()
-    attainment = None if not values else 100.0 * sum(1 for v in values if -skew <= v <= target) / len(values)
+    within = sum(1 for v in values if -skew <= v <= target)
+    attainment = None if not marked else 100.0 * within / len(marked)
+    ahead = [p for p in marked if is_beyond_range(p.watermark) or (p.freshness_s is not None and p.freshness_s < 0)]
+    first = ahead[0] if ahead else None
+    amounts = [-p.freshness_s for p in ahead if p.freshness_s is not None]
+    cause = None
+    if first is not None:
+        before = [c for c in mis_dated if c.observed_at is not None and c.observed_at <= first.observed_at]
+        cause = before[-1] if before else (mis_dated[0] if mis_dated else None)
+    newest = marked[-1] if marked else None
     return FreshnessFacts(
         target_s=target, attainment_pct=attainment, p50_s=_rank(values, 0.5), p95_s=_rank(values, 0.95),
-        max_s=max(values) if values else None, last_s=values[-1] if values else None,
-        last_at=fresh[-1][0] if fresh else None,
+        max_s=max(values) if values else None,
+        last_s=None if newest is None else newest.freshness_s,
+        last_at=None if newest is None else newest.observed_at,
+        batches=len(marked), ahead_batches=len(ahead), first_ahead_batch=None if first is None else first.batch_id,
+        ahead_max_s=max(amounts) if amounts else None,
+        beyond_range_batches=sum(1 for p in ahead if is_beyond_range(p.watermark)),
+        last_beyond_range=newest is not None and is_beyond_range(newest.watermark), ahead_cause=cause,
     )
 
 
@@ -359,18 +379,36 @@ def _restarts(job: JobRef, batches: Sequence[Sample], runs: Sequence[tuple[str, 
     return tuple(first for _, first in list(runs)[1:] if since <= first < until)
 
 
-def _lateness(batches: Sequence[Sample]) -> float | None:
-    """p99.9 over batches of ``max usable event time before the batch - its eventTime.min`` (seconds)."""
+def _lateness(batches: Sequence[Sample], skip: frozenset[int | None] = frozenset()) -> float | None:
+    """p99.9 over batches of ``max real event time before the batch - its eventTime.min`` (seconds), the
+    event-time maxima of the batches in ``skip`` (batch ids: mis-dated rows) left out; ``None`` when no
+    batch gives one, or when that max is beyond the model's range (how late is then unknown)."""
     lateness: list[float] = []
     running: datetime | None = None
     for b in batches:
         low = b.event_time_min
         if running is not None and low is not None and not is_epoch(low):
-            lateness.append(max(0.0, (running - low).total_seconds()))
-        value = usable_event_max(b)
+            late = seconds_between(running, low)
+            if late is None:
+                return None
+            lateness.append(max(0.0, late))
+        top = b.event_time_max
+        value = None if not b.num_input_rows or top is None or is_epoch(top) or b.batch_id in skip else top
         if value is not None and (running is None or value > running):
             running = value
     return _rank(lateness, 0.999)
+
+
+def _lateness_facts(batches: Sequence[Sample], drops: DropFacts) -> tuple[float | None, DropCause | None, float | None]:
+    """(p99.9 lateness with every real event time, the earliest mis-dated row when the mis-dated rows change
+    it (they drive it) else ``None``, the p99.9 without the mis-dated rows and unit mistakes)."""
+    skip = frozenset(c.batch_id for c in drops.mis_dated) | frozenset(
+        b.batch_id for b in batches if b.event_time_max is not None and b.event_time_max >= UNITS_HIGH
+    )
+    every, honest = _lateness(batches), _lateness(batches, skip)
+    if every == honest or not drops.mis_dated:
+        return every, None, honest
+    return every, min(drops.mis_dated, key=lambda c: (c.batch_id is None, c.batch_id or 0)), honest
 
 
 def job_facts(
@@ -424,7 +462,7 @@ def job_facts(
         BatchPoint(
             observed_at=b.observed_at, batch_id=b.batch_id, run_id=b.job.run_id, watermark=(wm := real_watermark(b)),
             event_time_max=b.event_time_max,
-            freshness_s=None if wm is None else (b.observed_at - wm).total_seconds(),
+            freshness_s=seconds_between(b.observed_at, wm),
             input_rows=b.num_input_rows, dropped_rows=b.dropped_by_watermark, state_rows=b.state_rows_total,
             state_bytes=b.state_memory_bytes, lag_offsets=b.lag_offsets, lag_seconds=b.lag_seconds,
         )
@@ -450,15 +488,18 @@ def job_facts(
     delay = inferred_delay(batches)
     kept = [e for e in episodes if e.overlaps(start, end)]
     spacing = [(b.observed_at - a.observed_at).total_seconds() * 1000 for a, b in pairwise(batches)]
+    drops = drop_facts(batches, scopes, cfg)
+    lateness, lateness_cause, lateness_without = _lateness_facts(batches, drops)
     return JobFacts(
         engine=job.engine, job_id=job.job_id, name=name, since=start, until=end, batches=points, scopes=scopes,
-        drops=drop_facts(batches, scopes, cfg), state=state_facts(batches, job.engine, cfg), lag=lag,
+        drops=drops, state=state_facts(batches, job.engine, cfg), lag=lag,
         lag_status=lag_status, holding_min=_holding(job, history.series, scopes, batches),
         restarts=_restarts(job, batches, runs, inside, start, end),
-        inferred_delay_s=None if delay is None else delay.total_seconds(), lateness_p999_s=_lateness(batches),
-        freshness=freshness_facts(points, cfg), health=job_health(alerts, start, end, kept),
+        inferred_delay_s=None if delay is None else delay.total_seconds(), lateness_p999_s=lateness,
+        freshness=freshness_facts(points, cfg, drops.mis_dated), health=job_health(alerts, start, end, kept),
         episodes=tuple(sorted(kept, key=lambda e: (e.first_at, e.id))), latest=batches[-1] if batches else None,
-        batch_spacing_ms=median(spacing) if spacing else None,
+        batch_spacing_ms=median(spacing) if spacing else None, lateness_mis_dated=lateness_cause,
+        lateness_without_mis_dated_s=lateness_without,
     )
 
 

@@ -202,7 +202,16 @@ class FreshnessFacts:
     never the wall clock's ``now - watermark`` (a recorded period is judged by its own times).
 
     ``attainment_pct``: share of batches within ``[-future_skew, target]`` (a watermark further ahead was
-    moved by a future-dated row: not fresh); ``last_s``: the newest batch's; ``None`` without a watermark.
+    moved by a future-dated row: not fresh; a watermark beyond the model's range is not fresh either);
+    ``p50_s``/``p95_s``/``max_s``: nearest-rank statistics of the signed values (negative: ahead), so
+    ``p50 <= p95 <= max``; ``last_s``: the newest batch's; ``None`` without a watermark, or when it is beyond
+    the model's range (:func:`monitor.timefmt.is_beyond_range`: no duration is computed from it).
+
+    The watermark ahead of processing time, separately: ``ahead_batches`` batches (of ``batches`` with a
+    watermark), the first ``first_ahead_batch``; ``ahead_max_s`` the most it was ahead (seconds, positive;
+    ``None`` when none, or when only beyond the model's range is known); ``beyond_range_batches`` of them had
+    a watermark beyond the model's range (year 8999; how far is unknown); ``last_beyond_range`` the newest
+    batch's was; ``ahead_cause``: the mis-dated row that moved it there (``None``: not known).
     """
 
     target_s: float
@@ -212,6 +221,13 @@ class FreshnessFacts:
     max_s: float | None
     last_s: float | None
     last_at: datetime | None
+    batches: int = 0
+    ahead_batches: int = 0
+    first_ahead_batch: int | None = None
+    ahead_max_s: float | None = None
+    beyond_range_batches: int = 0
+    last_beyond_range: bool = False
+    ahead_cause: DropCause | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +298,11 @@ class JobFacts:
             ``numRestarts``).
         inferred_delay_s: the watermark delay inferred from the batches (:func:`rules.batches.inferred_delay`).
         lateness_p999_s: p99.9 over batches of ``max event time seen before the batch - its eventTime.min``
-            (an upper bound of how late its rows were).
+            (an upper bound of how late its rows were), every real event time counted; ``None`` (unknown) when
+            that max is beyond the model's range (a unit mistake).
+        lateness_mis_dated: the mis-dated row (:attr:`DropFacts.mis_dated`) that drives ``lateness_p999_s``
+            (rows behind it look late); ``None`` when none does. ``lateness_without_mis_dated_s``: the same
+            p99.9 with the mis-dated rows left out (equal to ``lateness_p999_s`` when none drives it).
         freshness: see :class:`FreshnessFacts`.
         health: see :class:`HealthFacts`.
         episodes: the stored finding episodes overlapping the period, oldest first.
@@ -311,3 +331,11 @@ class JobFacts:
     episodes: tuple[FindingEpisode, ...]
     latest: Sample | None
     batch_spacing_ms: float | None
+    lateness_mis_dated: DropCause | None = None
+    lateness_without_mis_dated_s: float | None = None
+
+    @property
+    def last_input_rows(self) -> int | None:
+        """The newest batch's (or poll's) input rows (Spark ``numInputRows``); ``None``: unknown or no batch.
+        A terminal event (Spark ``QueryTerminatedEvent``) is no batch: it never hides the last batch's rows."""
+        return self.batches[-1].input_rows if self.batches else None

@@ -32,7 +32,7 @@ from typing import Any
 from monitor.alerts.lifecycle import Alert
 from monitor.facts import DropCause, FactsSettings, JobFacts, PartitionLagFacts
 from monitor.model import AlertState, Engine, FindingEpisode, Severity, ensure_utc
-from monitor.timefmt import format_duration, format_instant, format_instant_short
+from monitor.timefmt import BEYOND_RANGE, format_duration, format_instant, format_instant_short, format_lag
 
 __all__ = [
     "PROGRESS_HISTORY",
@@ -158,6 +158,8 @@ class JobReport:
     lateness_p999_s: float | None
     recommendations: tuple[Recommendation, ...]
     series: dict[str, list[Any]]
+    freshness_ahead: str | None = None
+    lateness_note: str | None = None
 
     @property
     def worst(self) -> Severity:
@@ -182,6 +184,16 @@ class DetailedReport:
     since: datetime
     until: datetime
     jobs: tuple[JobReport, ...]
+    outside_period: tuple[str, ...] = ()
+
+    @property
+    def outside_note(self) -> str | None:
+        """``1 job has no sample in this period: <name>`` for the database's jobs left out (``None``: none)."""
+        if not self.outside_period:
+            return None
+        n = len(self.outside_period)
+        return f"{count_text(n, 'job')} {'has' if n == 1 else 'have'} no sample in this period: " + ", ".join(
+            self.outside_period)
 
     @property
     def health(self) -> str:
@@ -197,6 +209,7 @@ class DetailedReport:
             "until": format_instant(self.until),
             "health": self.health,
             "jobs": [j.to_json() for j in self.jobs],
+            "outside_period": list(self.outside_period),
         }
 
 
@@ -234,13 +247,64 @@ def _alert_episodes(alerts: Iterable[Alert], since: datetime, until: datetime) -
     return sorted(out, key=lambda e: (-Severity.parse(e.severity), e.active_at))
 
 
+def count_text(n: int, noun: str) -> str:
+    """``1 job``, ``2 jobs``, ``1,200 rows``, ``3 batches`` (an English count, thousands separated)."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n:,} {noun}{'es' if noun.endswith(('ch', 'sh', 's', 'x')) else 's'}"
+
+
+def batch_span(first: int | None, last: int | None) -> str:
+    """``batch 4``, ``batches 6-8`` (``first``/``last`` batch ids; one unknown: the other alone)."""
+    if first is None or last is None or first == last:
+        one = last if first is None else first
+        return f"batch {one}"
+    return f"batches {first}-{last}"
+
+
+def mis_dated_what(c: DropCause) -> str:
+    """What a mis-dated row's event time was: ``an event time beyond year 8999 (a unit mistake)``,
+    ``2099-01-01T00:00Z (a future-dated row, 72 years ahead of its processing time)``."""
+    assert c.event_time_max is not None
+    ahead = "" if c.ahead_s is None else format_duration(c.ahead_s)
+    if c.mis_dated == "units":
+        return f"{format_instant_short(c.event_time_max)} (an event time in the wrong unit)"
+    if c.mis_dated == "future":
+        return f"{format_instant_short(c.event_time_max)} (a future-dated row, {ahead} ahead of its processing time)"
+    return f"{format_instant_short(c.event_time_max)} (a mis-dated row, {ahead} beyond the data's own progression)"
+
+
+def freshness_ahead_text(f: JobFacts) -> str | None:
+    """``5 of 11 batches from batch 7, up to 72 years ahead: moved by batch 6's event time 2099-...``;
+    ``None`` when the watermark was never ahead of processing time."""
+    fr = f.freshness
+    if not fr.ahead_batches:
+        return None
+    size = (f"{BEYOND_RANGE} (how far is unknown)" if fr.ahead_max_s is None
+            else f"up to {format_lag(-fr.ahead_max_s)}")
+    text = f"{fr.ahead_batches} of {count_text(fr.batches, 'batch')} from batch {fr.first_ahead_batch}, {size}"
+    c = fr.ahead_cause
+    if c is not None and c.event_time_max is not None:
+        text += f": moved there by batch {c.batch_id}'s event time {mis_dated_what(c)}"
+    return text
+
+
+def lateness_note(f: JobFacts) -> str | None:
+    """When a mis-dated row drives the observed lateness: which, and the p99.9 without it; ``None`` else."""
+    c = f.lateness_mis_dated
+    if c is None or c.event_time_max is None:
+        return None
+    return (f"driven by batch {c.batch_id}'s event time {mis_dated_what(c)}: rows behind it look late; without it "
+            f"{format_lag(f.lateness_without_mis_dated_s)}")
+
+
 def _mis_dated_text(c: DropCause, engine: Engine) -> str:
     """What the mis-dated row was and what to do about it (never a longer delay)."""
     assert c.event_time_max is not None and c.observed_at is not None
     ahead = "" if c.ahead_s is None else format_duration(c.ahead_s)
     if c.mis_dated == "units":
-        what = (f"an event time beyond the year 9999 in batch {c.batch_id} (at {format_instant_short(c.observed_at)})"
-                if c.event_time_max.year >= 8999 else
+        what = (f"an event time {BEYOND_RANGE} in batch {c.batch_id} (at {format_instant_short(c.observed_at)})"
+                if c.ahead_s is None else
                 f"an event time of {format_instant_short(c.event_time_max)} in batch {c.batch_id}")
         why = "a unit mistake (milliseconds or microseconds read as seconds)"
         remedy = "Fix the event-time column's unit (e.g. timestamp_millis instead of timestamp_seconds)"
@@ -256,8 +320,8 @@ def _mis_dated_text(c: DropCause, engine: Engine) -> str:
         remedy = "Filter or repair implausible event times (ahead of the rest of the data)"
     where = ("before withWatermark" if engine is Engine.SPARK
              else "before the WatermarkStrategy assigns timestamps" if engine is Engine.FLINK else "upstream")
-    return (f"{c.dropped_rows:,} rows (batches {c.first_dropped_batch}-{c.last_dropped_batch}) were dropped against "
-            f"the watermark {why} set: {what}. No watermark delay keeps them. {remedy} {where}.")
+    return (f"{count_text(c.dropped_rows, 'row')} ({batch_span(c.first_dropped_batch, c.last_dropped_batch)}) were "
+            f"dropped against the watermark {why} set: {what}. No watermark delay keeps them. {remedy} {where}.")
 
 
 def _recommend(f: JobFacts) -> list[Recommendation]:
@@ -356,7 +420,8 @@ def _job_report(f: JobFacts, alerts: Sequence[Alert]) -> JobReport:
         freshness_target_s=f.freshness.target_s, freshness_attainment_pct=f.freshness.attainment_pct,
         freshness_p50_s=f.freshness.p50_s, freshness_p95_s=f.freshness.p95_s, freshness_max_s=f.freshness.max_s,
         freshness_last_s=f.freshness.last_s, input_rows=f.drops.input_rows, dropped_rows=f.drops.dropped_rows,
-        dropped_share_pct=f.drops.share_pct, drop_causes=f.drops.causes, drops_by_scope=f.drops.by_scope,
+        dropped_share_pct=f.drops.share_pct,
+        drop_causes=tuple(sorted(f.drops.causes, key=lambda c: (c.first_dropped_batch is None, c.first_dropped_batch or 0))), drops_by_scope=f.drops.by_scope,
         episodes=tuple(entries), worst_episode=next((x for x in entries if worst is not None and x.id == worst.id), None),
         alerts=tuple(_alert_episodes(alerts, f.since, f.until)), state_unit=f.state.unit,
         state_first=f.state.first, state_last=f.state.last, state_slope_per_h=f.state.slope_per_h,
@@ -366,7 +431,8 @@ def _job_report(f: JobFacts, alerts: Sequence[Alert]) -> JobReport:
         lag_seconds_last=secs[-1] if secs else None, lag_seconds_max=max(secs) if secs else None,
         holding_min=None if f.holding_min is None else f"{f.holding_min.name}: {f.holding_min.reason}",
         restarts=f.restarts, inferred_delay_s=f.inferred_delay_s, lateness_p999_s=f.lateness_p999_s,
-        recommendations=tuple(_recommend(f)), series=series,
+        recommendations=tuple(_recommend(f)), series=series, freshness_ahead=freshness_ahead_text(f),
+        lateness_note=lateness_note(f),
     )
 
 
@@ -376,6 +442,7 @@ def build_detailed_report(
     until: datetime,
     facts: Iterable[JobFacts],
     alerts: Mapping[tuple[str, str], Sequence[Alert]] | None = None,
+    outside_period: Sequence[str] = (),
 ) -> DetailedReport:
     """Build the report (pure) from each job's facts over the period (:func:`monitor.facts.job_facts`).
 
@@ -384,6 +451,7 @@ def build_detailed_report(
         since / until: the period (aware UTC); ``until`` is also the generation time.
         facts: one :class:`monitor.facts.JobFacts` per job.
         alerts: each job's stored alerts by ``(engine, job_id)`` (listed when active in the period).
+        outside_period: the names of the selected jobs of the database with nothing in the period.
 
     Raises:
         ValueError: a naive time.
@@ -394,4 +462,4 @@ def build_detailed_report(
     by_job = alerts or {}
     jobs = [_job_report(f, by_job.get((f.engine.value, f.job_id), ())) for f in facts]
     jobs.sort(key=lambda j: (-j.worst, -Severity.parse(j.health), j.engine, j.job_id))
-    return DetailedReport(name, end, start, end, tuple(jobs))
+    return DetailedReport(name, end, start, end, tuple(jobs), tuple(outside_period))

@@ -21,6 +21,7 @@ from monitor.facts import FactsSettings
 from monitor.facts.source import load_period_facts, settings_from_rules
 from monitor.reports.detailed import DetailedReport, build_detailed_report
 from monitor.reports.render import Format, render
+from monitor.store.views import job_summaries
 from monitor.timefmt import format_basic
 
 __all__ = ["collect", "job_labels", "parse_matchers", "settings_from_rules", "write_files"]  # settings_from_rules: monitor.facts.source
@@ -51,7 +52,8 @@ def collect(
     settings: FactsSettings | None = None,
 ) -> DetailedReport:
     """The detailed report of the jobs selected by ``job`` (a job id or name) and ``matchers``, from their
-    facts (:func:`monitor.facts.load_period_facts`).
+    facts (:func:`monitor.facts.load_period_facts`); the selected jobs of the database with nothing in the
+    period are named in :attr:`DetailedReport.outside_period`.
 
     Raises:
         ValueError: a naive time.
@@ -63,7 +65,10 @@ def collect(
         return matches_all(matchers, job_labels(engine, job_id, job_name))
 
     facts, alerts = load_period_facts(session, since, until, settings=settings, wanted=wanted)
-    return build_detailed_report(name, since, until, facts, alerts)
+    seen = {(f.engine.value, f.job_id) for f in facts}
+    outside = [s.name or s.job_id for s in job_summaries(session)
+               if (s.engine, s.job_id) not in seen and wanted(s.engine, s.job_id, s.name)]
+    return build_detailed_report(name, since, until, facts, alerts, outside)
 
 
 def write_files(report: DetailedReport, directory: Path, formats: Iterable[Format]) -> list[Path]:

@@ -107,8 +107,8 @@ def test_fleet_and_job_pages_show_the_scanned_findings(app_env: str) -> None:
     worst = dict(zip(table["job"], table["worst in period"], strict=True))
     assert worst == {
         "backfill_future_row": "critical: future_timestamp batches 6-10",
-        # four warnings (stalls at batches 3-7, 8 and 9, restarts at 7-9): the most recent is the worst
-        "union_never_seen": "warning: watermark_stall batch 9",
+        # four warnings (stalls at batches 3-7, 8 and 9, restarts at 7-9): the first is the worst named
+        "union_never_seen": "warning: watermark_stall batches 3-7",
     }
     text = " ".join(m.value for m in at.markdown)
     assert "**backfill_future_row** · `future_timestamp batches 6-10` (critical, in the period): batch 4 at" in text

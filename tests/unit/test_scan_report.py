@@ -19,7 +19,7 @@ from monitor.commands._scan_render import ScanReport, iso, render_json
         (datetime(1970, 1, 1, tzinfo=UTC), "1970-01-01T00:00:00.000Z"),
         (datetime(1000, 1, 1, tzinfo=UTC), "1000-01-01T00:00:00.000Z"),
         (datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC), "0999-12-31T23:59:59.000Z"),  # ISO 8601: four digits
-        (datetime.max.replace(tzinfo=UTC), "9999-12-31T23:59:59.999Z"),
+        (datetime.max.replace(tzinfo=UTC), "beyond year 8999"),  # past the model's clamp: no date
         (datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))), "2026-01-01T10:00:00.000Z"),  # in UTC
     ],
 )
