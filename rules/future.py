@@ -17,8 +17,8 @@ from itertools import pairwise
 
 from pydantic import Field
 
-from monitor.model import MAX_TIME, Engine, Finding, Sample, Severity
-from monitor.timefmt import format_duration, format_instant_short
+from monitor.model import Engine, Finding, Sample, Severity
+from monitor.timefmt import BEYOND_RANGE, format_duration, format_instant_short, is_beyond_range
 from rules.common import flink_scope_name, is_epoch, scope_name, since_index
 from rules.history import JobHistory
 from rules.jumps import DEFAULT_SKEW, UNITS_HIGH, ahead, batch_name, skew_start, when
@@ -266,7 +266,7 @@ def _units_message(value: datetime, where: str, engine: Engine, before: str) -> 
             f"{where}: event time {format_instant_short(value)} is before 1971 while rows flow: seconds read as milliseconds "
             f"(epoch seconds in the data, parsed as milliseconds). {remedy(engine, Cause.SECONDS_AS_MILLIS)}"
         )
-    shown = "beyond the year 9999" if value >= MAX_TIME else format_instant_short(value)  # the parsers' stand-in
+    shown = format_instant_short(value)  # "beyond year 8999" at the parsers' stand-in (monitor.timefmt)
     return (
         f"{where}: event time {shown} is after 2200 while rows flow: milliseconds read as seconds "
         f"(epoch milliseconds in the data, parsed as seconds). {remedy(engine, Cause.MILLIS_AS_SECONDS, before=before)}"
@@ -299,7 +299,7 @@ def evaluate_units(params: UnitsParams, history: JobHistory, now: datetime) -> l
             (b for b in history.batches if b.event_time_max is not None and b.event_time_max >= UNITS_HIGH), None
         )
         where = f"since batch {carrier.batch_id}" if carrier is not None else f"batch {newest.batch_id}"
-        shown = "beyond the year 9999" if newest.watermark >= MAX_TIME else f"at {format_instant_short(newest.watermark)}"
+        shown = BEYOND_RANGE if is_beyond_range(newest.watermark) else f"at {format_instant_short(newest.watermark)}"
         text = (
             f"{where}: the watermark is {shown}, moved there by an event time read with the wrong unit "
             "(epoch milliseconds parsed as seconds). Every later row is older than it and is dropped as late. "
