@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data
+from monitor.text import plural
 
 SWEEP_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
@@ -77,14 +78,14 @@ def _summary(r: data.FlinkWhatIf, side: bool) -> None:
               "(an element within the allowed lateness re-fires its window)")
     peak = "n/a" if r.state is None or r.state.empty else f"{int(r.state['state_windows'].max()):,}"
     m4.metric("peak windows in state", peak)
-    st.caption(f"{s['partitions']} partition(s); {s['watermark_advances']} watermark advances; "
-               f"{s['late_firings']} late firings; {s['open_windows']} windows still open at the end.")
+    st.caption(f"{plural(s['partitions'], 'partition')}; {plural(s['watermark_advances'], 'watermark advance')}; "
+               f"{plural(s['late_firings'], 'late firing')}; {plural(s['open_windows'], 'window')} still open at the end.")
     if r.bad_rows:
-        st.warning(f"{r.bad_rows} rows had an unreadable event time (left out: Flink's timestamp assigner "
+        st.warning(f"{plural(r.bad_rows, 'row')} had an unreadable event time (left out: Flink's timestamp assigner "
                    "would fail on them).")
     idle = [p for p in s["idle_periods"] if p["partition"] is not None]
     if idle:
-        st.info(f"withIdleness marked a partition idle {len(idle)} time(s): it left the min watermark meanwhile.")
+        st.info(f"withIdleness marked a partition idle {plural(len(idle), 'time')}: it left the min watermark meanwhile.")
     m = r.mover
     if m is not None:
         who = (f"element on line {m['line']} (event time {m['event_time']:%Y-%m-%d %H:%M:%S} UTC) sets the new "
