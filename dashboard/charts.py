@@ -27,6 +27,7 @@ __all__ = [
     "episode_timeline",
     "lines_over_time",
     "rule_line",
+    "sweep_chart",
     "time_format",
     "time_marks",
     "time_tooltips",
@@ -140,7 +141,7 @@ def lines_over_time(
     x = time_x(time_field, span=_span(frame[time_field]))
     if temporal:
         shown = long["value"] if clip is None else pd.Series(list(clip))
-        domain = None if clip is None else [t.timestamp() * 1000 for t in clip]  # epoch ms: a UTC time scale's domain
+        domain = None if clip is None else [_vl_datetime(t) for t in clip]
         y = alt.Y("value:T", title=y_title, scale=alt.Scale(type="utc", domain=domain) if domain else alt.Scale(type="utc"),
                   axis=alt.Axis(format=time_format(_span(shown))))
         value_tip = alt.Tooltip("utcyearmonthdatehoursminutesseconds(value):T", title="value (UTC)", format=_FULL)
@@ -156,13 +157,12 @@ def lines_over_time(
     )
     layers: list[alt.Chart] = [chart]
     if not off.empty:
-        base = alt.Chart(off)
-        layers.append(base.mark_point(size=90, filled=True).encode(
-            x=x, y=alt.Y("value:T"), color=color,
-            shape=alt.Shape("edge:N", scale=alt.Scale(domain=["top", "bottom"], range=["triangle-up", "triangle-down"]),
-                            legend=None),
-            tooltip=[*time_tooltips(time_field), alt.Tooltip("series:N"), alt.Tooltip("real:N", title="value")],
-        ))
+        for edge, shape in (("top", "triangle-up"), ("bottom", "triangle-down")):
+            if (off["edge"] == edge).any():
+                layers.append(alt.Chart(off[off["edge"] == edge]).mark_point(shape=shape, size=90, filled=True).encode(
+                    x=x, y=alt.Y("value:T"), color=color,
+                    tooltip=[*time_tooltips(time_field), alt.Tooltip("series:N"), alt.Tooltip("real:N", title="value")],
+                ))
     # Streamlit fits the whole chart (legend included) into its height: give each legend row its own room
     rows = -(-long["series"].nunique() // 2)
     out = alt.LayerChart(layer=layers).properties(height=_HEIGHT + 24 * rows + 40 + 16 * len(notes))
@@ -170,6 +170,12 @@ def lines_over_time(
         out = out.properties(title=alt.TitleParams(text=notes, anchor="start", fontSize=11, fontWeight="normal",
                                                    color="#555555"))
     return out
+
+
+def _vl_datetime(t: pd.Timestamp) -> alt.DateTime:
+    """``t`` as a Vega-Lite DateTime in UTC (a time scale's domain)."""
+    return alt.DateTime(year=t.year, month=t.month, date=t.day, hours=t.hour, minutes=t.minute, seconds=t.second,
+                        milliseconds=t.microsecond // 1000, utc=True)
 
 
 def off_chart_notes(off: pd.DataFrame, lo: pd.Timestamp, hi: pd.Timestamp) -> list[str]:
@@ -243,3 +249,19 @@ def episode_timeline(frame: pd.DataFrame) -> alt.LayerChart:
         + base.mark_point(filled=True, size=60).encode(x=time_x("first_at"))
     ).properties(height=90 + 32 * data["what"].nunique())  # the axes and legend take about 90 px
     return chart
+
+
+def sweep_chart(frame: pd.DataFrame, y: str, *, y_title: str, x_title: str,
+                recommended_s: float | None = None) -> alt.LayerChart:
+    """A delay sweep: ``frame[y]`` (a share in %) per ``frame["delay_s"]``, every delay a point and a tick
+    (a symlog scale: 0 s and 1,800 s on one axis), the recommended delay as a green rule."""
+    delays = sorted(float(d) for d in frame["delay_s"].dropna().unique())
+    x = alt.X("delay_s:Q", scale=alt.Scale(type="symlog", constant=1), title=x_title,
+              axis=alt.Axis(values=delays, format=",.0f", labelOverlap=True))
+    chart = alt.Chart(frame).mark_line(point=alt.OverlayMarkDef(size=50, filled=True)).encode(
+        x=x, y=alt.Y(f"{y}:Q", title=y_title), tooltip=list(frame.columns))
+    layers: list[alt.Chart] = [chart]
+    if recommended_s is not None:
+        layers.append(alt.Chart(pd.DataFrame({"delay_s": [recommended_s], "what": ["recommended"]}))
+                      .mark_rule(color="#27ae60", strokeWidth=2).encode(x=alt.X("delay_s:Q"), tooltip=["what:N", "delay_s:Q"]))
+    return alt.LayerChart(layer=layers).properties(height=240)
