@@ -47,7 +47,7 @@ from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
 from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
-from monitor.text import batch_range, plain
+from monitor.text import batch_range, plain, plural
 from monitor.timefmt import format_lag
 
 __all__ = [
@@ -127,10 +127,12 @@ def human_lag(seconds: float | None) -> str:
 
 
 def count_text(value: Any, unit: str = "") -> str:
-    """A count as ``"1,234"`` (with `` unit``), ``"unknown"`` for None/NaN."""
+    """A count as ``"1,234"`` (with `` unit``, a plural: ``"1 row"``, ``"2 rows"``), ``"unknown"`` for None/NaN."""
     if value is None or pd.isna(value):
         return "unknown"
-    return f"{int(value):,}{' ' + unit if unit else ''}"
+    if not unit:
+        return f"{int(value):,}"
+    return plural(int(value), unit.removesuffix("s"), unit)
 
 
 def bytes_text(value: Any) -> str:

@@ -16,12 +16,14 @@ __all__ = ["CLUSTER_GAP_S", "bulk_range", "duration_unit", "time_axis_format"]
 CLUSTER_GAP_S = 30 * 86_400.0
 
 
-def bulk_range(values: Sequence[float], *, centre: float | None = None,
+def bulk_range(values: Sequence[float], *, centre: float | None = None, nearest: bool = False,
                gap: float = CLUSTER_GAP_S) -> tuple[float, float] | None:
     """The smallest and largest of the bulk of ``values`` (seconds, or epoch seconds of times): the values
     are split into clusters at gaps over ``gap``; the bulk is the cluster holding most values, a tie going to
-    the cluster whose median is nearest ``centre`` (e.g. the processing times), else to the first.
-    ``None`` without values.
+    the cluster whose median is nearest ``centre`` (e.g. the processing times), else to the first. With
+    ``nearest`` the cluster nearest ``centre`` wins whatever its size (freshness around 0 s: a job whose
+    watermark sat at a year-8999 clamp for most batches still shows its honest lag). ``None`` without
+    values.
 
     >>> bulk_range([0.0, 1.7e9, 1.7e9 + 60, 4.1e9])
     (1700000000.0, 1700000060.0)
@@ -35,9 +37,10 @@ def bulk_range(values: Sequence[float], *, centre: float | None = None,
             clusters.append([])
         clusters[-1].append(value)
 
-    def rank(cluster: list[float]) -> tuple[int, float]:
+    def rank(cluster: list[float]) -> tuple[float, float]:
         middle = cluster[len(cluster) // 2]
-        return len(cluster), 0.0 if centre is None else -abs(middle - centre)
+        closeness = 0.0 if centre is None else -abs(middle - centre)
+        return (closeness, len(cluster)) if nearest else (len(cluster), closeness)
 
     bulk = max(clusters, key=rank)
     return bulk[0], bulk[-1]

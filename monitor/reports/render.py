@@ -189,7 +189,7 @@ def _duration_axis(values: Sequence[float]) -> tuple[list[float | None], str, st
     """Durations in seconds for an axis: the values in the unit of their bulk (:func:`monitor.axes.bulk_range`,
     :func:`monitor.axes.duration_unit`), the ones outside it as ``None``; the unit's name, a note on the
     clipped ones (``""`` without) and the bulk's range in that unit."""
-    bulk = bulk_range(values)
+    bulk = bulk_range(values, centre=0.0, nearest=True)  # an honest lag is nearer 0 than a mis-dated row's
     if bulk is None:
         return [], "seconds", "", None
     lo, hi = bulk
