@@ -4,10 +4,10 @@ Time axes are in UTC (``scale type utc``, axis title says so) with a format chos
 (:func:`time_format`: seconds within a day, dates over weeks, years over decades); hovering shows the
 local time of the browser (Vega-Lite formats tooltip times in local time) next to the UTC one.
 
-A value far off the others (a 2099 event time among 2026 ones, Spark's 1970 "no watermark yet") would
-squash every other line flat: :func:`lines_over_time` clips a time series to ``clip`` (usually the
-processing-time range, widened), draws the clipped points as triangles at the edge and labels them with
-their real value. Legends sit under the chart with no label limit, so long names (a Flink vertex and
+A value far off the others (a 2099 event time among 2024 ones, Spark's 1970 "no watermark yet") would
+squash every other line flat: :func:`lines_over_time` clips a time series to ``clip`` (:func:`clip_range`:
+the bulk of the event times and watermarks), draws the clipped points as triangles at the edge and says
+above the plot how many there are and their real values. Legends sit under the chart with no label limit, so long names (a Flink vertex and
 subtask) are never cut off.
 """
 
@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
+from monitor.axes import CLUSTER_GAP_S, bulk_range, time_axis_format
+
 __all__ = [
     "AnyChart",
     "bars_over_time",
@@ -25,6 +27,7 @@ __all__ = [
     "episode_timeline",
     "lines_over_time",
     "rule_line",
+    "sweep_chart",
     "time_format",
     "time_marks",
     "time_tooltips",
@@ -41,15 +44,8 @@ AnyChart = alt.Chart | alt.LayerChart | alt.FacetChart
 
 
 def time_format(span: pd.Timedelta | None) -> str:
-    """The axis format for times spanning ``span``: ``%H:%M:%S`` within a day (or unknown), ``%m-%d
-    %H:%M`` within two months, ``%Y-%m-%d`` within 20 years, ``%Y`` beyond."""
-    if span is None or pd.isna(span) or span <= pd.Timedelta(days=1):
-        return "%H:%M:%S"
-    if span <= pd.Timedelta(days=62):
-        return "%m-%d %H:%M"
-    if span <= pd.Timedelta(days=365 * 20):
-        return "%Y-%m-%d"
-    return "%Y"
+    """The axis format for times spanning ``span`` (:func:`monitor.axes.time_axis_format`)."""
+    return time_axis_format(None if span is None or pd.isna(span) else span.to_pytimedelta())
 
 
 def _span(values: pd.Series) -> pd.Timedelta | None:
@@ -72,20 +68,37 @@ def time_tooltips(field: str = "observed_at") -> list[alt.Tooltip]:
     ]
 
 
-#: The least a clipped time chart shows beyond its processing times, each side.
-CLIP_MARGIN = pd.Timedelta(minutes=10)
+#: The least a clipped time chart shows beyond its values, each side.
+CLIP_MARGIN = pd.Timedelta(seconds=30)
 
 
-def clip_range(times: pd.Series, *, margin: pd.Timedelta = CLIP_MARGIN) -> tuple[pd.Timestamp, pd.Timestamp] | None:
-    """The range a time chart over ``times`` (its processing times) shows on its value axis: those times
-    widened on each side by their own span or ``margin``, whichever is larger; ``None`` without a time. A watermark or event
-    time outside it is far off (a mis-dated row, an epoch placeholder) and is clipped."""
-    known = pd.to_datetime(times.dropna(), utc=True)
-    if known.empty:
+def _epoch_s(times: pd.Series) -> list[float]:
+    return [t.timestamp() for t in pd.to_datetime(times.dropna(), utc=True)]
+
+
+def clip_range(*value_series: pd.Series, processing: pd.Series | None = None,
+               margin: pd.Timedelta = CLIP_MARGIN) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """The range a time chart shows on its value axis: the bulk of its event times and watermarks.
+
+    The points of ``value_series`` (event-time max, watermarks; UTC times, missing ones skipped) are split
+    into clusters (:func:`monitor.axes.bulk_range`, gaps over 30 days); the range covers the cluster holding
+    most points (a tie goes to the cluster nearest the processing times), widened by the ``processing``
+    times (the batches' or polls' wall clock) lying within that gap of it, then by 5 % of its span or
+    ``margin`` each side. A point outside (a 2099 row, a 1970 placeholder, a year-8999 clamp) is clipped by
+    :func:`lines_over_time`; a backfill of old data keeps its own range (its processing times, years later,
+    are clipped too). ``None`` without any time."""
+    proc = _epoch_s(processing) if processing is not None else []
+    points = [v for series in value_series for v in _epoch_s(series)] or proc
+    centre = sorted(proc)[len(proc) // 2] if proc else None
+    bulk = bulk_range(points, centre=centre)
+    if bulk is None:
         return None
-    lo, hi = known.min(), known.max()
-    pad = max(pd.Timedelta(hi - lo), margin)
-    return lo - pad, hi + pad
+    lo, hi = bulk
+    near = [p for p in proc if lo - CLUSTER_GAP_S <= p <= hi + CLUSTER_GAP_S]
+    if near:
+        lo, hi = min(lo, *near), max(hi, *near)
+    pad = max(0.05 * (hi - lo), margin.total_seconds())
+    return pd.Timestamp(lo - pad, unit="s", tz="UTC"), pd.Timestamp(hi + pad, unit="s", tz="UTC")
 
 
 def lines_over_time(
@@ -111,7 +124,8 @@ def lines_over_time(
     long = frame[[time_field, *columns]].melt(time_field, var_name="series", value_name="value").dropna()
     long["series"] = long["series"].map(lambda c: names.get(c, c))
     temporal = y_type == "temporal"
-    off = pd.DataFrame(columns=[time_field, "series", "value", "real", "label"])
+    off = pd.DataFrame(columns=[time_field, "series", "value", "real", "edge"])
+    notes: list[str] = []
     if temporal:
         long["value"] = pd.to_datetime(long["value"], utc=True)
         if clip is not None and not long.empty:
@@ -120,18 +134,16 @@ def lines_over_time(
             if outside.any():
                 off = long[outside].copy()
                 off["real"] = [f"{v:%Y-%m-%d %H:%M:%S} (off the chart)" for v in off["value"]]
-                # one label for the chart, at the first point off it: each series' values there (the jump)
-                firsts = off.drop_duplicates(["series", "real"])
-                text = "; ".join(f"{r['series']} {r['real'].removesuffix(' (off the chart)')}"
-                                 for _, r in firsts.head(4).iterrows()) + " (off the chart)"
-                off["label"] = ""
-                off.loc[off.index[0], "label"] = text
+                notes = off_chart_notes(off, lo, hi)
+                off["edge"] = ["top" if v > hi else "bottom" for v in off["value"]]
                 off["value"] = off["value"].clip(lower=lo, upper=hi)
                 long = long[~outside]
     x = time_x(time_field, span=_span(frame[time_field]))
     if temporal:
-        y = alt.Y("value:T", title=y_title, scale=alt.Scale(type="utc"),
-                  axis=alt.Axis(format=time_format(_span(long["value"]))))
+        shown = long["value"] if clip is None else pd.Series(list(clip))
+        domain = None if clip is None else [_vl_datetime(t) for t in clip]
+        y = alt.Y("value:T", title=y_title, scale=alt.Scale(type="utc", domain=domain) if domain else alt.Scale(type="utc"),
+                  axis=alt.Axis(format=time_format(_span(shown))))
         value_tip = alt.Tooltip("utcyearmonthdatehoursminutesseconds(value):T", title="value (UTC)", format=_FULL)
     else:
         y = alt.Y("value:Q", title=y_title, axis=alt.Axis(format=value_format))
@@ -145,17 +157,42 @@ def lines_over_time(
     )
     layers: list[alt.Chart] = [chart]
     if not off.empty:
-        base = alt.Chart(off)
-        layers.append(base.mark_point(shape="triangle-up", size=90, filled=True).encode(
-            x=x, y=alt.Y("value:T"), color=color,
-            tooltip=[*time_tooltips(time_field), alt.Tooltip("series:N"), alt.Tooltip("real:N", title="value")],
-        ))
-        layers.append(alt.Chart(off[off["label"] != ""]).mark_text(align="left", dx=6, dy=12, fontSize=11).encode(
-            x=x, y=alt.Y("value:T"), text="label:N", color=color,
-        ))
+        for edge, shape in (("top", "triangle-up"), ("bottom", "triangle-down")):
+            if (off["edge"] == edge).any():
+                layers.append(alt.Chart(off[off["edge"] == edge]).mark_point(shape=shape, size=90, filled=True).encode(
+                    x=x, y=alt.Y("value:T"), color=color,
+                    tooltip=[*time_tooltips(time_field), alt.Tooltip("series:N"), alt.Tooltip("real:N", title="value")],
+                ))
     # Streamlit fits the whole chart (legend included) into its height: give each legend row its own room
     rows = -(-long["series"].nunique() // 2)
-    return alt.LayerChart(layer=layers).properties(height=_HEIGHT + 24 * rows + 40)
+    out = alt.LayerChart(layer=layers).properties(height=_HEIGHT + 24 * rows + 40 + 16 * len(notes))
+    if notes:  # above the plot, one line per series: never over the ticks, never cut by the plot's edge
+        out = out.properties(title=alt.TitleParams(text=notes, anchor="start", fontSize=11, fontWeight="normal",
+                                                   color="#555555"))
+    return out
+
+
+def _vl_datetime(t: pd.Timestamp) -> alt.DateTime:
+    """``t`` as a Vega-Lite DateTime in UTC (a time scale's domain)."""
+    return alt.DateTime(year=t.year, month=t.month, date=t.day, hours=t.hour, minutes=t.minute, seconds=t.second,
+                        milliseconds=t.microsecond // 1000, utc=True)
+
+
+def off_chart_notes(off: pd.DataFrame, lo: pd.Timestamp, hi: pd.Timestamp) -> list[str]:
+    """One line per series with points outside ``[lo, hi]`` (columns ``series``, ``value``): how many, where
+    they are drawn (triangles at the top or bottom edge) and their real values, the first and the last,
+    e.g. ``watermark: 5 points above the chart (▲ at the top edge), 2098-12-31 23:50:00 … 2099-01-01 00:10:00``."""
+    lines = []
+    for series, group in off.groupby("series", sort=False):
+        for side, part in (("above", group[group["value"] > hi]), ("below", group[group["value"] < lo])):
+            if part.empty:
+                continue
+            values = sorted(set(part["value"]))
+            shown = f"{values[0]:%Y-%m-%d %H:%M:%S}" + (f" … {values[-1]:%Y-%m-%d %H:%M:%S}" if len(values) > 1 else "")
+            count = "1 point" if len(part) == 1 else f"{len(part)} points"
+            edge = "▲ at the top edge" if side == "above" else "▼ at the bottom edge"
+            lines.append(f"{series}: {count} {side} the chart ({edge}), {shown}")
+    return lines
 
 
 def bars_over_time(frame: pd.DataFrame, column: str, *, y_title: str, color: str = "#c0392b",
@@ -188,7 +225,8 @@ def time_marks(times: pd.DataFrame, field: str, label_field: str, color: str = "
     x = time_x(field, span=_span(times[field]))
     chart: alt.LayerChart = base.mark_rule(color=color, strokeWidth=2).encode(
         x=x, tooltip=[*time_tooltips(field), alt.Tooltip(f"{label_field}:N", title="what")]
-    ) + base.mark_text(align="left", dx=3, dy=-80, color=color).encode(x=x, text=f"{label_field}:N")
+    ) + base.mark_text(align="left", baseline="top", dx=3, color=color).encode(x=x, y=alt.value(14),
+                                                                               text=f"{label_field}:N")
     return chart
 
 
@@ -211,3 +249,19 @@ def episode_timeline(frame: pd.DataFrame) -> alt.LayerChart:
         + base.mark_point(filled=True, size=60).encode(x=time_x("first_at"))
     ).properties(height=90 + 32 * data["what"].nunique())  # the axes and legend take about 90 px
     return chart
+
+
+def sweep_chart(frame: pd.DataFrame, y: str, *, y_title: str, x_title: str,
+                recommended_s: float | None = None) -> alt.LayerChart:
+    """A delay sweep: ``frame[y]`` (a share in %) per ``frame["delay_s"]``, every delay a point and a tick
+    (a symlog scale: 0 s and 1,800 s on one axis), the recommended delay as a green rule."""
+    delays = sorted(float(d) for d in frame["delay_s"].dropna().unique())
+    x = alt.X("delay_s:Q", scale=alt.Scale(type="symlog", constant=1), title=x_title,
+              axis=alt.Axis(values=delays, format=",.0f", labelOverlap=True))
+    chart = alt.Chart(frame).mark_line(point=alt.OverlayMarkDef(size=50, filled=True)).encode(
+        x=x, y=alt.Y(f"{y}:Q", title=y_title), tooltip=list(frame.columns))
+    layers: list[alt.Chart] = [chart]
+    if recommended_s is not None:
+        layers.append(alt.Chart(pd.DataFrame({"delay_s": [recommended_s], "what": ["recommended"]}))
+                      .mark_rule(color="#27ae60", strokeWidth=2).encode(x=alt.X("delay_s:Q"), tooltip=["what:N", "delay_s:Q"]))
+    return alt.LayerChart(layer=layers).properties(height=240)

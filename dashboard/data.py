@@ -22,6 +22,7 @@ import html
 import json
 import os
 import re
+import shlex
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -35,15 +36,18 @@ import streamlit as st
 from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
 from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
+from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.facts import job_health
 from monitor.facts.source import data_period, load_job_facts
 from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
+from monitor.reports import DEFAULT_SINCE
 from monitor.store import Store, load_episodes, load_samples, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
 from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
+from monitor.text import batch_range, plain, plural
 from monitor.timefmt import format_lag
 
 __all__ = [
@@ -123,10 +127,12 @@ def human_lag(seconds: float | None) -> str:
 
 
 def count_text(value: Any, unit: str = "") -> str:
-    """A count as ``"1,234"`` (with `` unit``), ``"unknown"`` for None/NaN."""
+    """A count as ``"1,234"`` (with `` unit``, a plural: ``"1 row"``, ``"2 rows"``), ``"unknown"`` for None/NaN."""
     if value is None or pd.isna(value):
         return "unknown"
-    return f"{int(value):,}{' ' + unit if unit else ''}"
+    if not unit:
+        return f"{int(value):,}"
+    return plural(int(value), unit.removesuffix("s"), unit)
 
 
 def bytes_text(value: Any) -> str:
@@ -158,23 +164,23 @@ _EPISODE_COLUMNS = [
 ]
 
 
-def _batches_text(first: int | None, last: int | None) -> str:
-    """``batch 6``, ``batches 6-9``, or ``""`` where there are no batches (Flink, Kafka)."""
-    if first is None and last is None:
-        return ""
-    if first is None or last is None or first == last:
-        return f"batch {first if first is not None else last}"
-    return f"batches {first}-{last}"
+def scope_text(labels: dict[str, Any]) -> str:
+    """A finding's scope labels as one line, ``source=Source: telemetry, subtask=1``: a Flink operator's id is
+    left out where the vertex's name (``source``) says which it is (the id stays in the alert's labels)."""
+    shown = {k: v for k, v in labels.items() if v is not None and v != "" and k not in ("engine", "job_id")}
+    if "source" in shown:
+        shown.pop("operator", None)
+    return ", ".join(f"{k}={plain(str(v))}" for k, v in shown.items())
 
 
 def _episode_row(e: FindingEpisode) -> dict[str, Any]:
     return {
         "id": e.id, "engine": e.job.engine.value, "job_id": e.job.job_id, "job_name": e.job.name or e.job.job_id,
         "rule": e.rule, "severity": e.severity.label(),
-        "scope": ", ".join(f"{k}={v}" for k, v in e.scope.labels().items()),
+        "scope": scope_text(dict(e.scope.labels())),
         "first_at": pd.Timestamp(e.first_at), "last_at": pd.Timestamp(e.last_at),
         "first_batch_id": e.first_batch_id, "last_batch_id": e.last_batch_id,
-        "batches": _batches_text(e.first_batch_id, e.last_batch_id),
+        "batches": batch_range(e.first_batch_id, e.last_batch_id),
         "ended_by": "open" if e.ended_by is None else e.ended_by.value, "notified": e.notified,
         "history": e.history, "message": e.message, "caused_by": list(e.caused_by), "causes": list(e.causes),
     }  # fmt: skip
@@ -252,7 +258,7 @@ def fleet() -> pd.DataFrame:
                 "period_health": "ok" if worst is None else worst.severity.label(),
                 "period_severity": 0 if worst is None else int(worst.severity),
                 "worst_episode": "" if worst is None else " ".join(
-                    p for p in (worst.rule, _batches_text(worst.first_batch_id, worst.last_batch_id)) if p
+                    p for p in (worst.rule, batch_range(worst.first_batch_id, worst.last_batch_id)) if p
                 ),
                 "worst_episode_message": "" if worst is None else worst.message,
                 "firing": health.firing,
@@ -381,7 +387,7 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
         vertex = sc.newest.extra.get("vertex") or sc.scope.source or sc.scope.operator
         for pt in sc.points:
             scope_rows.append({
-                "name": sc.name, "source": sc.scope.source, "partition": sc.scope.partition,
+                "name": plain(sc.name), "source": sc.scope.source, "partition": sc.scope.partition,
                 "subtask": sc.scope.subtask, "vertex": vertex if sc.scope.subtask is not None else None,
                 "observed_at": pt.observed_at, "watermark": pt.watermark, "input_rows": pt.input_rows,
                 "dropped_rows": pt.dropped_rows, "idle_ms": pt.idle_ms, "lag_offsets": pt.lag_offsets,
@@ -425,8 +431,8 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
         summary=summary, batches=batches, scopes=scopes, lag=lag, lag_status=facts.lag_status, members=members,
         runs=run_frame, restarts=[pd.Timestamp(t) for t in facts.restarts], alerts=job_alerts.reset_index(drop=True),
         drops=causes, dropped_rows=facts.drops.dropped_rows,
-        drops_by_scope=pd.DataFrame(list(facts.drops.by_scope), columns=["name", "dropped_rows"]),
-        holding_min=None if hold is None else {"name": hold.name, "reason": hold.reason},
+        drops_by_scope=pd.DataFrame([(plain(n), d) for n, d in facts.drops.by_scope], columns=["name", "dropped_rows"]),
+        holding_min=None if hold is None else {"name": plain(hold.name), "reason": hold.reason},
         state_unit=state.unit, state_slope_per_h=state.slope_per_h, state_growing=state.growing,
         state_projected_24h=state.projected_24h, state_projection=projection, trigger_ms=facts.batch_spacing_ms,
         inferred_delay_s=facts.inferred_delay_s, episodes=episodes(engine, job_id, since=period_since()),
@@ -461,7 +467,7 @@ def alerts() -> pd.DataFrame:
     rows = []
     for a in stored:
         end = a.resolved_at or at
-        scope = ", ".join(f"{k}={v}" for k, v in sorted(a.labels.items()) if k not in ("engine", "job_id"))
+        scope = scope_text(dict(sorted(a.labels.items())))
         rows.append(
             {
                 "fingerprint": a.fingerprint,
@@ -610,13 +616,16 @@ def report_json(document: dict[str, Any]) -> str:
 
 #: The periods the Reports page offers, ending at the newest stored sample (the data's own clock, so a
 #: scanned recording from last year reports on its own hours, not on today's).
-REPORT_PERIODS: dict[str, timedelta] = {
-    "last hour": timedelta(hours=1),
-    "last 6 hours": timedelta(hours=6),
-    "last 24 hours": timedelta(hours=24),
-    "last 7 days": timedelta(days=7),
-    "last 30 days": timedelta(days=30),
+#: The Reports page's periods: label -> ``tidegauge report --since`` value.
+REPORT_PERIODS: dict[str, str] = {
+    "last hour": "1h",
+    "last 6 hours": "6h",
+    "last 24 hours": "24h",
+    "last 7 days": "7d",
+    "last 30 days": "30d",
 }
+#: The period the Reports page opens with: the CLI's default (:data:`monitor.reports.DEFAULT_SINCE`).
+REPORT_DEFAULT = next(label for label, since in REPORT_PERIODS.items() if since == DEFAULT_SINCE)
 
 
 @dataclass(frozen=True)
@@ -626,6 +635,8 @@ class DatabaseReport:
     Attributes:
         since / until: the period (aware UTC); ``until`` is just after the newest stored sample.
         health: the worst job health of the period; ``jobs``: how many jobs it covers.
+        command: the ``tidegauge report`` command line that writes the same HTML (the database URL with
+            any password hidden).
         html / markdown / json: the report as :mod:`monitor.reports.render` renders it (``tidegauge
             report --format html|md|json`` gives the same text).
     """
@@ -637,6 +648,7 @@ class DatabaseReport:
     html: str
     markdown: str
     json: str
+    command: str
 
 
 @st.cache_data(ttl=_TTL, show_spinner="Building the report ...")
@@ -648,14 +660,17 @@ def database_report(period: str) -> DatabaseReport | None:
     from monitor.reports.render import to_html, to_json_text, to_markdown
     from monitor.reports.source import collect
 
-    length = REPORT_PERIODS[period]
+    flag = REPORT_PERIODS[period]
+    name = f"tidegauge ({period})"
     with _store().sessions() as session:
         if newest_sample_time(session) is None:
             return None
-        since, until = data_period(session, length, now())
-        report = collect(session, f"tidegauge ({period})", since, until)
+        since, until = data_period(session, parse_timedelta(flag), now())
+        report = collect(session, name, since, until)
+    command = (f"tidegauge report --db {shlex.quote(db_label())} --since {flag} --name {shlex.quote(name)} "
+               "--format html -o report.html")
     return DatabaseReport(report.since, report.until, report.health, len(report.jobs), to_html(report),
-                          to_markdown(report), to_json_text(report))
+                          to_markdown(report), to_json_text(report), command)
 
 
 @dataclass(frozen=True)

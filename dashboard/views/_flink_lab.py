@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data
+from monitor.text import plural
 
 SWEEP_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
@@ -77,14 +78,14 @@ def _summary(r: data.FlinkWhatIf, side: bool) -> None:
               "(an element within the allowed lateness re-fires its window)")
     peak = "n/a" if r.state is None or r.state.empty else f"{int(r.state['state_windows'].max()):,}"
     m4.metric("peak windows in state", peak)
-    st.caption(f"{s['partitions']} partition(s); {s['watermark_advances']} watermark advances; "
-               f"{s['late_firings']} late firings; {s['open_windows']} windows still open at the end.")
+    st.caption(f"{plural(s['partitions'], 'partition')}; {plural(s['watermark_advances'], 'watermark advance')}; "
+               f"{plural(s['late_firings'], 'late firing')}; {plural(s['open_windows'], 'window')} still open at the end.")
     if r.bad_rows:
-        st.warning(f"{r.bad_rows} rows had an unreadable event time (left out: Flink's timestamp assigner "
+        st.warning(f"{plural(r.bad_rows, 'row')} had an unreadable event time (left out: Flink's timestamp assigner "
                    "would fail on them).")
     idle = [p for p in s["idle_periods"] if p["partition"] is not None]
     if idle:
-        st.info(f"withIdleness marked a partition idle {len(idle)} time(s): it left the min watermark meanwhile.")
+        st.info(f"withIdleness marked a partition idle {plural(len(idle), 'time')}: it left the min watermark meanwhile.")
     m = r.mover
     if m is not None:
         who = (f"element on line {m['line']} (event time {m['event_time']:%Y-%m-%d %H:%M:%S} UTC) sets the new "
@@ -130,11 +131,13 @@ def _drawings(r: data.FlinkWhatIf) -> None:
     if fired.empty:
         st.info("No window fired at these settings (the watermark never passed a window's end).")
         return
+    fired = fired.assign(firing=["late (allowed lateness)" if x else "on time" for x in fired["late_firing"]])
     lat = alt.Chart(fired).mark_circle().encode(
-        x=xenc, y=alt.Y("emit_latency_s:Q", title="processing time − window end (s)"),
-        color=alt.Color("late_firing:N", title="late firing"),
+        x=xenc, y=alt.Y("emit_latency_s:Q", title="emission latency (s)"),
+        color=alt.Color("firing:N", title="firing", legend=alt.Legend(orient="bottom", labelLimit=0)),
         tooltip=["window_start", "window_end", "count", "emit_latency_s", "late_firing"])
-    st.altair_chart(lat.properties(height=200), width="stretch")
+    st.caption("Emission latency: processing time − window end.")
+    st.altair_chart(lat.properties(height=240), width="stretch")
     fd = r.summary.get("firing_delay_ms") or {}
     if fd.get("count"):
         st.caption(f"On-time firings, processing time − window end: p50 {fd['p50'] / 1000:.1f} s, "
@@ -156,10 +159,6 @@ def _sweep(r: data.FlinkWhatIf, target: float) -> None:
         "late_share_pct": st.column_config.NumberColumn("late (%)", format="%.3f"),
         "firing_delay_p95_s": st.column_config.NumberColumn("firing latency p95 (s)", format="%.1f"),
     })
-    chart: alt.Chart | alt.LayerChart = alt.Chart(r.sweep).mark_line(point=True).encode(
-        x=alt.X("delay_s:Q", scale=alt.Scale(type="symlog"), title="forBoundedOutOfOrderness delay (s)"),
-        y=alt.Y("late_share_pct:Q", title="late elements (%)"), tooltip=list(r.sweep.columns))
-    if r.recommended_delay_s is not None:
-        rec = pd.DataFrame({"d": [r.recommended_delay_s]})
-        chart = chart + alt.Chart(rec).mark_rule(color="#27ae60").encode(x="d:Q")
-    st.altair_chart(chart.properties(height=240), width="stretch")
+    chart = charts.sweep_chart(r.sweep, "late_share_pct", y_title="late elements (%)",
+                               x_title="forBoundedOutOfOrderness delay (s)", recommended_s=r.recommended_delay_s)
+    st.altair_chart(chart, width="stretch")

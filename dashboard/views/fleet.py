@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data
+from monitor.text import plural
 
 st.title("Fleet")
 jobs = data.fleet()
@@ -60,7 +61,7 @@ table = pd.DataFrame(
         "engine": view["engine"],
         "freshness": [data.human_lag(v) for v in view["freshness_s"]],
         "firing": view["firing"],
-        "worst finding": [r or "none" for r in view["worst_rule"]],
+        "firing now": [r or "nothing firing" for r in view["worst_rule"]],
         "rows (last batch)": [data.count_text(v) for v in view["num_input_rows"]],
         "state": view["state"],
         "consumer lag": [lag or "not a consumer group" for lag in view["lag"]],
@@ -76,6 +77,9 @@ st.dataframe(
     width="stretch",
     column_config={
         "health": st.column_config.TextColumn("health now", help="the worst firing alert"),
+        "firing": st.column_config.NumberColumn("firing alerts", help="alerts firing now"),
+        "firing now": st.column_config.TextColumn(help="the rule of the worst alert firing now (the period's worst "
+                                                  "finding, resolved or not, is under 'worst in period')"),
         "worst in period": st.column_config.TextColumn(help=f"the worst finding of the last {data.PERIOD.days} days of data"),
         "freshness": st.column_config.TextColumn(help="processing time minus watermark, at the newest batch"),
         "freshness (last 10 min)": st.column_config.LineChartColumn(
@@ -96,7 +100,7 @@ if not unhealthy.empty:
         if not by_job.get((job["engine"], job["job_id"])) and job["worst_episode"] and shown < 200:
             shown += 1  # nothing firing now: the worst finding of the period
             st.markdown(
-                f"**{job['name']}** · `{job['worst_episode']}` ({job['period_health']}, in the period): "
+                f"**{job['name']}** · **{job['worst_episode']}** ({job['period_health']}, in the period): "
                 f"{job['worst_episode_message']} [open job](job?engine={job['engine']}&job_id={job['job_id']})"
             )
         for a in by_job.get((job["engine"], job["job_id"]), []):
@@ -104,9 +108,9 @@ if not unhealthy.empty:
                 break
             shown += 1
             st.markdown(
-                f"**{job['name']}** · `{a['rule']}` ({a['severity']}): {a['message']} "
+                f"**{job['name']}** · **{a['rule']}** ({a['severity']}): {a['message']} "
                 f"[open job](job?engine={job['engine']}&job_id={job['job_id']})"
             )
     total = sum(len(by_job.get((j["engine"], j["job_id"]), [])) for j in unhealthy.to_dict("records"))
     if total > shown:
-        st.caption(f"... and {total - shown} more firing findings: see the Alerts page.")
+        st.caption(f"... and {plural(total - shown, 'more firing finding')}: see the Alerts page.")

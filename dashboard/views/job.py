@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data
+from monitor.text import POLLS, plural
 
 st.title("Job")
 jobs = data.fleet()
@@ -47,7 +48,7 @@ s = detail.summary
 engine = s["engine"]
 b = detail.batches
 st.subheader(s["name"])
-runs = "" if engine == "kafka" else f" · {len(detail.restarts)} restart(s) in the window shown"
+runs = "" if engine == "kafka" else f" · {plural(len(detail.restarts), 'restart')} in the window shown"
 st.caption(f"{engine} job `{s['job_id']}`{runs} · health **{s['health']}** now, **{s['period_health']}** over the "
            f"last {data.PERIOD.days} days" + (" · **stopped reporting**" if s["stale"] else ""))
 newest = b.iloc[-1] if not b.empty else None
@@ -73,7 +74,7 @@ open_alerts = detail.alerts[detail.alerts["state"].isin(["firing", "pending"])]
 if open_alerts.empty and detail.episodes.empty:
     st.success(f"No open alerts and no findings in the last {data.PERIOD.days} days for this job.")
 elif open_alerts.empty:
-    st.info(f"No open alerts now; {len(detail.episodes)} finding(s) in the period, the worst "
+    st.info(f"No open alerts now; {plural(len(detail.episodes), 'finding')} in the period, the worst "
             f"{s['period_health']}: {s['worst_episode']} (below).")
 for _, a in open_alerts.iterrows():
     box = st.error if a["severity"] == "critical" else st.warning if a["severity"] == "warning" else st.info
@@ -84,7 +85,7 @@ for _, a in open_alerts.iterrows():
         f"\n\n{a['message']}")
 done = detail.alerts[~detail.alerts["state"].isin(["firing", "pending"])]
 if not done.empty:
-    with st.expander(f"{len(done)} resolved finding(s)"):
+    with st.expander(f"{plural(len(done), 'resolved finding')}"):
         for _, a in done.iterrows():
             st.markdown(f"- **{a['rule']}** ({a['severity']}), lasted {data.human_lag(a['duration_s'])}: {a['message']}")
 
@@ -94,16 +95,21 @@ if not detail.episodes.empty:
     ep = detail.episodes
     st.dataframe(pd.DataFrame({
         "severity": ep["severity"], "rule": ep["rule"], "scope": [x or "whole job" for x in ep["scope"]],
-        "batches": [x or "no batches (polls)" for x in ep["batches"]],
+        "batches": [x or POLLS for x in ep["batches"]],
         "from (UTC)": [f"{t:%Y-%m-%d %H:%M:%S}" for t in ep["first_at"]],
         "to (UTC)": [f"{t:%Y-%m-%d %H:%M:%S}" for t in ep["last_at"]],
-        "ended": ep["ended_by"], "notified": ["yes" if n else "no" for n in ep["notified"]], "message": ep["message"],
+        "ended": ep["ended_by"], "notified": ["yes" if n else "no" for n in ep["notified"]],
     }), hide_index=True, width="stretch")
+    st.caption("What each finding found and what to do (click to read):")
+    for _, e in ep.iterrows():
+        where = f" · {e['scope']}" if e["scope"] else ""
+        with st.expander(f"{e['severity']} · {e['rule']} · {e['batches'] or POLLS}{where} · "
+                         f"{e['first_at']:%Y-%m-%d %H:%M:%S} UTC · {e['ended_by']}"):
+            st.markdown(e["message"])
 
 if b.empty:
     st.info("No samples in the last two hours for this job.")
     st.stop()
-clip = charts.clip_range(b["observed_at"])
 scopes = detail.scopes
 
 
@@ -151,7 +157,7 @@ def drops_section() -> None:
         st.caption("No rows were dropped as late in this window."
                    if job_data.dropped_rows == 0 else "The job reports no count of rows dropped as late.")
         return
-    st.markdown(f"**{job_data.dropped_rows:,}** rows dropped as late in this window.")
+    st.markdown(f"**{plural(job_data.dropped_rows, 'row')}** dropped as late in this window.")
     for _, c in job_data.drops.head(3).iterrows():
         if pd.isna(c["batch_id"]):
             continue
@@ -159,7 +165,7 @@ def drops_section() -> None:
         if c["mis_dated"]:
             why = (f" — a **mis-dated row** ({data.human_lag(c['ahead_s'])} beyond the data): no watermark delay "
                    "keeps rows dropped behind it; fix or filter that row")
-        st.markdown(f"- {int(c['dropped_rows']):,} dropped against the watermark set by **batch {int(c['batch_id'])}** "
+        st.markdown(f"- {plural(int(c['dropped_rows']), 'row')} dropped against the watermark set by **batch {int(c['batch_id'])}** "
                     f"(event-time max {c['event_time_max']:%Y-%m-%d %H:%M:%S} UTC){why}")
     st.altair_chart(charts.bars_over_time(b, "dropped_rows", y_title="rows dropped", extra_tooltips=["batch_id:Q"]),
                     width="stretch")
@@ -215,6 +221,7 @@ if engine == "flink":
     else:
         frame = wide.reset_index()
         frame["processing time"] = frame["observed_at"]
+        clip = charts.clip_range(marks["watermark"], processing=frame["observed_at"])
         st.altair_chart(restart_marks(charts.lines_over_time(
             frame, ["processing time", *wide.columns], y_title="watermark (UTC)", y_type="temporal", clip=clip)),
             width="stretch")
@@ -244,7 +251,7 @@ if engine == "flink":
         st.altair_chart(charts.lines_over_time(bp.reset_index(), list(bp.columns), y_title="back-pressured (% of time)",
                                                value_format=".0f"), width="stretch")
     st.subheader("Restarts")
-    st.markdown(f"**{len(detail.restarts)} restart(s)** in the window shown (Flink `numRestarts`)."
+    st.markdown(f"**{plural(len(detail.restarts), 'restart')}** in the window shown (Flink numRestarts)."
                 if detail.restarts else "No restart in the window shown.")
     st.stop()
 
@@ -254,6 +261,7 @@ st.caption("The gap between processing time and the watermark is how late result
            "above processing time is a row from the future.")
 lines = b[["observed_at", "watermark", "event_time_max"]].copy()
 lines["processing_time"] = lines["observed_at"]
+clip = charts.clip_range(b["event_time_max"], b["watermark"], processing=b["observed_at"])
 st.altair_chart(restart_marks(charts.lines_over_time(
     lines, ["processing_time", "event_time_max", "watermark"], y_title="time (UTC)", y_type="temporal", clip=clip,
     labels={"processing_time": "processing time", "event_time_max": "event-time max", "watermark": "watermark"},
@@ -292,7 +300,7 @@ st.header("Runs")
 if len(detail.runs) <= 1:
     st.caption("No restart in the stored history.")
 else:
-    st.markdown(f"**{len(detail.runs) - 1} restart(s)**: each new run id is a restart from the checkpoint.")
+    st.markdown(f"**{plural(len(detail.runs) - 1, 'restart')}**: each new run id is a restart from the checkpoint.")
 st.dataframe(pd.DataFrame({
     "run id": detail.runs["run_id"],
     "first sample (UTC)": [f"{t:%Y-%m-%d %H:%M:%S}" for t in detail.runs["first_seen"]],

@@ -9,6 +9,7 @@ import base64
 import streamlit as st
 
 from dashboard import data
+from monitor.text import plural
 
 _MIME = {"html": "text/html", "md": "text/markdown", "json": "application/json"}
 _HEIGHT = 900
@@ -29,7 +30,8 @@ if jobs.empty:
     st.stop()
 
 st.header("Health report of this database")
-period = st.selectbox("period", list(data.REPORT_PERIODS), index=2, key="report_period",
+period = st.selectbox("period", list(data.REPORT_PERIODS), index=list(data.REPORT_PERIODS).index(data.REPORT_DEFAULT),
+                      key="report_period",
                       help="Ending at the newest stored sample (the data's own clock), so a scanned recording "
                            "reports on its own hours.")
 report = data.database_report(period)
@@ -37,8 +39,8 @@ if report is None:
     st.info("No samples stored yet.")
 else:
     st.caption(f"{report.since:%Y-%m-%d %H:%M:%S} to {report.until:%Y-%m-%d %H:%M:%S} UTC · overall health "
-               f"**{report.health}** · {report.jobs} job(s) · the same report as "
-               f"`tidegauge report --since ... --format html`, with its default targets")
+               f"**{report.health}** · {plural(report.jobs, 'job')} · the same report as "
+               f"`{report.command}` (without `-c`: the default targets)")
     d1, d2, d3 = st.columns(3)
     for col, (fmt, text) in zip((d1, d2, d3), (("html", report.html), ("md", report.markdown),
                                                 ("json", report.json)), strict=True):
@@ -52,7 +54,7 @@ if not scheduled:
     st.caption("None queued in this database (add `reports: [{name, cron, receiver}]` to the config).")
 for r in scheduled:
     with st.expander(f"{r['name']} · {r['created_at']:%Y-%m-%d %H:%M} UTC · health {r['health']} · "
-                     f"{len(r['jobs'])} jobs · to {r['receiver']} ({r['state']})"):
+                     f"{plural(len(r['jobs']), 'job')} · to {r['receiver']} ({r['state']})"):
         if r["html"]:
             show_html(r["html"])
         else:
@@ -66,8 +68,8 @@ if files:
     mine = [f for f in files if f.of_this_database]
     others = [f for f in files if not f.of_this_database]
     if others:
-        st.caption(f"{len(others)} report(s) in the reports directory are not of this database (their jobs are not "
-                   f"here, or they cover no job) and are not shown: " + ", ".join(f.stem for f in others[:10])
+        st.caption(f"Not shown, not of this database (their jobs are not here, or they cover no job): "
+                   f"{plural(len(others), 'report')} of the reports directory: " + ", ".join(f.stem for f in others[:10])
                    + (" ..." if len(others) > 10 else ""))
     if mine:
         pick = st.selectbox("report", [f.stem for f in mine], key="report_file")

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data
+from monitor.text import plural
 
 st.title("What-if lab")
 st.caption("Replays events through tidegauge's reference watermark engine: Spark Structured Streaming's rules "
@@ -56,7 +57,7 @@ use_skew = c4.checkbox("drop rows from the future first", value=False,
 skew_s = c4.number_input("future skew (s)", min_value=0.0, value=3600.0, step=60.0) if use_skew else None
 c4.caption("Idleness: Spark has no idle-input timeout (a silent input holds the min watermark); that is Flink's withIdleness.")
 target = st.slider("target completeness for the recommendation (%)", 90.0, 100.0, 99.9, 0.1)
-sweep = (5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
+sweep = (0.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
 try:
     result = data.whatif(
@@ -74,7 +75,7 @@ m2.metric("dropped as late", f"{s['dropped_rows']:,}", f"{100 * s['dropped_share
 m3.metric("peak state rows", f"{s['peak_state_rows']:,}")
 m4.metric("batches", f"{s['batches']:,}")
 if result.bad_rows:
-    st.warning(f"{result.bad_rows} rows had an unreadable event time (skipped, as Spark skips null times).")
+    st.warning(f"{plural(result.bad_rows, 'row')} had an unreadable event time (skipped, as Spark skips null times).")
 
 if result.misdated:  # the useful answer first: the row, the delay without it, then the delay with it
     from dashboard.views._lab_advice import render_lead
@@ -113,9 +114,10 @@ emits = b.dropna(subset=["emit_latency_s"])
 if not emits.empty:
     st.subheader("Window emission latency")
     latency = alt.Chart(emits).mark_circle(color="#16a085").encode(
-        x=xenc, y=alt.Y("emit_latency_s:Q", title="processing time − window end (s)"),
+        x=xenc, y=alt.Y("emit_latency_s:Q", title="emission latency (s)"),
         tooltip=["batch_id", "emitted", "emit_latency_s"])
-    st.altair_chart(latency.properties(height=200), width="stretch")
+    st.caption("Emission latency: a batch's processing time − the end of the windows it emits.")
+    st.altair_chart(latency.properties(height=240), width="stretch")
 lat = s.get("latency") or {}
 if lat.get("p95_ms") is not None:
     st.caption(f"Window emission latency (processing time − window end): p50 {lat['p50_ms'] / 1000:.1f} s, "
@@ -137,10 +139,5 @@ st.dataframe(sw, hide_index=True, width="stretch", column_config={
     "dropped_share_pct": st.column_config.NumberColumn("dropped (%)", format="%.3f"),
     "latency_p95_s": st.column_config.NumberColumn("latency p95 (s)", format="%.1f"),
 })
-chart = alt.Chart(sw).mark_line(point=True).encode(
-    x=alt.X("delay_s:Q", scale=alt.Scale(type="log"), title="delay threshold (s)"),
-    y=alt.Y("dropped_share_pct:Q", title="rows dropped (%)"), tooltip=list(sw.columns),
-)
-if result.recommended_delay_s is not None:
-    chart = chart + alt.Chart(pd.DataFrame({"d": [result.recommended_delay_s]})).mark_rule(color="#27ae60").encode(x="d:Q")
-st.altair_chart(chart.properties(height=240), width="stretch")
+st.altair_chart(charts.sweep_chart(sw, "dropped_share_pct", y_title="rows dropped (%)", x_title="delay threshold (s)",
+                                   recommended_s=result.recommended_delay_s), width="stretch")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import typer
 
+from monitor.reports import DEFAULT_SINCE
+
 __all__ = ["register"]
 
 
@@ -25,7 +27,7 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_cmd(
         job: str | None = typer.Option(None, "--job", help="Only this job (its id or name)."),
-        since: str = typer.Option("7d", "--since", help="How far back from the newest stored sample (the data's clock), e.g. 24h, 7d."),
+        since: str = typer.Option(DEFAULT_SINCE, "--since", help="How far back from the newest stored sample (the data's clock), e.g. 24h, 7d."),
         fmt: str = typer.Option("html", "--format", help="html, md or json."),
         output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE", help="Write here (default stdout)."),
         match: list[str] = typer.Option([], "--match", help="Label matcher on engine/job_id/job_name (repeatable)."),

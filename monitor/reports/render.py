@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
+from monitor.axes import bulk_range, duration_unit, time_axis_format
 from monitor.facts import DropCause
 from monitor.reports.detailed import DetailedReport, EpisodeEntry, JobReport
+from monitor.text import POLLS, batch_range, plain, plural
 from monitor.timefmt import format_instant, format_instant_short, format_lag
 
 __all__ = ["FORMATS", "render", "to_html", "to_json_text", "to_markdown"]
@@ -34,13 +36,8 @@ def _t(value: datetime | None) -> str:
 
 
 def _batches(e: EpisodeEntry) -> str:
-    """``batch 6``, ``batches 6-9`` or ``no batches`` (Flink, Kafka)."""
-    first, last = e.first_batch_id, e.last_batch_id
-    if first is None and last is None:
-        return "no batches"
-    if first == last or last is None:
-        return f"batch {first}"
-    return f"batches {first}-{last}" if first is not None else f"batch {last}"
+    """``batch 6``, ``batches 6-9`` or ``polls (no batch ids)`` (Flink, Kafka)."""
+    return batch_range(e.first_batch_id, e.last_batch_id, none=POLLS)
 
 
 def _ended(e: EpisodeEntry) -> str:
@@ -112,9 +109,9 @@ _WHY = {"future": "a future-dated row", "leap": "a mis-dated row (beyond the dat
 
 def _cause_text(c: DropCause) -> str:
     if c.batch_id is None:
-        return f"{c.dropped_rows:,} rows dropped (no earlier event time known: the batch that set the watermark is unknown)"
+        return f"{plural(c.dropped_rows, 'row')} dropped (no earlier event time known: the batch that set the watermark is unknown)"
     what = f" — {_WHY[c.mis_dated]}" if c.mis_dated else ""
-    return (f"{c.dropped_rows:,} rows dropped (batches {c.first_dropped_batch}-{c.last_dropped_batch}) against the "
+    return (f"{plural(c.dropped_rows, 'row')} dropped ({batch_range(c.first_dropped_batch, c.last_dropped_batch)}) against the "
             f"watermark set by batch {c.batch_id} (event-time max {_t(c.event_time_max)}){what}")
 
 
@@ -141,7 +138,7 @@ def to_markdown(report: DetailedReport) -> str:
         f"# tidegauge health report: {report.name}",
         "",
         f"Period {_t(report.since)} to {_t(report.until)} · overall health (now or in the period) "
-        f"**{report.health}** · {len(report.jobs)} jobs",
+        f"**{report.health}** · {plural(len(report.jobs), 'job')}",
         "",
     ]
     if not report.jobs:
@@ -154,7 +151,7 @@ def to_markdown(report: DetailedReport) -> str:
         if j.drop_causes:
             out += ["**Late rows and what caused them**", ""]
             out += [f"- {_md_escape(_cause_text(c))}" for c in j.drop_causes]
-            out += [f"- {n:,} rows dropped at {_md_escape(where)}" for where, n in j.drops_by_scope]
+            out += [f"- {plural(n, 'row')} dropped at {_md_escape(where)}" for where, n in j.drops_by_scope]
             out.append("")
         if j.lag:
             out += ["**Consumer lag per partition**", "", "| " + " | ".join(_LAG_HEAD) + " |",
@@ -188,21 +185,53 @@ def _svg(spec: dict[str, Any]) -> str:
     return svg
 
 
-def _line(times: Sequence[datetime], values: Sequence[float], title: str, y: str, mark: str = "line") -> str:
-    """An inline SVG chart of ``values`` over ``times`` (UTC axis)."""
+def _duration_axis(values: Sequence[float]) -> tuple[list[float | None], str, str, tuple[float, float] | None]:
+    """Durations in seconds for an axis: the values in the unit of their bulk (:func:`monitor.axes.bulk_range`,
+    :func:`monitor.axes.duration_unit`), the ones outside it as ``None``; the unit's name, a note on the
+    clipped ones (``""`` without) and the bulk's range in that unit."""
+    bulk = bulk_range(values, centre=0.0, nearest=True)  # an honest lag is nearer 0 than a mis-dated row's
+    if bulk is None:
+        return [], "seconds", "", None
+    lo, hi = bulk
+    size, unit = duration_unit(max(abs(lo), abs(hi)))
+    outside = [v for v in values if v < lo or v > hi]
+    note = ""
+    if outside:
+        shown = sorted({format_lag(v) for v in outside})
+        note = (f"{plural(len(outside), 'point')} far off the others, not drawn: " + ", ".join(shown[:3])
+                + (" …" if len(shown) > 3 else ""))
+    return [None if v < lo or v > hi else v / size for v in values], unit, note, (lo / size, hi / size)
+
+
+def _line(times: Sequence[datetime], values: Sequence[float], title: str, y: str, mark: str = "line",
+          *, seconds: bool = False) -> str:
+    """An inline SVG chart of ``values`` over ``times`` (UTC axis formatted for the range shown). With
+    ``seconds`` the values are durations: drawn in the unit of their bulk, values far off it (a mis-dated
+    row's year-8999 watermark) left out and named under the title."""
     if not times:
         return ""
+    shown: list[float | None] = list(values)
+    subtitle = ""
+    y_scale: dict[str, Any] = {}
+    if seconds:
+        shown, unit, subtitle, bulk = _duration_axis(values)
+        y = f"{y} ({unit})"
+        if bulk is not None:
+            y_scale = {"domain": [min(0.0, bulk[0]), max(0.0, bulk[1])] if bulk[0] != bulk[1] else [0.0, max(bulk[1], 1.0)]}
+    rows = [{"t": format_instant(t), "v": v} for t, v in zip(times, shown, strict=True) if v is not None]
+    span = max(times) - min(times)
     spec = {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
-        "title": title,
+        "title": {"text": title, "subtitle": subtitle} if subtitle else title,
         "width": 560,
         "height": 160,
-        "data": {"values": [{"t": format_instant(t), "v": v} for t, v in zip(times, values, strict=True)]},
-        "mark": {"type": mark, "interpolate": "step-after"} if mark == "line" else {"type": mark, "color": "#c0392b"},
+        "data": {"values": rows},
+        "mark": {"type": mark, "interpolate": "step-after", "point": True} if mark == "line"
+        else {"type": mark, "color": "#c0392b"},
         "encoding": {
             "x": {"field": "t", "type": "temporal", "scale": {"type": "utc"}, "title": "time (UTC)",
-                  "axis": {"format": "%m-%d %H:%M"}},
-            "y": {"field": "v", "type": "quantitative", "title": y},
+                  "axis": {"format": time_axis_format(span), "labelOverlap": True}},
+            "y": {"field": "v", "type": "quantitative", "title": y, "scale": y_scale, "axis": {"format": ",.4~g"}},
         },
     }
     return f'<figure class="chart">{_svg(spec)}</figure>'
@@ -218,14 +247,16 @@ vertical-align:top}.critical{color:#b00020;font-weight:600}.warning{color:#9a670
 
 def to_html(report: DetailedReport) -> str:
     """The report as one self-contained HTML document (inline CSS and SVG charts)."""
-    e = html.escape
+    def e(text: str) -> str:  # HTML shows Markdown code quotes literally
+        return html.escape(plain(text))
+
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>tidegauge health report: {e(report.name)}</title><style>{_CSS}</style></head><body>",
         f"<h1>tidegauge health report: {e(report.name)}</h1>",
         f"<p>Period {e(_t(report.since))} to {e(_t(report.until))} · overall health "
         f"<span class='{e(report.health)}'>{e(report.health)}</span> (now or in the period) · "
-        f"{len(report.jobs)} jobs</p>",
+        f"{plural(len(report.jobs), 'job')}</p>",
     ]
     if not report.jobs:
         parts.append("<p>No job reported in this period.</p>")
@@ -235,7 +266,8 @@ def to_html(report: DetailedReport) -> str:
                      f"<span class='{e(worst)}'>{e(_heading_health(j))}</span>)</small></h2>")
         parts.append("<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _facts(j)) + "</table>")
         s = j.series
-        parts.append(_line(s["freshness_at"], s["freshness_s"], "Freshness (processing time − watermark)", "seconds"))
+        parts.append(_line(s["freshness_at"], s["freshness_s"], "Freshness (processing time − watermark; below 0: ahead)",
+                           "freshness", seconds=True))
         state_title = "State rows" if j.state_unit == "rows" else "State (bytes)"
         parts.append(_line(s["state_at"], s["state_values"], state_title, j.state_unit))
         parts.append(_line(s["dropped_at"], s["dropped_rows"], "Rows dropped by the watermark", "rows", mark="bar"))
@@ -243,7 +275,7 @@ def to_html(report: DetailedReport) -> str:
         if j.drop_causes or j.drops_by_scope:
             parts.append("<h3>Late rows and what caused them</h3><ul>")
             parts += [f"<li>{e(_cause_text(c))}</li>" for c in j.drop_causes]
-            parts += [f"<li>{n:,} rows dropped at {e(where)}</li>" for where, n in j.drops_by_scope]
+            parts += [f"<li>{plural(n, 'row')} dropped at {e(where)}</li>" for where, n in j.drops_by_scope]
             parts.append("</ul>")
         if j.lag:
             parts.append("<h3>Consumer lag per partition</h3><table><tr>" + "".join(f"<th>{h}</th>" for h in _LAG_HEAD)

@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboard import data
+from dashboard import charts, data
 from monitor.model import AlertState
-from monitor.store import list_jobs, load_samples, open_store
+from monitor.store import list_jobs, load_episodes, load_samples, open_store
 from monitor.store.alert_repo import list_silences, load_alerts
 from tests.dashboard_seed import Seeded, seed
 
@@ -74,7 +75,7 @@ def test_fleet_counts_and_findings_match_the_database(app_env: Seeded) -> None:
     assert metric(at, "unhealthy jobs") == str(len({a.labels["job_id"] for a in firing}))
     text = " ".join(m.value for m in at.markdown)
     for a in firing:  # every firing finding is listed with its job and rule
-        assert f"**{a.annotations['job_name']}** · `{a.rule}`" in text
+        assert f"**{a.annotations['job_name']}** · **{a.rule}**" in text
     table = at.dataframe[0].value
     assert sorted(table["job"]) == sorted(j.name for j in jobs)
     by_name = dict(zip(table["job"], table["firing"], strict=True))
@@ -106,7 +107,7 @@ def test_fleet_engine_filter_shows_the_flink_job_and_the_kafka_groups(app_env: S
     firing = [a for a in alerts if a.state is AlertState.FIRING and a.labels["engine"] == engine]
     assert firing  # the seeded 90 s hold the faults of both (idle_source at ~28 s, consumer_lag at ~30 s)
     for a in firing:
-        assert f"**{a.annotations['job_name']}** · `{a.rule}`" in text
+        assert f"**{a.annotations['job_name']}** · **{a.rule}**" in text
     assert "clicks_per_window" not in text  # the Spark jobs are filtered out
     assert not any("more firing findings" in c.value for c in at.caption)  # nor counted as "more"
 
@@ -137,7 +138,7 @@ def test_job_page_shows_the_findings_and_the_dropped_rows_of_the_database(app_en
     dropped = sum(s.dropped_by_watermark or 0 for s in samples
                   if s.job.job_id == job.job_id and s.scope.is_job() and s.observed_at >= since)
     assert dropped > 0
-    assert any(m.value.startswith(f"**{dropped:,}** rows dropped") for m in at.markdown)
+    assert any(m.value.startswith(f"**{dropped:,} rows** dropped") for m in at.markdown)
     # the drops are attributed to the batch carrying the future-dated row (the one the rule names)
     future = next(a for a in mine if a.rule == "future_timestamp")
     assert any(f"set by **batch {future.annotations['batch_id']}**" in m.value for m in at.markdown)
@@ -147,7 +148,7 @@ def test_job_page_names_the_input_holding_the_watermark(app_env: Seeded) -> None
     jobs, _, _, _ = stored(app_env)
     job = next(j for j in jobs if j.name == "orders_payments")
     at = run("views/job.py", engine="spark", job_id=job.job_id)
-    assert any("Holding the minimum watermark: **source `KafkaV2[Subscribe[payments]]`**" in w.value for w in at.warning)
+    assert any("Holding the minimum watermark: **source KafkaV2[Subscribe[payments]]**" in w.value for w in at.warning)
 
 
 def test_job_page_counts_the_restart(app_env: Seeded) -> None:
@@ -155,7 +156,8 @@ def test_job_page_counts_the_restart(app_env: Seeded) -> None:
     job = next(j for j in jobs if j.name == "inventory_updates")
     runs = {s.job.run_id for s in samples if s.job.job_id == job.job_id}
     at = run("views/job.py", engine="spark", job_id=job.job_id)
-    assert any(m.value.startswith(f"**{len(runs) - 1} restart(s)**") for m in at.markdown)
+    assert len(runs) == 2  # one restart: "1 restart", not "1 restart(s)"
+    assert any(m.value.startswith("**1 restart**: each new run id") for m in at.markdown)
 
 
 def test_alerts_page_counts_and_silences_with_the_token(app_env: Seeded) -> None:
@@ -339,7 +341,7 @@ def test_whatif_lab_flink_allowed_lateness_is_judged_per_element(app_env: Seeded
     at = flink_lab(flink_delay=5.0, flink_size=10.0, flink_lateness=6.0, flink_side=True)
     assert metric(at, "late elements") == "1"
     assert metric(at, "window firings") == "3"
-    assert any("1 late firings" in c.value for c in at.caption)
+    assert any("1 late firing;" in c.value for c in at.caption)
 
 
 def test_whatif_lab_flink_sessions_say_state_is_not_tracked(app_env: Seeded) -> None:
@@ -427,14 +429,14 @@ def test_flink_job_page_shows_watermarks_per_subtask_and_checkpointed_state(app_
     assert "Watermarks per vertex and subtask" in headers and "Checkpointed state" in headers
     # the holder the page names is the one the idle_source alert names
     idle = next(a for a in alerts if a.labels["job_id"] == job.job_id and a.rule == "idle_source")
-    holder = f"vertex `{idle.labels['source']}` subtask {idle.labels['subtask']}"
+    holder = f"vertex {idle.labels['source']} subtask {idle.labels['subtask']}"  # plain text, no code quotes
     assert any("Holding the minimum watermark" in w.value and holder in w.value for w in at.warning)
     # the watermark chart has one line per subtask that reported a watermark (names as the page shows them)
     subtasks = {(s.scope.source or s.extra.get("vertex"), s.scope.subtask) for s in samples
                 if s.job.job_id == job.job_id and s.scope.subtask is not None and s.watermark is not None}
     assert len(subtasks) == 4  # two vertices with two subtasks each
     lines = chart_series(at, "watermark (UTC)")
-    assert {f"vertex `{v}` subtask {n}" for v, n in subtasks} | {"processing time"} == lines
+    assert {f"vertex {v} subtask {n}" for v, n in subtasks} | {"processing time"} == lines
     state = [s.state_memory_bytes for s in samples
              if s.job.job_id == job.job_id and s.scope.is_job() and s.state_memory_bytes is not None]
     assert state and metric(at, "checkpointed state") == data.bytes_text(state[-1])
@@ -491,7 +493,8 @@ def test_reports_page_hides_report_files_of_another_database(app_env: Seeded, mo
     at = run("views/reports.py")
     pick = at.selectbox(key="report_file")
     assert pick.options == ["nightly-20261130T080000Z"]
-    assert any("1 report(s) in the reports directory are not of this database" in c.value
+    assert any("not of this database (their jobs are not here, or they cover no job): 1 report of the reports"
+               in c.value
                and "other-20240101T000000Z" in c.value for c in at.caption)
 
 
@@ -511,3 +514,117 @@ def test_alerts_page_marks_a_silenced_alert(app_env: Seeded) -> None:  # last: i
     page = run("views/job.py", engine="kafka", job_id=job.job_id)
     marked = [w.value for w in page.warning if "**silenced** by" in w.value]
     assert len(marked) == len(firing) and all("rebalancing" in m for m in marked)
+
+
+# ------------------------------------------------------------------ trial findings (issue 14): display
+
+
+def _ts(text: str) -> pd.Timestamp:
+    return pd.Timestamp(text, tz="UTC")
+
+
+def test_clip_range_covers_a_backfills_event_times_and_its_one_day_jump() -> None:
+    # the shape of tests/fixtures backfill_future_row (t.db): recorded 2026-12-01 09:43, event times of
+    # 2024-03-01, one row of 2024-03-02 12:02 moving the watermark a day on, Spark's 1970 "no watermark yet"
+    processing = pd.Series([_ts("2026-12-01 09:43:24"), _ts("2026-12-01 09:43:36"), _ts("2026-12-01 09:43:58")])
+    event_max = pd.Series([_ts("2024-03-01 12:00:55"), _ts("2024-03-02 12:02:00"), _ts("2024-03-01 12:07:55")])
+    watermark = pd.Series([_ts("1970-01-01 00:00:00"), _ts("2024-03-01 11:51:55"), _ts("2024-03-02 11:52:00")])
+    lo, hi = charts.clip_range(event_max, watermark, processing=processing)  # type: ignore[misc]
+    # 2024-03-01 11:51:55 .. 2024-03-02 12:02:00 (1 day 10 min 5 s), widened by 5 % (72 min 30.25 s) each side
+    assert (lo, hi) == (_ts("2024-03-01 10:39:24.750"), _ts("2024-03-02 13:14:30.250"))
+
+
+def test_clip_range_keeps_a_live_jobs_processing_time_and_clips_a_2099_row() -> None:
+    processing = pd.Series([_ts("2026-11-30 08:00:00"), _ts("2026-11-30 08:10:00")])
+    event_max = pd.Series([_ts("2026-11-30 07:59:50"), _ts("2099-01-01 00:00:00"), _ts("2026-11-30 08:09:50")])
+    watermark = pd.Series([_ts("2026-11-30 07:59:40"), _ts("2098-12-31 23:59:50")])
+    lo, hi = charts.clip_range(event_max, watermark, processing=processing)  # type: ignore[misc]
+    # 07:59:40 .. 08:10:00 (620 s), widened by 31 s each side
+    assert (lo, hi) == (_ts("2026-11-30 07:59:09"), _ts("2026-11-30 08:10:31"))
+
+
+def test_clipped_points_are_named_above_the_plot_not_over_the_ticks() -> None:
+    frame = pd.DataFrame({
+        "observed_at": [_ts("2026-11-29 11:32:48"), _ts("2026-11-29 11:32:49")],
+        "watermark": [_ts("2024-01-01 12:10:00"), _ts("2098-12-31 23:50:00")],
+        "event_time_max": [_ts("2099-01-01 00:00:00"), _ts("2024-01-01 12:20:00")],
+    })
+    clip = (_ts("2024-01-01 12:00:00"), _ts("2024-01-01 12:30:00"))
+    spec = charts.lines_over_time(frame, ["event_time_max", "watermark"], y_title="time (UTC)", y_type="temporal",
+                                  clip=clip, labels={"event_time_max": "event-time max"}).to_dict()
+    assert spec["title"]["text"] == [
+        "event-time max: 1 point above the chart (▲ at the top edge), 2099-01-01 00:00:00",
+        "watermark: 1 point above the chart (▲ at the top edge), 2098-12-31 23:50:00",
+    ]
+    assert not any(layer.get("mark", {}).get("type") == "text" for layer in spec["layer"])
+
+
+def test_job_page_gives_every_findings_message_in_full(app_env: Seeded) -> None:
+    jobs, _, _, _ = stored(app_env)
+    job = next(j for j in jobs if j.name == "clicks_per_window")
+    store = open_store(app_env.url)
+    try:
+        with store.sessions() as s:
+            found = load_episodes(s, engine="spark", job_id=job.job_id)
+    finally:
+        store.dispose()
+    at = run("views/job.py", engine="spark", job_id=job.job_id)
+    shown = {m.value for ex in at.expander for m in ex.markdown}
+    assert found and {e.message for e in found} <= shown
+    # the table has no cut message column any more
+    table = next(d.value for d in at.dataframe if "rule" in d.value.columns)
+    assert list(table.columns) == ["severity", "rule", "scope", "batches", "from (UTC)", "to (UTC)", "ended", "notified"]
+
+
+def test_flink_findings_say_polls_and_show_no_operator_id(app_env: Seeded) -> None:
+    jobs, alerts, _, _ = stored(app_env)
+    job = next(j for j in jobs if j.engine.value == "flink")
+    at = run("views/job.py", engine="flink", job_id=job.job_id)
+    table = next(d.value for d in at.dataframe if "rule" in d.value.columns)
+    assert set(table["batches"]) == {"polls (no batch ids)"}
+    idle = next(a for a in alerts if a.labels["job_id"] == job.job_id and a.rule == "idle_source")
+    # what the page itself writes (the finding's own message is the rule's text): box headings, tables
+    text = "\n".join([b.value.split("\n\n")[0] for b in [*at.warning, *at.error, *at.info]]
+                     + [d.value.to_string() for d in at.dataframe])
+    assert idle.labels["operator"] not in text  # the vertex is named by its name
+    assert f"source={idle.labels['source']}, subtask={idle.labels['subtask']}" in text
+    assert "`" not in "".join(d.value.to_string() for d in at.dataframe)
+
+
+def test_fleet_separates_what_fires_now_from_the_worst_of_the_period(app_env: Seeded) -> None:
+    at = run()
+    table = at.dataframe[0].value
+    assert "worst finding" not in table.columns
+    assert {"firing now", "worst in period"} <= set(table.columns)
+    quiet = table[table["firing"] == 0]
+    assert set(quiet["firing now"]) <= {"nothing firing"}
+
+
+def test_reports_page_defaults_to_the_clis_period_and_shows_a_runnable_command(app_env: Seeded) -> None:
+    at = run("views/reports.py")
+    assert at.selectbox(key="report_period").value == "last 7 days"
+    caption = next(c.value for c in at.caption if "the same report as" in c.value)
+    assert "--since ..." not in caption
+    assert (f"`tidegauge report --db {app_env.url} --since 7d --name 'tidegauge (last 7 days)' --format html "
+            "-o report.html`") in caption
+
+
+def test_reports_page_freshness_chart_names_durations_and_leaves_out_the_future_row(app_env: Seeded) -> None:
+    import base64
+
+    at = run("views/reports.py")
+    html = base64.b64decode(at.get("iframe")[0].proto.src.split("base64,", 1)[1]).decode("utf-8")
+    # clicks_per_window's 2028 row makes its watermark 1.1 years ahead: left out of the axis, and named
+    assert "far off the others, not drawn" in html
+    assert "freshness (seconds)" in html or "freshness (minutes)" in html
+    assert "-200,000" not in html
+
+
+def test_whatif_lab_recommendation_is_a_row_of_the_sweep(app_env: Seeded) -> None:
+    at = run("views/whatif.py")
+    at.selectbox(key="sample").set_value("orders_backlog.csv")
+    at.run()
+    sweep = next(d.value for d in at.dataframe if "delay_s" in d.value.columns)
+    assert list(sweep["delay_s"]) == [0.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0]
+    recommended = next(s.value for s in at.success if s.value.startswith("Recommended delay"))
+    assert _delay_s(recommended) in set(sweep["delay_s"])

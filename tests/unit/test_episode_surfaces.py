@@ -111,7 +111,7 @@ def test_fleet_and_job_pages_show_the_scanned_findings(app_env: str) -> None:
         "union_never_seen": "warning: watermark_stall batches 3-7",
     }
     text = " ".join(m.value for m in at.markdown)
-    assert "**backfill_future_row** · `future_timestamp batches 6-10` (critical, in the period): batch 4 at" in text
+    assert "**backfill_future_row** · **future_timestamp batches 6-10** (critical, in the period): batch 4 at" in text
     at.switch_page("views/job.py")
     at.query_params["engine"], at.query_params["job_id"] = "spark", JUMP
     at.run()
