@@ -267,7 +267,7 @@ def fleet() -> pd.DataFrame:
                 "observed_at": _ts(s.observed_at),
                 "freshness_s": None if facts is None else facts.freshness.last_s,
                 "input_rows_per_second": s.input_rows_per_second,
-                "num_input_rows": s.num_input_rows,
+                "num_input_rows": None if facts is None else facts.last_input_rows,
                 "state": state,
                 "lag": count_text(s.lag_offsets, "offsets") if s.engine == "kafka" else "",
                 "freshness_series": [] if facts is None else

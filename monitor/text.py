@@ -40,9 +40,11 @@ def clip(text: str, limit: int) -> str:
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """``1 job``, ``2 jobs``, ``1,200 rows``: ``count`` with ``noun`` or its plural (``nouns``, default
-    ``noun + "s"``)."""
-    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+    """``1 job``, ``2 jobs``, ``1,200 rows``, ``3 batches``: ``count`` (thousands separated) with ``noun`` or
+    its plural (``nouns``; default ``noun + "es"`` after ch/sh/s/x, else ``noun + "s"``)."""
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count:,} {nouns or noun + ('es' if noun.endswith(('ch', 'sh', 's', 'x')) else 's')}"
 
 
 def batch_range(first: int | None, last: int | None, *, none: str = "") -> str:

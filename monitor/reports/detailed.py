@@ -32,6 +32,7 @@ from typing import Any
 from monitor.alerts.lifecycle import Alert
 from monitor.facts import DropCause, FactsSettings, JobFacts, PartitionLagFacts
 from monitor.model import AlertState, Engine, FindingEpisode, Severity, ensure_utc
+from monitor.text import batch_range, plural
 from monitor.timefmt import BEYOND_RANGE, format_duration, format_instant, format_instant_short, format_lag
 
 __all__ = [
@@ -192,7 +193,7 @@ class DetailedReport:
         if not self.outside_period:
             return None
         n = len(self.outside_period)
-        return f"{count_text(n, 'job')} {'has' if n == 1 else 'have'} no sample in this period: " + ", ".join(
+        return f"{plural(n, 'job')} {'has' if n == 1 else 'have'} no sample in this period: " + ", ".join(
             self.outside_period)
 
     @property
@@ -247,21 +248,6 @@ def _alert_episodes(alerts: Iterable[Alert], since: datetime, until: datetime) -
     return sorted(out, key=lambda e: (-Severity.parse(e.severity), e.active_at))
 
 
-def count_text(n: int, noun: str) -> str:
-    """``1 job``, ``2 jobs``, ``1,200 rows``, ``3 batches`` (an English count, thousands separated)."""
-    if n == 1:
-        return f"1 {noun}"
-    return f"{n:,} {noun}{'es' if noun.endswith(('ch', 'sh', 's', 'x')) else 's'}"
-
-
-def batch_span(first: int | None, last: int | None) -> str:
-    """``batch 4``, ``batches 6-8`` (``first``/``last`` batch ids; one unknown: the other alone)."""
-    if first is None or last is None or first == last:
-        one = last if first is None else first
-        return f"batch {one}"
-    return f"batches {first}-{last}"
-
-
 def mis_dated_what(c: DropCause) -> str:
     """What a mis-dated row's event time was: ``an event time beyond year 8999 (a unit mistake)``,
     ``2099-01-01T00:00Z (a future-dated row, 72 years ahead of its processing time)``."""
@@ -282,7 +268,7 @@ def freshness_ahead_text(f: JobFacts) -> str | None:
         return None
     size = (f"{BEYOND_RANGE} (how far is unknown)" if fr.ahead_max_s is None
             else f"up to {format_lag(-fr.ahead_max_s)}")
-    text = f"{fr.ahead_batches} of {count_text(fr.batches, 'batch')} from batch {fr.first_ahead_batch}, {size}"
+    text = f"{fr.ahead_batches} of {plural(fr.batches, 'batch')} from batch {fr.first_ahead_batch}, {size}"
     c = fr.ahead_cause
     if c is not None and c.event_time_max is not None:
         text += f": moved there by batch {c.batch_id}'s event time {mis_dated_what(c)}"
@@ -320,7 +306,7 @@ def _mis_dated_text(c: DropCause, engine: Engine) -> str:
         remedy = "Filter or repair implausible event times (ahead of the rest of the data)"
     where = ("before withWatermark" if engine is Engine.SPARK
              else "before the WatermarkStrategy assigns timestamps" if engine is Engine.FLINK else "upstream")
-    return (f"{count_text(c.dropped_rows, 'row')} ({batch_span(c.first_dropped_batch, c.last_dropped_batch)}) were "
+    return (f"{plural(c.dropped_rows, 'row')} ({batch_range(c.first_dropped_batch, c.last_dropped_batch)}) were "
             f"dropped against the watermark {why} set: {what}. No watermark delay keeps them. {remedy} {where}.")
 
 

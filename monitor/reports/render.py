@@ -86,6 +86,7 @@ def _facts(j: JobReport) -> list[tuple[str, str]]:
         (f"freshness within {format_lag(j.freshness_target_s)}", _n(j.freshness_attainment_pct, ".2f", " %")),
         ("freshness p50 / p95 / max (processing time − watermark)",
          f"{format_lag(j.freshness_p50_s)} / {format_lag(j.freshness_p95_s)} / {format_lag(j.freshness_max_s)}"),
+        *([("watermark ahead of processing time", j.freshness_ahead)] if j.freshness_ahead else []),
         ("rows read", _n(j.input_rows)),
         ("rows dropped by the watermark", f"{_n(j.dropped_rows)} ({_n(j.dropped_share_pct, '.3f', ' %')})"),
         *_state(j),
@@ -99,7 +100,8 @@ def _facts(j: JobReport) -> list[tuple[str, str]]:
         rows.append(("holds the minimum watermark", j.holding_min))
     rows.append(("restarts", str(len(j.restarts))))
     rows.append(("inferred delay threshold", format_lag(j.inferred_delay_s)))
-    rows.append(("observed lateness p99.9", format_lag(j.lateness_p999_s)))
+    lateness = format_lag(j.lateness_p999_s)
+    rows.append(("observed lateness p99.9", f"{lateness} ({j.lateness_note})" if j.lateness_note else lateness))
     return rows
 
 
@@ -141,6 +143,8 @@ def to_markdown(report: DetailedReport) -> str:
         f"**{report.health}** · {plural(len(report.jobs), 'job')}",
         "",
     ]
+    if report.outside_note:
+        out += [report.outside_note, ""]
     if not report.jobs:
         out.append("No job reported in this period.")
     for j in report.jobs:
@@ -258,6 +262,8 @@ def to_html(report: DetailedReport) -> str:
         f"<span class='{e(report.health)}'>{e(report.health)}</span> (now or in the period) · "
         f"{plural(len(report.jobs), 'job')}</p>",
     ]
+    if report.outside_note:
+        parts.append(f"<p>{e(report.outside_note)}</p>")
     if not report.jobs:
         parts.append("<p>No job reported in this period.</p>")
     for j in report.jobs:

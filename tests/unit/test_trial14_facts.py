@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from monitor.model import MAX_TIME, Engine, FindingEpisode, JobRef, Scope, Severity, worst_episode
-from monitor.reports.detailed import batch_span, build_detailed_report, count_text
+from monitor.reports.detailed import build_detailed_report
+from monitor.text import batch_range as batch_span
+from monitor.text import plural as count_text
 from monitor.timefmt import format_instant, format_instant_short, is_beyond_range, seconds_between
 from tests.unit.test_facts import spark_facts
 
