@@ -110,6 +110,10 @@ def test_fleet_and_job_pages_show_the_scanned_findings(app_env: str) -> None:
         # four warnings (stalls at batches 3-7, 8 and 9, restarts at 7-9): the first is the worst named
         "union_never_seen": "warning: watermark_stall batches 3-7",
     }
+    # the last batches as recorded (a terminal QueryTerminatedEvent is no batch): backfill_future_row's
+    # batch 10 read 12 rows, union_never_seen's batch 9 read 20
+    rows = dict(zip(table["job"], table["rows (last batch)"], strict=True))
+    assert rows == {"backfill_future_row": "12", "union_never_seen": "20"}
     text = " ".join(m.value for m in at.markdown)
     assert "**backfill_future_row** · **future_timestamp batches 6-10** (critical, in the period): batch 4 at" in text
     at.switch_page("views/job.py")
