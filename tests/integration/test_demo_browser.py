@@ -190,7 +190,7 @@ def test_demo_dashboard_in_a_real_browser_then_every_fault_notified(demo: _Demo,
             body = page.locator("[data-testid='stMain']").inner_text()
             (tmp_path / "job-clicks_per_window.txt").write_text(body)
             page.screenshot(path=str(tmp_path / "job-clicks_per_window.png"))
-            for text in ("Watermark, event time and processing time", "Rows dropped by the watermark", "(off the chart)"):
+            for text in ("Watermark, event time and processing time", "Rows dropped by the watermark", "above the chart (▲ at the top edge)"):
                 assert text in body, f"job page clicks_per_window: {text!r} not on the page"
             page.goto(receiver)
             page.wait_for_load_state()
