@@ -61,7 +61,11 @@ if engine == "kafka":
     m3.metric("group status (Burrow)", detail.lag_status, help="the worst status of its partitions")
     m4.metric("members", data.count_text(detail.members))
 else:
-    m1.metric("freshness", data.human_lag(s["freshness_s"]), help="processing time minus watermark, newest batch")
+    fresh = data.human_lag(s["freshness_s"])
+    ahead = fresh.endswith(" ahead")  # the watermark ahead of processing time: said below the figure, not cut off
+    m1.metric("freshness", fresh.removesuffix(" ahead"), delta="watermark ahead of processing time" if ahead else None,
+              delta_color="inverse", delta_arrow="off" if ahead else "auto",
+              help="processing time minus watermark, newest batch")
     m2.metric("firing alerts", int(s["firing"]))
     m3.metric("checkpointed state" if engine == "flink" else "state", s["state"])
     if engine == "flink":

@@ -142,6 +142,10 @@ def test_job_page_shows_the_findings_and_the_dropped_rows_of_the_database(app_en
     # the drops are attributed to the batch carrying the future-dated row (the one the rule names)
     future = next(a for a in mine if a.rule == "future_timestamp")
     assert any(f"set by **batch {future.annotations['batch_id']}**" in m.value for m in at.markdown)
+    # the 2028 row (dashboard_seed: 400 days ahead) put the watermark ahead of processing time: the figure
+    # alone in the metric (never cut to "1.1 years ah..."), what it means said below it
+    fresh = next(m for m in at.metric if m.label == "freshness")
+    assert (fresh.value, fresh.delta) == ("1.1 years", "watermark ahead of processing time")
 
 
 def test_job_page_names_the_input_holding_the_watermark(app_env: Seeded) -> None:
