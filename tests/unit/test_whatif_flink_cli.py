@@ -129,6 +129,21 @@ def test_several_sources_are_refused_with_the_reason(
     assert "use a 'partition' column" in err
 
 
+#: Epoch seconds of 2026-01-01T00:00Z and of 2099-01-01T00:00Z.
+BASE_S, Y2099_S = 1_767_225_600, 4_070_908_800
+
+
+def _misdated_stream(tmp_path: Path) -> Path:
+    """60 elements 10 s apart from 2026-01-01T00:00Z, each arriving 2 s after its event time, except the
+    8th (line 9, arriving at 00:01:12), dated 2099-01-01."""
+    rows = ["event_time,arrival_time"] + [
+        f"{Y2099_S if i == 7 else BASE_S + 10 * i},{BASE_S + 10 * i + 2}" for i in range(60)
+    ]
+    path = tmp_path / "misdated.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
 def test_a_misdated_element_leads_and_the_sweep_without_it_comes_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,12 +151,7 @@ def test_a_misdated_element_leads_and_the_sweep_without_it_comes_first(
     # arriving at 00:01:12) is dated 2099-01-01. Its watermark (2099 - 5 s - 1 ms) is ahead of every later
     # element: the 52 elements after it are all late at any delay of the sweep. Without it the stream is in
     # order and nothing is late.
-    base_s, y2099_s = 1_767_225_600, 4_070_908_800
-    rows = ["event_time,arrival_time"] + [
-        f"{y2099_s if i == 7 else base_s + 10 * i},{base_s + 10 * i + 2}" for i in range(60)
-    ]
-    path = tmp_path / "misdated.csv"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    path = _misdated_stream(tmp_path)
     args = ["whatif", str(path), "--engine", "flink", "--delay", "5s", "--window", "1m", "--time-unit", "s",
             "--sweep", "5s,1m"]
     code, text, _ = run(args, capsys)
@@ -158,7 +168,7 @@ def test_a_misdated_element_leads_and_the_sweep_without_it_comes_first(
     assert "      1m        52   86.667%" in text[kept:] and "      1m         0    0.000%" in text[without:kept]
     code, out, _ = run([*args, "--format", "json"], capsys)
     doc = json.loads(out)["misdated_element"]
-    assert (doc["line"], doc["event_time_ms"], doc["without"]["late_elements"]) == (9, y2099_s * 1000, 0)
+    assert (doc["line"], doc["event_time_ms"], doc["without"]["late_elements"]) == (9, Y2099_S * 1000, 0)
     assert [s["late_elements"] for s in doc["sweep_without"]] == [0, 0]
 
 
@@ -168,12 +178,7 @@ def test_target_completeness_leads_with_the_misdated_element_then_the_delays(
     # the stream of the test above (line 9 dated 2099 among 60 elements 10 s apart, in order otherwise):
     # without it nothing is late at 5 s, the smallest delay tried; with it kept 52 of the 60 are late at
     # every delay tried (1m the largest), so no delay of the sweep meets 99 % (the lab's words for it)
-    base_s, y2099_s = 1_767_225_600, 4_070_908_800
-    rows = ["event_time,arrival_time"] + [
-        f"{y2099_s if i == 7 else base_s + 10 * i},{base_s + 10 * i + 2}" for i in range(60)
-    ]
-    path = tmp_path / "misdated.csv"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    path = _misdated_stream(tmp_path)
     args = ["whatif", str(path), "--engine", "flink", "--delay", "5s", "--window", "1m", "--time-unit", "s",
             "--sweep", "5s,1m", "--target-completeness", "99"]
     code, text, err = run(args, capsys)
