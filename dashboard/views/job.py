@@ -61,9 +61,11 @@ if engine == "kafka":
     m3.metric("group status (Burrow)", detail.lag_status, help="the worst status of its partitions")
     m4.metric("members", data.count_text(detail.members))
 else:
-    fresh = data.human_lag(s["freshness_s"])
-    ahead = fresh.endswith(" ahead")  # the watermark ahead of processing time: said below the figure, not cut off
-    m1.metric("freshness", fresh.removesuffix(" ahead"), delta="watermark ahead of processing time" if ahead else None,
+    freshness_s = s["freshness_s"]
+    # the watermark ahead of processing time (a negative freshness): said below the figure, not cut off
+    ahead = bool(pd.notna(freshness_s) and freshness_s < 0)
+    m1.metric("freshness", data.human_lag(abs(freshness_s) if ahead else freshness_s),
+              delta="watermark ahead of processing time" if ahead else None,
               delta_color="inverse", delta_arrow="off" if ahead else "auto",
               help="processing time minus watermark, newest batch")
     m2.metric("firing alerts", int(s["firing"]))
