@@ -463,8 +463,11 @@ class ErrorKind(enum.StrEnum):
     """
 
     UNREACHABLE = "unreachable"  # the target cannot be read at all: path missing, connection refused, HTTP error
-    FILE = "file"  # one file cannot be read (unknown codec, corrupt or truncated compressed stream, permissions)
+    FILE = "file"  # one file cannot be read (corrupt or truncated compressed stream, permissions)
+    CODEC = "codec"  # a file of unknown compression codec; set aside until it changes
+    BOMB = "bomb"  # a file that decompresses (or, sparse, reads) to far more than it stores; set aside
     LINE = "line"  # a line or document that is not one (not a Spark event, invalid JSON, nested too deeply)
+    LINE_TOO_LONG = "line_too_long"  # a line longer than the reader's limit; skipped in linear time
     FIELD = "field"  # a document with a missing, malformed or out-of-range field
     ROTATED = "rotated"  # a file was rewritten and is read again from its start (a notice)
     STORE = "store"  # the poll could not be stored (database); it is read again by the next poll
