@@ -67,6 +67,8 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
+from collectors.spark.eventlog import DEFAULT_MAX_POLL_BYTES, DEFAULT_MAX_RATIO
+from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
 from rules.config import RulesConfig
@@ -215,11 +217,19 @@ class ServerConfig(_Model):
 
 
 class SparkEventLogTarget(_Model):
-    """A Spark event-log file or directory to tail."""
+    """A Spark event-log file or directory to tail.
+
+    ``max_line_bytes`` (longest line read), ``max_poll_bytes`` (decompressed bytes a poll reads) and
+    ``max_ratio`` (a file decompressing to more than this many times its stored size is a bomb) are the
+    :class:`collectors.spark.eventlog.EventLogCollector` limits of the same names.
+    """
 
     name: str
     path: Path
     poll_interval: PositiveDurationMs = 30_000
+    max_line_bytes: int = Field(DEFAULT_MAX_LINE_BYTES, gt=0)
+    max_poll_bytes: int = Field(DEFAULT_MAX_POLL_BYTES, gt=0)
+    max_ratio: int = Field(DEFAULT_MAX_RATIO, gt=1)
 
 
 class HttpTarget(_Model):

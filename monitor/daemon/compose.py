@@ -387,11 +387,10 @@ def build_targets(
     targets: list[Target] = []
     for t in config.targets.spark_event_logs:
         cursors = StoreCursors(store.sessions, EVENTLOG_COLLECTOR)
-        targets.append(
-            Target(
-                t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors
-            )
+        collector = EventLogCollector(
+            [t.path], cursors, max_line_bytes=t.max_line_bytes, max_poll_bytes=t.max_poll_bytes, max_ratio=t.max_ratio
         )
+        targets.append(Target(t.name, collector, timedelta(milliseconds=t.poll_interval), cursors))
     for i, h in enumerate(config.targets.spark_prometheus):
         client = _http_client(h, environ, f"targets.spark_prometheus[{i}]", clients)
         targets.append(
