@@ -20,7 +20,7 @@ import zstandard
 
 from collectors.spark.codecs import CodecError, new_decoder
 from collectors.spark.eventlog import EventLogCollector, FileCursor, MemoryCursorStore
-from collectors.spark.lines import LineSplitter, Lines, LongLine
+from collectors.spark.lines import Lines, LineSplitter, LongLine
 from monitor.daemon.poll import PollStage, StoreCursors, Target
 from monitor.metrics.latest import LatestSamples
 from monitor.model import ErrorKind, PollResult, SampleKind
@@ -37,8 +37,12 @@ def _good(spark_fixtures: Path) -> bytes:
     return (spark_fixtures / "eventlog_trimmed.jsonl").read_bytes()
 
 
-def _batches(result: PollResult) -> list[int | None]:
-    return [s.batch_id for s in result.samples if s.scope.is_job() and s.kind is SampleKind.PROGRESS]
+def _batches(result: PollResult) -> list[int]:
+    return [
+        s.batch_id
+        for s in result.samples
+        if s.scope.is_job() and s.kind is SampleKind.PROGRESS and s.batch_id is not None
+    ]
 
 
 # --- LineSplitter -----------------------------------------------------------------------------------------
@@ -173,7 +177,7 @@ def test_a_poll_stops_at_its_budget_and_the_next_polls_continue(tmp_path: Path, 
         log.write_bytes(data)
         store = MemoryCursorStore()
         collector = EventLogCollector([log], store, max_poll_bytes=MIB)
-        batches: list[int | None] = []
+        batches: list[int] = []
         polls = 0
         while polls == 0 or collector.more_to_read:
             result = collector.poll(NOW)
@@ -258,6 +262,9 @@ class _ProbingSource:
         self.name = inner.name
         self.db_path = db_path
         self.lock_free: list[bool] = []
+
+    def poll(self, now: datetime) -> PollResult:  # pragma: no cover - the poll stage uses iter_poll
+        raise AssertionError("PollStage.poll must use iter_poll")
 
     def iter_poll(self, now: datetime) -> Iterator[PollResult]:
         for piece in self.inner.iter_poll(now):
