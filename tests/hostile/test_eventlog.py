@@ -26,7 +26,7 @@ import yaml
 import zstandard
 
 from monitor.store import upgrade
-from tests.daemon_process import free_port
+from tests.daemon_process import free_port, metric_values
 from tests.hostile.harness import record, run_measured, tidegauge_argv
 
 MIB = 1 << 20
@@ -202,6 +202,7 @@ def test_daemon_sets_the_bombs_aside_and_keeps_the_good_log(files: dict[str, Pat
         if hostile_target is None or hostile_target["polls"] < 10:  # enough polls to see a re-report
             return False
         seen["health"] = health
+        seen["metrics"] = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0).text
         seen["batches"] = _stored_batches(db_path)
         return bool(seen["batches"])
 
@@ -217,5 +218,11 @@ def test_daemon_sets_the_bombs_aside_and_keeps_the_good_log(files: dict[str, Pat
     by_kind = targets["hostile"]["errors_by_kind"]
     # each hostile file reported once, however many polls: 2 bombs + the sparse file, 1 codec, 1 long line
     assert by_kind == {"bomb": 3, "codec": 1, "line_too_long": 1}
+    counted = {
+        labels["kind"]: value
+        for labels, value in metric_values(seen["metrics"], "tidegauge_collector_errors_total")
+        if labels["target"] == "hostile" and value
+    }
+    assert counted == {"bomb": 3.0, "codec": 1.0, "line_too_long": 1.0}
     assert targets["good"]["errors_total"] == 0 and targets["good"]["up"] and targets["hostile"]["up"]
     assert "database is locked" not in measured.stderr
