@@ -364,7 +364,8 @@ class EventLogCollector:
             without being held, and the rest of the file is read.
         max_poll_bytes: decompressed bytes a poll reads over all files (default
             :data:`DEFAULT_MAX_POLL_BYTES`); the poll stops there (the files after it wait), saves the
-            cursor, sets :attr:`more_to_read`, and the next poll continues.
+            cursor, sets :attr:`more_to_read`, and the next poll continues. Raised to ``max_line_bytes +
+            chunk_bytes`` if below, so that a poll always gets past at least one whole line.
         max_ratio: a file that decompresses to more than this many times the bytes it stores (a compressed
             file, judged after :data:`BOMB_MIN_BYTES`; a sparse plain file, judged on its size) is a ``bomb``
             error and is set aside, unread, until it changes (size or mtime).
@@ -400,7 +401,7 @@ class EventLogCollector:
         self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
         self.chunk_bytes = chunk_bytes
         self.max_line_bytes = max_line_bytes
-        self.max_poll_bytes = max_poll_bytes
+        self.max_poll_bytes = max(max_poll_bytes, max_line_bytes + chunk_bytes)
         self.max_ratio = max_ratio
         self.decompressed_bytes_read = 0
         self.more_to_read = False

@@ -176,7 +176,9 @@ def test_a_poll_stops_at_its_budget_and_the_next_polls_continue(tmp_path: Path, 
         log = tmp_path / name
         log.write_bytes(data)
         store = MemoryCursorStore()
-        collector = EventLogCollector([log], store, max_poll_bytes=MIB)
+        collector = EventLogCollector(
+            [log], store, max_poll_bytes=MIB, max_line_bytes=64 * 1024, chunk_bytes=64 * 1024
+        )
         batches: list[int] = []
         polls = 0
         while polls == 0 or collector.more_to_read:
@@ -193,8 +195,17 @@ def test_a_poll_stops_at_its_budget_and_the_next_polls_continue(tmp_path: Path, 
 def test_scan_style_poll_to_end_reads_the_whole_file(tmp_path: Path, spark_fixtures: Path) -> None:
     log = tmp_path / f"{APP}.jsonl"
     log.write_bytes(b"\n" * (3 * MIB) + _good(spark_fixtures))
-    collector = EventLogCollector([log], max_poll_bytes=MIB)
+    collector = EventLogCollector([log], max_poll_bytes=MIB, max_line_bytes=64 * 1024, chunk_bytes=64 * 1024)
     assert _batches(collector.poll(NOW, to_end=True)) == BATCHES and not collector.more_to_read
+
+
+def test_a_budget_below_the_line_limit_still_gets_past_a_long_line(tmp_path: Path, spark_fixtures: Path) -> None:
+    log = tmp_path / f"{APP}.jsonl"
+    log.write_bytes(b'{"Event":"' + b"v" * (3 * MIB) + b'"}\n' + _good(spark_fixtures))  # 3 MiB: under the limit
+    collector = EventLogCollector([log], max_poll_bytes=MIB, max_line_bytes=4 * MIB)
+    result = collector.poll(NOW, to_end=True)  # would never end if a poll could stop inside every line
+    assert result.errors == ()  # an event's shape, not a streaming one, and not too long: skipped unparsed
+    assert _batches(result) == BATCHES
 
 
 def test_a_zstd_bomb_is_set_aside_once_until_it_changes(tmp_path: Path, spark_fixtures: Path) -> None:
