@@ -21,7 +21,9 @@ import zstandard
 from collectors.spark.codecs import CodecError, new_decoder
 from collectors.spark.eventlog import EventLogCollector, FileCursor, MemoryCursorStore
 from collectors.spark.lines import Lines, LineSplitter, LongLine
+from monitor.config import parse_config
 from monitor.daemon.poll import PollStage, StoreCursors, Target
+from monitor.errors import ConfigError
 from monitor.metrics.latest import LatestSamples
 from monitor.model import ErrorKind, PollResult, SampleKind
 from monitor.redaction import Redactor
@@ -308,3 +310,17 @@ def test_the_poll_stage_holds_no_write_lock_while_the_collector_reads(
     assert sorted(_batches(result)) == sorted(BATCHES * 2)
     # the cursors were stored with the samples: the next poll reads nothing new
     assert stage.poll(target, NOW).samples == ()
+
+
+# --- configuration ------------------------------------------------------------------------------------------
+
+
+def test_event_log_target_limits_are_configurable_and_checked() -> None:
+    target = {"name": "logs", "path": "/var/log/spark-events"}
+    default = parse_config({"targets": {"spark_event_logs": [target]}}).targets.spark_event_logs[0]
+    assert (default.max_line_bytes, default.max_poll_bytes, default.max_ratio) == (8 * MIB, 64 * MIB, 1000)
+    limits = {"max_line_bytes": 1024, "max_poll_bytes": 4096, "max_ratio": 50}
+    custom = parse_config({"targets": {"spark_event_logs": [{**target, **limits}]}}).targets.spark_event_logs[0]
+    assert (custom.max_line_bytes, custom.max_poll_bytes, custom.max_ratio) == (1024, 4096, 50)
+    with pytest.raises(ConfigError, match=r"spark_event_logs\[0\]\.max_line_bytes"):
+        parse_config({"targets": {"spark_event_logs": [{**target, "max_line_bytes": 0}]}})
