@@ -395,14 +395,18 @@ def build_targets(
     for i, h in enumerate(config.targets.spark_prometheus):
         client = _http_client(h, environ, f"targets.spark_prometheus[{i}]", clients)
         targets.append(
-            Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
+            Target(
+                h.name,
+                SparkPrometheusCollector(h.url, client, limits=h.read_limits()),
+                timedelta(milliseconds=h.poll_interval),
+            )
         )
     for i, h in enumerate(config.targets.kafka_exporters):
         client = _http_client(h, environ, f"targets.kafka_exporters[{i}]", clients)
         targets.append(
             Target(
                 h.name,
-                ExporterScrapeCollector(h.url, client, h.name),
+                ExporterScrapeCollector(h.url, client, h.name, h.read_limits()),
                 timedelta(milliseconds=h.poll_interval),
             )
         )
@@ -420,7 +424,7 @@ def build_targets(
         targets.append(
             Target(
                 p.name,
-                FlinkPrometheusCollector(p.urls, client, cluster=p.name),
+                FlinkPrometheusCollector(p.urls, client, cluster=p.name, limits=p.read_limits()),
                 timedelta(milliseconds=p.poll_interval),
             )
         )
@@ -464,7 +468,9 @@ def _flink_collector(
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"{where}: cannot load the TLS files: {exc}") from None
     clients.append(client)
-    return FlinkRestCollector(f.url, client, concurrency=f.concurrency, cluster=f.name)
+    return FlinkRestCollector(
+        f.url, client, concurrency=f.concurrency, cluster=f.name, limits=f.read_limits()
+    )
 
 
 def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -> KafkaOptions:
