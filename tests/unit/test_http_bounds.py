@@ -371,3 +371,28 @@ def test_flink_poll_deadline_skips_the_jobs_not_reached() -> None:
             "deadline exceeded: the poll's 10 s ran out before 1 of 2 jobs were polled (they are polled next time)",
         ),
     ]
+
+
+# ------------------------------------------------------------------- every pull collector is bounded
+
+
+def _scrapers(client: httpx.Client, limits: ReadLimits) -> dict[str, Any]:
+    from collectors.flink.prometheus import FlinkPrometheusCollector
+    from collectors.kafka.exporter_scrape import ExporterScrapeCollector
+    from collectors.spark.prometheus import SparkPrometheusCollector
+
+    return {
+        "spark-prometheus": SparkPrometheusCollector("http://h/m", client, limits=limits),
+        "flink-prometheus": FlinkPrometheusCollector(["http://h/m"], client, limits=limits),
+        "kafka-exporter": ExporterScrapeCollector("http://h/m", client, "c", limits),
+        "flink-rest": FlinkRestCollector("http://h", client, limits=limits),
+    }
+
+
+@pytest.mark.parametrize("collector", ["spark-prometheus", "flink-prometheus", "kafka-exporter", "flink-rest"])
+def test_every_pull_collector_reads_within_its_limits(collector: str) -> None:
+    body = Pulled(_endless(b"# HELP x\n" * 1000))
+    scraper = _scrapers(_client(body), ReadLimits(max_body_bytes=100 * KIB))[collector]
+    result = scraper.poll(NOW)
+    assert [e.kind for e in result.errors] == [ErrorKind.BODY_TOO_LARGE] and result.samples == ()
+    assert body.bytes <= 100 * KIB + 9000
