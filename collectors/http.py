@@ -48,6 +48,7 @@ more than ``max_decompressed_bytes``       ``decompressed too large``           
 request or poll deadline passed            ``deadline exceeded``                        yes        ``deadline_exceeded``
 JSON nested too deeply                     ``too deeply nested``                        no         ``too_deeply_nested``
 not JSON                                   ``invalid JSON``                             no         ``unreachable``
+the client was abandoned (:func:`abandon`) ``abandoned``                                yes        ``unreachable``
 =========================================  ==========================================  =========  ==========================
 
 Messages and targets never contain credentials: URLs are shown without user-info and query string.
@@ -55,10 +56,14 @@ Messages and targets never contain credentials: URLs are shown without user-info
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
+import socket
 import ssl
+import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -84,6 +89,7 @@ __all__ = [
     "Deadline",
     "HttpFailure",
     "ReadLimits",
+    "abandon",
     "check_url",
     "get_json",
     "get_text",
@@ -204,7 +210,9 @@ DEFAULT_READ_LIMITS = ReadLimits()
 _ACTIVE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("tidegauge_http_deadline", default=None)
 
 
-def _cut(timeout: float | None, expired: type[Exception]) -> float | None:
+def _cut(timeout: float | None, expired: type[Exception], abandoned: threading.Event) -> float | None:
+    if abandoned.is_set():
+        raise expired("abandoned")
     deadline = _ACTIVE.get()
     if deadline is None:
         return timeout
@@ -215,16 +223,19 @@ def _cut(timeout: float | None, expired: type[Exception]) -> float | None:
 
 
 class _DeadlineStream(httpcore.NetworkStream):
-    """A network stream whose every blocking operation ends by the active :class:`Deadline`."""
+    """A network stream whose every blocking operation ends by the active :class:`Deadline`, or at once
+    when its client is abandoned (:func:`abandon` shuts the socket down, which wakes a blocked read)."""
 
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
+    def __init__(self, inner: httpcore.NetworkStream, backend: _DeadlineBackend) -> None:
         self._inner = inner
+        self._backend = backend
+        backend.track(self)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
+        return self._inner.read(max_bytes, _cut(timeout, httpcore.ReadTimeout, self._backend.abandoned))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _cut(timeout, httpcore.WriteTimeout))
+        self._inner.write(buffer, _cut(timeout, httpcore.WriteTimeout, self._backend.abandoned))
 
     def close(self) -> None:
         self._inner.close()
@@ -232,18 +243,42 @@ class _DeadlineStream(httpcore.NetworkStream):
     def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
-        inner = self._inner.start_tls(ssl_context, server_hostname, _cut(timeout, httpcore.ConnectTimeout))
-        return _DeadlineStream(inner)
+        timeout = _cut(timeout, httpcore.ConnectTimeout, self._backend.abandoned)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout), self._backend)
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
 
+    def shut_down(self) -> None:
+        """Shut the socket down for reading and writing (wakes a thread blocked on it)."""
+        sock = self._inner.get_extra_info("socket")
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's, also under TLS
+
 
 class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's network backend with every stream a :class:`_DeadlineStream`."""
+    """httpcore's network backend with every stream a :class:`_DeadlineStream`; it keeps its open streams
+    (weakly) so that :meth:`abandon` can end their reads."""
 
     def __init__(self, inner: httpcore.NetworkBackend) -> None:
         self._inner = inner
+        self._streams: weakref.WeakSet[_DeadlineStream] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self.abandoned = threading.Event()
+
+    def track(self, stream: _DeadlineStream) -> None:
+        """Keep ``stream`` until it is garbage (for :meth:`abandon`)."""
+        with self._lock:
+            self._streams.add(stream)
+
+    def abandon(self) -> None:
+        """Refuse every later socket operation and shut down every open stream's socket."""
+        self.abandoned.set()
+        with self._lock:
+            streams = list(self._streams)
+        for stream in streams:
+            stream.shut_down()
 
     def connect_tcp(
         self,
@@ -253,14 +288,15 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        timeout = _cut(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+        timeout = _cut(timeout, httpcore.ConnectTimeout, self.abandoned)
+        stream = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream, self)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.NetworkStream:
-        timeout = _cut(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options))
+        timeout = _cut(timeout, httpcore.ConnectTimeout, self.abandoned)
+        return _DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options), self)
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
@@ -270,8 +306,8 @@ class _BoundedTransport(httpx.HTTPTransport):
     """httpx's own transport, its connection pool's network backend wrapped in :class:`_DeadlineBackend`.
 
     httpx has no public hook for the network backend; the pool's ``_network_backend`` attribute is
-    httpcore's (1.x). ``tests/unit/test_http.py`` fails if a release changes it (a slow-header endpoint
-    would then hang past the deadline).
+    httpcore's (1.x). ``tests/unit/test_http_bounds.py`` fails if a release changes it (headers sent one
+    byte at a time would then be read past the deadline).
     """
 
     def __init__(self, *, verify: ssl.SSLContext | bool, limits: httpx.Limits) -> None:
@@ -279,7 +315,27 @@ class _BoundedTransport(httpx.HTTPTransport):
         pool = self._pool
         if not isinstance(getattr(pool, "_network_backend", None), httpcore.NetworkBackend):
             raise RuntimeError("httpcore's connection pool has no _network_backend: deadlines cannot be set")
-        pool._network_backend = _DeadlineBackend(pool._network_backend)
+        self.backend = _DeadlineBackend(pool._network_backend)
+        pool._network_backend = self.backend
+
+
+# The backend of each client built by make_client with its own transport (for abandon).
+_BACKENDS: weakref.WeakKeyDictionary[httpx.Client, _DeadlineBackend] = weakref.WeakKeyDictionary()
+# Clients abandoned (also those with a test's transport, whose requests are refused from then on).
+_ABANDONED: weakref.WeakSet[httpx.Client] = weakref.WeakSet()
+
+
+def abandon(client: httpx.Client) -> None:
+    """End ``client``'s requests in flight now and refuse later ones (a stopping daemon: the poll using
+    it ends at once, with an ``abandoned`` failure per request, instead of at its deadline).
+
+    A read or write in flight ends at once (its socket is shut down); a TCP connect in flight ends by its
+    connect timeout. Thread-safe; the client should be closed afterwards.
+    """
+    _ABANDONED.add(client)
+    backend = _BACKENDS.get(client)
+    if backend is not None:
+        backend.abandon()
 
 
 # ------------------------------------------------------------------------------------------------ client
@@ -334,16 +390,20 @@ def make_client(
         if cert_file is not None:
             context.load_cert_chain(cert_file, key_file)
         verify = context
+    bounded: _BoundedTransport | None = None
     if transport is None:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        transport = _BoundedTransport(verify=verify, limits=limits)
-    return httpx.Client(
+        transport = bounded = _BoundedTransport(verify=verify, limits=limits)
+    client = httpx.Client(
         timeout=timeout,
         headers=all_headers,
         transport=transport,
         follow_redirects=False,
         auth=auth,
     )
+    if bounded is not None:
+        _BACKENDS[client] = bounded.backend
+    return client
 
 
 def check_url(url: str, what: str = "url") -> str:
@@ -479,6 +539,8 @@ def _fetch(
 ) -> tuple[bytes, str | None] | HttpFailure:
     """GET ``url`` within ``limits``: ``(body bytes, charset or None)`` or the failure."""
     shown = safe_url(url)
+    if client in _ABANDONED:
+        return _abandoned(shown)
     deadline = limits.request_deadline(poll)
     left = deadline.remaining_s()
     if left <= 0:
@@ -498,20 +560,23 @@ def _fetch(
             return _read_body(response, limits, deadline, shown), response.charset_encoding
     except _Refused as exc:
         return exc.failure
-    except httpx.ConnectError as exc:
-        if deadline.expired():
+    except httpx.RequestError as exc:
+        if client in _ABANDONED:
+            return _abandoned(shown)
+        if isinstance(exc, httpx.ConnectError | httpx.TimeoutException) and deadline.expired():
             return deadline.failure(shown)
-        return HttpFailure(f"cannot connect to {shown}: {_reason(exc)}", retryable=True)
-    except httpx.TimeoutException:
-        if deadline.expired():
-            return deadline.failure(shown)
-        return HttpFailure(f"timed out requesting {shown}", retryable=True)
-    except httpx.RequestError as exc:  # other transport errors, a corrupt compressed body, ...
-        return HttpFailure(
-            f"request failed for {shown}: {type(exc).__name__}: {_reason(exc)}", retryable=True
-        )
+        if isinstance(exc, httpx.ConnectError):
+            return HttpFailure(f"cannot connect to {shown}: {_reason(exc)}", retryable=True)
+        if isinstance(exc, httpx.TimeoutException):
+            return HttpFailure(f"timed out requesting {shown}", retryable=True)
+        # other transport errors, a corrupt compressed body, ...
+        return HttpFailure(f"request failed for {shown}: {type(exc).__name__}: {_reason(exc)}", retryable=True)
     finally:
         _ACTIVE.reset(token)
+
+
+def _abandoned(shown: str) -> HttpFailure:
+    return HttpFailure(f"abandoned: {shown} was not read (tidegauge is stopping)", retryable=True)
 
 
 def _shorter(timeout: float | None, left_s: float) -> float:

@@ -48,7 +48,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors.flink import FlinkRestCollector
 from collectors.flink.prometheus import FlinkPrometheusCollector
-from collectors.http import make_client
+from collectors.http import abandon, make_client
 from collectors.kafka import KafkaLagCollector, KafkaOptions
 from collectors.kafka.admin import require_client
 from collectors.kafka.exporter_scrape import ExporterScrapeCollector
@@ -658,12 +658,17 @@ def build(
             log.info("%d silence(s) from the config file added", runtime.sync_silences(silences, clock()))
         log.info("loaded %d recent samples from the store", loaded)
 
+    def abandon_reads() -> None:  # stopped first: a poll in flight ends now, not at its deadline
+        for c in clients:
+            abandon(c)
+
     services: list[Service] = [
         CallbackService("store", stop=store.dispose),
         CallbackService("http clients", stop=close_clients),
         CallbackService("warm-up", start=warm_up),
         http,
         scheduler,
+        CallbackService("pull reads in flight", stop=abandon_reads),
     ]
     return Daemon(store, runtime, services, http, scheduler)
 

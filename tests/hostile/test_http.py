@@ -59,6 +59,8 @@ class _Hostile(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
+        self.wfile.flush()
+        self.server.answering.set()
 
     def chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -67,6 +69,9 @@ class _Hostile(BaseHTTPRequestHandler):
 class _HostileServer(ThreadingHTTPServer):
     daemon_threads = True
     mode: str
+    base: str
+    #: set once an answer has started (its headers sent): a request is in flight
+    answering: threading.Event
 
 
 def _big_body(h: _Hostile) -> None:
@@ -132,14 +137,16 @@ MODES: dict[str, Callable[[_Hostile], None]] = {
 
 
 @contextmanager
-def hostile(mode: str) -> Iterator[str]:
-    """A loopback server answering every GET as ``mode`` says; yields its base URL."""
+def hostile(mode: str) -> Iterator[_HostileServer]:
+    """A loopback server answering every GET as ``mode`` says (its URL is ``.base``)."""
     server = _HostileServer(("127.0.0.1", 0), _Hostile)
     server.mode = mode
+    server.base = f"http://127.0.0.1:{server.server_address[1]}"
+    server.answering = threading.Event()
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield server
     finally:
         server.shutdown()
         server.server_close()
@@ -160,7 +167,8 @@ EXPECTED = {
 @pytest.mark.parametrize("mode", list(MODES))
 def test_check_flink_ends_with_the_named_error(mode: str) -> None:
     start, _kind = EXPECTED[mode]
-    with hostile(mode) as base:
+    with hostile(mode) as server:
+        base = server.base
         measured = run_measured(
             tidegauge_argv("check", "flink", base, "--interval", "0s", "--deadline", f"{CHECK_DEADLINE_S:g}s")
         )
@@ -224,8 +232,8 @@ def test_daemon_keeps_the_good_target_and_names_the_error(
         seen.update(health=health, bad=bad, good=good, metrics=text)
         return True
 
-    with hostile(mode) as base:
-        config["targets"]["flink_rest"][0]["url"] = base  # type: ignore[index]
+    with hostile(mode) as server:
+        config["targets"]["flink_rest"][0]["url"] = server.base  # type: ignore[index]
         config_path = tmp_path / "config.yaml"
         config_path.write_text(yaml.safe_dump(config))
         measured = run_measured(
@@ -248,3 +256,25 @@ def test_daemon_keeps_the_good_target_and_names_the_error(
         if lv.get("job_id") == "good/bigquery-sink" and lv.get("partition") == "10"
     ]
     assert lag == [147481.0]
+
+
+def test_daemon_sigterm_abandons_a_slowloris_poll_in_flight(tmp_path: Path) -> None:
+    """With the default deadlines (30 s a request), SIGTERM while a slowloris answer is being read: the
+    read is abandoned, and the daemon exits cleanly without waiting for the deadline."""
+    db_url = f"sqlite:///{tmp_path / 'tg.db'}"
+    upgrade(db_url)
+    with hostile("slowloris body") as server:
+        config = {
+            "server": {"host": "127.0.0.1", "port": free_port()},
+            "targets": {"flink_rest": [{"name": "hostile", "url": server.base, "poll_interval": "1s"}]},
+        }
+        config_path = tmp_path / "config.yaml"
+        config_path.write_text(yaml.safe_dump(config))
+        measured = run_measured(
+            tidegauge_argv("run", "-c", str(config_path), "--db", db_url),
+            terminate_when=server.answering.is_set,
+            kill_after_s=90.0,
+        )
+    record("run: SIGTERM during a slowloris poll (default deadlines)", measured, deadline_s=10.0)
+    assert not measured.killed and measured.returncode == 0, measured.stderr[-3000:]
+    assert "abandoned: " in measured.stderr and "deadline exceeded" not in measured.stderr

@@ -396,3 +396,66 @@ def test_every_pull_collector_reads_within_its_limits(collector: str) -> None:
     result = scraper.poll(NOW)
     assert [e.kind for e in result.errors] == [ErrorKind.BODY_TOO_LARGE] and result.samples == ()
     assert body.bytes <= 100 * KIB + 9000
+
+
+# -------------------------------------------------------------------------------------------- abandon
+
+
+class _StallingServer:
+    """A loopback server that answers one request with the start of a status line, then sends nothing
+    more and waits until the client closes or shuts down the connection."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        self.stalled = threading.Event()
+        self.thread = threading.Thread(target=self._answer, daemon=True)
+        self.thread.start()
+
+    def _answer(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 2")
+            self.stalled.set()
+            try:
+                while conn.recv(65536):  # b"" once the client has shut the connection down
+                    pass
+            except OSError:  # or reset
+                return
+
+
+def test_abandon_wakes_a_read_in_flight_and_refuses_later_requests() -> None:
+    from collectors.http import abandon
+
+    server = _StallingServer()
+    results: list[object] = []
+    url = f"http://127.0.0.1:{server.port}/m"
+    # an hour of read timeout and deadline: only abandon() can end this request
+    limits = ReadLimits(request_deadline_s=3600.0, poll_deadline_s=3600.0)
+    try:
+        with make_client(read_timeout_s=3600.0) as client:
+            reader = threading.Thread(target=lambda: results.append(get_text(client, url, limits)), daemon=True)
+            reader.start()
+            server.stalled.wait()
+            time.sleep(0.5)  # for the reader to be blocked in its read (what abandon must wake), not before it
+            abandon(client)
+            reader.join()
+            later = get_text(client, url, limits)
+        server.thread.join()
+    finally:
+        server.sock.close()
+    for failure in (*results, later):
+        assert isinstance(failure, HttpFailure)
+        assert failure.message == f"abandoned: {url} was not read (tidegauge is stopping)"
+
+
+def test_abandon_refuses_requests_of_a_client_with_its_own_transport() -> None:
+    from collectors.http import abandon
+
+    calls: list[httpx.Request] = []
+    client = make_client(transport=httpx.MockTransport(lambda r: calls.append(r) or httpx.Response(200)))
+    abandon(client)
+    assert isinstance(get_text(client, "http://h/m"), HttpFailure) and calls == []
