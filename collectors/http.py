@@ -37,8 +37,7 @@ what happened                              message starts with                  
 =========================================  ==========================================  =========  ==========================
 connection refused / DNS / TLS failure     ``cannot connect``                           yes        ``unreachable``
 connect/read/write/pool timeout            ``timed out``                                yes        ``unreachable``
-other transport error (reset, protocol,    ``request failed``                           yes        ``unreachable``
-corrupt gzip, unsupported encoding)
+reset, protocol error, bad compression    ``request failed``                           yes        ``unreachable``
 HTTP 408, 429, 5xx                         ``HTTP <code>``                              yes        ``unreachable``
 other HTTP 4xx (404 wrong path, 401 ...)   ``HTTP <code>``                              no         ``unreachable``
 3xx to the same host                       ``HTTP <code>``                              no         ``unreachable``
@@ -48,10 +47,11 @@ more than ``max_decompressed_bytes``       ``decompressed too large``           
 request or poll deadline passed            ``deadline exceeded``                        yes        ``deadline_exceeded``
 JSON nested too deeply                     ``too deeply nested``                        no         ``too_deeply_nested``
 not JSON                                   ``invalid JSON``                             no         ``unreachable``
-the client was abandoned (:func:`abandon`) ``abandoned``                                yes        ``unreachable``
+client abandoned (:func:`abandon`)         ``abandoned``                                yes        ``unreachable``
 =========================================  ==========================================  =========  ==========================
 
-Messages and targets never contain credentials: URLs are shown without user-info and query string.
+Bad compression: a corrupt ``gzip``/``deflate`` body, or another ``Content-Encoding``. Messages and targets
+never contain credentials: URLs are shown without user-info and query string.
 """
 
 from __future__ import annotations
