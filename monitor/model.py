@@ -457,9 +457,11 @@ class ErrorKind(enum.StrEnum):
     """What a :class:`CollectorError` says about its target (the ``kind`` label of
     ``tidegauge_collector_errors_total``).
 
-    Only ``UNREACHABLE`` means the target cannot be read at all (its jobs are not monitored: the target is
-    down and ``target_health`` counts it); every other kind is one quarantined piece (a file, a line, a
-    document) while the rest of the target is still read.
+    ``UNREACHABLE`` means the target (or one of its HTTP endpoints) cannot be read at all, as do the kinds
+    of an HTTP answer refused by a read bound (``BODY_TOO_LARGE``, ``DECOMPRESSED_TOO_LARGE``,
+    ``DEADLINE_EXCEEDED``, ``TOO_DEEPLY_NESTED``, ``REDIRECT_OTHER_HOST``): the target is down and
+    ``target_health`` counts it (:attr:`target_down`); every other kind is one quarantined piece (a file, a
+    line, a document) while the rest of the target is still read.
     """
 
     UNREACHABLE = "unreachable"  # the target cannot be read at all: path missing, connection refused, HTTP error
@@ -473,11 +475,31 @@ class ErrorKind(enum.StrEnum):
     STORE = "store"  # the poll could not be stored (database); it is read again by the next poll
     UNSTORABLE = "unstorable"  # one sample or document the database refused as data; skipped
     INTERNAL = "internal"  # a bug met while parsing one document; the document was skipped
+    # an HTTP answer refused by a bound of collectors.http.ReadLimits: nothing of that request was read
+    BODY_TOO_LARGE = "body_too_large"  # more than max_body_bytes on the wire
+    DECOMPRESSED_TOO_LARGE = "decompressed_too_large"  # a gzip/deflate body decoding to more than allowed
+    DEADLINE_EXCEEDED = "deadline_exceeded"  # no complete answer within the request's or the poll's deadline
+    TOO_DEEPLY_NESTED = "too_deeply_nested"  # a JSON answer nested deeper than the parser's limit
+    REDIRECT_OTHER_HOST = "redirect_other_host"  # a redirect to another host (never followed)
 
     @property
     def target_down(self) -> bool:
-        """True when an error of this kind means the target could not be read at all."""
-        return self in (ErrorKind.UNREACHABLE, ErrorKind.STORE)
+        """True when an error of this kind means the target (or one of its endpoints) could not be read:
+        unreachable, an HTTP answer refused by a read bound, or the poll could not be stored."""
+        return self in _TARGET_DOWN
+
+
+_TARGET_DOWN = frozenset(
+    {
+        ErrorKind.UNREACHABLE,
+        ErrorKind.STORE,
+        ErrorKind.BODY_TOO_LARGE,
+        ErrorKind.DECOMPRESSED_TOO_LARGE,
+        ErrorKind.DEADLINE_EXCEEDED,
+        ErrorKind.TOO_DEEPLY_NESTED,
+        ErrorKind.REDIRECT_OTHER_HOST,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
