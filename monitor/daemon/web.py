@@ -233,6 +233,8 @@ class HttpService:
         app: the ASGI app.
         host / port: where to listen (port 0 picks a free port; see :attr:`port` after start).
         start_timeout_s: how long :meth:`start` waits for the socket.
+        header_timeout_s: see :func:`server_config`.
+        log_level: uvicorn's own log level (``"warning"``; ``tidegauge serve --log-level``).
     """
 
     def __init__(
@@ -243,8 +245,9 @@ class HttpService:
         *,
         start_timeout_s: float = 10.0,
         header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+        log_level: str = "warning",
     ) -> None:
-        self._config = server_config(app, header_timeout_s=header_timeout_s)
+        self._config = server_config(app, header_timeout_s=header_timeout_s, log_level=log_level)
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None

@@ -12,7 +12,10 @@ PostgreSQL. Nothing here reads the environment: callers (the composition root, t
 SQLite connections get, from a ``connect`` event: ``journal_mode=WAL`` (readers do not block the writer),
 ``busy_timeout`` (wait for a lock rather than fail at once), ``foreign_keys=ON``, and SQLAlchemy-emitted
 ``BEGIN`` (so DDL is transactional and SAVEPOINTs work; see SQLAlchemy's "Enabling Non-Legacy SQLite
-Transactional Modes").
+Transactional Modes"), and a check at every connect, transaction start and commit that the file at the
+path is still the one first opened (a file removed or replaced under the process fails every use rather
+than losing writes: :class:`_SqliteFileGuard`). PostgreSQL connections get ``pool_pre_ping`` (a restarted
+server is reconnected) and a ``connect_timeout`` of :data:`PG_CONNECT_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from monitor import redaction
 from monitor.errors import ConfigError, StoreError
 
 __all__ = [
+    "PG_CONNECT_TIMEOUT_S",
     "SQLITE_BUSY_TIMEOUT_MS",
     "check_store",
     "database_errors",
@@ -48,6 +52,8 @@ __all__ = [
 
 #: How long a SQLite connection waits for another writer's lock before failing, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+#: How long a PostgreSQL connection attempt may take before failing, seconds (libpq's ``connect_timeout``).
+PG_CONNECT_TIMEOUT_S = 5
 
 
 def default_db_path(environ: Mapping[str, str]) -> Path:
@@ -177,6 +183,54 @@ def _on_sqlite_begin(connection: Connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+class _SqliteFileGuard:
+    """Refuses to use a SQLite file that is no longer the one the engine opened first.
+
+    A connection to a file removed (or renamed, or replaced by another file) under a running process keeps
+    working on the unlinked copy: ``SELECT 1`` answers and every write "succeeds" and is lost with it; a new
+    connection would create an empty file at the path. So, on every connect, transaction start and commit,
+    the path's identity (device, inode) is compared with the first one seen (one ``stat``); a missing or
+    different file raises :class:`StoreError`, which fails the poll, the ingest request (503) and
+    ``/healthz`` (:func:`check_store`) alike, and nothing is reported as stored.
+    """
+
+    def __init__(self, path: Path, *, create: bool) -> None:
+        self._path = path
+        self._create = create
+        self._identity: tuple[int, int] | None = None
+
+    def check(self) -> None:
+        """Raise :class:`StoreError` unless the file at the path is the engine's.
+
+        Raises:
+            StoreError: ``no database at PATH (removed while in use)`` or ``PATH was replaced by another
+                file while in use``.
+        """
+        try:
+            stat = self._path.stat()
+        except FileNotFoundError:
+            raise StoreError(f"no database at {self._path} (removed while in use)") from None
+        except OSError as exc:
+            raise StoreError(f"database {self._path}: cannot stat the file ({exc.strerror})") from None
+        identity = (stat.st_dev, stat.st_ino)
+        if self._identity is None:
+            self._identity = identity
+        elif identity != self._identity:
+            raise StoreError(
+                f"{self._path} was replaced by another file while in use (restart tidegauge to use the new file)"
+            )
+
+    def before_connect(self, dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
+        """``do_connect`` event: never let the driver create a file at the path (only ``db upgrade`` does)."""
+        if self._create and self._identity is None:
+            return
+        self.check()
+
+    def before_transaction(self, connection: Connection) -> None:
+        """``begin`` / ``commit`` event: the file must still be the engine's."""
+        self.check()
+
+
 def make_engine(
     url: str | URL | None, *, environ: Mapping[str, str] | None = None, create: bool = False, **kwargs: Any
 ) -> Engine:
@@ -209,10 +263,19 @@ def make_engine(
     else:
         kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("json_deserializer", decode_json_column)
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg", "psycopg2"):
+        # a server that stops answering (not refusing) must fail a connection attempt, not hang it
+        kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S, **kwargs.get("connect_args", {})}
     with database_errors(parsed, drivers=True):
         engine = create_engine(parsed, **kwargs)
     if is_sqlite:
+        path = _sqlite_file(parsed)
         event.listen(engine, "connect", _on_sqlite_connect)
+        if path is not None:
+            guard = _SqliteFileGuard(path.absolute(), create=create)
+            event.listen(engine, "do_connect", guard.before_connect)
+            event.listen(engine, "begin", guard.before_transaction)
+            event.listen(engine, "commit", guard.before_transaction)
         event.listen(engine, "begin", _on_sqlite_begin)
     return engine
 
