@@ -11,6 +11,7 @@ SIGTERM/SIGINT are passed on to the Streamlit process, killed if it is still the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -106,7 +107,10 @@ def register(app: typer.Typer) -> None:
 
 
 def _signal_child(child: list[subprocess.Popen[bytes]], sig: signal.Signals) -> None:
-    """Send ``sig`` to the Streamlit process unless it is gone (or not started yet)."""
+    """Send ``sig`` to the Streamlit process unless it is gone (or not started yet); after ``SIGKILL``, wait
+    a moment for it to be gone (its port is free once it is)."""
     for process in child:
-        if process.poll() is None:
-            process.send_signal(sig)
+        process.send_signal(sig)  # Popen does nothing for a process already reaped
+        if sig == signal.SIGKILL:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=1.0)

@@ -37,6 +37,7 @@ from monitor.errors import ConfigError, StoreError
 
 __all__ = [
     "PG_CONNECT_TIMEOUT_S",
+    "READ_ONLY",
     "SQLITE_BUSY_TIMEOUT_MS",
     "check_store",
     "database_errors",
@@ -54,6 +55,9 @@ __all__ = [
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: How long a PostgreSQL connection attempt may take before failing, seconds (libpq's ``connect_timeout``).
 PG_CONNECT_TIMEOUT_S = 5
+#: Execution option of an engine (``engine.execution_options(**{READ_ONLY: True})``) whose transactions only
+#: read: on SQLite they begin deferred, without waiting for the write lock (:func:`check_store`).
+READ_ONLY = "tidegauge_read_only"
 
 
 def default_db_path(environ: Mapping[str, str]) -> Path:
@@ -179,8 +183,13 @@ def _on_sqlite_begin(connection: Connection) -> None:
     # and then writes (the alert tick: load alerts, then update them) cannot upgrade to a writer after
     # another connection committed in between; SQLite then fails at once with "database is locked"
     # (SQLITE_BUSY_SNAPSHOT in WAL mode) without waiting for busy_timeout. Immediate transactions queue on
-    # busy_timeout instead; WAL readers outside transactions are not blocked.
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    # busy_timeout instead; WAL readers outside transactions are not blocked. A transaction that only
+    # reads (READ_ONLY) begins deferred: it never waits for a writer (a poll catching up holds the lock
+    # for as long as it reads).
+    if connection.get_execution_options().get(READ_ONLY):
+        connection.exec_driver_sql("BEGIN")
+    else:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 class _SqliteFileGuard:
@@ -298,7 +307,8 @@ def decode_json_column(text: str | bytes) -> Any:
 def check_store(sessions: sessionmaker[Session]) -> tuple[bool, dict[str, str]]:
     """The store's part of a ``/healthz`` answer, from a real query through ``sessions``.
 
-    A session of ``sessions`` runs ``SELECT 1`` on a connection of its engine's pool (for PostgreSQL
+    A read-only session of ``sessions`` (:data:`READ_ONLY`: it does not wait for SQLite's write lock, which
+    a poll catching up holds for long) runs ``SELECT 1`` on a connection of its engine's pool (for PostgreSQL
     ``pool_pre_ping`` reconnects first, so a restarted server counts as reachable). A SQLite file must still
     be at its path: a pooled connection to a removed file would answer ``SELECT 1`` from the unlinked copy
     while every write is lost with it, and a new connection would refuse it anyway (the file is never
@@ -317,7 +327,8 @@ def check_store(sessions: sessionmaker[Session]) -> tuple[bool, dict[str, str]]:
         if path is not None and not path.is_file():
             reason = f"no database at {path}"
         else:
-            with sessions() as session:
+            read_only = bind.execution_options(**{READ_ONLY: True}) if isinstance(bind, Engine) else bind
+            with sessions(bind=read_only) as session:  # not queued behind a writer: a busy store is up
                 session.execute(text("SELECT 1"))
     except Exception as exc:
         detail = _reason(exc, url) if url is not None else redaction.redact(str(exc).strip().splitlines()[0])
