@@ -29,7 +29,14 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DataError,
+    DBAPIError,
+    OperationalError,
+    SQLAlchemyError,
+    StatementError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor import redaction
@@ -44,6 +51,7 @@ __all__ = [
     "decode_json_column",
     "default_db_path",
     "default_db_url",
+    "is_data_error",
     "is_transient",
     "make_engine",
     "make_session_factory",
@@ -128,6 +136,19 @@ def is_transient(exc: BaseException) -> bool:
         return True
     text = str(orig if orig is not None else exc).lower()
     return any(marker in text for marker in _SQLITE_BUSY)
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """Whether the store refused a value (bad data: SQL ``DataError``, a value the driver cannot bind, a
+    ``ValueError``/``OverflowError`` of the encoding), not failed as a database (unreachable, locked,
+    a constraint): the input is to blame and storing it again fails again."""
+    if isinstance(exc, DataError):
+        return True
+    if isinstance(exc, DBAPIError):  # OperationalError ("database is locked"), IntegrityError, ...
+        return False
+    if isinstance(exc, StatementError):  # raised before reaching the database: binding a value
+        return isinstance(exc.orig, ValueError | OverflowError | TypeError)
+    return isinstance(exc, ValueError | OverflowError)
 
 
 def _reason(exc: BaseException, url: URL) -> str:
