@@ -67,6 +67,8 @@ def test_a_second_signal_ends_the_process_at_once() -> None:
 def test_leave_does_not_wait_for_a_thread_that_never_ends() -> None:
     proc = _start(
         """
+        import atexit
+        atexit.register(lambda: print("interpreter exit", file=sys.stderr, flush=True))
         threading.Thread(target=threading.Event().wait, name="poll flink").start()  # not a daemon thread
         print("ready", flush=True)
         sys.exit(leave(3))
@@ -75,14 +77,19 @@ def test_leave_does_not_wait_for_a_thread_that_never_ends() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3
     assert "exiting without waiting for 1 thread(s) still running: poll flink" in err
+    assert "interpreter exit" not in err  # it did not go through the interpreter's exit (which would wait)
 
 
 def test_leave_returns_when_nothing_is_left_running() -> None:
     proc = _start(
         """
+        import atexit
+        atexit.register(lambda: print("interpreter exit", file=sys.stderr, flush=True))
+        threading.Thread(target=threading.Event().wait, daemon=True).start()  # a daemon thread is no reason
         print("ready", flush=True)
-        print(leave(0), flush=True)
+        sys.exit(leave(3))
         """
     )
-    out, _ = proc.communicate(timeout=60)
-    assert (proc.returncode, out) == (0, "0\n")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    assert err == "interpreter exit\n"
