@@ -23,6 +23,10 @@ from typing import Any
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_ID_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "MAX_NAME_CHARS",
     "MAX_TIME",
     "MIN_TIME",
     "UTC",
@@ -42,6 +46,7 @@ __all__ = [
     "Severity",
     "check_finite",
     "check_int64",
+    "check_name",
     "check_text",
     "check_time",
     "datetime_to_ms",
@@ -49,6 +54,7 @@ __all__ = [
     "episode_id",
     "fingerprint",
     "ms_to_datetime",
+    "storable_text",
     "worst_episode",
 ]
 
@@ -124,6 +130,56 @@ def check_text(value: str, what: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(f"{what}: not valid Unicode (a lone surrogate at character {exc.start})") from None
+    return value
+
+
+#: Text the model holds as an identity or a label (ids, names, descriptions) is stored in text columns on
+#: SQLite and PostgreSQL alike, so it is held to what both accept: valid Unicode, no NUL character
+#: (PostgreSQL's ``text`` refuses U+0000; SQLite stores it), and a maximum length (PostgreSQL refuses a
+#: B-tree index entry over about 2,700 bytes, SQLite has no limit). Checked by :func:`check_name`, in the
+#: parsers with their field names first and again when a :class:`JobRef` or :class:`Scope` is made.
+#:
+#: Identifiers: a Spark query ``id`` / ``runId``, a Flink job id and the job name it is followed by, a
+#: Kafka ``cluster/group``, an application id. Unique indexes cover them (``jobs``, ``runs``, alert groups),
+#: so 512 characters, at most 2,048 UTF-8 bytes: under PostgreSQL's index entry limit with the engine.
+MAX_ID_CHARS = 512
+#: Names: a Spark query ``name`` (Flink's job name is also its identifier: :data:`MAX_ID_CHARS`).
+MAX_NAME_CHARS = 1024
+#: Descriptions: a Spark source ``description``, a Flink source vertex name, a Kafka topic, an operator
+#: (:class:`Scope`'s ``source`` and ``operator``); a Kafka subscription to many topics is long, a page of
+#: text is not a description.
+MAX_DESCRIPTION_CHARS = 16 * 1024
+#: Messages: a collector error's message and target (:class:`CollectorError`), cut to it (never refused).
+MAX_MESSAGE_CHARS = 4 * 1024
+
+
+def check_name(value: str, what: str, max_chars: int) -> str:
+    """``value`` if it can be stored as an identifier, name or description on every database: at most
+    ``max_chars`` characters (:data:`MAX_ID_CHARS`, :data:`MAX_NAME_CHARS`, :data:`MAX_DESCRIPTION_CHARS`),
+    no NUL character, valid Unicode (:func:`check_text`).
+
+    Raises:
+        ValueError: it cannot; ``what`` names the field (``FILE: line 3: field progress.id: ...``).
+    """
+    if len(value) > max_chars:
+        raise ValueError(f"{what}: {len(value):,} characters, more than the {max_chars:,} allowed")
+    nul = value.find("\x00")
+    if nul >= 0:
+        raise ValueError(f"{what}: holds a NUL character (U+0000, at character {nul}), which cannot be stored")
+    if value.isascii():
+        return value
+    return check_text(value, what)
+
+
+def storable_text(value: str, max_chars: int) -> str:
+    """``value`` made storable when it must never be refused (an error's message): NUL shown as ``\\x00``, a
+    lone surrogate as ``?``, cut to ``max_chars`` characters (ending ``...``)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\\x00")
+    if not value.isascii():
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    if len(value) > max_chars:
+        value = value[: max_chars - 3] + "..."
     return value
 
 
@@ -239,6 +295,10 @@ class JobRef:
         run_id: Spark query ``runId`` (new on every restart), Flink attempt/run marker, or ``None``.
         name: human name (Spark query ``name``, Flink job name) or ``None``.
         app_id: Spark application id / Flink cluster, where known.
+
+    Raises:
+        ValueError: an id, the run id or the app id longer than :data:`MAX_ID_CHARS`, a name longer than
+            :data:`MAX_NAME_CHARS`, or any of them holding a NUL or a lone surrogate (:func:`check_name`).
     """
 
     engine: Engine
@@ -246,6 +306,15 @@ class JobRef:
     run_id: str | None = None
     name: str | None = None
     app_id: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name(self.job_id, "JobRef.job_id", MAX_ID_CHARS)
+        if self.run_id is not None:
+            check_name(self.run_id, "JobRef.run_id", MAX_ID_CHARS)
+        if self.name is not None:
+            check_name(self.name, "JobRef.name", MAX_NAME_CHARS)
+        if self.app_id is not None:
+            check_name(self.app_id, "JobRef.app_id", MAX_ID_CHARS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,12 +324,22 @@ class Scope:
     ``source`` is a Spark source description or Flink source vertex name or Kafka topic; ``partition``
     a Kafka/topic partition; ``subtask`` a Flink subtask index; ``operator`` a Spark state operator name or
     Flink vertex id.
+
+    Raises:
+        ValueError: ``source`` or ``operator`` longer than :data:`MAX_DESCRIPTION_CHARS` or holding a NUL
+            or a lone surrogate (:func:`check_name`).
     """
 
     source: str | None = None
     partition: int | None = None
     subtask: int | None = None
     operator: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source is not None:
+            check_name(self.source, "Scope.source", MAX_DESCRIPTION_CHARS)
+        if self.operator is not None:
+            check_name(self.operator, "Scope.operator", MAX_DESCRIPTION_CHARS)
 
     def is_job(self) -> bool:
         """True when this scope is the whole job."""
@@ -513,6 +592,9 @@ class CollectorError:
         observed_at: when (aware UTC).
         retryable: whether the next poll may succeed.
         kind: what failed (:class:`ErrorKind`); the default, ``UNREACHABLE``, marks the target down.
+
+    ``target`` and ``message`` are made storable on construction (:func:`storable_text`: NUL escaped, cut
+    to :data:`MAX_MESSAGE_CHARS`): reporting a problem never fails on the problem's own text.
     """
 
     collector: str
@@ -521,6 +603,13 @@ class CollectorError:
     observed_at: datetime
     retryable: bool = True
     kind: ErrorKind = ErrorKind.UNREACHABLE
+
+    def __post_init__(self) -> None:
+        # an error is always storable: its text is made so (storable_text), never refused
+        for name in ("target", "message"):
+            text = getattr(self, name)
+            if len(text) > MAX_MESSAGE_CHARS or not text.isascii() or "\x00" in text:
+                object.__setattr__(self, name, storable_text(text, MAX_MESSAGE_CHARS))
 
 
 @dataclass(frozen=True, slots=True)

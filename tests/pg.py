@@ -74,6 +74,7 @@ class PostgresServer:
     run_as: tuple[int, int] | None
     startup_seconds: float = 0.0
     _stopped: bool = field(default=False, repr=False)
+    _options: str = field(default="", repr=False)
 
     @property
     def data_dir(self) -> Path:
@@ -105,6 +106,16 @@ class PostgresServer:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no server log)"
+
+    def halt(self) -> None:
+        """Stop the server (``pg_ctl stop -m immediate``, a crash as clients see it), keeping its data: a
+        test's "lost PostgreSQL"; :meth:`resume` starts it again on the same port."""
+        _run(self, ["pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"])
+
+    def resume(self) -> None:
+        """Start the server :meth:`halt` stopped, on the same port and data directory."""
+        _run(self, ["pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_file), "-o", self._options,
+                    "-w", "-t", "60", "start"])  # fmt: skip
 
     def stop(self) -> None:
         """``pg_ctl stop -m immediate`` and remove the directory; idempotent."""
@@ -236,6 +247,7 @@ def start_postgres(environ: Mapping[str, str]) -> PostgresServer:
                 f"-p {server.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' "
                 "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             )
+            server._options = options
             start = ["pg_ctl", "-D", str(server.data_dir), "-l", str(server.log_file), "-o", options]
             result = _run(server, [*start, "-w", "-t", "60", "start"], check=attempt == _START_ATTEMPTS - 1)
             if result.returncode == 0:

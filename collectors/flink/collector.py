@@ -92,6 +92,8 @@ from collectors.http import (
 )
 from monitor.errors import InputError
 from monitor.model import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_ID_CHARS,
     CollectorError,
     Engine,
     ErrorKind,
@@ -99,6 +101,7 @@ from monitor.model import (
     PollResult,
     Sample,
     SampleKind,
+    check_name,
     ms_to_datetime,
 )
 
@@ -338,6 +341,16 @@ class FlinkRestCollector(PollsOnce):
             detail: JobDetail = self._parse(parse_job_detail, self._get(path, budget), path)
         except _Failed as exc:
             result.errors.append(self._error(exc, now))
+            return None
+        try:  # what becomes the job's identity and its scopes must be text the store can hold
+            check_name(detail.jid, f"{path}: field jid", MAX_ID_CHARS)
+            check_name(detail.name, f"{path}: field name (the job's identity)", MAX_ID_CHARS)
+            for i, vertex in enumerate(detail.vertices):
+                check_name(vertex.id, f"{path}: field vertices[{i}].id", MAX_DESCRIPTION_CHARS)
+                check_name(vertex.name, f"{path}: field vertices[{i}].name", MAX_DESCRIPTION_CHARS)
+        except ValueError as exc:
+            url = safe_url(self.base_url + path)
+            result.errors.append(CollectorError(self.name, url, str(exc), now, retryable=False, kind=ErrorKind.FIELD))
             return None
         return detail
 

@@ -50,7 +50,7 @@ from collectors.flink.responses import (
 from collectors.flink.samples import Counters, JobFigures, is_source_vertex, running_job_samples
 from collectors.flink.values import LONG_MAX, LONG_MIN
 from collectors.http import DEFAULT_READ_LIMITS, HttpFailure, ReadLimits, check_url, get_text, safe_url
-from monitor.model import CollectorError, Engine, JobRef, PollResult, datetime_to_ms
+from monitor.model import CollectorError, Engine, ErrorKind, JobRef, PollResult, datetime_to_ms
 
 __all__ = ["COLLECTOR_NAME", "FlinkPrometheusCollector", "parse_reporter_text"]
 
@@ -209,9 +209,15 @@ class FlinkPrometheusCollector(PollsOnce):
                 extra={"state": "RUNNING", "vertices": len(per_vertex)}
                 | ({"running_since_ms": now_ms - int(running)} if running else {}),
             )
-            ref = JobRef(Engine.FLINK, job.name, run_id=job_id, name=job.name, app_id=self._cluster)
-            counters = self._counters.setdefault(job_id, Counters())
-            samples.extend(running_job_samples(ref, per_vertex, True, counters, figures, now, self.name))
+            try:  # a job or vertex name the model cannot hold (too long, a NUL): this job is skipped
+                ref = JobRef(Engine.FLINK, job.name, run_id=job_id, name=job.name, app_id=self._cluster)
+                counters = self._counters.setdefault(job_id, Counters())
+                samples.extend(running_job_samples(ref, per_vertex, True, counters, figures, now, self.name))
+            except ValueError as exc:
+                message = f"job {job_id[:80]!r}: {exc}; job skipped"
+                errors.append(
+                    CollectorError(self.name, self._cluster, message, now, retryable=False, kind=ErrorKind.FIELD)
+                )
         for gone in set(self._counters) - set(jobs):
             del self._counters[gone]
         return PollResult(tuple(samples), tuple(errors))

@@ -39,6 +39,7 @@ from collectors.kafka.options import KafkaOptions
 from monitor.model import (
     CollectorError,
     Engine,
+    ErrorKind,
     JobRef,
     PollResult,
     Sample,
@@ -47,7 +48,7 @@ from monitor.model import (
     datetime_to_ms,
 )
 
-__all__ = ["COLLECTOR_NAME", "KafkaLagCollector", "Snapshot", "group_samples"]
+__all__ = ["COLLECTOR_NAME", "KafkaLagCollector", "Snapshot", "group_samples", "groups_samples"]
 
 COLLECTOR_NAME = "kafka-lag"
 
@@ -221,11 +222,30 @@ class KafkaLagCollector(PollsOnce):
             snap = self.snapshot(now)
         except KafkaUnreachable as exc:
             return PollResult(errors=(CollectorError(self.name, self.options.describe(), str(exc), now),))
-        samples = [
-            s for g in snap.groups if g.error is None for s in group_samples(self.options.cluster, g, now)
-        ]
+        samples, refused = groups_samples(
+            self.options.cluster, [g for g in snap.groups if g.error is None], now, self.name, self.options.describe()
+        )
         errors = tuple(CollectorError(self.name, self.options.describe(), e, now) for e in snap.errors)
-        return PollResult(samples=tuple(samples), errors=errors)
+        return PollResult(samples=tuple(samples), errors=errors + tuple(refused))
+
+
+def groups_samples(
+    cluster: str, lags: Iterable[GroupLag], now: datetime, collector: str, target: str
+) -> tuple[list[Sample], list[CollectorError]]:
+    """:func:`group_samples` of each group, and one ``field`` error per group the model cannot hold (a group
+    or topic name longer than :data:`monitor.model.MAX_ID_CHARS` / ``MAX_DESCRIPTION_CHARS`` or holding a
+    NUL: :func:`monitor.model.check_name`); the other groups' samples are kept."""
+    samples: list[Sample] = []
+    refused: list[CollectorError] = []
+    for lag in lags:
+        try:
+            group = list(group_samples(cluster, lag, now, collector))  # all of the group or none of it
+        except ValueError as exc:
+            message = f"consumer group {lag.group[:80]!r}: {exc}; group skipped"
+            refused.append(CollectorError(collector, target, message, now, retryable=False, kind=ErrorKind.FIELD))
+        else:
+            samples.extend(group)
+    return samples, refused
 
 
 def _job(cluster: str, group: str) -> JobRef:

@@ -13,7 +13,7 @@ import httpx
 
 from collectors.base import PollsOnce
 from collectors.http import DEFAULT_READ_LIMITS, HttpFailure, ReadLimits, get_text, safe_url
-from collectors.kafka.collector import group_samples
+from collectors.kafka.collector import groups_samples
 from collectors.kafka.exporters import parse_exporter_text
 from monitor.errors import InputError
 from monitor.model import CollectorError, PollResult
@@ -50,5 +50,5 @@ class ExporterScrapeCollector(PollsOnce):
             groups = parse_exporter_text(body, target)
         except InputError as exc:
             return PollResult(errors=(CollectorError(self.name, target, str(exc), now, retryable=False),))
-        samples = [s for g in groups for s in group_samples(self.cluster, g.lag, now, collector=self.name)]
-        return PollResult(samples=tuple(samples))
+        samples, refused = groups_samples(self.cluster, [g.lag for g in groups], now, self.name, target)
+        return PollResult(samples=tuple(samples), errors=tuple(refused))

@@ -65,7 +65,7 @@ from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, code
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, LongLine
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
 from monitor.errors import EventLogError, ProgressFormatError
-from monitor.model import CollectorError, ErrorKind, JobRef, PollResult, Sample
+from monitor.model import MAX_ID_CHARS, CollectorError, ErrorKind, JobRef, PollResult, Sample, check_name
 
 __all__ = [
     "BOMB_MIN_BYTES",
@@ -876,7 +876,8 @@ def _app_start_id(data: bytes, end: int) -> str | None:
 
     Spark writes that event once, near the top of the first event-log file (after ``SparkListenerLogStart``
     and the executor/environment events); it is the only line parsed besides the streaming ones. A line that
-    is not valid JSON or has no string ``App ID`` gives ``None`` (the file name is used then).
+    is not valid JSON or has no string ``App ID``, or one the store cannot hold as an id
+    (:func:`monitor.model.check_name`), gives ``None`` (the file name is used then).
     """
     hit = data.find(APP_START, 0, end)
     if hit < 0 or (hit and data[hit - 1 : hit] != b"\n"):
@@ -890,7 +891,11 @@ def _app_start_id(data: bytes, end: int) -> str | None:
     if not isinstance(app_id, str) or not app_id:
         return None
     attempt = event.get("App Attempt ID")
-    return f"{app_id}_{attempt}" if isinstance(attempt, str) and attempt else app_id
+    full = f"{app_id}_{attempt}" if isinstance(attempt, str) and attempt else app_id
+    try:
+        return check_name(full, "App ID", MAX_ID_CHARS)
+    except ValueError:
+        return None  # not an id the store can hold: the file name names the application
 
 
 def _after(line_no: int) -> str:

@@ -38,6 +38,9 @@ from monitor.errors import ProgressFormatError
 from monitor.model import (
     INT64_MAX,
     INT64_MIN,
+    MAX_DESCRIPTION_CHARS,
+    MAX_ID_CHARS,
+    MAX_NAME_CHARS,
     MAX_TIME,
     MIN_TIME,
     Engine,
@@ -46,6 +49,7 @@ from monitor.model import (
     SampleKind,
     Scope,
     check_int64,
+    check_name,
     check_text,
     check_time,
 )
@@ -352,6 +356,28 @@ def _text_at(mapping: Mapping[str, Any], key: str, where: str, path: str) -> str
     return _text(value, field_at(where, path + key))
 
 
+def _name_at(mapping: Mapping[str, Any], key: str, where: str, path: str, max_chars: int) -> str | None:
+    """An identifier, name or description ``mapping[key]`` as the model holds it (:func:`monitor.model.check_name`:
+    at most ``max_chars`` characters, no NUL, valid Unicode); ``None`` when not a string.
+
+    Raises:
+        ProgressFormatError: it cannot be held, naming ``<where>: field <path><key>`` (``field`` set).
+    """
+    value = mapping.get(key)
+    if type(value) is not str:
+        return None
+    return _checked_name(value, where, path + key, max_chars)
+
+
+def _checked_name(value: str, where: str, path: str, max_chars: int) -> str:
+    if len(value) <= max_chars and value.isascii() and "\x00" not in value:
+        return value  # nearly every value: no field name built
+    try:
+        return check_name(value, field_at(where, path), max_chars)
+    except ValueError as exc:
+        raise ProgressFormatError(str(exc), field=path) from None
+
+
 def _sum_known(values: list[int | None]) -> int | None:
     """The sum of the known values, ``None`` when none is known (one value: itself)."""
     if len(values) == 1:
@@ -394,9 +420,9 @@ def _job(
         raise ProgressFormatError(
             f"{field_at(where, prefix + 'id')}: expected the streaming query id (a non-empty string), got {_show(query_id)}"
         )
-    job_id = _text_at(doc, "id", where, prefix) or query_id
-    run_id = _text_at(doc, "runId", where, prefix)
-    name = _text_at(doc, "name", where, prefix)
+    job_id = _name_at(doc, "id", where, prefix, MAX_ID_CHARS) or query_id
+    run_id = _name_at(doc, "runId", where, prefix, MAX_ID_CHARS)
+    name = _name_at(doc, "name", where, prefix, MAX_NAME_CHARS)
     return _job_ref(job_id, run_id, fallback_name if name is None else name, app_id)
 
 
@@ -529,8 +555,9 @@ def _parse_progress(
                 kind=kind,
                 collector=collector,
                 scope=_source_scope(
-                    _text_at(src, "description", where, p) if type(description) is str
-                    else _text(str(description), at(f"{w}.description")) if description is not None
+                    _name_at(src, "description", where, p, MAX_DESCRIPTION_CHARS) if type(description) is str
+                    else _checked_name(str(description), where, f"{p}description", MAX_DESCRIPTION_CHARS)
+                    if description is not None
                     else f"source[{i}]"
                 ),
                 batch_id=batch_id,

@@ -5,11 +5,15 @@ per-user default) and the dashboard token (the config's ``dashboard.token``, an 
 reference), checks that the schema is current, and runs ``streamlit run dashboard/app.py`` bound to
 ``--host`` (loopback unless told otherwise). The URL and the token reach the Streamlit process through its
 environment (:data:`DB_ENV`, :data:`TOKEN_ENV`), never its command line, where ``ps`` would show them.
+SIGTERM/SIGINT are passed on to the Streamlit process, killed if it is still there at the stop deadline
+(:mod:`monitor.daemon.stopping`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -19,6 +23,7 @@ from pathlib import Path
 import typer
 
 from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
+from monitor.daemon.stopping import StopSignals
 
 __all__ = ["DB_ENV", "TOKEN_ENV", "dashboard_command", "dashboard_environ", "register"]
 
@@ -89,9 +94,23 @@ def register(app: typer.Typer) -> None:
             url = default_db_url(os.environ)
         open_store(url, environ=os.environ).dispose()  # refuses a missing database or an outdated schema
         typer.echo(f"tidegauge dashboard on http://{host}:{port} ({'read-write' if token else 'read-only'})", err=True)
-        process = launch(url, token, host, port, os.environ)
-        try:
-            raise typer.Exit(process.wait())
-        except KeyboardInterrupt:
-            process.terminate()
-            raise typer.Exit(process.wait(timeout=10)) from None
+        # SIGTERM/SIGINT are passed on to Streamlit, which is killed if it has not gone by the deadline
+        # (monitor.daemon.stopping): it never outlives this process with its port bound
+        child: list[subprocess.Popen[bytes]] = []
+        with StopSignals(on_stop=lambda: _signal_child(child, signal.SIGTERM),
+                         before_exit=lambda: _signal_child(child, signal.SIGKILL)) as signals:
+            child.append(launch(url, token, host, port, os.environ))
+            if signals.stop.is_set():  # the signal came while it was being started
+                _signal_child(child, signal.SIGTERM)
+            code = child[0].wait()
+        raise typer.Exit(0 if signals.stop.is_set() else code)
+
+
+def _signal_child(child: list[subprocess.Popen[bytes]], sig: signal.Signals) -> None:
+    """Send ``sig`` to the Streamlit process unless it is gone (or not started yet); after ``SIGKILL``, wait
+    a moment for it to be gone (its port is free once it is)."""
+    for process in child:
+        process.send_signal(sig)  # Popen does nothing for a process already reaped
+        if sig == signal.SIGKILL:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=1.0)

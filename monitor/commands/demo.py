@@ -23,13 +23,10 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import signal
 import subprocess
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import FrameType
 
 import httpx
 import typer
@@ -78,6 +75,7 @@ def register(app: typer.Typer) -> None:
         """Run the daemon, the dashboard and a simulated Spark, Flink and Kafka fleet with injected faults."""
         from monitor.commands.dashboard import launch
         from monitor.daemon.compose import build
+        from monitor.daemon.stopping import StopSignals, leave
         from monitor.daemon.web import HttpService
         from monitor.demo.exporter import create_exporter_app
         from monitor.demo.fleet import build_fleet
@@ -117,92 +115,95 @@ def register(app: typer.Typer) -> None:
         }
         dashboard_url = f"http://127.0.0.1:{dashboard_port}"
 
-        stop = threading.Event()
+        child: list[subprocess.Popen[bytes]] = []
 
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            stop.set()
+        def kill_dashboard() -> None:
+            for process in child:
+                process.kill()
 
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-        inbox = Inbox()
-        receiver = HttpService(create_receiver_app(webhook_secret, _clock, inbox), "127.0.0.1", receiver_port)
-        daemon = None
-        dashboard: subprocess.Popen[bytes] | None = None
-        client = httpx.Client()
-        servers = [receiver]
-        code = 0
-        try:
-            # the fleet first (the Flink and Kafka servers answer from it), then the servers, whose
-            # (possibly picked) ports the daemon's config names
-            start = _clock()
-            start_ms = int(start.timestamp() * 1000)
-            horizon = run_for + timedelta(seconds=30) if run_for is not None else DEFAULT_HORIZON
-            fleet = build_fleet(start_ms, int(horizon.total_seconds() * 1000), seed=seed)
-            assert fleet.kafka is not None
-            flink = HttpService(create_flink_app(fleet.flink, _clock), "127.0.0.1", 0)
-            exporter = HttpService(create_exporter_app(fleet.kafka, _clock), "127.0.0.1", 0)
-            servers += [flink, exporter]
-            for server in servers:
-                server.start()
-            config = demo_config(paths, port=port, receiver_port=receiver.port, dashboard_url=f"{dashboard_url}/job",
-                                 flink_port=flink.port, exporter_port=exporter.port)
-            daemon = build(config, db_url=paths.db_url, environ=environ, clock=_clock)
-            daemon.start()
-            if not no_dashboard:
-                dashboard = launch(paths.db_url, dashboard_token, "127.0.0.1", dashboard_port, environ,
-                                   reports_dir=paths.reports, quiet=True)
-            sink = EventSink(paths.event_logs, f"http://127.0.0.1:{daemon.http.port}/api/v1/spark/events",
-                             ingest_token, client)
-            tracker = FaultTracker(fleet, start)
-            typer.echo(f"tidegauge demo: files in {root}")
-            typer.echo(f"  dashboard        {dashboard_url}" + ("" if dashboard else "  (not started)"))
-            typer.echo(f"  receiver page    http://127.0.0.1:{receiver.port}/")
-            typer.echo(f"  flink rest api   http://127.0.0.1:{flink.port}/jobs/overview  (simulated JobManager)")
-            typer.echo(f"  kafka exporter   http://127.0.0.1:{exporter.port}/metrics  (simulated kafka_exporter)")
-            typer.echo(f"  metrics          http://127.0.0.1:{daemon.http.port}/metrics")
-            typer.echo(f"  health           http://127.0.0.1:{daemon.http.port}/healthz")
-            typer.echo(f"  database         {paths.db_url}")
-            typer.echo(f"  daemon log       {log_file}")
-            typer.echo(f"  report files     {paths.reports}  (every 2 min; also on the dashboard's Reports page)")
-            token_file = root / "dashboard-token"
-            token_file.touch(mode=0o600)
-            token_file.write_text(dashboard_token + "\n", encoding="utf-8")
-            typer.echo(f"  dashboard token  in {token_file}  (to silence/expire alerts on the Alerts page)")
-            typer.echo("Faults are injected within the first 30 s; each line below says when one is found."
-                       + (" Ctrl-C stops." if run_for is None else f" Running for {duration}."))
-            last_check = 0.0
-            while not stop.is_set():
-                now = _clock()
-                if run_for is not None and now - start >= run_for:
-                    break
-                sink.deliver(fleet.step(int(now.timestamp() * 1000)), start_ms)
-                if time.monotonic() - last_check >= 1.0:
-                    last_check = time.monotonic()
-                    with daemon.store.sessions() as session:
-                        alerts = list(load_alerts(session).values())
-                    for line in tracker.update(now, alerts, inbox.snapshot()):
-                        typer.echo(line)
-                stop.wait(0.25)
-            if run_for is not None:
-                missing = tracker.missing()
-                if missing:
-                    code = 1
-                    for s in missing:
-                        typer.echo(f"NOT {'notified' if s.detected_at else 'detected'}: {s.fault.title} in {s.fault.job}")
-                else:
-                    typer.echo(f"all {len(tracker.statuses)} faults detected and notified")
-        finally:
-            typer.echo("stopping ...")
-            if dashboard is not None:
-                dashboard.terminate()
-                try:
-                    dashboard.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    dashboard.kill()
-            if daemon is not None:
-                daemon.stop()
-            for server in reversed(servers):
-                server.stop(5.0)
-            client.close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        raise typer.Exit(code)
+        with StopSignals(before_exit=kill_dashboard) as signals:
+            stop = signals.stop
+            inbox = Inbox()
+            receiver = HttpService(create_receiver_app(webhook_secret, _clock, inbox), "127.0.0.1", receiver_port)
+            daemon = None
+            dashboard: subprocess.Popen[bytes] | None = None
+            client = httpx.Client()
+            servers = [receiver]
+            code = 0
+            try:
+                # the fleet first (the Flink and Kafka servers answer from it), then the servers, whose
+                # (possibly picked) ports the daemon's config names
+                start = _clock()
+                start_ms = int(start.timestamp() * 1000)
+                horizon = run_for + timedelta(seconds=30) if run_for is not None else DEFAULT_HORIZON
+                fleet = build_fleet(start_ms, int(horizon.total_seconds() * 1000), seed=seed)
+                assert fleet.kafka is not None
+                flink = HttpService(create_flink_app(fleet.flink, _clock), "127.0.0.1", 0)
+                exporter = HttpService(create_exporter_app(fleet.kafka, _clock), "127.0.0.1", 0)
+                servers += [flink, exporter]
+                for server in servers:
+                    server.start()
+                config = demo_config(paths, port=port, receiver_port=receiver.port, dashboard_url=f"{dashboard_url}/job",
+                                     flink_port=flink.port, exporter_port=exporter.port)
+                daemon = build(config, db_url=paths.db_url, environ=environ, clock=_clock)
+                daemon.start()
+                if not no_dashboard:
+                    dashboard = launch(paths.db_url, dashboard_token, "127.0.0.1", dashboard_port, environ,
+                                       reports_dir=paths.reports, quiet=True)
+                    child.append(dashboard)
+                sink = EventSink(paths.event_logs, f"http://127.0.0.1:{daemon.http.port}/api/v1/spark/events",
+                                 ingest_token, client)
+                tracker = FaultTracker(fleet, start)
+                typer.echo(f"tidegauge demo: files in {root}")
+                typer.echo(f"  dashboard        {dashboard_url}" + ("" if dashboard else "  (not started)"))
+                typer.echo(f"  receiver page    http://127.0.0.1:{receiver.port}/")
+                typer.echo(f"  flink rest api   http://127.0.0.1:{flink.port}/jobs/overview  (simulated JobManager)")
+                typer.echo(f"  kafka exporter   http://127.0.0.1:{exporter.port}/metrics  (simulated kafka_exporter)")
+                typer.echo(f"  metrics          http://127.0.0.1:{daemon.http.port}/metrics")
+                typer.echo(f"  health           http://127.0.0.1:{daemon.http.port}/healthz")
+                typer.echo(f"  database         {paths.db_url}")
+                typer.echo(f"  daemon log       {log_file}")
+                typer.echo(f"  report files     {paths.reports}  (every 2 min; also on the dashboard's Reports page)")
+                token_file = root / "dashboard-token"
+                token_file.touch(mode=0o600)
+                token_file.write_text(dashboard_token + "\n", encoding="utf-8")
+                typer.echo(f"  dashboard token  in {token_file}  (to silence/expire alerts on the Alerts page)")
+                typer.echo("Faults are injected within the first 30 s; each line below says when one is found."
+                           + (" Ctrl-C stops." if run_for is None else f" Running for {duration}."))
+                last_check = 0.0
+                while not stop.is_set():
+                    now = _clock()
+                    if run_for is not None and now - start >= run_for:
+                        break
+                    sink.deliver(fleet.step(int(now.timestamp() * 1000)), start_ms)
+                    if time.monotonic() - last_check >= 1.0:
+                        last_check = time.monotonic()
+                        with daemon.store.sessions() as session:
+                            alerts = list(load_alerts(session).values())
+                        for line in tracker.update(now, alerts, inbox.snapshot()):
+                            typer.echo(line)
+                    stop.wait(0.25)
+                if run_for is not None:
+                    missing = tracker.missing()
+                    if missing:
+                        code = 1
+                        for s in missing:
+                            typer.echo(f"NOT {'notified' if s.detected_at else 'detected'}: {s.fault.title} in {s.fault.job}")
+                    else:
+                        typer.echo(f"all {len(tracker.statuses)} faults detected and notified")
+            finally:
+                # within the stop deadline (monitor.daemon.stopping): the dashboard, the daemon, the servers
+                typer.echo("stopping ...")
+                if dashboard is not None:
+                    dashboard.terminate()
+                    try:
+                        dashboard.wait(timeout=3)
+                    except subprocess.TimeoutExpired:
+                        dashboard.kill()
+                        dashboard.wait()
+                if daemon is not None:
+                    daemon.stop(4.0)
+                for server in reversed(servers):
+                    server.stop(0.5)
+                client.close()
+        raise typer.Exit(leave(code))

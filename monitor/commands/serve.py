@@ -5,13 +5,15 @@ store (``--db``, refusing an outdated schema: run ``tidegauge db upgrade`` first
 :func:`monitor.store.save_poll` as the ingest sink, the wall clock as the ingest clock, and serves
 :func:`monitor.daemon.ingest.create_ingest_app` under :func:`monitor.daemon.web.create_app` (whose ``/healthz`` runs
 :func:`monitor.store.check_store`, the daemon's store check: 503 with the reason when the store fails) with
-uvicorn through :func:`monitor.daemon.web.server_config` (header deadline, an access log without query strings) on a socket bound by :func:`monitor.daemon.web.bind_socket` (a
-taken port is one error line, exit code 2). Logs go to stderr through the process's redactor
+uvicorn through :class:`monitor.daemon.web.HttpService` (the daemon's server: header deadline, an access log
+without query strings, a socket bound by :func:`monitor.daemon.web.bind_socket`: a taken port is one error
+line, exit code 2). SIGTERM/SIGINT stop it as they stop the daemon (:mod:`monitor.daemon.stopping`). Logs go to stderr through the process's redactor
 (:mod:`monitor.redaction`), which knows the token and the database URL.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import Mapping
@@ -23,7 +25,8 @@ import typer
 from monitor import redaction
 from monitor.commands._logging import configure_logging
 from monitor.daemon.ingest import COLLECTOR_NAME, DEFAULT_MAX_BODY_BYTES, Sink, create_ingest_app
-from monitor.daemon.web import bind_socket, create_app, server_config
+from monitor.daemon.stopping import StopSignals, leave
+from monitor.daemon.web import HttpService, create_app
 from monitor.errors import InputError
 from monitor.model import PollResult
 from monitor.store import Store, check_store, open_store, save_poll
@@ -33,6 +36,9 @@ __all__ = ["TOKEN_ENV", "read_token", "register", "store_sink"]
 #: Environment variable holding the ingest token when ``--token-file`` is not given.
 TOKEN_ENV = "TIDEGAUGE_INGEST_TOKEN"  # noqa: S105 (a variable name, not a secret)
 _MIN_TOKEN_CHARS = 16
+#: How long open requests may take to finish after SIGTERM (then the server closes them).
+_STOP_TIMEOUT_S = 5.0
+_LOG = logging.getLogger("tidegauge.serve")
 
 
 def read_token(token_file: Path | None, environ: Mapping[str, str]) -> str:
@@ -105,8 +111,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve POST /api/v1/spark/events (listener push) and GET /healthz (503 when the database fails),
         storing into the database."""
-        import uvicorn
-
         configure_logging(log_level)
         token = read_token(token_file, os.environ)
         redaction.install(redaction.Redactor(secrets=[token], urls=[db] if db else []))
@@ -114,19 +118,24 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"tidegauge: warning: the ingest token is shorter than {_MIN_TOKEN_CHARS} characters", err=True)
         if token_file is not None and token_file.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             typer.echo(f"tidegauge: warning: {token_file} is readable by other users (chmod 600 it)", err=True)
-        store = open_store(db, environ=os.environ)
-        try:
+        with StopSignals() as signals:
+            store = open_store(db, environ=os.environ)
             try:
-                ingest = create_ingest_app(
-                    token=token, sink=store_sink(store), clock=_utc_now, max_body_bytes=max_body_bytes
-                )
-            except ValueError as exc:
-                raise InputError(str(exc)) from None
-            sock = bind_socket(host, port)
-            try:
+                try:
+                    ingest = create_ingest_app(
+                        token=token, sink=store_sink(store), clock=_utc_now, max_body_bytes=max_body_bytes
+                    )
+                except ValueError as exc:
+                    raise InputError(str(exc)) from None
                 app = create_app(None, lambda: check_store(store.sessions), ingest)
-                uvicorn.Server(server_config(app, log_level=log_level.lower())).run(sockets=[sock])
+                http = HttpService(app, host, port, log_level=log_level.lower())
+                if not signals.stop.is_set():
+                    http.start()
+                    _LOG.info("tidegauge serve on http://%s:%d", host, http.port)
+                try:
+                    signals.wait()
+                finally:
+                    http.stop(_STOP_TIMEOUT_S)
             finally:
-                sock.close()
-        finally:
-            store.dispose()
+                store.dispose()
+        raise typer.Exit(leave(0))

@@ -22,8 +22,11 @@
    clock once and passes that ``now`` down (:mod:`monitor.daemon.runtime`).
 
 :func:`run` serves until SIGTERM or SIGINT, then stops the parts in reverse order: the scheduler first,
-waiting for running jobs (a delivery in flight finishes and is recorded, or its row stays in the outbox
-and is sent again, with the same idempotency key, after a restart), then the HTTP server, then the store.
+waiting for running jobs up to :data:`STOP_TIMEOUT_S` (a delivery in flight finishes and is recorded, or its
+row stays in the outbox and is sent again, with the same idempotency key, after a restart; a poll still
+blocked then is abandoned uncommitted), then the HTTP server, then the store; the process exits within
+:data:`monitor.daemon.stopping.STOP_DEADLINE_S` of the first signal, at once on a second
+(:class:`monitor.daemon.stopping.StopSignals`).
 """
 
 from __future__ import annotations
@@ -32,13 +35,11 @@ import hashlib
 import json
 import logging
 import os
-import signal
 import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from types import FrameType
 from typing import Any
 
 import httpx
@@ -74,6 +75,7 @@ from monitor.daemon.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.daemon.ingest import create_ingest_app
 from monitor.daemon.runtime import Runtime, StoreCursors, Target
 from monitor.daemon.service import CallbackService, Service, ServiceGroup
+from monitor.daemon.stopping import StopSignals, leave
 from monitor.daemon.web import HttpService, create_app
 from monitor.errors import ConfigError, InputError
 from monitor.metrics.exporter import TidegaugeCollector
@@ -104,8 +106,9 @@ log = logging.getLogger("tidegauge.daemon")
 
 #: How often retention clean-up runs.
 CLEANUP_INTERVAL = timedelta(hours=1)
-#: How long a stop may take in total (the scheduler waits for running jobs within it).
-STOP_TIMEOUT_S = 30.0
+#: How long a stop may take in total (the scheduler waits for running jobs within it; what still runs after
+#: it is abandoned, see :mod:`monitor.daemon.stopping`).
+STOP_TIMEOUT_S = 6.0
 
 
 def wall_clock() -> datetime:
@@ -675,36 +678,30 @@ def build(
 def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIMEOUT_S) -> int:
     """Build and start the daemon with ``os.environ`` and the wall clock; serve until SIGTERM/SIGINT.
 
+    Stopping follows :class:`monitor.daemon.stopping.StopSignals`: the services stop in reverse within
+    ``stop_timeout_s``; a poll still running then is abandoned (its transaction was not committed), the
+    process exits at the latest :data:`~monitor.daemon.stopping.STOP_DEADLINE_S` after the first signal, at
+    once on a second one, also while it is still starting.
+
     Returns:
-        0 after a clean stop.
+        0 after a stop.
 
     Raises:
         SchemaOutdatedError, ConfigError: as :func:`build`.
     """
-    stop = threading.Event()
-    received: list[str] = []
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        received.append(signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with StopSignals() as signals:
         redactor = build_redactor(config, db_url, os.environ)
         redaction.install(redactor)
         daemon = build(config, db_url=db_url, environ=os.environ, redactor=redactor)
-        daemon.start()
-        log.info(
-            "tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port
-        )
+        if not signals.stop.is_set():
+            daemon.start()
+            log.info(
+                "tidegauge running; /metrics and /healthz on http://%s:%d", config.server.host, daemon.http.port
+            )
         try:
-            while not stop.wait(1.0):
+            while not signals.wait(1.0):
                 pass
-            log.info("%s received: stopping", received[0] if received else "stop")
         finally:
             daemon.stop(stop_timeout_s)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     log.info("stopped")
-    return 0
+    return leave(0)

@@ -65,7 +65,7 @@ from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_even
 from monitor.config import DEFAULT_MAX_BODY_BYTES
 from monitor.errors import InputError, ProgressFormatError
 from monitor.model import JobRef, PollResult, Sample, ensure_utc
-from monitor.store.database import is_transient
+from monitor.store.database import is_data_error, is_transient
 
 __all__ = [
     "APP_ID_HEADER",
@@ -403,7 +403,8 @@ def create_ingest_app(
             ``transient`` accepts (a busy database) is retried with full-jitter exponential backoff
             (50 ms doubling to at most 1 s, tenacity) for up to ``store_retry_s``; then, or for any other
             storage failure, the answer is 503. An :class:`InputError`, ``ValueError`` or
-            ``OverflowError`` from it (a value the store refuses) answers 422.
+            ``OverflowError`` from it, or a value the database refuses
+            (:func:`monitor.store.database.is_data_error`), answers 422.
         clock: returns "now" (aware UTC) for the receive time of a request.
         max_body_bytes: body size limit (413 beyond it).
         collector: ``Sample.collector`` of the produced samples.
@@ -467,11 +468,12 @@ def create_ingest_app(
             return _error(422, str(exc))
         try:
             await store(result)
-        except (InputError, ValueError, OverflowError) as exc:
-            # The store refused a value (it names the field): the client's input, not a storage failure.
-            _LOG.info("ingest: rejected a request the store refused: %s", str(exc).splitlines()[0][:200])
-            return _error(422, f"events cannot be stored: {str(exc).splitlines()[0][:200]}")
         except Exception as exc:
+            if isinstance(exc, InputError) or is_data_error(exc):
+                # The store refused a value (it names the field): the client's input, not a storage failure.
+                reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                _LOG.info("ingest: rejected a request the store refused: %s", reason)
+                return _error(422, f"events cannot be stored: {reason}")
             _LOG.error(
                 "ingest: the store failed to save %d samples%s: %s",
                 len(result.samples),

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from collectors.base import Collector
@@ -37,6 +36,7 @@ from monitor.metrics.latest import LatestSamples
 from monitor.model import CollectorError, ErrorKind, PollResult, Sample
 from monitor.redaction import Redactor
 from monitor.store import get_cursor, save_poll, set_cursor
+from monitor.store.database import is_data_error
 
 __all__ = ["PollStage", "StoreCursors", "Target", "TargetHealth"]
 
@@ -258,7 +258,7 @@ class PollStage:
             save_poll(session, piece, collector=collector)
             return piece
         except Exception as exc:
-            if not _is_data_error(exc):
+            if not is_data_error(exc):
                 raise
         stored: list[Sample] = []
         refused: list[CollectorError] = []
@@ -278,14 +278,14 @@ class PollStage:
                 save_poll(session, PollResult(samples=(sample,)), collector=collector)
                 stored.append(sample)
             except Exception as exc:
-                if not _is_data_error(exc):
+                if not is_data_error(exc):
                     raise
                 refuse(f"sample of job {sample.job.job_id!r} at {sample.observed_at.isoformat()}", exc)
         for raw in piece.raw:
             try:
                 save_poll(session, PollResult(raw=(raw,)), collector=collector)
             except Exception as exc:
-                if not _is_data_error(exc):
+                if not is_data_error(exc):
                     raise
                 refuse(f"raw {raw[2]} document of job {raw[0].job_id!r} at {raw[1].isoformat()}", exc)
         errors = [*piece.errors, *refused]
@@ -327,13 +327,3 @@ class PollStage:
         with self._lock:
             return [h.to_json() for h in self._health.values()]
 
-
-def _is_data_error(exc: BaseException) -> bool:
-    """True when the store refused a value (bad data), not when the database failed."""
-    if isinstance(exc, sa_exc.DataError):
-        return True
-    if isinstance(exc, sa_exc.DBAPIError):  # OperationalError ("database is locked"), IntegrityError, ...
-        return False
-    if isinstance(exc, sa_exc.StatementError):  # raised before reaching the database: binding a value
-        return isinstance(exc.orig, ValueError | OverflowError | TypeError)
-    return isinstance(exc, ValueError | OverflowError)

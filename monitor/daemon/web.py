@@ -72,6 +72,9 @@ DEFAULT_HEADER_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 5
 #: Largest request head (request line + headers) h11 buffers, bytes (h11's default is 16 KiB).
 MAX_HEAD_BYTES = 16 * 1024
+#: How long a stopping server lets open requests finish before it cancels them, seconds (uvicorn's
+#: ``timeout_graceful_shutdown``; without it a client dribbling its body holds the stop up to the 408).
+GRACEFUL_SHUTDOWN_S = 3
 
 #: Returns ``(healthy, JSON body)``; unhealthy answers 503.
 HealthProbe = Callable[[], tuple[bool, dict[str, Any]]]
@@ -187,7 +190,8 @@ def server_config(
     app: ASGIApp, *, header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S, log_level: str = "warning"
 ) -> uvicorn.Config:
     """The uvicorn configuration every tidegauge server uses: ``app`` wrapped in :class:`AccessLog`, the
-    header deadline, keep-alive :data:`KEEP_ALIVE_S`, head size :data:`MAX_HEAD_BYTES`, uvicorn's access
+    header deadline, keep-alive :data:`KEEP_ALIVE_S`, head size :data:`MAX_HEAD_BYTES`, open requests cancelled
+    :data:`GRACEFUL_SHUTDOWN_S` after a stop, uvicorn's access
     log off and its logging left to the root logger (so the process's redacting formatter applies)."""
     return uvicorn.Config(
         AccessLog(app),
@@ -198,6 +202,7 @@ def server_config(
         http=_header_deadline_protocol(header_timeout_s),
         timeout_keep_alive=KEEP_ALIVE_S,
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
 
 
@@ -233,6 +238,8 @@ class HttpService:
         app: the ASGI app.
         host / port: where to listen (port 0 picks a free port; see :attr:`port` after start).
         start_timeout_s: how long :meth:`start` waits for the socket.
+        header_timeout_s: see :func:`server_config`.
+        log_level: uvicorn's own log level (``"warning"``; ``tidegauge serve --log-level``).
     """
 
     def __init__(
@@ -243,8 +250,9 @@ class HttpService:
         *,
         start_timeout_s: float = 10.0,
         header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+        log_level: str = "warning",
     ) -> None:
-        self._config = server_config(app, header_timeout_s=header_timeout_s)
+        self._config = server_config(app, header_timeout_s=header_timeout_s, log_level=log_level)
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None

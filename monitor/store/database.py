@@ -12,7 +12,10 @@ PostgreSQL. Nothing here reads the environment: callers (the composition root, t
 SQLite connections get, from a ``connect`` event: ``journal_mode=WAL`` (readers do not block the writer),
 ``busy_timeout`` (wait for a lock rather than fail at once), ``foreign_keys=ON``, and SQLAlchemy-emitted
 ``BEGIN`` (so DDL is transactional and SAVEPOINTs work; see SQLAlchemy's "Enabling Non-Legacy SQLite
-Transactional Modes").
+Transactional Modes"), and a check at every connect, transaction start and commit that the file at the
+path is still the one first opened (a file removed or replaced under the process fails every use rather
+than losing writes: :class:`_SqliteFileGuard`). PostgreSQL connections get ``pool_pre_ping`` (a restarted
+server is reconnected) and a ``connect_timeout`` of :data:`PG_CONNECT_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -26,19 +29,29 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DataError,
+    DBAPIError,
+    OperationalError,
+    SQLAlchemyError,
+    StatementError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor import redaction
 from monitor.errors import ConfigError, StoreError
 
 __all__ = [
+    "PG_CONNECT_TIMEOUT_S",
+    "READ_ONLY",
     "SQLITE_BUSY_TIMEOUT_MS",
     "check_store",
     "database_errors",
     "decode_json_column",
     "default_db_path",
     "default_db_url",
+    "is_data_error",
     "is_transient",
     "make_engine",
     "make_session_factory",
@@ -48,6 +61,11 @@ __all__ = [
 
 #: How long a SQLite connection waits for another writer's lock before failing, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+#: How long a PostgreSQL connection attempt may take before failing, seconds (libpq's ``connect_timeout``).
+PG_CONNECT_TIMEOUT_S = 5
+#: Execution option of an engine (``engine.execution_options(**{READ_ONLY: True})``) whose transactions only
+#: read: on SQLite they begin deferred, without waiting for the write lock (:func:`check_store`).
+READ_ONLY = "tidegauge_read_only"
 
 
 def default_db_path(environ: Mapping[str, str]) -> Path:
@@ -120,6 +138,19 @@ def is_transient(exc: BaseException) -> bool:
     return any(marker in text for marker in _SQLITE_BUSY)
 
 
+def is_data_error(exc: BaseException) -> bool:
+    """Whether the store refused a value (bad data: SQL ``DataError``, a value the driver cannot bind, a
+    ``ValueError``/``OverflowError`` of the encoding), not failed as a database (unreachable, locked,
+    a constraint): the input is to blame and storing it again fails again."""
+    if isinstance(exc, DataError):
+        return True
+    if isinstance(exc, DBAPIError):  # OperationalError ("database is locked"), IntegrityError, ...
+        return False
+    if isinstance(exc, StatementError):  # raised before reaching the database: binding a value
+        return isinstance(exc.orig, ValueError | OverflowError | TypeError)
+    return isinstance(exc, ValueError | OverflowError)
+
+
 def _reason(exc: BaseException, url: URL) -> str:
     if isinstance(exc, ModuleNotFoundError):
         return f"database driver not installed: {exc} (install the DBAPI package for {url.drivername})"
@@ -173,8 +204,61 @@ def _on_sqlite_begin(connection: Connection) -> None:
     # and then writes (the alert tick: load alerts, then update them) cannot upgrade to a writer after
     # another connection committed in between; SQLite then fails at once with "database is locked"
     # (SQLITE_BUSY_SNAPSHOT in WAL mode) without waiting for busy_timeout. Immediate transactions queue on
-    # busy_timeout instead; WAL readers outside transactions are not blocked.
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    # busy_timeout instead; WAL readers outside transactions are not blocked. A transaction that only
+    # reads (READ_ONLY) begins deferred: it never waits for a writer (a poll catching up holds the lock
+    # for as long as it reads).
+    if connection.get_execution_options().get(READ_ONLY):
+        connection.exec_driver_sql("BEGIN")
+    else:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class _SqliteFileGuard:
+    """Refuses to use a SQLite file that is no longer the one the engine opened first.
+
+    A connection to a file removed (or renamed, or replaced by another file) under a running process keeps
+    working on the unlinked copy: ``SELECT 1`` answers and every write "succeeds" and is lost with it; a new
+    connection would create an empty file at the path. So, on every connect, transaction start and commit,
+    the path's identity (device, inode) is compared with the first one seen (one ``stat``); a missing or
+    different file raises :class:`StoreError`, which fails the poll, the ingest request (503) and
+    ``/healthz`` (:func:`check_store`) alike, and nothing is reported as stored.
+    """
+
+    def __init__(self, path: Path, *, create: bool) -> None:
+        self._path = path
+        self._create = create
+        self._identity: tuple[int, int] | None = None
+
+    def check(self) -> None:
+        """Raise :class:`StoreError` unless the file at the path is the engine's.
+
+        Raises:
+            StoreError: ``no database at PATH (removed while in use)`` or ``PATH was replaced by another
+                file while in use``.
+        """
+        try:
+            stat = self._path.stat()
+        except FileNotFoundError:
+            raise StoreError(f"no database at {self._path} (removed while in use)") from None
+        except OSError as exc:
+            raise StoreError(f"database {self._path}: cannot stat the file ({exc.strerror})") from None
+        identity = (stat.st_dev, stat.st_ino)
+        if self._identity is None:
+            self._identity = identity
+        elif identity != self._identity:
+            raise StoreError(
+                f"{self._path} was replaced by another file while in use (restart tidegauge to use the new file)"
+            )
+
+    def before_connect(self, dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
+        """``do_connect`` event: never let the driver create a file at the path (only ``db upgrade`` does)."""
+        if self._create and self._identity is None:
+            return
+        self.check()
+
+    def before_transaction(self, connection: Connection) -> None:
+        """``begin`` / ``commit`` event: the file must still be the engine's."""
+        self.check()
 
 
 def make_engine(
@@ -209,10 +293,19 @@ def make_engine(
     else:
         kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("json_deserializer", decode_json_column)
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg", "psycopg2"):
+        # a server that stops answering (not refusing) must fail a connection attempt, not hang it
+        kwargs["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_S, **kwargs.get("connect_args", {})}
     with database_errors(parsed, drivers=True):
         engine = create_engine(parsed, **kwargs)
     if is_sqlite:
+        path = _sqlite_file(parsed)
         event.listen(engine, "connect", _on_sqlite_connect)
+        if path is not None:
+            guard = _SqliteFileGuard(path.absolute(), create=create)
+            event.listen(engine, "do_connect", guard.before_connect)
+            event.listen(engine, "begin", guard.before_transaction)
+            event.listen(engine, "commit", guard.before_transaction)
         event.listen(engine, "begin", _on_sqlite_begin)
     return engine
 
@@ -235,7 +328,8 @@ def decode_json_column(text: str | bytes) -> Any:
 def check_store(sessions: sessionmaker[Session]) -> tuple[bool, dict[str, str]]:
     """The store's part of a ``/healthz`` answer, from a real query through ``sessions``.
 
-    A session of ``sessions`` runs ``SELECT 1`` on a connection of its engine's pool (for PostgreSQL
+    A read-only session of ``sessions`` (:data:`READ_ONLY`: it does not wait for SQLite's write lock, which
+    a poll catching up holds for long) runs ``SELECT 1`` on a connection of its engine's pool (for PostgreSQL
     ``pool_pre_ping`` reconnects first, so a restarted server counts as reachable). A SQLite file must still
     be at its path: a pooled connection to a removed file would answer ``SELECT 1`` from the unlinked copy
     while every write is lost with it, and a new connection would refuse it anyway (the file is never
@@ -254,7 +348,8 @@ def check_store(sessions: sessionmaker[Session]) -> tuple[bool, dict[str, str]]:
         if path is not None and not path.is_file():
             reason = f"no database at {path}"
         else:
-            with sessions() as session:
+            read_only = bind.execution_options(**{READ_ONLY: True}) if isinstance(bind, Engine) else bind
+            with sessions(bind=read_only) as session:  # not queued behind a writer: a busy store is up
                 session.execute(text("SELECT 1"))
     except Exception as exc:
         detail = _reason(exc, url) if url is not None else redaction.redact(str(exc).strip().splitlines()[0])

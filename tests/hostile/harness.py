@@ -46,6 +46,8 @@ class Measured:
         stdout / stderr: the output, decoded as UTF-8 with replacement.
         killed: ``True`` when the guard of :data:`KILL_AFTER_S` (or ``kill_after_s``) had to kill it.
         stop_s: seconds from SIGTERM to exit when ``terminate_after_s`` was given, else ``None``.
+        pid: the process id, which is also its process group's (it runs in a session of its own): a test
+            checks with ``os.killpg(pid, 0)`` that none of its children is left.
     """
 
     returncode: int
@@ -55,6 +57,7 @@ class Measured:
     stderr: str
     killed: bool
     stop_s: float | None
+    pid: int = 0
 
 
 def tidegauge_argv(*args: str) -> list[str]:
@@ -139,6 +142,7 @@ def run_measured(
         stderr=b"".join(err_chunks).decode("utf-8", "replace"),
         killed=killed,
         stop_s=None if termed_at is None else end - termed_at,
+        pid=proc.pid,
     )
 
 
@@ -170,7 +174,7 @@ def record(case: str, measured: Measured, *, deadline_s: float, rss_bound_mib: f
         "case": case,
         "deadline_s": deadline_s,
         "rss_bound_mib": rss_bound_mib,
-        **{k: v for k, v in asdict(measured).items() if k not in ("stdout", "stderr")},
+        **{k: v for k, v in asdict(measured).items() if k not in ("stdout", "stderr", "pid")},
     }
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(row) + "\n")
