@@ -67,8 +67,10 @@ __all__ = [
     "storage_error",
 ]
 
-#: Smallest ranged GET of a remote read: whole objects of up to this size are fetched in one request.
+#: Largest ranged GET of a remote read (reads of a file start at :data:`FIRST_READ_BYTES` and grow 4x per
+#: request up to this), so a file's head costs a small request and a sequential read few large ones.
 READ_BLOCK_BYTES = 16 << 20
+FIRST_READ_BYTES = 64 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +187,11 @@ class Storage(Protocol):
     can_list_after: bool
 
     def display(self, path: str) -> str:
-        """``path`` as shown in messages and used as a cursor key (a URL for remote stores)."""
+        """``path`` as shown in messages (a URL for remote stores)."""
+        ...
+
+    def key(self, path: str) -> str:
+        """``path`` as a cursor key: absolute, stable across processes (a URL for remote stores)."""
         ...
 
     def info(self, path: str) -> Entry:
@@ -297,6 +303,10 @@ class LocalStorage:
         """``path`` itself."""
         return path
 
+    def key(self, path: str) -> str:
+        """The absolute path (``Path.absolute``, what event-log cursors have always been keyed by)."""
+        return str(Path(path).absolute())
+
     @staticmethod
     def _entry(path: str, st: os.stat_result) -> Entry:
         is_dir = (st.st_mode & 0o170000) == 0o040000
@@ -372,6 +382,10 @@ class FsspecStorage:
     def display(self, path: str) -> str:
         """``<scheme>://<path>`` (never credentials: they are not in paths)."""
         return self.prefix + path.lstrip("/") if self.prefix.endswith("/") else self.prefix + path
+
+    def key(self, path: str) -> str:
+        """The URL (:meth:`display`)."""
+        return self.display(path)
 
     def _entry(self, info: Mapping[str, Any]) -> Entry:
         name = str(info.get("name", "")).rstrip("/")
@@ -481,9 +495,10 @@ def _mtime(info: Mapping[str, Any]) -> datetime | None:
 class RangeReader:
     """A read-only, seekable binary file over ranged reads of a remote file of known ``size``.
 
-    Each read past the buffer fetches ``[pos, pos + max(n, READ_BLOCK_BYTES))`` in one request, so a
-    sequential read of an object costs ``ceil(size / READ_BLOCK_BYTES)`` GETs and a seek to a stored offset
-    fetches nothing before it. The size is the one listed: bytes appended after it (a growing HDFS file)
+    Each read past the buffer fetches ``[pos, pos + max(n, b))`` in one request, ``b`` growing from
+    :data:`FIRST_READ_BYTES` 4x per request up to ``block_bytes``, so reading a file's head costs one small
+    request, a sequential read of an object a few GETs, and a seek to a stored offset fetches nothing
+    before it. The size is the one listed: bytes appended after it (a growing HDFS file)
     are read by the next poll's reader. Errors are :class:`StorageError`.
     """
 
@@ -492,6 +507,7 @@ class RangeReader:
         self._path = path
         self.size = size
         self._block = block_bytes
+        self._next = min(FIRST_READ_BYTES, block_bytes)
         self._pos = 0
         self._buf = b""
         self._buf_start = 0
@@ -505,7 +521,8 @@ class RangeReader:
         rel = self._pos - self._buf_start
         if not (rel >= 0 and rel + want <= len(self._buf)):
             start = self._pos
-            end = min(self.size, start + max(want, self._block))
+            end = min(self.size, start + max(want, self._next))
+            self._next = min(self._next * 4, self._block)  # sequential: fewer, larger requests
             self._buf = self._storage.read_range(self._path, start, end)
             self._buf_start = start
             rel = 0
