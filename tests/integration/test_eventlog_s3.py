@@ -230,3 +230,37 @@ def test_daemon_picks_up_rolled_files_uploaded_while_it_runs_and_prints_no_secre
             assert secret not in text and key_id not in text
     finally:
         daemon.close()
+
+
+def test_polls_between_full_listings_list_only_newer_names(s3: Any, spark_fixtures: Path) -> None:
+    lines = _lines(spark_fixtures)
+    log = b"".join(lines[:12])  # batches 0 and 1
+    for i in range(3):
+        _put(s3, f"ev/app-20261129120000-000{i}", log)
+    _put(s3, f"ev/{ROLL_DIR}/events_1_{APP}", log)
+    _put(s3, f"ev/{ROLL_DIR}/appstatus_{APP}", b"")  # finished
+    collector = EventLogCollector([f"s3://{s3.bucket}/ev"], full_listing_every=3)
+    assert len(_batches(collector.poll(NOW))) == 8  # poll 1: full listing, 4 logs of 2 batches
+    # poll 2: a newer application appears, an older-named one too
+    _put(s3, "ev/app-20261129130000-0000", log)
+    _put(s3, "ev/app-20200101000000-0000", log)
+    s3.reset_counts()
+    second = collector.poll(NOW)
+    assert _batches(second) == [0, 1]  # the newer one only
+    counts = s3.counts()
+    # one StartAfter listing per family of names (app-, eventlog_v2_), one GET of the new log
+    assert (counts["list"], counts["get"], counts["head"]) == (2, 1, 0)
+    assert _batches(collector.poll(NOW)) == []  # poll 3: the older-named one is not listed yet
+    # poll 4 (full_listing_every=3: polls 1, 4, 7...) lists in full again and finds it
+    fourth = collector.poll(NOW)
+    assert (_batches(fourth), fourth.errors) == ([0, 1], ())
+    # a single-file log closed under its .inprogress name and renamed (S3A: copy + delete) is found by a HEAD
+    _put(s3, "ev/app-20261129140000-0000.inprogress", log)
+    assert _batches(collector.poll(NOW)) == [0, 1]
+    s3.client().copy_object(Bucket=s3.bucket, Key="ev/app-20261129140000-0000",
+                            CopySource={"Bucket": s3.bucket, "Key": "ev/app-20261129140000-0000.inprogress"})
+    s3.client().delete_object(Bucket=s3.bucket, Key="ev/app-20261129140000-0000.inprogress")
+    s3.reset_counts()
+    renamed = collector.poll(NOW)
+    assert (renamed.samples, renamed.errors) == ((), ())  # the cursor carried over: not read again
+    assert s3.counts()["head"] == 1
