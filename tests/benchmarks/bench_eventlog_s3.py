@@ -28,8 +28,8 @@ from tests.s3_server import s3_server
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-FINISHED_SINGLE = 5_000
-FINISHED_ROLLING = 5_000
+FINISHED_SINGLE = int(os.environ.get("BENCH_FINISHED_SINGLE", "5000"))
+FINISHED_ROLLING = int(os.environ.get("BENCH_FINISHED_ROLLING", "5000"))
 LIVE = 20
 
 
