@@ -20,7 +20,8 @@ A :class:`Storage` answers four questions, whatever the store:
   what was read before.
 
 An :class:`Entry`'s ``identity`` changes when the file or object is replaced: ``"<st_dev>:<st_ino>"``
-locally (what the event-log cursors have always stored), the ETag on S3/GCS/ADLS, size and mtime elsewhere.
+locally (what the event-log cursors have always stored), the ETag on S3/GCS/ADLS (the mtime where a store
+gives none), the inode id on HDFS when the library gives it (else ``""``: a growing file's mtime moves).
 ``Storage.immutable`` is true on object stores: an object appears whole when it is written and never grows,
 so an entry whose identity and size equal a cursor's need not be opened again.
 
@@ -424,6 +425,11 @@ class FsspecStorage:
         size = int(info.get("size") or 0)
         if is_dir:
             identity = ""
+        elif not self.immutable:
+            # HDFS: a growing file keeps its inode id (WebHDFS ``fileId``) while its mtime moves; without an
+            # id, rewrites are caught by the collector's size and head checks
+            file_id = info.get("fileId", info.get("id"))
+            identity = f"id:{file_id}" if file_id is not None else ""
         elif etag:
             identity = f"etag:{etag}"
         else:
