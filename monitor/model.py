@@ -554,6 +554,10 @@ class ErrorKind(enum.StrEnum):
     STORE = "store"  # the poll could not be stored (database); it is read again by the next poll
     UNSTORABLE = "unstorable"  # one sample or document the database refused as data; skipped
     INTERNAL = "internal"  # a bug met while parsing one document; the document was skipped
+    CREDENTIALS = "credentials"  # a store refused the credentials (missing, expired, invalid, access denied)
+    THROTTLED = "throttled"  # a store throttled the requests (503 SlowDown, 429) even after retries
+    DELETED = "deleted"  # a file or object read before is gone (or listed, then gone before it was read)
+    LISTING = "listing"  # a listing lags the writes (a rolled file missing between two listed ones): waited for
     # an HTTP answer refused by a bound of collectors.http.ReadLimits: nothing of that request was read
     BODY_TOO_LARGE = "body_too_large"  # more than max_body_bytes on the wire
     DECOMPRESSED_TOO_LARGE = "decompressed_too_large"  # a gzip/deflate body decoding to more than allowed
@@ -572,6 +576,7 @@ _TARGET_DOWN = frozenset(
     {
         ErrorKind.UNREACHABLE,
         ErrorKind.STORE,
+        ErrorKind.CREDENTIALS,
         ErrorKind.BODY_TOO_LARGE,
         ErrorKind.DECOMPRESSED_TOO_LARGE,
         ErrorKind.DEADLINE_EXCEEDED,

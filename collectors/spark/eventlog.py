@@ -53,9 +53,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
+import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -64,7 +64,8 @@ from typing import Any, BinaryIO, Protocol
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, LongLine
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
-from monitor.errors import EventLogError, ProgressFormatError
+from collectors.storage import Entry, LocalStorage, Storage, StorageError, StorageReason, open_storage
+from monitor.errors import ProgressFormatError
 from monitor.model import MAX_ID_CHARS, CollectorError, ErrorKind, JobRef, PollResult, Sample, check_name
 
 __all__ = [
@@ -218,17 +219,25 @@ class EventLogFile:
     """One event-log file to read.
 
     Attributes:
-        path: the file.
+        path: the file's path in its :class:`collectors.storage.Storage` (a local path as given, or the
+            store's ``bucket/key``).
         app_id: Spark application id (and attempt) from the file or directory name; the collector replaces
             it with the one of the file's ``SparkListenerApplicationStart`` line when it finds one.
         complete: the file will not grow any more (a single file without ``.inprogress``; a rolling file
             that is not the last one, or whose ``appstatus`` file lost ``.inprogress``). A complete file
             must end with a newline; an incomplete one may end in a partial line.
+        entry: the file as listed (size, identity), when it came from a listing.
     """
 
-    path: Path
+    path: str
     app_id: str | None
     complete: bool
+    entry: Entry | None = None
+
+    @property
+    def name(self) -> str:
+        """The file name (last path segment)."""
+        return self.entry.name if self.entry is not None else self.path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _events_index(name: str) -> int | None:
@@ -238,14 +247,29 @@ def _events_index(name: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _rolling_files(directory: Path) -> list[EventLogFile]:
-    """``eventlog_v2_<app>/``: events files by index, from the last ``.compact`` one on."""
-    app_id = directory.name[len(ROLLING_DIR_PREFIX) :] or None
-    indexed: list[tuple[int, Path]] = []
+@dataclass(frozen=True, slots=True)
+class _Rolling:
+    """A rolling directory's files in reading order, whether it is finished, and the first gap in its
+    ``events_<n>_`` indexes (``None``: none; the files from the gap on are left for a later listing)."""
+
+    files: list[EventLogFile]
+    finished: bool
+    gap_before: int | None = None
+
+
+def _rolling_files(directory: str, entries: Sequence[Entry]) -> _Rolling:
+    """``eventlog_v2_<app>/`` from its listing: events files by index, from the last ``.compact`` one on.
+
+    Indexes must follow each other (Spark rolls ``n`` to ``n + 1``): a missing one means the listing lags
+    the writes, and the files after the gap are not read until it fills (:attr:`_Rolling.gap_before`).
+    """
+    dir_name = directory.rstrip("/").rsplit("/", 1)[-1]
+    app_id = dir_name[len(ROLLING_DIR_PREFIX) :] or None
+    indexed: list[tuple[int, Entry]] = []
     in_progress = False
-    for entry in directory.iterdir():
+    for entry in entries:
         name = entry.name
-        if name.startswith(".") or not entry.is_file():
+        if name.startswith(".") or entry.is_dir:
             continue
         if name.startswith(APPSTATUS_PREFIX):
             in_progress = in_progress or name.endswith(IN_PROGRESS)
@@ -254,56 +278,177 @@ def _rolling_files(directory: Path) -> list[EventLogFile]:
         if index is not None:
             indexed.append((index, entry))
     indexed.sort(key=lambda item: (item[0], item[1].name))
-    compact = [i for i, (_, p) in enumerate(indexed) if p.name.endswith(".compact")]
+    compact = [i for i, (_, e) in enumerate(indexed) if e.name.endswith(".compact")]
     if compact:
         indexed = indexed[compact[-1] :]
+    gap_before = None
+    for (a, _), (b, _) in itertools.pairwise(indexed):
+        if b > a + 1:
+            gap_before = a + 1
+            indexed = [(i, e) for i, e in indexed if i < b]
+            break
     out: list[EventLogFile] = []
-    for i, (_, path) in enumerate(indexed):
+    for i, (_, entry) in enumerate(indexed):
         last = i == len(indexed) - 1
-        out.append(EventLogFile(path, app_id, complete=not (last and in_progress)))
-    return out
+        growing = last and (in_progress or gap_before is not None)
+        out.append(EventLogFile(entry.path, app_id, complete=not growing, entry=entry))
+    return _Rolling(out, finished=not in_progress and gap_before is None, gap_before=gap_before)
 
 
-def is_rolling_dir(path: Path) -> bool:
-    """Spark's ``isEventLogDir`` (name prefix), and it holds at least one ``events_<n>_`` file."""
-    if not path.name.startswith(ROLLING_DIR_PREFIX):
+def is_rolling_dir(path: Path | str, storage: Storage | None = None, entries: Sequence[Entry] | None = None) -> bool:
+    """Spark's ``isEventLogDir`` (name prefix), and it holds at least one ``events_<n>_`` file
+    (``entries``: its listing, when already made)."""
+    text = str(path)
+    if not text.rstrip("/").rsplit("/", 1)[-1].startswith(ROLLING_DIR_PREFIX):
         return False
-    return any(_events_index(entry.name) is not None for entry in path.iterdir())
+    if entries is None:
+        entries = (storage or LocalStorage()).ls(text)
+    return any(_events_index(entry.name) is not None for entry in entries)
 
 
-def _single_file(path: Path) -> EventLogFile:
-    name = path.name
+def _single_file(entry: Entry) -> EventLogFile:
+    name = entry.name
     complete = not name.endswith(IN_PROGRESS)
     app_id = name.split(".", 1)[0] or None
-    return EventLogFile(path, app_id, complete)
+    return EventLogFile(entry.path, app_id, complete, entry)
 
 
-def discover_event_logs(path: Path) -> list[EventLogFile]:
+def discover_event_logs(path: Path | str, storage: Storage | None = None) -> list[EventLogFile]:
     """The event-log files under ``path``, in reading order.
 
-    ``path`` may be one file, a rolling directory ``eventlog_v2_<app>`` (holding ``events_<n>_`` files), or a directory of event logs
+    ``path`` (in ``storage``, the local file system by default) may be one file, a rolling directory
+    ``eventlog_v2_<app>`` (holding ``events_<n>_`` files), or a directory of event logs
     (``spark.eventLog.dir``): its single files and rolling directories, in name order. Hidden files (Hadoop's
     ``.crc`` files) and ``appstatus_*`` markers are skipped; other subdirectories are not entered.
 
     Raises:
-        EventLogError: ``path`` does not exist.
+        StorageError: ``path`` does not exist (reason ``NOT_FOUND``: "no such file or directory") or the
+            store cannot be listed.
     """
-    if path.is_file():
-        return [_single_file(path)]
-    if not path.is_dir():
-        raise EventLogError(f"{path}: no such file or directory")
-    if is_rolling_dir(path):
-        return _rolling_files(path)
-    out: list[EventLogFile] = []
-    for entry in sorted(path.iterdir(), key=lambda p: p.name):
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir():
-            if is_rolling_dir(entry):
-                out.extend(_rolling_files(entry))
-        elif entry.is_file() and not entry.name.startswith(APPSTATUS_PREFIX):
-            out.append(_single_file(entry))
-    return out
+    return _Discovery(storage or LocalStorage(), str(path)).files()
+
+
+def _name_family(name: str) -> str:
+    """The part of an event-log name before its time-ordered id: ``eventlog_v2_`` for rolling directories,
+    else up to the first ``-`` or ``_`` (``app-``, ``local-``, ``application_``), else the whole name."""
+    if name.startswith(ROLLING_DIR_PREFIX):
+        return ROLLING_DIR_PREFIX
+    cut = min((i for i in (name.find("-"), name.find("_")) if i >= 0), default=len(name) - 1)
+    return name[: cut + 1]
+
+
+@dataclass
+class _Discovery:
+    """Lists one target (``root`` in ``storage``) poll after poll.
+
+    On an object store, a finished rolling directory (its ``appstatus`` without ``.inprogress``) is listed
+    once and remembered (``finished``): its objects cannot change any more, so later polls do not list it.
+    ``gaps`` holds the rolling directories whose last listing lagged (a missing ``events_<n>_``).
+
+    On a store that lists after a given name (S3's ``StartAfter``), the root (``spark.eventLog.dir``) is
+    listed in full on the first poll and every ``full_listing_every`` polls; the polls between list only the
+    names after the newest one known of all, and for each other family of names (:func:`_name_family`:
+    ``eventlog_v2_``, ``app-``, ``local-``, ``application_``...) the names after its newest one (Spark's application ids grow with time: ``app-<yyyyMMddHHmmss>-<n>``,
+    ``local-<ms>``, ``application_<ms>_<n>``), and look up the final name of each known single-file
+    ``.inprogress`` log (one HEAD each). An application whose id sorts before the newest known one (random
+    ids, e.g. ``spark-<uuid>`` on Kubernetes), a new family sorting before the newest name (but rolling
+    directories) and a deleted object are found by the next full listing.
+    """
+
+    storage: Storage
+    root: str
+    full_listing_every: int = 10
+    finished: dict[str, list[EventLogFile]] = field(default_factory=dict)
+    gaps: list[tuple[str, int]] = field(default_factory=list)
+    root_dir: Entry | None = None
+    known: dict[str, Entry] | None = None  # the root's entries by name (stores that list after a name)
+    polls_since_full: int = 0
+
+    def _list_root(self) -> list[Entry]:
+        """The root's entries: in full, or the known ones plus what changed (see the class docstring)."""
+        st = self.storage
+        if not st.can_list_after or self.root.rsplit("/", 1)[-1].startswith(ROLLING_DIR_PREFIX):
+            return st.ls(self.root)  # (events_10_ sorts before events_9_: a rolling directory is listed whole)
+        self.polls_since_full += 1
+        if self.known is None or self.polls_since_full >= self.full_listing_every:
+            listing = st.ls(self.root)
+            self.known = {e.name: e for e in listing}
+            self.polls_since_full = 0
+            return listing
+        newest: dict[str, str] = {}
+        for name in self.known:
+            family = _name_family(name)
+            newest[family] = max(newest.get(family, ""), name)
+        top = max(self.known, default="")
+        # after the newest name of all (its family, and any name sorting after every known one)...
+        queries = {"": top}
+        # ...and after the newest of each other family, rolling directories included when none is known yet
+        queries.update({f: after for f, after in newest.items() if f != _name_family(top)})
+        if ROLLING_DIR_PREFIX not in newest and top >= ROLLING_DIR_PREFIX:
+            queries[ROLLING_DIR_PREFIX] = ""
+        for family, after in sorted(queries.items()):
+            for entry in st.ls_after(self.root, after, family):
+                self.known[entry.name] = entry
+        for name, entry in list(self.known.items()):
+            final = name.removesuffix(IN_PROGRESS)
+            if entry.is_dir or final == name or final in self.known:
+                continue
+            try:
+                closed = st.info(st.join(self.root, final))
+            except StorageError as exc:
+                if exc.reason is StorageReason.NOT_FOUND:
+                    continue  # still running
+                raise
+            self.known[final] = closed
+            del self.known[name]
+        return sorted(self.known.values(), key=lambda e: e.name)
+
+    def _rolling(self, entry: Entry, entries: Sequence[Entry] | None = None) -> list[EventLogFile]:
+        cached = self.finished.get(entry.path)
+        if cached is not None:
+            return cached
+        rolling = _rolling_files(entry.path, entries if entries is not None else self.storage.ls(entry.path))
+        if rolling.gap_before is not None:
+            self.gaps.append((entry.path, rolling.gap_before))
+        if rolling.finished and self.storage.immutable:
+            self.finished[entry.path] = rolling.files
+        return rolling.files
+
+    def files(self) -> list[EventLogFile]:
+        """The files of the target, as :func:`discover_event_logs` says. Raises :class:`StorageError`."""
+        self.gaps = []
+        cached = self.finished.get(self.root)
+        if cached is not None:
+            return cached
+        listing: list[Entry] | None = None
+        top = self.root_dir
+        if top is None and not isinstance(self.storage, LocalStorage):
+            # on a store, list first: a listing names its error (a HEAD answers with a bare status)
+            listing = self._list_root()
+            if listing:
+                top = Entry(self.root, self.root.rsplit("/", 1)[-1], is_dir=True, size=0)
+            else:
+                self.known = None
+        if top is None:
+            top = self.storage.info(self.root)
+        if not top.is_dir:
+            return [_single_file(top)]
+        self.root_dir = top  # a directory stays one: later polls list it without asking again
+        if listing is None:
+            listing = self._list_root()
+        if is_rolling_dir(self.root, entries=listing):
+            return self._rolling(top, listing)
+        out: list[EventLogFile] = []
+        for entry in listing:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir:
+                if entry.name.startswith(ROLLING_DIR_PREFIX):
+                    files = self._rolling(entry)
+                    out.extend(files)
+            elif not entry.name.startswith(APPSTATUS_PREFIX):
+                out.append(_single_file(entry))
+        return out
 
 
 @dataclass
@@ -342,7 +487,7 @@ class _Start:
     adopted: bool = False  # the cursor was the one of this file's former ``.inprogress`` name
     app_id: str | None = None  # from the file's SparkListenerApplicationStart line, once read
     set_aside: str | None = None  # the file is set aside (unchanged since): why
-    mtime_ns: int = 0
+    mtime_ns: int | None = None
     stored_bytes: int | None = None  # bytes the file occupies on disk (st_blocks * 512), when known
     in_long_line: bool = False
 
@@ -359,6 +504,10 @@ class EventLogCollector:
             size.
         keep_raw: return each parsed event document in ``PollResult.raw`` (for the store); ``False`` (``scan``
             without ``--db``) drops it once its samples are made: ``raw`` stays empty.
+        storage_options: for targets given as URLs, the fsspec file system's options (credentials
+            resolved), see :func:`collectors.storage.open_storage`.
+        full_listing_every: on S3, list a directory of event logs in full every this many polls (the polls
+            between list only the names after the newest known one: see ``_Discovery``).
         max_line_bytes: longest line read, bytes (default :data:`~collectors.spark.lines.DEFAULT_MAX_LINE_BYTES`,
             8 MiB); a longer line is a ``line_too_long`` error naming the file and line, skipped in linear time
             without being held, and the rest of the file is read.
@@ -387,16 +536,18 @@ class EventLogCollector:
 
     def __init__(
         self,
-        paths: Sequence[Path],
+        paths: Sequence[Path | str],
         cursors: CursorStore | None = None,
         *,
         chunk_bytes: int = CHUNK_BYTES,
         keep_raw: bool = True,
+        storage_options: Mapping[str, Any] | None = None,
+        full_listing_every: int = 10,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_poll_bytes: int = DEFAULT_MAX_POLL_BYTES,
         max_ratio: int = DEFAULT_MAX_RATIO,
     ) -> None:
-        self.paths = [Path(p) for p in paths]
+        self.paths = [p if isinstance(p, Path) else str(p) for p in paths]
         self.keep_raw = keep_raw
         self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
         self.chunk_bytes = chunk_bytes
@@ -405,10 +556,21 @@ class EventLogCollector:
         self.max_ratio = max_ratio
         self.decompressed_bytes_read = 0
         self.more_to_read = False
-        self.waiting_files: list[Path] = []
+        self.waiting_files: list[str] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
         self._live: dict[str, _Live] = {}
+        # per root: its discovery (or why it cannot be read at all), the files seen by the last poll, and
+        # the complete immutable files read to their end (not looked at again while their identity holds)
+        self._roots: list[tuple[str, _Discovery | StorageError]] = []
+        for p in self.paths:
+            try:
+                storage, fs_path = open_storage(p, storage_options)
+                self._roots.append((str(p), _Discovery(storage, fs_path, full_listing_every)))
+            except StorageError as exc:
+                self._roots.append((str(p), exc))
+        self._seen: dict[str, set[str]] = {}
+        self._done: set[tuple[str, str, int]] = set()
 
     def poll(self, now: datetime, *, to_end: bool = False) -> PollResult:
         """Read what is new in every file since the last poll, as one result (see :meth:`iter_poll`).
@@ -425,7 +587,7 @@ class EventLogCollector:
         samples: list[Sample] = []
         errors: list[CollectorError] = []
         raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = []
-        waiting: list[Path] = []
+        waiting: list[str] = []
         while True:
             for piece in self.iter_poll(now):
                 samples.extend(piece.samples)
@@ -448,44 +610,66 @@ class EventLogCollector:
         self.decompressed_bytes_read = 0
         self.more_to_read = False
         self.waiting_files = []
-        for root in self.paths:
+        for root, discovery in self._roots:
+            if isinstance(discovery, StorageError):
+                kind = discovery.error_kind(root=True)
+                yield PollResult(errors=(self._error(root, str(discovery), now, kind, retryable=discovery.retryable),))
+                continue
             if self.more_to_read:
                 return
             try:
-                files = discover_event_logs(root)
-            except EventLogError as exc:
-                yield PollResult(errors=(self._error(root, str(exc), now, ErrorKind.UNREACHABLE),))
+                files = discovery.files()
+            except StorageError as exc:
+                yield PollResult(errors=(self._error(root, str(exc), now, exc.error_kind(root=True), retryable=exc.retryable),))
                 continue
-            except OSError as exc:
-                message = f"{root}: {exc.strerror or exc}"
-                yield PollResult(errors=(self._error(root, message, now, ErrorKind.UNREACHABLE, retryable=True),))
-                continue
+            storage = discovery.storage
+            for directory, index in discovery.gaps:
+                message = (
+                    f"{storage.display(directory)}: the listing shows later events files but not events_{index}_: "
+                    "waiting for the listing to catch up before reading on"
+                )
+                yield PollResult(errors=(self._error(storage.display(directory), message, now, ErrorKind.LISTING, retryable=True),))
+            keys = {storage.key(f.path) for f in files}
+            for gone in sorted(self._seen.get(root, set()) - keys):
+                if gone + IN_PROGRESS in keys or gone.removesuffix(IN_PROGRESS) in keys:
+                    continue  # renamed at the end of the application
+                message = f"{gone}: deleted since the last poll (what was read from it is kept)"
+                yield PollResult(errors=(self._error(gone, message, now, ErrorKind.DELETED),))
+            self._seen[root] = keys
             for log_file in files:
                 if self.more_to_read:
                     return  # the budget is spent: this file and the next ones are read by the next poll
+                key = storage.key(log_file.path)
+                entry = log_file.entry
+                if entry is not None and (key, entry.identity, entry.size) in self._done:
+                    continue
                 try:
-                    yield from self._iter_file(log_file, log_file.path == root, now)
+                    yield from self._iter_file(storage, log_file, log_file.path == discovery.root, now)
+                except StorageError as exc:  # listed, then gone, throttled or refused while being read
+                    kind = exc.error_kind(root=log_file.path == discovery.root)
+                    yield PollResult(errors=(self._error(storage.display(log_file.path), str(exc), now, kind, retryable=exc.retryable),))
                 except Exception as exc:  # one file's failure (an OS error, a bug) must not stop the others
-                    path = log_file.path
+                    path = storage.display(log_file.path)
                     what = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}" if str(exc) else type(exc).__name__
                     message = f"{path}: cannot read: {what}"
                     yield PollResult(errors=(self._error(path, message, now, ErrorKind.INTERNAL, retryable=True),))
 
     @staticmethod
     def _error(
-        path: Path, message: str, now: datetime, kind: ErrorKind, *, retryable: bool = False
+        path: str, message: str, now: datetime, kind: ErrorKind, *, retryable: bool = False
     ) -> CollectorError:
-        return CollectorError(COLLECTOR_NAME, str(path), message, now, retryable=retryable, kind=kind)
+        return CollectorError(COLLECTOR_NAME, path, message, now, retryable=retryable, kind=kind)
 
-    def _start(self, path: Path, handle: BinaryIO, now: datetime) -> tuple[_Start, CollectorError | None]:
-        """Identify the open file and decide where to start from its stored cursor."""
-        stat = os.fstat(handle.fileno())
+    def _start(
+        self, target: str, shown: str, handle: BinaryIO, opened: Entry, now: datetime
+    ) -> tuple[_Start, CollectorError | None]:
+        """Identify the open file (``opened``: its entry as opened; ``target``: its cursor key, ``shown``: its
+        name in messages) and decide where to start from its stored cursor."""
         head = handle.read(HEAD_BYTES)
-        identity = f"{stat.st_dev}:{stat.st_ino}"
+        identity = opened.identity
         head_sha = hashlib.sha256(head).hexdigest()
-        target = str(path.absolute())
         state = self.cursors.get(target)
-        if state is None and not path.name.endswith(IN_PROGRESS):
+        if state is None and not target.endswith(IN_PROGRESS):
             # Spark renames app.zstd.inprogress -> app.zstd when the app ends: same inode, same cursor
             state = self.cursors.get(target + IN_PROGRESS)
             if state is not None and state.get("identity") != identity:
@@ -496,24 +680,23 @@ class EventLogCollector:
         else:
             adopted = False
         cursor = FileCursor.from_state(state) if state is not None else None
-        blocks = getattr(stat, "st_blocks", None)
         start = _Start(
-            identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False, adopted=adopted,
-            mtime_ns=stat.st_mtime_ns, stored_bytes=blocks * 512 if isinstance(blocks, int) else None,
+            identity, head_sha, len(head), opened.size, 0, 0, unchanged=False, adopted=adopted,
+            mtime_ns=opened.mtime_ns, stored_bytes=opened.stored_bytes,
         )
         if cursor is None:
             return start, None
         same = (
             cursor.identity == identity
-            and stat.st_size >= cursor.size
+            and opened.size >= cursor.size
             and len(head) >= cursor.head_len
             and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
         )
         if not same:
             notice = self._error(
-                path,
-                f"{path}: file was rotated or rewritten since the last poll (was {cursor.size} bytes, now "
-                f"{stat.st_size}); reading it again from the start",
+                shown,
+                f"{shown}: file was rotated or rewritten since the last poll (was {cursor.size} bytes, now "
+                f"{opened.size}); reading it again from the start",
                 now,
                 ErrorKind.ROTATED,
                 retryable=True,
@@ -521,17 +704,17 @@ class EventLogCollector:
             return start, notice
         start.offset, start.line_no, start.app_id = cursor.offset, cursor.line_no, cursor.app_id
         start.in_long_line = cursor.in_long_line
-        start.unchanged = stat.st_size == cursor.size
+        start.unchanged = opened.size == cursor.size
         if cursor.set_aside is not None:  # set aside until it changes: its size or its mtime
-            start.unchanged = start.unchanged and stat.st_mtime_ns == cursor.mtime_ns
+            start.unchanged = start.unchanged and opened.mtime_ns == cursor.mtime_ns
             start.set_aside = cursor.set_aside if start.unchanged else None
         return start, None
 
     def _save(
-        self, path: Path, start: _Start, size: int, offset: int, line_no: int, *, in_long_line: bool = False
+        self, target: str, start: _Start, size: int, offset: int, line_no: int, *, in_long_line: bool = False
     ) -> None:
         self.cursors.set(
-            str(path.absolute()),
+            target,
             FileCursor(
                 start.identity, start.head_sha256, start.head_len, size, offset, line_no, start.app_id,
                 in_long_line=in_long_line,
@@ -541,37 +724,52 @@ class EventLogCollector:
         )
 
     def _set_aside(
-        self, path: Path, start: _Start, why: ErrorKind, message: str, now: datetime, offset: int, line_no: int
+        self, target: str, shown: str, start: _Start, why: ErrorKind, message: str, now: datetime, offset: int,
+        line_no: int,
     ) -> PollResult:
         """Set the file aside (not read again until its size or mtime changes) with one error saying why."""
         start.set_aside = why.value
-        self._save(path, start, start.size, offset, line_no)
-        return PollResult(errors=(self._error(path, f"{message}; set aside until the file changes", now, why),))
+        self._save(target, start, start.size, offset, line_no)
+        return PollResult(errors=(self._error(shown, f"{message}; set aside until the file changes", now, why),))
 
     def _is_bomb(self, produced: int, stored: int) -> bool:
         """``produced`` decompressed bytes from ``stored`` bytes exceed :attr:`max_ratio` (judged from
         :data:`BOMB_MIN_BYTES` on)."""
         return produced >= BOMB_MIN_BYTES and produced > self.max_ratio * max(stored, 1)
 
-    def _iter_file(self, log_file: EventLogFile, is_root: bool, now: datetime) -> Iterator[PollResult]:
+    def _iter_file(
+        self, storage: Storage, log_file: EventLogFile, is_root: bool, now: datetime
+    ) -> Iterator[PollResult]:
         """Read one file from its cursor (``is_root``: the file is the whole target, so a file that cannot
-        be opened makes the target unreachable; otherwise it is one bad file among others)."""
-        path = log_file.path
+        be opened makes the target unreachable; otherwise it is one bad file among others).
+
+        On an object store, a file whose listed identity and size equal its cursor's cannot have changed
+        (objects are written whole): it is not opened (no request)."""
+        target = storage.key(log_file.path)
+        shown = storage.display(log_file.path)
         codec_error: CodecError | None = None
         try:
-            codec = codec_for_name(path.name)
+            codec = codec_for_name(log_file.name)
         except CodecError as exc:
             codec, codec_error = None, exc
+        listed = log_file.entry
+        if storage.immutable and listed is not None:
+            state = self.cursors.get(target)
+            if state is not None and (state.get("identity"), state.get("size")) == (listed.identity, listed.size):
+                if log_file.complete:
+                    self._done.add((target, listed.identity, listed.size))
+                return
         try:
-            handle = path.open("rb")
-        except OSError as exc:
-            kind = ErrorKind.UNREACHABLE if is_root else ErrorKind.FILE
-            message = f"{path}: cannot read: {exc.strerror or exc}"
-            yield PollResult(errors=(self._error(path, message, now, kind, retryable=True),))
+            handle, opened = storage.open(log_file.path, listed)
+        except StorageError as exc:
+            kind = exc.error_kind(root=is_root)
+            message = f"{shown}: cannot read: {str(exc).removeprefix(shown + ': ')}"
+            yield PollResult(errors=(self._error(shown, message, now, kind, retryable=exc.retryable),))
             return
-        target = str(path.absolute())
+        log_file = dataclasses.replace(log_file, path=shown)  # its name in the messages of every line
+        path = shown
         with handle:
-            start, notice = self._start(path, handle, now)
+            start, notice = self._start(target, shown, handle, opened, now)
             live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
             if notice is not None:
                 yield PollResult(errors=(notice,))
@@ -581,17 +779,19 @@ class EventLogCollector:
                 if live is not None and not log_file.complete:
                     self._live[target] = live
                 if start.adopted:  # under its final name
-                    self._save(path, start, start.size, start.offset, start.line_no, in_long_line=start.in_long_line)
+                    self._save(target, start, start.size, start.offset, start.line_no, in_long_line=start.in_long_line)
+                if storage.immutable and log_file.complete:
+                    self._done.add((target, opened.identity, opened.size))
                 return
             if codec_error is not None:
-                yield self._set_aside(path, start, ErrorKind.CODEC, f"{path}: {codec_error}", now, 0, 0)
+                yield self._set_aside(target, path, start, ErrorKind.CODEC, f"{path}: {codec_error}", now, 0, 0)
                 return
             if codec is None and start.stored_bytes is not None and self._is_bomb(start.size, start.stored_bytes):
                 message = (
                     f"{path}: a sparse file: {start.size} bytes stored in {start.stored_bytes} "
                     f"(more than {self.max_ratio}x; not a Spark event log)"
                 )
-                yield self._set_aside(path, start, ErrorKind.BOMB, message, now, start.offset, start.line_no)
+                yield self._set_aside(target, path, start, ErrorKind.BOMB, message, now, start.offset, start.line_no)
                 return
             offset, line_no = start.offset, start.line_no
             skip = 0
@@ -636,7 +836,7 @@ class EventLogCollector:
                                 f"{path}: a {codec} bomb: {decoder.consumed_bytes} compressed bytes decompress to "
                                 f"{decoder.produced_bytes} and more (over {self.max_ratio}x; {_after(line_no)})"
                             )
-                            yield self._set_aside(path, start, ErrorKind.BOMB, message, now, offset, line_no)
+                            yield self._set_aside(target, path, start, ErrorKind.BOMB, message, now, offset, line_no)
                             return
                 except (CodecError, OSError) as exc:
                     what = str(exc) if isinstance(exc, CodecError) else f"cannot read: {exc}"
@@ -644,7 +844,7 @@ class EventLogCollector:
                     yield PollResult(errors=(self._error(path, message, now, ErrorKind.FILE),))
                     if isinstance(exc, CodecError):
                         # quarantined: not read again (nor reported again) until the file changes
-                        self._save(path, start, start.size, offset, line_no)
+                        self._save(target, start, start.size, offset, line_no)
                     return
                 if skip:
                     if len(chunk) <= skip:
@@ -672,7 +872,7 @@ class EventLogCollector:
                 corrupt = piece.corrupt_lines
                 if piece.samples or piece.errors:
                     yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
-                    self._save(path, start, handle.tell(), offset, line_no, in_long_line=splitter.skipping)
+                    self._save(target, start, handle.tell(), offset, line_no, in_long_line=splitter.skipping)
             if corrupt > MAX_LINE_ERRORS:
                 yield PollResult(
                     errors=(
@@ -689,7 +889,7 @@ class EventLogCollector:
                 # the rest of the file is read by the next poll; a cursor size short of the file's says so
                 self.more_to_read = True
                 size = offset if decoder is None else decoder.consumed_bytes
-                self._save(path, start, min(size, start.size), offset, line_no, in_long_line=splitter.skipping)
+                self._save(target, start, min(size, start.size), offset, line_no, in_long_line=splitter.skipping)
                 if decoder is not None:
                     self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, splitter)
                 return
@@ -717,13 +917,15 @@ class EventLogCollector:
                         ),
                     )
                 )
-            self._save(path, start, handle.tell(), offset, line_no, in_long_line=splitter.skipping)
+            self._save(target, start, handle.tell(), offset, line_no, in_long_line=splitter.skipping)
+            if storage.immutable and log_file.complete and handle.tell() == opened.size:
+                self._done.add((target, opened.identity, opened.size))
             if not log_file.complete and line_no == 0:
                 self.waiting_files.append(path)
             if decoder is not None and not log_file.complete:
                 self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, splitter)
 
-    def _long_line(self, path: Path, line_no: int, now: datetime, result: _FileRead) -> None:
+    def _long_line(self, path: str, line_no: int, now: datetime, result: _FileRead) -> None:
         """Report line ``line_no``, longer than :attr:`max_line_bytes` (counted with the corrupt lines)."""
         result.corrupt_lines += 1
         if result.corrupt_lines <= MAX_LINE_ERRORS:
