@@ -470,11 +470,15 @@ class ErrorKind(enum.StrEnum):
     STORE = "store"  # the poll could not be stored (database); it is read again by the next poll
     UNSTORABLE = "unstorable"  # one sample or document the database refused as data; skipped
     INTERNAL = "internal"  # a bug met while parsing one document; the document was skipped
+    CREDENTIALS = "credentials"  # a store refused the credentials (missing, expired, invalid, access denied)
+    THROTTLED = "throttled"  # a store throttled the requests (503 SlowDown, 429) even after retries
+    DELETED = "deleted"  # a file or object read before is gone (or listed, then gone before it was read)
+    LISTING = "listing"  # a listing lags the writes (a rolled file missing between two listed ones): waited for
 
     @property
     def target_down(self) -> bool:
         """True when an error of this kind means the target could not be read at all."""
-        return self in (ErrorKind.UNREACHABLE, ErrorKind.STORE)
+        return self in (ErrorKind.UNREACHABLE, ErrorKind.STORE, ErrorKind.CREDENTIALS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,8 +53,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -62,7 +62,8 @@ from typing import Any, BinaryIO, Protocol
 
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
-from monitor.errors import EventLogError, ProgressFormatError
+from collectors.storage import Entry, LocalStorage, Storage, StorageError, open_storage
+from monitor.errors import ProgressFormatError
 from monitor.model import CollectorError, ErrorKind, JobRef, PollResult, Sample
 
 __all__ = [
@@ -185,17 +186,25 @@ class EventLogFile:
     """One event-log file to read.
 
     Attributes:
-        path: the file.
+        path: the file's path in its :class:`collectors.storage.Storage` (a local path as given, or the
+            store's ``bucket/key``).
         app_id: Spark application id (and attempt) from the file or directory name; the collector replaces
             it with the one of the file's ``SparkListenerApplicationStart`` line when it finds one.
         complete: the file will not grow any more (a single file without ``.inprogress``; a rolling file
             that is not the last one, or whose ``appstatus`` file lost ``.inprogress``). A complete file
             must end with a newline; an incomplete one may end in a partial line.
+        entry: the file as listed (size, identity), when it came from a listing.
     """
 
-    path: Path
+    path: str
     app_id: str | None
     complete: bool
+    entry: Entry | None = None
+
+    @property
+    def name(self) -> str:
+        """The file name (last path segment)."""
+        return self.entry.name if self.entry is not None else self.path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _events_index(name: str) -> int | None:
@@ -205,14 +214,29 @@ def _events_index(name: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _rolling_files(directory: Path) -> list[EventLogFile]:
-    """``eventlog_v2_<app>/``: events files by index, from the last ``.compact`` one on."""
-    app_id = directory.name[len(ROLLING_DIR_PREFIX) :] or None
-    indexed: list[tuple[int, Path]] = []
+@dataclass(frozen=True, slots=True)
+class _Rolling:
+    """A rolling directory's files in reading order, whether it is finished, and the first gap in its
+    ``events_<n>_`` indexes (``None``: none; the files from the gap on are left for a later listing)."""
+
+    files: list[EventLogFile]
+    finished: bool
+    gap_before: int | None = None
+
+
+def _rolling_files(directory: str, entries: Sequence[Entry]) -> _Rolling:
+    """``eventlog_v2_<app>/`` from its listing: events files by index, from the last ``.compact`` one on.
+
+    Indexes must follow each other (Spark rolls ``n`` to ``n + 1``): a missing one means the listing lags
+    the writes, and the files after the gap are not read until it fills (:attr:`_Rolling.gap_before`).
+    """
+    dir_name = directory.rstrip("/").rsplit("/", 1)[-1]
+    app_id = dir_name[len(ROLLING_DIR_PREFIX) :] or None
+    indexed: list[tuple[int, Entry]] = []
     in_progress = False
-    for entry in directory.iterdir():
+    for entry in entries:
         name = entry.name
-        if name.startswith(".") or not entry.is_file():
+        if name.startswith(".") or entry.is_dir:
             continue
         if name.startswith(APPSTATUS_PREFIX):
             in_progress = in_progress or name.endswith(IN_PROGRESS)
@@ -221,56 +245,104 @@ def _rolling_files(directory: Path) -> list[EventLogFile]:
         if index is not None:
             indexed.append((index, entry))
     indexed.sort(key=lambda item: (item[0], item[1].name))
-    compact = [i for i, (_, p) in enumerate(indexed) if p.name.endswith(".compact")]
+    compact = [i for i, (_, e) in enumerate(indexed) if e.name.endswith(".compact")]
     if compact:
         indexed = indexed[compact[-1] :]
+    gap_before = None
+    for (a, _), (b, _) in itertools.pairwise(indexed):
+        if b > a + 1:
+            gap_before = a + 1
+            indexed = [(i, e) for i, e in indexed if i < b]
+            break
     out: list[EventLogFile] = []
-    for i, (_, path) in enumerate(indexed):
+    for i, (_, entry) in enumerate(indexed):
         last = i == len(indexed) - 1
-        out.append(EventLogFile(path, app_id, complete=not (last and in_progress)))
-    return out
+        growing = last and (in_progress or gap_before is not None)
+        out.append(EventLogFile(entry.path, app_id, complete=not growing, entry=entry))
+    return _Rolling(out, finished=not in_progress and gap_before is None, gap_before=gap_before)
 
 
-def is_rolling_dir(path: Path) -> bool:
-    """Spark's ``isEventLogDir`` (name prefix), and it holds at least one ``events_<n>_`` file."""
-    if not path.name.startswith(ROLLING_DIR_PREFIX):
+def is_rolling_dir(path: Path | str, storage: Storage | None = None, entries: Sequence[Entry] | None = None) -> bool:
+    """Spark's ``isEventLogDir`` (name prefix), and it holds at least one ``events_<n>_`` file
+    (``entries``: its listing, when already made)."""
+    text = str(path)
+    if not text.rstrip("/").rsplit("/", 1)[-1].startswith(ROLLING_DIR_PREFIX):
         return False
-    return any(_events_index(entry.name) is not None for entry in path.iterdir())
+    if entries is None:
+        entries = (storage or LocalStorage()).ls(text)
+    return any(_events_index(entry.name) is not None for entry in entries)
 
 
-def _single_file(path: Path) -> EventLogFile:
-    name = path.name
+def _single_file(entry: Entry) -> EventLogFile:
+    name = entry.name
     complete = not name.endswith(IN_PROGRESS)
     app_id = name.split(".", 1)[0] or None
-    return EventLogFile(path, app_id, complete)
+    return EventLogFile(entry.path, app_id, complete, entry)
 
 
-def discover_event_logs(path: Path) -> list[EventLogFile]:
+def discover_event_logs(path: Path | str, storage: Storage | None = None) -> list[EventLogFile]:
     """The event-log files under ``path``, in reading order.
 
-    ``path`` may be one file, a rolling directory ``eventlog_v2_<app>`` (holding ``events_<n>_`` files), or a directory of event logs
+    ``path`` (in ``storage``, the local file system by default) may be one file, a rolling directory
+    ``eventlog_v2_<app>`` (holding ``events_<n>_`` files), or a directory of event logs
     (``spark.eventLog.dir``): its single files and rolling directories, in name order. Hidden files (Hadoop's
     ``.crc`` files) and ``appstatus_*`` markers are skipped; other subdirectories are not entered.
 
     Raises:
-        EventLogError: ``path`` does not exist.
+        StorageError: ``path`` does not exist (reason ``NOT_FOUND``: "no such file or directory") or the
+            store cannot be listed.
     """
-    if path.is_file():
-        return [_single_file(path)]
-    if not path.is_dir():
-        raise EventLogError(f"{path}: no such file or directory")
-    if is_rolling_dir(path):
-        return _rolling_files(path)
-    out: list[EventLogFile] = []
-    for entry in sorted(path.iterdir(), key=lambda p: p.name):
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir():
-            if is_rolling_dir(entry):
-                out.extend(_rolling_files(entry))
-        elif entry.is_file() and not entry.name.startswith(APPSTATUS_PREFIX):
-            out.append(_single_file(entry))
-    return out
+    return _Discovery(storage or LocalStorage(), str(path)).files()
+
+
+@dataclass
+class _Discovery:
+    """Lists one target (``root`` in ``storage``) poll after poll.
+
+    On an object store, a finished rolling directory (its ``appstatus`` without ``.inprogress``) is listed
+    once and remembered (``finished``): its objects cannot change any more, so later polls do not list it.
+    ``gaps`` holds the rolling directories whose last listing lagged (a missing ``events_<n>_``).
+    """
+
+    storage: Storage
+    root: str
+    finished: dict[str, list[EventLogFile]] = field(default_factory=dict)
+    gaps: list[tuple[str, int]] = field(default_factory=list)
+
+    def _rolling(self, entry: Entry, entries: Sequence[Entry] | None = None) -> list[EventLogFile]:
+        cached = self.finished.get(entry.path)
+        if cached is not None:
+            return cached
+        rolling = _rolling_files(entry.path, entries if entries is not None else self.storage.ls(entry.path))
+        if rolling.gap_before is not None:
+            self.gaps.append((entry.path, rolling.gap_before))
+        if rolling.finished and self.storage.immutable:
+            self.finished[entry.path] = rolling.files
+        return rolling.files
+
+    def files(self) -> list[EventLogFile]:
+        """The files of the target, as :func:`discover_event_logs` says. Raises :class:`StorageError`."""
+        self.gaps = []
+        cached = self.finished.get(self.root)
+        if cached is not None:
+            return cached
+        top = self.storage.info(self.root)
+        if not top.is_dir:
+            return [_single_file(top)]
+        listing = self.storage.ls(self.root)
+        if is_rolling_dir(self.root, entries=listing):
+            return self._rolling(top, listing)
+        out: list[EventLogFile] = []
+        for entry in listing:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir:
+                if entry.name.startswith(ROLLING_DIR_PREFIX):
+                    files = self._rolling(entry)
+                    out.extend(files)
+            elif not entry.name.startswith(APPSTATUS_PREFIX):
+                out.append(_single_file(entry))
+        return out
 
 
 @dataclass
@@ -334,21 +406,33 @@ class EventLogCollector:
 
     def __init__(
         self,
-        paths: Sequence[Path],
+        paths: Sequence[Path | str],
         cursors: CursorStore | None = None,
         *,
         chunk_bytes: int = CHUNK_BYTES,
         keep_raw: bool = True,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
-        self.paths = [Path(p) for p in paths]
+        self.paths = [p if isinstance(p, Path) else str(p) for p in paths]
         self.keep_raw = keep_raw
         self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
         self.chunk_bytes = chunk_bytes
         self.decompressed_bytes_read = 0
-        self.waiting_files: list[Path] = []
+        self.waiting_files: list[str] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
         self._live: dict[str, _Live] = {}
+        # per root: its discovery (or why it cannot be read at all), the files seen by the last poll, and
+        # the complete immutable files read to their end (not looked at again while their identity holds)
+        self._roots: list[tuple[str, _Discovery | StorageError]] = []
+        for p in self.paths:
+            try:
+                storage, fs_path = open_storage(p, storage_options)
+                self._roots.append((str(p), _Discovery(storage, fs_path)))
+            except StorageError as exc:
+                self._roots.append((str(p), exc))
+        self._seen: dict[str, set[str]] = {}
+        self._done: set[tuple[str, str, int]] = set()
 
     def poll(self, now: datetime) -> PollResult:
         """Read what is new in every file since the last poll, as one result (see :meth:`iter_poll`).
@@ -376,40 +460,62 @@ class EventLogCollector:
         """
         self.decompressed_bytes_read = 0
         self.waiting_files = []
-        for root in self.paths:
+        for root, discovery in self._roots:
+            if isinstance(discovery, StorageError):
+                kind = discovery.error_kind(root=True)
+                yield PollResult(errors=(self._error(root, str(discovery), now, kind, retryable=discovery.retryable),))
+                continue
             try:
-                files = discover_event_logs(root)
-            except EventLogError as exc:
-                yield PollResult(errors=(self._error(root, str(exc), now, ErrorKind.UNREACHABLE),))
+                files = discovery.files()
+            except StorageError as exc:
+                yield PollResult(errors=(self._error(root, str(exc), now, exc.error_kind(root=True), retryable=exc.retryable),))
                 continue
-            except OSError as exc:
-                message = f"{root}: {exc.strerror or exc}"
-                yield PollResult(errors=(self._error(root, message, now, ErrorKind.UNREACHABLE, retryable=True),))
-                continue
+            storage = discovery.storage
+            for directory, index in discovery.gaps:
+                message = (
+                    f"{storage.display(directory)}: the listing shows later events files but not events_{index}_: "
+                    "waiting for the listing to catch up before reading on"
+                )
+                yield PollResult(errors=(self._error(storage.display(directory), message, now, ErrorKind.LISTING, retryable=True),))
+            keys = {storage.key(f.path) for f in files}
+            for gone in sorted(self._seen.get(root, set()) - keys):
+                if gone + IN_PROGRESS in keys or gone.removesuffix(IN_PROGRESS) in keys:
+                    continue  # renamed at the end of the application
+                message = f"{gone}: deleted since the last poll (what was read from it is kept)"
+                yield PollResult(errors=(self._error(gone, message, now, ErrorKind.DELETED),))
+            self._seen[root] = keys
             for log_file in files:
+                key = storage.key(log_file.path)
+                entry = log_file.entry
+                if entry is not None and (key, entry.identity, entry.size) in self._done:
+                    continue
                 try:
-                    yield from self._iter_file(log_file, log_file.path == root, now)
+                    yield from self._iter_file(storage, log_file, log_file.path == discovery.root, now)
+                except StorageError as exc:  # listed, then gone, throttled or refused while being read
+                    kind = exc.error_kind(root=log_file.path == discovery.root)
+                    yield PollResult(errors=(self._error(storage.display(log_file.path), str(exc), now, kind, retryable=exc.retryable),))
                 except Exception as exc:  # one file's failure (an OS error, a bug) must not stop the others
-                    path = log_file.path
+                    path = storage.display(log_file.path)
                     what = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}" if str(exc) else type(exc).__name__
                     message = f"{path}: cannot read: {what}"
                     yield PollResult(errors=(self._error(path, message, now, ErrorKind.INTERNAL, retryable=True),))
 
     @staticmethod
     def _error(
-        path: Path, message: str, now: datetime, kind: ErrorKind, *, retryable: bool = False
+        path: str, message: str, now: datetime, kind: ErrorKind, *, retryable: bool = False
     ) -> CollectorError:
-        return CollectorError(COLLECTOR_NAME, str(path), message, now, retryable=retryable, kind=kind)
+        return CollectorError(COLLECTOR_NAME, path, message, now, retryable=retryable, kind=kind)
 
-    def _start(self, path: Path, handle: BinaryIO, now: datetime) -> tuple[_Start, CollectorError | None]:
-        """Identify the open file and decide where to start from its stored cursor."""
-        stat = os.fstat(handle.fileno())
+    def _start(
+        self, target: str, shown: str, handle: BinaryIO, opened: Entry, now: datetime
+    ) -> tuple[_Start, CollectorError | None]:
+        """Identify the open file (``opened``: its entry as opened; ``target``: its cursor key, ``shown``: its
+        name in messages) and decide where to start from its stored cursor."""
         head = handle.read(HEAD_BYTES)
-        identity = f"{stat.st_dev}:{stat.st_ino}"
+        identity = opened.identity
         head_sha = hashlib.sha256(head).hexdigest()
-        target = str(path.absolute())
         state = self.cursors.get(target)
-        if state is None and not path.name.endswith(IN_PROGRESS):
+        if state is None and not target.endswith(IN_PROGRESS):
             # Spark renames app.zstd.inprogress -> app.zstd when the app ends: same inode, same cursor
             state = self.cursors.get(target + IN_PROGRESS)
             if state is not None and state.get("identity") != identity:
@@ -420,56 +526,69 @@ class EventLogCollector:
         else:
             adopted = False
         cursor = FileCursor.from_state(state) if state is not None else None
-        start = _Start(identity, head_sha, len(head), stat.st_size, 0, 0, unchanged=False, adopted=adopted)
+        start = _Start(identity, head_sha, len(head), opened.size, 0, 0, unchanged=False, adopted=adopted)
         if cursor is None:
             return start, None
         same = (
             cursor.identity == identity
-            and stat.st_size >= cursor.size
+            and opened.size >= cursor.size
             and len(head) >= cursor.head_len
             and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
         )
         if not same:
             notice = self._error(
-                path,
-                f"{path}: file was rotated or rewritten since the last poll (was {cursor.size} bytes, now "
-                f"{stat.st_size}); reading it again from the start",
+                shown,
+                f"{shown}: file was rotated or rewritten since the last poll (was {cursor.size} bytes, now "
+                f"{opened.size}); reading it again from the start",
                 now,
                 ErrorKind.ROTATED,
                 retryable=True,
             )
             return start, notice
         start.offset, start.line_no, start.app_id = cursor.offset, cursor.line_no, cursor.app_id
-        start.unchanged = stat.st_size == cursor.size
+        start.unchanged = opened.size == cursor.size
         return start, None
 
-    def _save(self, path: Path, start: _Start, size: int, offset: int, line_no: int) -> None:
+    def _save(self, target: str, start: _Start, size: int, offset: int, line_no: int) -> None:
         self.cursors.set(
-            str(path.absolute()),
+            target,
             FileCursor(
                 start.identity, start.head_sha256, start.head_len, size, offset, line_no, start.app_id
             ).to_state(),
         )
 
-    def _iter_file(self, log_file: EventLogFile, is_root: bool, now: datetime) -> Iterator[PollResult]:
+    def _iter_file(
+        self, storage: Storage, log_file: EventLogFile, is_root: bool, now: datetime
+    ) -> Iterator[PollResult]:
         """Read one file from its cursor (``is_root``: the file is the whole target, so a file that cannot
-        be opened makes the target unreachable; otherwise it is one bad file among others)."""
-        path = log_file.path
+        be opened makes the target unreachable; otherwise it is one bad file among others).
+
+        On an object store, a complete file whose listed identity and size equal its cursor's was read to
+        its end and cannot have changed: it is not opened (no request)."""
+        target = storage.key(log_file.path)
+        shown = storage.display(log_file.path)
         try:
-            codec = codec_for_name(path.name)
+            codec = codec_for_name(log_file.name)
         except CodecError as exc:
-            yield PollResult(errors=(self._error(path, f"{path}: {exc}", now, ErrorKind.FILE),))
+            yield PollResult(errors=(self._error(shown, f"{shown}: {exc}", now, ErrorKind.FILE),))
             return
+        listed = log_file.entry
+        if storage.immutable and listed is not None and log_file.complete:
+            state = self.cursors.get(target)
+            if state is not None and (state.get("identity"), state.get("size")) == (listed.identity, listed.size):
+                self._done.add((target, listed.identity, listed.size))
+                return
         try:
-            handle = path.open("rb")
-        except OSError as exc:
-            kind = ErrorKind.UNREACHABLE if is_root else ErrorKind.FILE
-            message = f"{path}: cannot read: {exc.strerror or exc}"
-            yield PollResult(errors=(self._error(path, message, now, kind, retryable=True),))
+            handle, opened = storage.open(log_file.path, listed)
+        except StorageError as exc:
+            kind = exc.error_kind(root=is_root)
+            message = f"{shown}: cannot read: {str(exc).removeprefix(shown + ': ')}"
+            yield PollResult(errors=(self._error(shown, message, now, kind, retryable=exc.retryable),))
             return
-        target = str(path.absolute())
+        log_file = dataclasses.replace(log_file, path=shown)  # its name in the messages of every line
+        path = shown
         with handle:
-            start, notice = self._start(path, handle, now)
+            start, notice = self._start(target, shown, handle, opened, now)
             live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
             if notice is not None:
                 yield PollResult(errors=(notice,))
@@ -479,7 +598,9 @@ class EventLogCollector:
                 if live is not None and not log_file.complete:
                     self._live[target] = live
                 if start.adopted:
-                    self._save(path, start, start.size, start.offset, start.line_no)  # under its final name
+                    self._save(target, start, start.size, start.offset, start.line_no)  # under its final name
+                if storage.immutable and log_file.complete:
+                    self._done.add((target, opened.identity, opened.size))
                 return
             offset, line_no = start.offset, start.line_no
             skip = 0
@@ -514,7 +635,7 @@ class EventLogCollector:
                     yield PollResult(errors=(self._error(path, message, now, ErrorKind.FILE),))
                     if isinstance(exc, CodecError):
                         # quarantined: not read again (nor reported again) until the file changes
-                        self._save(path, start, start.size, offset, line_no)
+                        self._save(target, start, start.size, offset, line_no)
                     return
                 if skip:
                     if len(chunk) <= skip:
@@ -543,7 +664,7 @@ class EventLogCollector:
                 offset += complete_end
                 if piece.samples or piece.errors:
                     yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
-                    self._save(path, start, handle.tell(), offset, line_no)
+                    self._save(target, start, handle.tell(), offset, line_no)
             if corrupt > MAX_LINE_ERRORS:
                 yield PollResult(
                     errors=(
@@ -580,7 +701,9 @@ class EventLogCollector:
                         ),
                     )
                 )
-            self._save(path, start, handle.tell(), offset, line_no)
+            self._save(target, start, handle.tell(), offset, line_no)
+            if storage.immutable and log_file.complete and handle.tell() == opened.size:
+                self._done.add((target, opened.identity, opened.size))
             if not log_file.complete and line_no == 0:
                 self.waiting_files.append(path)
             if decoder is not None and not log_file.complete:

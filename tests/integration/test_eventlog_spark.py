@@ -55,11 +55,11 @@ def test_collector_reads_real_spark_log(spark_logs: tuple[Path, dict[str, str]],
     app_id = apps[label]
     files = discover_event_logs(out / label)
     assert len(files) == 1 and files[0].complete  # the app stopped: no .inprogress anywhere
-    name = files[0].path.name
+    name = files[0].name
     expected = f"{app_id}.{codec}"  # Spark's naming: <app>.<codec short name> (EventLogFileWriter)
     assert name == (f"events_1_{expected}" if rolling == "1" else expected)
     if rolling == "1":
-        assert files[0].path.parent.name == f"eventlog_v2_{app_id}"
+        assert Path(files[0].path).parent.name == f"eventlog_v2_{app_id}"
     result = EventLogCollector([out / label]).poll(datetime.now(UTC))
     assert result.errors == ()
     query = [s for s in result.samples if s.scope.is_job()]

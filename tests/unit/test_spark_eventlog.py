@@ -117,7 +117,7 @@ def test_discover_skips_crc_and_appstatus(tmp_path: Path, rolling_dir: Path) -> 
     shutil.copytree(rolling_dir, target)
     (target / f".events_1_{APP}.zstd.crc").write_bytes(b"crc")
     files = discover_event_logs(tmp_path)
-    assert [f.path.name for f in files] == [f"events_1_{APP}.zstd"]
+    assert [f.name for f in files] == [f"events_1_{APP}.zstd"]
     assert files[0].complete  # appstatus has no .inprogress suffix
 
 

@@ -1,0 +1,617 @@
+"""Where event logs are kept: a local directory or a URL (S3, GCS, ADLS, HDFS), behind one small interface.
+
+:func:`open_storage` turns what a user wrote (``/var/log/spark-events``, ``file:///...``, ``s3://bucket/
+spark-events``, ``s3a://...``, ``gs://...``, ``abfs[s]://container@account.dfs.core.windows.net/...``,
+``hdfs://namenode:8020/...``, ``webhdfs://host:9870/...``) into a :class:`Storage` and the path of the
+target in it. Remote stores are reached through fsspec's implementations (s3fs, gcsfs, adlfs; HDFS through
+pyarrow, WebHDFS through fsspec itself), installed as extras (:data:`SCHEMES` names them): a URL whose
+library is missing raises a :class:`StorageError` of reason ``MISSING_LIBRARY`` whose one-line message
+names the extra (``pip install 'tidegauge[s3]'``).
+
+A :class:`Storage` answers four questions, whatever the store:
+
+- :meth:`Storage.ls`: one directory level (a delimiter listing on object stores, paginated by the
+  library), each entry an :class:`Entry` with size, ETag and modification time;
+- :meth:`Storage.ls_after` (object stores that list in key order, S3): only the entries whose name sorts
+  after a given one (``StartAfter``), so a poll need not list the whole prefix again;
+- :meth:`Storage.info`: one entry;
+- :meth:`Storage.open`: a seekable binary reader; on a remote store every read is a ranged GET of at least
+  :data:`READ_BLOCK_BYTES` (:class:`RangeReader`), so reading resumes at a stored offset without fetching
+  what was read before.
+
+An :class:`Entry`'s ``identity`` changes when the file or object is replaced: ``"<st_dev>:<st_ino>"``
+locally (what the event-log cursors have always stored), the ETag on S3/GCS/ADLS, size and mtime elsewhere.
+``Storage.immutable`` is true on object stores: an object appears whole when it is written and never grows,
+so an entry whose identity and size equal a cursor's need not be opened again.
+
+Errors: every failure of a store is raised as a :class:`StorageError` whose ``reason``
+(:class:`StorageReason`) says what kind it was (not found, credentials missing/expired/denied, throttled
+after the library's own retries, unreachable, a library missing, a bad URL). Its message names the URL and
+the store's error code, never a key, token or signed URL: library texts are not repeated beyond their
+error code, and query strings and user-info are dropped from every URL shown.
+
+Credentials come from each library's default chain (environment, profile, instance or workload identity)
+unless ``storage_options`` pass them; ``AWS_ENDPOINT_URL`` (read by botocore) or ``endpoint_url`` points S3
+at an S3-compatible store.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import importlib.util
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, Protocol
+from urllib.parse import urlsplit
+
+from monitor.errors import InputError
+from monitor.model import ErrorKind
+
+__all__ = [
+    "READ_BLOCK_BYTES",
+    "SCHEMES",
+    "Entry",
+    "FsspecStorage",
+    "LocalStorage",
+    "RangeReader",
+    "Scheme",
+    "Storage",
+    "StorageError",
+    "StorageReason",
+    "is_url",
+    "open_storage",
+    "storage_error",
+]
+
+#: Largest ranged GET of a remote read (reads of a file start at :data:`FIRST_READ_BYTES` and grow 4x per
+#: request up to this), so a file's head costs a small request and a sequential read few large ones.
+READ_BLOCK_BYTES = 16 << 20
+FIRST_READ_BYTES = 64 << 10
+
+
+@dataclass(frozen=True, slots=True)
+class Scheme:
+    """A URL scheme we read.
+
+    Attributes:
+        protocol: the fsspec protocol (``s3a`` is ``s3``: the same store through Hadoop's connector).
+        extra: the tidegauge extra that installs its library (``pip install 'tidegauge[<extra>]'``).
+        module: the library's import name (checked before use).
+        object_store: objects appear whole and never grow (S3, GCS, ADLS); HDFS files grow (hflush).
+    """
+
+    protocol: str
+    extra: str | None
+    module: str | None
+    object_store: bool
+
+
+#: URL scheme -> how to read it. ``file`` is the local file system (no extra).
+SCHEMES: dict[str, Scheme] = {
+    "file": Scheme("file", None, None, object_store=False),
+    "s3": Scheme("s3", "s3", "s3fs", object_store=True),
+    "s3a": Scheme("s3", "s3", "s3fs", object_store=True),
+    "gs": Scheme("gcs", "gcs", "gcsfs", object_store=True),
+    "gcs": Scheme("gcs", "gcs", "gcsfs", object_store=True),
+    "abfs": Scheme("abfs", "azure", "adlfs", object_store=True),
+    "abfss": Scheme("abfs", "azure", "adlfs", object_store=True),
+    "az": Scheme("abfs", "azure", "adlfs", object_store=True),
+    "hdfs": Scheme("hdfs", "hdfs", "pyarrow", object_store=False),
+    "webhdfs": Scheme("webhdfs", "hdfs", "requests", object_store=False),
+}
+
+
+class StorageReason(enum.StrEnum):
+    """What kind of storage failure a :class:`StorageError` is."""
+
+    NOT_FOUND = "not_found"  # no such file, object, prefix or bucket
+    CREDENTIALS = "credentials"  # no credentials, expired or invalid ones, or access denied
+    THROTTLED = "throttled"  # 503 SlowDown / 429 / rate exceeded, still after the library's retries
+    UNREACHABLE = "unreachable"  # connection refused, DNS, timeout, a 5xx other than throttling
+    MISSING_LIBRARY = "missing_library"  # the scheme's library (extra) is not installed
+    INVALID = "invalid"  # a URL we cannot read (unknown scheme, no bucket, credentials in the URL)
+
+
+_RETRYABLE = {StorageReason.THROTTLED, StorageReason.UNREACHABLE, StorageReason.CREDENTIALS, StorageReason.NOT_FOUND}
+
+
+class StorageError(InputError):
+    """A store could not be listed or read (see :class:`StorageReason`); the message names the URL and the
+    store's error code, never a credential.
+
+    Attributes:
+        reason: what kind of failure.
+        code: the store's error code when it gave one (``SlowDown``, ``ExpiredToken``, ``404``), else ``None``.
+    """
+
+    def __init__(self, message: str, reason: StorageReason, code: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the next poll may succeed (everything but a missing library or a bad URL)."""
+        return self.reason in _RETRYABLE
+
+    def error_kind(self, *, root: bool) -> ErrorKind:
+        """The :class:`monitor.model.ErrorKind` of this failure for a collector error: ``root`` when the
+        target itself (its directory, its only file) failed, else one file among others (a missing file
+        is then ``DELETED``: listed, then gone)."""
+        if self.reason is StorageReason.CREDENTIALS:
+            return ErrorKind.CREDENTIALS
+        if self.reason is StorageReason.THROTTLED:
+            return ErrorKind.THROTTLED
+        if self.reason is StorageReason.NOT_FOUND and not root:
+            return ErrorKind.DELETED
+        return ErrorKind.UNREACHABLE if root else ErrorKind.FILE
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One file, object or directory (prefix) of a listing.
+
+    Attributes:
+        path: its path in its :class:`Storage` (pass it back to :meth:`Storage.open`, :meth:`Storage.ls`).
+        name: the last path segment.
+        is_dir: a directory (a common prefix on object stores).
+        size: bytes (0 for a directory).
+        identity: changes when the file is replaced (see the module docstring); ``""`` for a directory.
+        etag: the object store's ETag without quotes, when it has one.
+        mtime: last modification, aware UTC, when known.
+    """
+
+    path: str
+    name: str
+    is_dir: bool
+    size: int
+    identity: str = ""
+    etag: str | None = None
+    mtime: datetime | None = None
+
+
+class Storage(Protocol):
+    """A file system holding event logs: local (:class:`LocalStorage`) or remote (:class:`FsspecStorage`).
+
+    Attributes:
+        immutable: objects appear whole and never change in place (S3, GCS, ADLS): an entry equal to a
+            cursor (identity and size) need not be opened.
+        can_list_after: :meth:`ls_after` asks the store for only the names after a given one.
+    """
+
+    immutable: bool
+    can_list_after: bool
+
+    def display(self, path: str) -> str:
+        """``path`` as shown in messages (a URL for remote stores)."""
+        ...
+
+    def key(self, path: str) -> str:
+        """``path`` as a cursor key: absolute, stable across processes (a URL for remote stores)."""
+        ...
+
+    def info(self, path: str) -> Entry:
+        """The entry at ``path``. Raises :class:`StorageError` (``NOT_FOUND`` when there is none)."""
+        ...
+
+    def ls(self, path: str) -> list[Entry]:
+        """The entries directly under the directory ``path``, sorted by name. Raises :class:`StorageError`."""
+        ...
+
+    def ls_after(self, path: str, after: str) -> list[Entry]:
+        """:meth:`ls` restricted to names sorting after ``after`` (all of them where the store cannot)."""
+        ...
+
+    def open(self, path: str, entry: Entry | None = None) -> tuple[BinaryIO, Entry]:
+        """A binary reader of the file at ``path`` and its entry as opened (``entry``: as listed, to spare
+        a request). Raises :class:`StorageError`."""
+        ...
+
+    def join(self, parent: str, name: str) -> str:
+        """The path of ``name`` inside the directory ``parent``."""
+        ...
+
+
+def is_url(text: str) -> bool:
+    """Whether ``text`` is a URL (``scheme://...``) rather than a local path (``C:\\`` is a path)."""
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and len(scheme) > 1 and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def open_storage(target: str | Path, storage_options: Mapping[str, Any] | None = None) -> tuple[Storage, str]:
+    """The storage holding ``target`` and ``target``'s path in it.
+
+    Args:
+        target: a local path, or a URL of a scheme in :data:`SCHEMES` (``file://``, ``s3://``, ``s3a://``,
+            ``gs://``, ``abfs[s]://``, ``hdfs://``, ``webhdfs://``).
+        storage_options: keyword arguments of the fsspec file system (``s3fs.S3FileSystem``:
+            ``key``, ``secret``, ``token``, ``endpoint_url``, ``client_kwargs``...; ``gcsfs.GCSFileSystem``;
+            ``adlfs.AzureBlobFileSystem``: ``account_name``, ``account_key``, ``sas_token``...), secrets
+            already resolved. Ignored for local paths.
+
+    Returns:
+        ``(storage, path)``; nothing is contacted yet (credentials are looked up on first use).
+
+    Raises:
+        StorageError: ``INVALID`` (unknown scheme, no bucket, a password or query in the URL: credentials
+            go in ``storage_options``), ``MISSING_LIBRARY`` (the message names the extra to install).
+    """
+    text = str(target)
+    if not is_url(text):
+        return LocalStorage(), text
+    scheme_name = text.split("://", 1)[0].lower()
+    shown = _safe_url(text)
+    scheme = SCHEMES.get(scheme_name)
+    if scheme is None:
+        known = ", ".join(f"{s}://" for s in SCHEMES)
+        raise StorageError(f"{shown}: unsupported URL scheme {scheme_name}:// (known: {known})", StorageReason.INVALID)
+    parts = urlsplit(text)
+    if parts.password is not None or parts.query or parts.fragment:
+        raise StorageError(
+            f"{shown}: credentials, query strings and fragments are not read from the URL: put credentials in "
+            "the target's storage_options (as {env: NAME} or {file: PATH} references) or the store's default chain",
+            StorageReason.INVALID,
+        )
+    if scheme.protocol == "file":
+        return LocalStorage(), parts.path
+    if not parts.netloc:
+        raise StorageError(f"{shown}: the URL names no bucket, container or host", StorageReason.INVALID)
+    if scheme.module is not None and importlib.util.find_spec(scheme.module) is None:
+        raise StorageError(
+            f"{shown}: reading {scheme_name}:// needs the {scheme.module} library: "
+            f"pip install 'tidegauge[{scheme.extra}]' (or 'tidegauge[cloud]' for every store)",
+            StorageReason.MISSING_LIBRARY,
+        )
+    import fsspec
+
+    options = dict(storage_options or {})
+    try:
+        fs, path = fsspec.core.url_to_fs(f"{scheme.protocol}://{text.split('://', 1)[1]}", **options)
+    except ImportError as exc:  # a dependency of the library itself
+        raise StorageError(
+            f"{shown}: reading {scheme_name}:// needs {exc.name or 'a library'}: pip install 'tidegauge[{scheme.extra}]'",
+            StorageReason.MISSING_LIBRARY,
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise StorageError(f"{shown}: invalid storage_options: {type(exc).__name__}", StorageReason.INVALID) from None
+    prefix = f"{scheme_name}://" if scheme.protocol not in ("hdfs", "webhdfs") else f"{scheme_name}://{parts.netloc}/"
+    return FsspecStorage(fs, prefix, object_store=scheme.object_store), path.rstrip("/")
+
+
+def _safe_url(url: str) -> str:
+    """``url`` without user-info password, query or fragment (it is shown in messages)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("?", 1)[0].split("#", 1)[0]
+    netloc = parts.netloc.rsplit("@", 1)[-1] if "@" in parts.netloc and parts.password is not None else parts.netloc
+    return f"{parts.scheme}://{netloc}{parts.path}"
+
+
+class LocalStorage:
+    """The local file system through :mod:`os` (paths kept as given, relative ones too; identity
+    ``"<st_dev>:<st_ino>"``; files may grow, be renamed or rewritten in place)."""
+
+    immutable = False
+    can_list_after = False
+
+    def display(self, path: str) -> str:
+        """``path`` itself."""
+        return path
+
+    def key(self, path: str) -> str:
+        """The absolute path (``Path.absolute``, what event-log cursors have always been keyed by)."""
+        return str(Path(path).absolute())
+
+    @staticmethod
+    def _entry(path: str, st: os.stat_result) -> Entry:
+        is_dir = (st.st_mode & 0o170000) == 0o040000
+        return Entry(
+            path,
+            os.path.basename(path.rstrip("/")) or path,
+            is_dir,
+            0 if is_dir else st.st_size,
+            "" if is_dir else f"{st.st_dev}:{st.st_ino}",
+            None,
+            datetime.fromtimestamp(st.st_mtime, UTC),
+        )
+
+    def info(self, path: str) -> Entry:
+        """``os.stat`` of ``path``. Raises :class:`StorageError`."""
+        try:
+            return self._entry(path, os.stat(path))
+        except OSError as exc:
+            raise storage_error(exc, path) from None
+
+    def ls(self, path: str) -> list[Entry]:
+        """``os.scandir`` of ``path`` (entries whose stat fails, e.g. a dangling link, are left out)."""
+        out: list[Entry] = []
+        try:
+            with os.scandir(path) as it:
+                for d in it:
+                    try:
+                        out.append(self._entry(self.join(path, d.name), d.stat()))
+                    except OSError:
+                        continue
+        except OSError as exc:
+            raise storage_error(exc, path) from None
+        out.sort(key=lambda e: e.name)
+        return out
+
+    def ls_after(self, path: str, after: str) -> list[Entry]:
+        """:meth:`ls` of the names after ``after`` (a local listing is cheap: filtered here)."""
+        return [e for e in self.ls(path) if e.name > after]
+
+    def open(self, path: str, entry: Entry | None = None) -> tuple[BinaryIO, Entry]:
+        """``open(path, "rb")`` and ``os.fstat`` of the open file (race-free identity)."""
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+        except OSError as exc:
+            raise storage_error(exc, path) from None
+        try:
+            return handle, self._entry(path, os.fstat(handle.fileno()))
+        except OSError as exc:
+            handle.close()
+            raise storage_error(exc, path) from None
+
+    def join(self, parent: str, name: str) -> str:
+        """``os.path.join``, keeping the parent as given."""
+        return str(Path(parent) / name)
+
+
+class FsspecStorage:
+    """A remote store through an fsspec file system (``fs``): listings without the library's cache,
+    reads as ranged GETs (:class:`RangeReader`).
+
+    Args:
+        fs: the fsspec file system.
+        prefix: what turns one of its paths into the URL shown (``"s3a://"``: the scheme the user wrote).
+        object_store: S3/GCS/ADLS (immutable objects), as opposed to HDFS.
+    """
+
+    def __init__(self, fs: Any, prefix: str, *, object_store: bool) -> None:
+        self.fs = fs
+        self.prefix = prefix
+        self.immutable = object_store
+        self.can_list_after = type(fs).__name__ == "S3FileSystem"
+
+    def display(self, path: str) -> str:
+        """``<scheme>://<path>`` (never credentials: they are not in paths)."""
+        return self.prefix + path.lstrip("/") if self.prefix.endswith("/") else self.prefix + path
+
+    def key(self, path: str) -> str:
+        """The URL (:meth:`display`)."""
+        return self.display(path)
+
+    def _entry(self, info: Mapping[str, Any]) -> Entry:
+        name = str(info.get("name", "")).rstrip("/")
+        is_dir = info.get("type") == "directory"
+        etag_raw = info.get("ETag", info.get("etag"))
+        etag = str(etag_raw).strip('"') if etag_raw else None
+        mtime = _mtime(info)
+        size = int(info.get("size") or 0)
+        if is_dir:
+            identity = ""
+        elif etag:
+            identity = f"etag:{etag}"
+        else:
+            identity = f"mtime:{mtime.isoformat() if mtime else '?'}"
+        return Entry(name, PurePosixPath(name).name, is_dir, 0 if is_dir else size, identity, etag, mtime)
+
+    def info(self, path: str) -> Entry:
+        """The store's metadata of ``path`` (a HEAD request on object stores)."""
+        try:
+            self.fs.invalidate_cache(path)
+            return self._entry(self.fs.info(path))
+        except Exception as exc:
+            raise storage_error(exc, self.display(path)) from None
+
+    def ls(self, path: str) -> list[Entry]:
+        """One level under ``path`` (a delimiter listing, every page), never from the library's cache."""
+        try:
+            self.fs.invalidate_cache(path)
+            infos = self.fs.ls(path, detail=True)
+        except Exception as exc:
+            raise storage_error(exc, self.display(path)) from None
+        out = [self._entry(i) for i in infos if str(i.get("name", "")).rstrip("/") != path.rstrip("/")]
+        out.sort(key=lambda e: e.name)
+        return out
+
+    def ls_after(self, path: str, after: str) -> list[Entry]:
+        """On S3: ``ListObjectsV2`` with ``StartAfter=<path>/<after>`` (only the newer names are paged
+        through); elsewhere :meth:`ls`, filtered."""
+        if not self.can_list_after:
+            return [e for e in self.ls(path) if e.name > after]
+        bucket, _, key = path.partition("/")
+        prefix = f"{key}/" if key else ""
+        out: list[Entry] = []
+        token: str | None = None
+        try:
+            while True:
+                kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/", "StartAfter": prefix + after}
+                if token:
+                    kwargs["ContinuationToken"] = token
+                page = self.fs.call_s3("list_objects_v2", **kwargs)
+                for p in page.get("CommonPrefixes", []):
+                    name = f"{bucket}/{p['Prefix'].rstrip('/')}"
+                    out.append(Entry(name, PurePosixPath(name).name, True, 0))
+                for o in page.get("Contents", []):
+                    name = f"{bucket}/{o['Key']}"
+                    if o["Key"] == prefix:
+                        continue
+                    out.append(
+                        self._entry({"name": name, "type": "file", "size": o.get("Size"), "ETag": o.get("ETag"),
+                                     "LastModified": o.get("LastModified")})
+                    )
+                token = page.get("NextContinuationToken")
+                if not page.get("IsTruncated") or not token:
+                    break
+        except Exception as exc:
+            raise storage_error(exc, self.display(path)) from None
+        out = [e for e in out if e.name > after]
+        out.sort(key=lambda e: e.name)
+        return out
+
+    def open(self, path: str, entry: Entry | None = None) -> tuple[BinaryIO, Entry]:
+        """A :class:`RangeReader` of ``path`` (its size and identity from ``entry``, else a HEAD)."""
+        if entry is None or entry.is_dir:
+            entry = self.info(path)
+        return RangeReader(self, path, entry.size), entry  # type: ignore[return-value]
+
+    def join(self, parent: str, name: str) -> str:
+        """``parent/name``."""
+        return f"{parent.rstrip('/')}/{name}"
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of ``path`` (one ranged GET). Raises :class:`StorageError`."""
+        try:
+            data: bytes = self.fs.cat_file(path, start=start, end=end)
+        except Exception as exc:
+            raise storage_error(exc, self.display(path)) from None
+        return data
+
+
+def _mtime(info: Mapping[str, Any]) -> datetime | None:
+    raw = info.get("LastModified", info.get("last_modified", info.get("updated", info.get("mtime"))))
+    if raw is None and info.get("modificationTime") is not None:  # WebHDFS: epoch milliseconds
+        raw = float(info["modificationTime"]) / 1000.0
+    if isinstance(raw, datetime):
+        return raw.astimezone(UTC) if raw.tzinfo else raw.replace(tzinfo=UTC)
+    if isinstance(raw, int | float):
+        return datetime.fromtimestamp(float(raw), UTC)
+    if isinstance(raw, str):
+        try:
+            parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+class RangeReader:
+    """A read-only, seekable binary file over ranged reads of a remote file of known ``size``.
+
+    Each read past the buffer fetches ``[pos, pos + max(n, b))`` in one request, ``b`` growing from
+    :data:`FIRST_READ_BYTES` 4x per request up to ``block_bytes``, so reading a file's head costs one small
+    request, a sequential read of an object a few GETs, and a seek to a stored offset fetches nothing
+    before it. The size is the one listed: bytes appended after it (a growing HDFS file)
+    are read by the next poll's reader. Errors are :class:`StorageError`.
+    """
+
+    def __init__(self, storage: FsspecStorage, path: str, size: int, block_bytes: int = READ_BLOCK_BYTES) -> None:
+        self._storage = storage
+        self._path = path
+        self.size = size
+        self._block = block_bytes
+        self._next = min(FIRST_READ_BYTES, block_bytes)
+        self._pos = 0
+        self._buf = b""
+        self._buf_start = 0
+        self.closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to ``n`` bytes from the position (all that is left when ``n < 0``)."""
+        if self._pos >= self.size:
+            return b""
+        want = self.size - self._pos if n is None or n < 0 else min(n, self.size - self._pos)
+        rel = self._pos - self._buf_start
+        if not (rel >= 0 and rel + want <= len(self._buf)):
+            start = self._pos
+            end = min(self.size, start + max(want, self._next))
+            self._next = min(self._next * 4, self._block)  # sequential: fewer, larger requests
+            self._buf = self._storage.read_range(self._path, start, end)
+            self._buf_start = start
+            rel = 0
+            if len(self._buf) < want:  # the object shrank or was replaced under us: return what came
+                want = len(self._buf)
+        data = self._buf[rel : rel + want]
+        self._pos += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Move the position (no request)."""
+        base = {0: 0, 1: self._pos, 2: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        """The position in bytes."""
+        return self._pos
+
+    def close(self) -> None:
+        """Drop the buffer."""
+        self._buf = b""
+        self.closed = True
+
+    def __enter__(self) -> RangeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_CREDENTIAL_CODES = {
+    "ExpiredToken", "ExpiredTokenException", "TokenRefreshRequired", "InvalidAccessKeyId", "InvalidToken",
+    "SignatureDoesNotMatch", "AccessDenied", "AllAccessDisabled", "AuthenticationFailed",
+    "AuthorizationFailure", "AuthorizationPermissionMismatch", "InvalidAuthenticationInfo", "401", "403",
+    "NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "DefaultCredentialsError",
+    "RefreshError", "ClientAuthenticationError",
+}
+_THROTTLE_CODES = {
+    "SlowDown", "Throttling", "ThrottlingException", "TooManyRequests", "TooManyRequestsException",
+    "RequestLimitExceeded", "RequestThrottled", "ServerBusy", "429", "503", "rateLimitExceeded",
+}
+_NOT_FOUND_CODES = {"NoSuchKey", "NoSuchBucket", "NotFound", "404", "BlobNotFound", "ContainerNotFound", "PathNotFound"}
+
+
+def _codes(exc: BaseException) -> list[str]:
+    """Error codes and HTTP statuses found on ``exc`` and its causes (botocore, gcsfs, azure-core)."""
+    out: list[str] = []
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        out.append(type(cur).__name__)
+        response = getattr(cur, "response", None)
+        if isinstance(response, dict):
+            err = response.get("Error") or {}
+            if err.get("Code"):
+                out.append(str(err["Code"]))
+            status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+            if status:
+                out.append(str(status))
+        for attr in ("error_code", "code", "status_code", "status"):
+            value = getattr(cur, attr, None)
+            if isinstance(value, int | str) and not isinstance(value, bool) and value:
+                out.append(str(value))
+        if isinstance(cur, OSError) and cur.errno == errno.EBUSY:
+            out.append("SlowDown")
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def storage_error(exc: BaseException, where: str) -> StorageError:
+    """``exc`` raised by a store's library while reading ``where`` (a path or URL) as a typed
+    :class:`StorageError`: the reason from the error codes of ``exc`` and its causes, the message
+    ``"<where>: <what> (<code>)"`` without the library's text (which may quote a signed URL)."""
+    if isinstance(exc, StorageError):
+        return exc
+    codes = _codes(exc)
+    code = next((c for c in codes if c in _CREDENTIAL_CODES | _THROTTLE_CODES | _NOT_FOUND_CODES), None)
+    if any(c in _THROTTLE_CODES for c in codes):
+        return StorageError(f"{where}: throttled by the store ({code}) after retries", StorageReason.THROTTLED, code)
+    if isinstance(exc, FileNotFoundError) or any(c in _NOT_FOUND_CODES for c in codes):
+        return StorageError(f"{where}: no such file or directory", StorageReason.NOT_FOUND, code)
+    if isinstance(exc, OSError) and exc.errno is not None and exc.strerror and len(codes) == 1:
+        # a local file system's error (permission denied, not a directory, ...): its own words
+        return StorageError(f"{where}: {exc.strerror}", StorageReason.UNREACHABLE, code)
+    if isinstance(exc, PermissionError) or any(c in _CREDENTIAL_CODES for c in codes):
+        what = "credentials missing, expired or invalid, or access denied"
+        return StorageError(f"{where}: {what} ({code or type(exc).__name__})", StorageReason.CREDENTIALS, code)
+    if isinstance(exc, OSError) and exc.strerror:
+        return StorageError(f"{where}: {exc.strerror}", StorageReason.UNREACHABLE, code)
+    return StorageError(f"{where}: cannot reach the store ({type(exc).__name__})", StorageReason.UNREACHABLE, code)
