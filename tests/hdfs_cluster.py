@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_process import free_port
+from tests.kafka_broker import free_port
 from tests.dependencies import missing
 from tests.maven_jars import MavenUnavailable, cache_root, copy_dependencies
 

@@ -507,10 +507,14 @@ class EventLogCollector:
         return CollectorError(COLLECTOR_NAME, path, message, now, retryable=retryable, kind=kind)
 
     def _start(
-        self, target: str, shown: str, handle: BinaryIO, opened: Entry, now: datetime
+        self, target: str, shown: str, handle: BinaryIO, opened: Entry, now: datetime, *, size_known: bool = True
     ) -> tuple[_Start, CollectorError | None]:
         """Identify the open file (``opened``: its entry as opened; ``target``: its cursor key, ``shown``: its
-        name in messages) and decide where to start from its stored cursor."""
+        name in messages) and decide where to start from its stored cursor.
+
+        ``size_known=False`` (a growing file on HDFS, whose listed size lags what can be read): the file is
+        the same one when its identity (inode id) and first bytes are, and it is always read from the
+        cursor's offset on (a ranged read that returns nothing when nothing was appended)."""
         head = handle.read(HEAD_BYTES)
         identity = opened.identity
         head_sha = hashlib.sha256(head).hexdigest()
@@ -531,7 +535,7 @@ class EventLogCollector:
             return start, None
         same = (
             cursor.identity == identity
-            and opened.size >= cursor.size
+            and (opened.size >= cursor.size or not size_known)
             and len(head) >= cursor.head_len
             and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
         )
@@ -546,7 +550,7 @@ class EventLogCollector:
             )
             return start, notice
         start.offset, start.line_no, start.app_id = cursor.offset, cursor.line_no, cursor.app_id
-        start.unchanged = opened.size == cursor.size
+        start.unchanged = size_known and opened.size == cursor.size
         return start, None
 
     def _save(self, target: str, start: _Start, size: int, offset: int, line_no: int) -> None:
@@ -573,13 +577,14 @@ class EventLogCollector:
             yield PollResult(errors=(self._error(shown, f"{shown}: {exc}", now, ErrorKind.FILE),))
             return
         listed = log_file.entry
+        growing = storage.hflush and not log_file.complete  # HDFS: read past the (lagging) listed size
         if storage.immutable and listed is not None and log_file.complete:
             state = self.cursors.get(target)
             if state is not None and (state.get("identity"), state.get("size")) == (listed.identity, listed.size):
                 self._done.add((target, listed.identity, listed.size))
                 return
         try:
-            handle, opened = storage.open(log_file.path, listed)
+            handle, opened = storage.open(log_file.path, listed, growing=growing)
         except StorageError as exc:
             kind = exc.error_kind(root=is_root)
             message = f"{shown}: cannot read: {str(exc).removeprefix(shown + ': ')}"
@@ -588,7 +593,7 @@ class EventLogCollector:
         log_file = dataclasses.replace(log_file, path=shown)  # its name in the messages of every line
         path = shown
         with handle:
-            start, notice = self._start(target, shown, handle, opened, now)
+            start, notice = self._start(target, shown, handle, opened, now, size_known=not growing)
             live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
             if notice is not None:
                 yield PollResult(errors=(notice,))
