@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from collectors.storage import Entry, FsspecStorage, RangeReader, StorageError, StorageReason, storage_error
+from collectors.storage import Entry, FsspecStorage, RangeReader, StorageError, StorageReason
 
 __all__ = ["DEFAULT_HTTP_PORT", "REQUEST_TIMEOUT_S", "WebHdfsStorage", "namenode_http_port", "open_webhdfs"]
 
@@ -159,16 +159,16 @@ class WebHdfsStorage(FsspecStorage):
             StorageError: of the kind :func:`collectors.storage.storage_error` gives (``NOT_FOUND`` for a
                 deleted file, ``CREDENTIALS`` for a permission denied, ``UNREACHABLE``...).
         """
+        return bytes(self._call(self.display(path), self._open_range, path, start, end))
+
+    def _open_range(self, path: str, start: int, end: int) -> bytes:
         fs = self.fs
-        try:
-            response = fs._call("OPEN", path=path, offset=start, length=end - start, redirect=False)
-            location = response.headers.get("Location")
-            if location is not None:
-                response = fs.session.get(fs._apply_proxy(location))
-            if response.status_code == 403 and _OUT_OF_RANGE in response.text:
-                return b""  # the offset is the visible end of a file being written: nothing new yet
-            response.raise_for_status()
-        except Exception as exc:
-            raise storage_error(exc, self.display(path)) from None
+        response = fs._call("OPEN", path=path, offset=start, length=end - start, redirect=False)
+        location = response.headers.get("Location")
+        if location is not None:
+            response = fs.session.get(fs._apply_proxy(location))
+        if response.status_code == 403 and _OUT_OF_RANGE in response.text:
+            return b""  # the offset is the visible end of a file being written: nothing new yet
+        response.raise_for_status()
         data: bytes = response.content
         return data

@@ -48,6 +48,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, Protocol
 from urllib.parse import urlsplit
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
 from monitor.errors import InputError
 from monitor.model import ErrorKind
 
@@ -71,6 +73,11 @@ __all__ = [
 #: request up to this), so a file's head costs a small request and a sequential read few large ones.
 READ_BLOCK_BYTES = 16 << 20
 FIRST_READ_BYTES = 64 << 10
+#: Requests throttled (503 SlowDown, 429) even after the library's own retries are tried again this many
+#: times in all, with random exponential backoff of up to :data:`THROTTLE_MAX_WAIT_S` (s3fs retries
+#: SlowDown but not 429; gcsfs and adlfs retry both): then the poll reports a ``throttled`` error.
+THROTTLE_ATTEMPTS = 3
+THROTTLE_MAX_WAIT_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,11 +393,30 @@ class FsspecStorage:
 
     hflush = False
 
-    def __init__(self, fs: Any, prefix: str, *, object_store: bool) -> None:
+    def __init__(self, fs: Any, prefix: str, *, object_store: bool, throttle_attempts: int = THROTTLE_ATTEMPTS) -> None:
         self.fs = fs
         self.prefix = prefix
         self.immutable = object_store
         self.can_list_after = type(fs).__name__ == "S3FileSystem"
+        self.throttle_attempts = throttle_attempts
+
+    def _call(self, where: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` with its failure as a :class:`StorageError`; a throttled one is tried
+        again (:data:`THROTTLE_ATTEMPTS`, tenacity's random exponential backoff)."""
+
+        def once() -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                raise storage_error(exc, where) from None
+
+        retrying = Retrying(
+            retry=retry_if_exception(lambda e: isinstance(e, StorageError) and e.reason is StorageReason.THROTTLED),
+            stop=stop_after_attempt(self.throttle_attempts),
+            wait=wait_random_exponential(multiplier=0.25, max=THROTTLE_MAX_WAIT_S),
+            reraise=True,
+        )
+        return retrying(once)
 
     def display(self, path: str) -> str:
         """``<scheme>://<path>`` (never credentials: they are not in paths)."""
@@ -417,19 +443,13 @@ class FsspecStorage:
 
     def info(self, path: str) -> Entry:
         """The store's metadata of ``path`` (a HEAD request on object stores)."""
-        try:
-            self.fs.invalidate_cache(path)
-            return self._entry(self.fs.info(path))
-        except Exception as exc:
-            raise storage_error(exc, self.display(path)) from None
+        self.fs.invalidate_cache(path)
+        return self._entry(self._call(self.display(path), self.fs.info, path))
 
     def ls(self, path: str) -> list[Entry]:
         """One level under ``path`` (a delimiter listing, every page), never from the library's cache."""
-        try:
-            self.fs.invalidate_cache(path)
-            infos = self.fs.ls(path, detail=True)
-        except Exception as exc:
-            raise storage_error(exc, self.display(path)) from None
+        self.fs.invalidate_cache(path)
+        infos = self._call(self.display(path), self.fs.ls, path, detail=True)
         out = [self._entry(i) for i in infos if str(i.get("name", "")).rstrip("/") != path.rstrip("/")]
         out.sort(key=lambda e: e.name)
         return out
@@ -443,28 +463,25 @@ class FsspecStorage:
         prefix = f"{key}/" if key else ""
         out: list[Entry] = []
         token: str | None = None
-        try:
-            while True:
-                kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/", "StartAfter": prefix + after}
-                if token:
-                    kwargs["ContinuationToken"] = token
-                page = self.fs.call_s3("list_objects_v2", **kwargs)
-                for p in page.get("CommonPrefixes", []):
-                    name = f"{bucket}/{p['Prefix'].rstrip('/')}"
-                    out.append(Entry(name, PurePosixPath(name).name, True, 0))
-                for o in page.get("Contents", []):
-                    name = f"{bucket}/{o['Key']}"
-                    if o["Key"] == prefix:
-                        continue
-                    out.append(
-                        self._entry({"name": name, "type": "file", "size": o.get("Size"), "ETag": o.get("ETag"),
-                                     "LastModified": o.get("LastModified")})
-                    )
-                token = page.get("NextContinuationToken")
-                if not page.get("IsTruncated") or not token:
-                    break
-        except Exception as exc:
-            raise storage_error(exc, self.display(path)) from None
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/", "StartAfter": prefix + after}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = self._call(self.display(path), self.fs.call_s3, "list_objects_v2", **kwargs)
+            for p in page.get("CommonPrefixes", []):
+                name = f"{bucket}/{p['Prefix'].rstrip('/')}"
+                out.append(Entry(name, PurePosixPath(name).name, True, 0))
+            for o in page.get("Contents", []):
+                name = f"{bucket}/{o['Key']}"
+                if o["Key"] == prefix:
+                    continue
+                out.append(
+                    self._entry({"name": name, "type": "file", "size": o.get("Size"), "ETag": o.get("ETag"),
+                                 "LastModified": o.get("LastModified")})
+                )
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                break
         out = [e for e in out if e.name > after]
         out.sort(key=lambda e: e.name)
         return out
@@ -482,10 +499,7 @@ class FsspecStorage:
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of ``path`` (one ranged GET). Raises :class:`StorageError`."""
-        try:
-            data: bytes = self.fs.cat_file(path, start=start, end=end)
-        except Exception as exc:
-            raise storage_error(exc, self.display(path)) from None
+        data: bytes = self._call(self.display(path), self.fs.cat_file, path, start=start, end=end)
         return data
 
 

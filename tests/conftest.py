@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,38 @@ def flink_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlinkClu
 def flink_test_jobs(flink_cluster: FlinkCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The test job's modes running on :func:`flink_cluster` (``mode -> job id``; names ``tg-<mode>``)."""
     return submit_test_jobs(flink_cluster, tmp_path_factory.mktemp("flink-job"))
+
+
+@pytest.fixture(scope="session")
+def s3_server_session() -> Iterator[Any]:
+    """One moto S3 server process on loopback per session (tests/s3_server.py)."""
+    from tests.dependencies import missing
+
+    try:
+        import moto  # noqa: F401
+        import s3fs  # noqa: F401
+
+        from tests.s3_server import s3_server
+    except ImportError:
+        missing("moto[server] and s3fs", "pip install -e '.[dev]' (make test installs them)")
+    with s3_server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3(s3_server_session: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Any:
+    """The session's S3 server with a fresh bucket (``s3.bucket``) and its credentials and
+    ``AWS_ENDPOINT_URL`` in the environment; request counts and faults reset."""
+    import hashlib
+    import re
+
+    server = s3_server_session
+    for name, value in server.env.items():
+        monkeypatch.setenv(name, value)
+    digest = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:8]
+    bucket = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-") + "-" + digest
+    server.client().create_bucket(Bucket=bucket)
+    server.faults([])
+    server.reset_counts()
+    server.bucket = bucket
+    return server

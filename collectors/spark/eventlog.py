@@ -308,6 +308,7 @@ class _Discovery:
     root: str
     finished: dict[str, list[EventLogFile]] = field(default_factory=dict)
     gaps: list[tuple[str, int]] = field(default_factory=list)
+    root_dir: Entry | None = None
 
     def _rolling(self, entry: Entry, entries: Sequence[Entry] | None = None) -> list[EventLogFile]:
         cached = self.finished.get(entry.path)
@@ -326,10 +327,20 @@ class _Discovery:
         cached = self.finished.get(self.root)
         if cached is not None:
             return cached
-        top = self.storage.info(self.root)
+        listing: list[Entry] | None = None
+        top = self.root_dir
+        if top is None and not isinstance(self.storage, LocalStorage):
+            # on a store, list first: a listing names its error (a HEAD answers with a bare status)
+            listing = self.storage.ls(self.root)
+            if listing:
+                top = Entry(self.root, self.root.rsplit("/", 1)[-1], is_dir=True, size=0)
+        if top is None:
+            top = self.storage.info(self.root)
         if not top.is_dir:
             return [_single_file(top)]
-        listing = self.storage.ls(self.root)
+        self.root_dir = top  # a directory stays one: later polls list it without asking again
+        if listing is None:
+            listing = self.storage.ls(self.root)
         if is_rolling_dir(self.root, entries=listing):
             return self._rolling(top, listing)
         out: list[EventLogFile] = []
@@ -567,8 +578,8 @@ class EventLogCollector:
         """Read one file from its cursor (``is_root``: the file is the whole target, so a file that cannot
         be opened makes the target unreachable; otherwise it is one bad file among others).
 
-        On an object store, a complete file whose listed identity and size equal its cursor's was read to
-        its end and cannot have changed: it is not opened (no request)."""
+        On an object store, a file whose listed identity and size equal its cursor's cannot have changed
+        (objects are written whole): it is not opened (no request)."""
         target = storage.key(log_file.path)
         shown = storage.display(log_file.path)
         try:
@@ -578,10 +589,11 @@ class EventLogCollector:
             return
         listed = log_file.entry
         growing = storage.hflush and not log_file.complete  # HDFS: read past the (lagging) listed size
-        if storage.immutable and listed is not None and log_file.complete:
+        if storage.immutable and listed is not None:
             state = self.cursors.get(target)
             if state is not None and (state.get("identity"), state.get("size")) == (listed.identity, listed.size):
-                self._done.add((target, listed.identity, listed.size))
+                if log_file.complete:
+                    self._done.add((target, listed.identity, listed.size))
                 return
         try:
             handle, opened = storage.open(log_file.path, listed, growing=growing)

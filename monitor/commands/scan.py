@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from codecs import BOM_UTF8 as UTF8_BOM
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,10 +25,17 @@ from typing import Any
 import typer
 
 from collectors.spark.codecs import IN_PROGRESS, CodecError, codec_for_name
-from collectors.spark.eventlog import APPSTATUS_PREFIX, EventLogCollector, MemoryCursorStore, is_rolling_dir
+from collectors.spark.eventlog import (
+    APPSTATUS_PREFIX,
+    ROLLING_DIR_PREFIX,
+    EventLogCollector,
+    MemoryCursorStore,
+    is_rolling_dir,
+)
 from collectors.spark.eventlog import COLLECTOR_NAME as EVENTLOG_COLLECTOR
 from collectors.spark.progress_files import COLLECTOR_NAME as PROGRESS_COLLECTOR
 from collectors.spark.progress_files import looks_like_event_log, read_progress_file
+from collectors.storage import Entry, LocalStorage, Storage, StorageError, is_url, open_storage
 from monitor.commands._scan_render import build_report, render_json, render_text
 from monitor.durations import parse_timedelta
 from monitor.errors import EXIT_INTERNAL, InputError
@@ -40,71 +47,83 @@ __all__ = ["ScanInputs", "classify_inputs", "register", "scan_rules", "store_pol
 @dataclass
 class ScanInputs:
     """Paths sorted by how to read them, the errors of those that cannot be read at all, and the files
-    found inside directories (``implicit``: skipped with a warning rather than an error when unreadable)."""
+    found inside directories (``implicit``: skipped with a warning rather than an error when unreadable).
+    Event logs are local paths or URLs (``s3://...``, :mod:`collectors.storage`); progress files are local."""
 
-    event_logs: list[Path] = field(default_factory=list)
+    event_logs: list[str] = field(default_factory=list)
     progress_files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     implicit: set[Path] = field(default_factory=set)
 
 
-def _classify_file(path: Path, inputs: ScanInputs, implicit: bool) -> None:
+def _classify_file(storage: Storage, entry: Entry, inputs: ScanInputs, implicit: bool) -> None:
     problems = inputs.warnings if implicit else inputs.errors
     skipped = " (skipped)" if implicit else ""
+    shown = storage.display(entry.path)
     try:
-        codec = codec_for_name(path.name)
+        codec = codec_for_name(entry.name)
     except CodecError as exc:
-        problems.append(f"{path}: unknown format: {exc}{skipped}")
+        problems.append(f"{shown}: unknown format: {exc}{skipped}")
         return
     if codec is not None:
-        inputs.event_logs.append(path)
+        inputs.event_logs.append(shown)
         return
     try:
-        with path.open("rb") as handle:
+        handle, _ = storage.open(entry.path, entry)
+        with handle:
             head = handle.read(4096)
-    except OSError as exc:
-        problems.append(f"{path}: cannot read: {exc.strerror or exc}{skipped}")
+    except StorageError as exc:
+        problems.append(f"{shown}: cannot read: {str(exc).removeprefix(shown + ': ')}{skipped}")
         return
     head = head.removeprefix(UTF8_BOM)  # Windows editors save JSON with a byte-order mark
-    if looks_like_event_log(head) or (path.name.endswith(IN_PROGRESS) and not head.strip()):
+    if looks_like_event_log(head) or (entry.name.endswith(IN_PROGRESS) and not head.strip()):
         # an empty app.inprogress is an event log Spark has not written its first line to yet
-        inputs.event_logs.append(path)
-    elif head.lstrip()[:1] in (b"{", b"["):
+        inputs.event_logs.append(shown)
+    elif head.lstrip()[:1] in (b"{", b"[") and isinstance(storage, LocalStorage):
+        path = Path(entry.path)
         inputs.progress_files.append(path)
         if implicit:
             inputs.implicit.add(path)
+    elif head.lstrip()[:1] in (b"{", b"["):
+        problems.append(f"{shown}: progress JSON is read from local files only (copy it here){skipped}")
     else:
-        problems.append(f"{path}: unknown format (neither a Spark event log nor streaming progress JSON){skipped}")
+        problems.append(f"{shown}: unknown format (neither a Spark event log nor streaming progress JSON){skipped}")
 
 
-def classify_inputs(paths: list[Path]) -> ScanInputs:
-    """Sort ``paths`` into event logs and progress files.
+def classify_inputs(paths: Sequence[Path | str], storage_options: Mapping[str, Any] | None = None) -> ScanInputs:
+    """Sort ``paths`` (local paths or URLs of :data:`collectors.storage.SCHEMES`) into event logs and
+    progress files.
 
     Files named by a Spark codec or starting with ``{"Event":`` are event logs; other files starting with
     ``{`` or ``[`` (after an optional UTF-8 byte-order mark and white space) are progress JSON; anything else is an unknown format (an error). A rolling directory
     ``eventlog_v2_<app>`` is one event log; another directory is expanded one level: its rolling
     directories and its files, classified the same way (files inside that are neither are skipped with a
-    warning; hidden files and ``appstatus_*`` markers are ignored).
+    warning; hidden files and ``appstatus_*`` markers are ignored). A URL whose store cannot be reached,
+    or whose library is not installed, is an error naming it (and the extra to install).
     """
     inputs = ScanInputs()
-    for path in paths:
-        if path.is_dir():
-            if is_rolling_dir(path):
-                inputs.event_logs.append(path)
+    for given in paths:
+        try:
+            storage, path = open_storage(given, storage_options)
+            top = storage.info(path)
+            if not top.is_dir:
+                _classify_file(storage, top, inputs, implicit=False)
                 continue
-            for entry in sorted(path.iterdir(), key=lambda p: p.name):
+            listing = storage.ls(path)
+            if is_rolling_dir(path, storage, listing):
+                inputs.event_logs.append(storage.display(path) if is_url(str(given)) else str(given))
+                continue
+            for entry in listing:
                 if entry.name.startswith((".", APPSTATUS_PREFIX)):
                     continue
-                if entry.is_dir():
-                    if is_rolling_dir(entry):
-                        inputs.event_logs.append(entry)
-                elif entry.is_file():
-                    _classify_file(entry, inputs, implicit=True)
-        elif path.is_file():
-            _classify_file(path, inputs, implicit=False)
-        else:
-            inputs.errors.append(f"{path}: no such file or directory")
+                if entry.is_dir:
+                    if entry.name.startswith(ROLLING_DIR_PREFIX) and is_rolling_dir(entry.path, storage):
+                        inputs.event_logs.append(storage.display(entry.path))
+                else:
+                    _classify_file(storage, entry, inputs, implicit=True)
+        except StorageError as exc:
+            inputs.errors.append(str(exc))
     return inputs
 
 
@@ -208,7 +227,7 @@ def scan_rules(config: Path | None, future_skew: timedelta | None) -> Evaluator:
 
 
 def _run_scan(
-    paths: list[Path], fmt: str, rules: Evaluator, fail_on: Severity | None, db: str | None
+    paths: Sequence[Path | str], fmt: str, rules: Evaluator, fail_on: Severity | None, db: str | None
 ) -> int:
     now = datetime.now(UTC)
     inputs = classify_inputs(paths)
@@ -271,8 +290,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("scan")
     def scan(
-        paths: list[Path] = typer.Argument(
-            None, help="Event-log files or directories, and progress JSON files.", show_default=False
+        paths: list[str] = typer.Argument(
+            None,
+            help="Event-log files or directories (local, or URLs: s3://, s3a://, gs://, abfs[s]://, hdfs://, webhdfs://, file://), and progress JSON files.",
+            show_default=False,
         ),
         fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
         config: Path | None = typer.Option(
