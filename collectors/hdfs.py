@@ -45,6 +45,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from collectors.storage import Entry, FsspecStorage, RangeReader, StorageError, StorageReason
 
@@ -52,7 +53,7 @@ __all__ = ["DEFAULT_HTTP_PORT", "REQUEST_TIMEOUT_S", "WebHdfsStorage", "namenode
 
 DEFAULT_HTTP_PORT = 9870
 REQUEST_TIMEOUT_S = 30.0
-_OUT_OF_RANGE = "out of the range"  # the DataNode's IOException for an offset at or past the visible end
+_OUT_OF_RANGE = "out of the range"  # the NameNode's IOException for an offset at or past the length it knows
 
 
 def namenode_http_port(host: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> int:
@@ -163,12 +164,55 @@ class WebHdfsStorage(FsspecStorage):
 
     def _open_range(self, path: str, start: int, end: int) -> bytes:
         fs = self.fs
-        response = fs._call("OPEN", path=path, offset=start, length=end - start, redirect=False)
+        url = fs._apply_proxy(fs.url + quote(path, safe="/="))
+        params = {**fs.pars, "op": "OPEN", "offset": start, "length": end - start}
+        response = fs.session.get(url, params=params, allow_redirects=False)
         location = response.headers.get("Location")
-        if location is not None:
-            response = fs.session.get(fs._apply_proxy(location))
-        if response.status_code == 403 and _OUT_OF_RANGE in response.text:
-            return b""  # the offset is the visible end of a file being written: nothing new yet
-        response.raise_for_status()
-        data: bytes = response.content
-        return data
+        if _remote_exception(response) == ("IOException", _OUT_OF_RANGE):
+            # the NameNode checks the offset against its own (lagging) length of a file being written; the
+            # DataNode reads through a DFSInputStream, which knows the hflushed length: take the NameNode's
+            # redirect for offset 0 and ask that DataNode for the offset we want
+            response = fs.session.get(url, params={**params, "offset": 0}, allow_redirects=False)
+            location = response.headers.get("Location")
+            if location is not None:
+                location = _with_query(location, offset=start, length=end - start)
+        _raise_for(response)
+        if location is None:  # answered by the NameNode itself (a proxy, HttpFS)
+            return bytes(response.content)
+        response = fs.session.get(fs._apply_proxy(location))
+        if _remote_exception(response)[0] == "EOFException":  # "Cannot seek after EOF"
+            return b""  # past the visible end of a file being written: nothing new yet
+        _raise_for(response)
+        return bytes(response.content)
+
+
+def _remote_exception(response: Any) -> tuple[str, str]:
+    """``(exception, message marker)`` of a WebHDFS error response (``RemoteException`` JSON), ``("", "")``
+    for a success or a body that is not one; the marker is :data:`_OUT_OF_RANGE` when the message has it."""
+    if response.status_code < 400:
+        return "", ""
+    try:
+        remote = response.json()["RemoteException"]
+        exception, message = str(remote["exception"]), str(remote.get("message", ""))
+    except (ValueError, KeyError, TypeError):
+        return "", ""
+    return exception, _OUT_OF_RANGE if _OUT_OF_RANGE in message else ""
+
+
+def _raise_for(response: Any) -> None:
+    """Raise what fsspec's ``WebHDFS`` raises for a failed request (``FileNotFoundError``,
+    ``PermissionError``, ...; :func:`collectors.storage.storage_error` classifies it), nothing on success."""
+    exception, _ = _remote_exception(response)
+    if exception == "FileNotFoundException":
+        raise FileNotFoundError(f"WebHDFS {response.status_code} {exception}")
+    if exception in ("AccessControlException", "SecurityException"):
+        raise PermissionError(f"WebHDFS {response.status_code} {exception}")
+    response.raise_for_status()
+
+
+def _with_query(url: str, **params: int) -> str:
+    """``url`` with the query parameters ``params`` set (replacing those of the same name)."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query.update({k: str(v) for k, v in params.items()})
+    return urlunsplit(parts._replace(query=urlencode(query)))

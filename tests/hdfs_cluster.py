@@ -42,8 +42,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka_broker import free_port
 from tests.dependencies import missing
+from tests.kafka_broker import free_port
 from tests.maven_jars import MavenUnavailable, cache_root, copy_dependencies
 
 __all__ = ["HdfsCluster", "HdfsUnavailable", "ensure_hadoop_jars", "hadoop_version", "hdfs_cluster", "start_hdfs"]
@@ -137,17 +137,17 @@ class HdfsCluster:
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.http_port}/webhdfs/v1{path}?{query}", method=method
         )
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (loopback, fixed scheme)
+        with urllib.request.urlopen(request, timeout=30) as response:
             body: bytes = response.read()
         return body
 
     def put(self, path: str, data: bytes) -> None:
         """Create (or overwrite) ``path`` with ``data`` (parents are created)."""
-        query = f"op=CREATE&overwrite=true&user.name=root"
+        query = "op=CREATE&overwrite=true&user.name=root"
         url = f"http://127.0.0.1:{self.http_port}/webhdfs/v1{path}?{query}"
         request = urllib.request.Request(url, method="PUT")
         try:
-            with urllib.request.urlopen(request, timeout=30):  # noqa: S310
+            with urllib.request.urlopen(request, timeout=30):
                 location = None
         except urllib.error.HTTPError as exc:  # 307 to the DataNode: urllib does not follow PUT redirects
             if exc.code != 307:
@@ -156,7 +156,7 @@ class HdfsCluster:
         if location is None:
             raise RuntimeError(f"WebHDFS CREATE {path}: no redirect to a DataNode")
         upload = urllib.request.Request(location, data=data, method="PUT")
-        with urllib.request.urlopen(upload, timeout=60):  # noqa: S310
+        with urllib.request.urlopen(upload, timeout=60):
             pass
 
     def upload_tree(self, local: Path, remote: str) -> list[str]:

@@ -20,7 +20,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,10 +78,11 @@ def spark_app(hdfs_cluster: HdfsCluster, tmp_path: Path) -> Iterator[tuple[subpr
     """The live PySpark query writing to ``hdfs://.../live-events`` (stopped by creating the yielded file)."""
     hdfs_cluster.rest("/live-events", "MKDIRS", method="PUT")
     stop = tmp_path / "stop"
-    proc = subprocess.Popen(
-        [sys.executable, str(APP), f"{hdfs_cluster.url}/live-events", str(tmp_path / "ckpt"), str(stop)],
-        stdout=subprocess.PIPE, stderr=(tmp_path / "spark.err").open("w"), text=True,
-    )
+    with (tmp_path / "spark.err").open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(APP), f"{hdfs_cluster.url}/live-events", str(tmp_path / "ckpt"), str(stop)],
+            stdout=subprocess.PIPE, stderr=err, text=True,
+        )
     try:
         yield proc, stop
     finally:
@@ -92,6 +92,8 @@ def spark_app(hdfs_cluster: HdfsCluster, tmp_path: Path) -> Iterator[tuple[subpr
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def test_live_pyspark_query_tailed_over_hdfs(
@@ -115,7 +117,6 @@ def test_live_pyspark_query_tailed_over_hdfs(
         tmp_path,
         env=hadoop_conf,
     )
-    daemon.start()
     try:
         assert proc.stdout is not None
         app_id = json.loads(proc.stdout.readline())["app_id"]
@@ -136,6 +137,8 @@ def test_live_pyspark_query_tailed_over_hdfs(
         state = collector.cursors.get(url + "/" + name)
         assert state is not None and state["size"] > listed
         # the daemon sees batches of the running query too (its own process, its own cursor)
+        daemon.start(ready_timeout_s=90.0)
+
         def daemon_batches() -> list[int] | None:
             with sqlite3.connect(tmp_path / "tg.db") as db:
                 rows = db.execute(
