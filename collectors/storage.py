@@ -213,8 +213,9 @@ class Storage(Protocol):
         """The entries directly under the directory ``path``, sorted by name. Raises :class:`StorageError`."""
         ...
 
-    def ls_after(self, path: str, after: str) -> list[Entry]:
-        """:meth:`ls` restricted to names sorting after ``after`` (all of them where the store cannot)."""
+    def ls_after(self, path: str, after: str, name_prefix: str = "") -> list[Entry]:
+        """:meth:`ls` restricted to names starting with ``name_prefix`` and sorting after ``after`` (the
+        store is asked for only those where it can: :attr:`can_list_after`)."""
         ...
 
     def open(self, path: str, entry: Entry | None = None, *, growing: bool = False) -> tuple[BinaryIO, Entry]:
@@ -359,9 +360,9 @@ class LocalStorage:
         out.sort(key=lambda e: e.name)
         return out
 
-    def ls_after(self, path: str, after: str) -> list[Entry]:
+    def ls_after(self, path: str, after: str, name_prefix: str = "") -> list[Entry]:
         """:meth:`ls` of the names after ``after`` (a local listing is cheap: filtered here)."""
-        return [e for e in self.ls(path) if e.name > after]
+        return [e for e in self.ls(path) if e.name > after and e.name.startswith(name_prefix)]
 
     def open(self, path: str, entry: Entry | None = None, *, growing: bool = False) -> tuple[BinaryIO, Entry]:
         """``open(path, "rb")`` and ``os.fstat`` of the open file (race-free identity; a growing file is read
@@ -454,17 +455,18 @@ class FsspecStorage:
         out.sort(key=lambda e: e.name)
         return out
 
-    def ls_after(self, path: str, after: str) -> list[Entry]:
-        """On S3: ``ListObjectsV2`` with ``StartAfter=<path>/<after>`` (only the newer names are paged
-        through); elsewhere :meth:`ls`, filtered."""
+    def ls_after(self, path: str, after: str, name_prefix: str = "") -> list[Entry]:
+        """On S3: ``ListObjectsV2`` with ``Prefix=<path>/<name_prefix>`` and ``StartAfter=<path>/<after>``
+        (only those names are paged through); elsewhere :meth:`ls`, filtered."""
         if not self.can_list_after:
-            return [e for e in self.ls(path) if e.name > after]
+            return [e for e in self.ls(path) if e.name > after and e.name.startswith(name_prefix)]
         bucket, _, key = path.partition("/")
-        prefix = f"{key}/" if key else ""
+        base = f"{key}/" if key else ""
+        prefix = base + name_prefix
         out: list[Entry] = []
         token: str | None = None
         while True:
-            kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/", "StartAfter": prefix + after}
+            kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/", "StartAfter": base + after}
             if token:
                 kwargs["ContinuationToken"] = token
             page = self._call(self.display(path), self.fs.call_s3, "list_objects_v2", **kwargs)
@@ -482,7 +484,7 @@ class FsspecStorage:
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
                 break
-        out = [e for e in out if e.name > after]
+        out = [e for e in out if e.name > after and e.name.startswith(name_prefix)]
         out.sort(key=lambda e: e.name)
         return out
 

@@ -48,6 +48,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
@@ -67,6 +68,7 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
+from collectors.storage import SCHEMES, StorageError, StorageReason, is_url
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
 from rules.config import RulesConfig
@@ -94,6 +96,7 @@ __all__ = [
     "resolve_secret",
     "secret_refs",
     "secret_values",
+    "storage_options",
 ]
 
 
@@ -214,12 +217,78 @@ class ServerConfig(_Model):
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
 
 
+#: storage_options keys whose values are credentials: they must be ``{env: ...}``/``{file: ...}`` references.
+SECRET_STORAGE_OPTIONS = frozenset({
+    "key", "secret", "token", "session_token", "aws_secret_access_key", "aws_session_token", "password",
+    "account_key", "sas_token", "connection_string", "client_secret", "credential", "credentials",
+})
+
+StorageOption = str | int | float | bool | SecretRef | dict[str, Any]
+
+
 class SparkEventLogTarget(_Model):
-    """A Spark event-log file or directory to tail."""
+    """A Spark event-log file or directory to tail: a local path or a URL (``s3://``, ``s3a://``, ``gs://``,
+    ``abfs[s]://``, ``hdfs://``, ``webhdfs://``, ``file://``; :mod:`collectors.storage`).
+
+    ``storage_options`` are passed to the store's fsspec file system (s3fs: ``endpoint_url``, ``key``,
+    ``secret``, ``token``, ``client_kwargs``...; gcsfs: ``project``, ``token``; adlfs: ``account_name``,
+    ``account_key``, ``sas_token``...); the credentials among them (:data:`SECRET_STORAGE_OPTIONS`) must be
+    ``{env: NAME}`` or ``{file: PATH}`` references. Without them each library's default chain is used.
+    """
 
     name: str
-    path: Path
+    path: str
     poll_interval: PositiveDurationMs = 30_000
+    storage_options: dict[str, StorageOption] = Field(default_factory=dict)
+
+    @field_validator("path")
+    @classmethod
+    def _location(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must be a path or a URL")
+        if is_url(v):
+            try:
+                _check_url(v)
+            except StorageError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    @field_validator("storage_options")
+    @classmethod
+    def _secrets_are_refs(cls, v: dict[str, StorageOption]) -> dict[str, StorageOption]:
+        for key, value in v.items():
+            if key.lower() in SECRET_STORAGE_OPTIONS and not isinstance(value, SecretRef):
+                raise ValueError(f"{key}: a secret is never written in the config: write {{env: NAME}} or {{file: PATH}}")
+        return v
+
+
+def _check_url(url: str) -> None:
+    """A URL's scheme is known and it holds no credentials (its library is checked when the target starts)."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in SCHEMES:
+        known = ", ".join(f"{s}://" for s in SCHEMES)
+        raise StorageError(f"unsupported URL scheme {scheme}:// (known: {known})", StorageReason.INVALID)
+    parts = urlsplit(url)
+    if parts.password is not None or parts.query:
+        raise StorageError(
+            "credentials and query strings are not read from the URL: use storage_options with {env:}/{file:} references",
+            StorageReason.INVALID,
+        )
+
+
+def storage_options(target: SparkEventLogTarget, environ: Mapping[str, str], where: str) -> dict[str, Any]:
+    """``target.storage_options`` with every secret reference resolved (for the fsspec file system).
+
+    Raises:
+        ConfigError: a reference does not resolve (names ``where`` and the option, never a value).
+    """
+    out: dict[str, Any] = {}
+    for key, value in target.storage_options.items():
+        if isinstance(value, SecretRef):
+            out[key] = resolve_secret(value, environ, f"{where}.storage_options.{key}").get_secret_value()
+        else:
+            out[key] = value
+    return out
 
 
 class HttpTarget(_Model):
@@ -665,6 +734,10 @@ def secret_refs(cfg: Config) -> list[tuple[str, SecretRef]]:
         for i, t in enumerate(getattr(cfg.targets, group)):
             if t.bearer_token is not None:
                 refs.append((f"targets.{group}[{i}].bearer_token", t.bearer_token))
+    for i, t in enumerate(cfg.targets.spark_event_logs):
+        for key, value in t.storage_options.items():
+            if isinstance(value, SecretRef):
+                refs.append((f"targets.spark_event_logs[{i}].storage_options.{key}", value))
     for i, k in enumerate(cfg.targets.kafka):
         for field in ("sasl_password", "ssl_key_password"):
             ref = getattr(k, field)
@@ -694,6 +767,7 @@ def secret_values(cfg: Config, environ: Mapping[str, str]) -> tuple[list[str], l
         if isinstance(r.url, str):
             (secrets if r.type == "webhook" else urls).append(r.url)
     urls += [t.url for t in (*cfg.targets.spark_prometheus, *cfg.targets.flink_rest, *cfg.targets.kafka_exporters)]
+    urls += [t.path for t in cfg.targets.spark_event_logs if "://" in t.path]
     if isinstance(cfg.database, str):
         urls.append(cfg.database)
     return secrets, urls

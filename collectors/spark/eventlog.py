@@ -62,7 +62,7 @@ from typing import Any, BinaryIO, Protocol
 
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
-from collectors.storage import Entry, LocalStorage, Storage, StorageError, open_storage
+from collectors.storage import Entry, LocalStorage, Storage, StorageError, StorageReason, open_storage
 from monitor.errors import ProgressFormatError
 from monitor.model import CollectorError, ErrorKind, JobRef, PollResult, Sample
 
@@ -295,6 +295,15 @@ def discover_event_logs(path: Path | str, storage: Storage | None = None) -> lis
     return _Discovery(storage or LocalStorage(), str(path)).files()
 
 
+def _name_family(name: str) -> str:
+    """The part of an event-log name before its time-ordered id: ``eventlog_v2_`` for rolling directories,
+    else up to the first ``-`` or ``_`` (``app-``, ``local-``, ``application_``), else the whole name."""
+    if name.startswith(ROLLING_DIR_PREFIX):
+        return ROLLING_DIR_PREFIX
+    cut = min((i for i in (name.find("-"), name.find("_")) if i >= 0), default=len(name) - 1)
+    return name[: cut + 1]
+
+
 @dataclass
 class _Discovery:
     """Lists one target (``root`` in ``storage``) poll after poll.
@@ -302,13 +311,57 @@ class _Discovery:
     On an object store, a finished rolling directory (its ``appstatus`` without ``.inprogress``) is listed
     once and remembered (``finished``): its objects cannot change any more, so later polls do not list it.
     ``gaps`` holds the rolling directories whose last listing lagged (a missing ``events_<n>_``).
+
+    On a store that lists after a given name (S3's ``StartAfter``), the root (``spark.eventLog.dir``) is
+    listed in full on the first poll and every ``full_listing_every`` polls; the polls between list, for each
+    family of names (:func:`_name_family`: ``eventlog_v2_``, ``app-``, ``local-``, ``application_``...), only
+    the names after the newest one known (Spark's application ids grow with time: ``app-<yyyyMMddHHmmss>-<n>``,
+    ``local-<ms>``, ``application_<ms>_<n>``), and look up the final name of each known single-file
+    ``.inprogress`` log (one HEAD each). An application whose id sorts before the newest known one (random
+    ids, e.g. ``spark-<uuid>`` on Kubernetes), a new family and a deleted object are found by the next full
+    listing.
     """
 
     storage: Storage
     root: str
+    full_listing_every: int = 10
     finished: dict[str, list[EventLogFile]] = field(default_factory=dict)
     gaps: list[tuple[str, int]] = field(default_factory=list)
     root_dir: Entry | None = None
+    known: dict[str, Entry] | None = None  # the root's entries by name (stores that list after a name)
+    polls_since_full: int = 0
+
+    def _list_root(self) -> list[Entry]:
+        """The root's entries: in full, or the known ones plus what changed (see the class docstring)."""
+        st = self.storage
+        if not st.can_list_after or self.root.rsplit("/", 1)[-1].startswith(ROLLING_DIR_PREFIX):
+            return st.ls(self.root)  # (events_10_ sorts before events_9_: a rolling directory is listed whole)
+        self.polls_since_full += 1
+        if self.known is None or self.polls_since_full >= self.full_listing_every:
+            listing = st.ls(self.root)
+            self.known = {e.name: e for e in listing}
+            self.polls_since_full = 0
+            return listing
+        newest: dict[str, str] = {}
+        for name in self.known:
+            family = _name_family(name)
+            newest[family] = max(newest.get(family, ""), name)
+        for family, after in sorted(newest.items()):
+            for entry in st.ls_after(self.root, after, family):
+                self.known[entry.name] = entry
+        for name, entry in list(self.known.items()):
+            final = name.removesuffix(IN_PROGRESS)
+            if entry.is_dir or final == name or final in self.known:
+                continue
+            try:
+                closed = st.info(st.join(self.root, final))
+            except StorageError as exc:
+                if exc.reason is StorageReason.NOT_FOUND:
+                    continue  # still running
+                raise
+            self.known[final] = closed
+            del self.known[name]
+        return sorted(self.known.values(), key=lambda e: e.name)
 
     def _rolling(self, entry: Entry, entries: Sequence[Entry] | None = None) -> list[EventLogFile]:
         cached = self.finished.get(entry.path)
@@ -331,16 +384,18 @@ class _Discovery:
         top = self.root_dir
         if top is None and not isinstance(self.storage, LocalStorage):
             # on a store, list first: a listing names its error (a HEAD answers with a bare status)
-            listing = self.storage.ls(self.root)
+            listing = self._list_root()
             if listing:
                 top = Entry(self.root, self.root.rsplit("/", 1)[-1], is_dir=True, size=0)
+            else:
+                self.known = None
         if top is None:
             top = self.storage.info(self.root)
         if not top.is_dir:
             return [_single_file(top)]
         self.root_dir = top  # a directory stays one: later polls list it without asking again
         if listing is None:
-            listing = self.storage.ls(self.root)
+            listing = self._list_root()
         if is_rolling_dir(self.root, entries=listing):
             return self._rolling(top, listing)
         out: list[EventLogFile] = []
@@ -404,6 +459,10 @@ class EventLogCollector:
             size.
         keep_raw: return each parsed event document in ``PollResult.raw`` (for the store); ``False`` (``scan``
             without ``--db``) drops it once its samples are made: ``raw`` stays empty.
+        storage_options: for targets given as URLs, the fsspec file system's options (credentials
+            resolved), see :func:`collectors.storage.open_storage`.
+        full_listing_every: on S3, list a directory of event logs in full every this many polls (the polls
+            between list only the names after the newest known one: see ``_Discovery``).
 
     Attributes:
         name: ``"spark-eventlog"`` (``Sample.collector``).
@@ -423,6 +482,7 @@ class EventLogCollector:
         chunk_bytes: int = CHUNK_BYTES,
         keep_raw: bool = True,
         storage_options: Mapping[str, Any] | None = None,
+        full_listing_every: int = 10,
     ) -> None:
         self.paths = [p if isinstance(p, Path) else str(p) for p in paths]
         self.keep_raw = keep_raw
@@ -439,7 +499,7 @@ class EventLogCollector:
         for p in self.paths:
             try:
                 storage, fs_path = open_storage(p, storage_options)
-                self._roots.append((str(p), _Discovery(storage, fs_path)))
+                self._roots.append((str(p), _Discovery(storage, fs_path, full_listing_every)))
             except StorageError as exc:
                 self._roots.append((str(p), exc))
         self._seen: dict[str, set[str]] = {}

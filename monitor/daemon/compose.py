@@ -69,6 +69,7 @@ from monitor.config import (
     check_cron,
     resolve_secret,
     secret_values,
+    storage_options,
 )
 from monitor.daemon.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.daemon.ingest import create_ingest_app
@@ -385,13 +386,11 @@ def build_targets(
         ConfigError: a target kind this build has no collector for, duplicate names, a missing secret.
     """
     targets: list[Target] = []
-    for t in config.targets.spark_event_logs:
+    for i, t in enumerate(config.targets.spark_event_logs):
         cursors = StoreCursors(store.sessions, EVENTLOG_COLLECTOR)
-        targets.append(
-            Target(
-                t.name, EventLogCollector([t.path], cursors), timedelta(milliseconds=t.poll_interval), cursors
-            )
-        )
+        fs_options = storage_options(t, environ, f"targets.spark_event_logs[{i}]")
+        collector = EventLogCollector([t.path], cursors, storage_options=fs_options)
+        targets.append(Target(t.name, collector, timedelta(milliseconds=t.poll_interval), cursors))
     for i, h in enumerate(config.targets.spark_prometheus):
         client = _http_client(h, environ, f"targets.spark_prometheus[{i}]", clients)
         targets.append(

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from collectors.spark.eventlog import EventLogCollector
@@ -169,3 +170,97 @@ def test_expired_credentials_are_a_credentials_error_without_the_secret(s3: Any,
     assert "ExpiredToken" in refused.errors[0].message
     s3.faults([])
     assert len(_batches(collector.poll(NOW))) == 12  # renewed: the target is read again
+
+
+def test_daemon_picks_up_rolled_files_uploaded_while_it_runs_and_prints_no_secret(
+    s3: Any, spark_fixtures: Path, tmp_path: Path
+) -> None:
+    from monitor.store import upgrade
+    from tests.daemon_process import DaemonProcess, free_port, metric_values, wait_for
+
+    query = "be3a4786-e9ff-44d2-9c1a-ffa8ffe6c0c8"  # wm_gt: 24 input rows over batches 0-11 (test_daemon.py)
+    lines = _lines(spark_fixtures)
+    prefix = f"spark-events/{ROLL_DIR}"
+    _put(s3, f"{prefix}/appstatus_{APP}.inprogress", b"")
+    _put(s3, f"{prefix}/events_1_{APP}", b"".join(lines[:12]))
+    key_id, secret = "AKIADAEMONTESTKEY77", "daemon-secret-Zq8f3Lk2Vb9Rt6Yp"
+    db_url = f"sqlite:///{tmp_path / 'tg.db'}"
+    upgrade(db_url)
+    config = {
+        "server": {"host": "127.0.0.1", "port": free_port()},
+        "targets": {"spark_event_logs": [{
+            "name": "s3-logs", "path": f"s3a://{s3.bucket}/spark-events", "poll_interval": "300ms",
+            "storage_options": {"key": {"env": "TG_S3_KEY"}, "secret": {"env": "TG_S3_SECRET"},
+                                "endpoint_url": s3.endpoint},
+        }]},
+        "evaluation_interval": "500ms",
+    }
+    env = {"TG_S3_KEY": key_id, "TG_S3_SECRET": secret, "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}
+    daemon = DaemonProcess(config, db_url, tmp_path, env)
+    try:
+        daemon.start()
+
+        def rows() -> float | None:
+            values = [v for labels, v in metric_values(daemon.metrics(), "tidegauge_input_rows_total")
+                      if labels.get("job_id") == query and labels.get("source", "") == ""]
+            return values[0] if values else None
+
+        first = wait_for("the first rolled file's batches on /metrics", rows)
+        assert first < 24.0
+        _put(s3, f"{prefix}/events_2_{APP}", b"".join(lines[12:24]))
+        _put(s3, f"{prefix}/events_3_{APP}", b"".join(lines[24:]))
+        wait_for("the rolled files uploaded while the daemon runs", lambda: rows() == 24.0)
+        # expired credentials: an error of its kind on /healthz and /metrics, and polling goes on
+        s3.faults([{"match": "/", "status": 400, "code": "ExpiredToken", "times": -1}])
+
+        def refused() -> dict[str, Any] | None:
+            target = httpx.get(f"{daemon.base}/healthz", timeout=5.0).json()["targets"][0]
+            return target if target.get("errors_by_kind", {}).get("credentials") else None
+
+        target = wait_for("a credentials error on /healthz", refused)
+        assert target["up"] is False
+        assert any(labels["kind"] == "credentials" and value >= 1
+                   for labels, value in metric_values(daemon.metrics(), "tidegauge_collector_errors_total"))
+        s3.faults([])
+        wait_for("the target up again", lambda: httpx.get(f"{daemon.base}/healthz", timeout=5.0).json()["targets"][0]["up"])
+        surfaces = [httpx.get(f"{daemon.base}/healthz", timeout=5.0).text, daemon.metrics()]
+        assert daemon.terminate(timeout_s=10.0) == 0
+        surfaces += [daemon.log(), (tmp_path / "tg.db").read_bytes().decode("latin-1")]
+        for text in surfaces:
+            assert secret not in text and key_id not in text
+    finally:
+        daemon.close()
+
+
+def test_polls_between_full_listings_list_only_newer_names(s3: Any, spark_fixtures: Path) -> None:
+    lines = _lines(spark_fixtures)
+    log = b"".join(lines[:12])  # batches 0 and 1
+    for i in range(3):
+        _put(s3, f"ev/app-20261129120000-000{i}", log)
+    _put(s3, f"ev/{ROLL_DIR}/events_1_{APP}", log)
+    _put(s3, f"ev/{ROLL_DIR}/appstatus_{APP}", b"")  # finished
+    collector = EventLogCollector([f"s3://{s3.bucket}/ev"], full_listing_every=3)
+    assert len(_batches(collector.poll(NOW))) == 8  # poll 1: full listing, 4 logs of 2 batches
+    # poll 2: a newer application appears, an older-named one too
+    _put(s3, "ev/app-20261129130000-0000", log)
+    _put(s3, "ev/app-20200101000000-0000", log)
+    s3.reset_counts()
+    second = collector.poll(NOW)
+    assert _batches(second) == [0, 1]  # the newer one only
+    counts = s3.counts()
+    # one StartAfter listing per family of names (app-, eventlog_v2_), one GET of the new log
+    assert (counts["list"], counts["get"], counts["head"]) == (2, 1, 0)
+    assert _batches(collector.poll(NOW)) == []  # poll 3: the older-named one is not listed yet
+    # poll 4 (full_listing_every=3: polls 1, 4, 7...) lists in full again and finds it
+    fourth = collector.poll(NOW)
+    assert (_batches(fourth), fourth.errors) == ([0, 1], ())
+    # a single-file log closed under its .inprogress name and renamed (S3A: copy + delete) is found by a HEAD
+    _put(s3, "ev/app-20261129140000-0000.inprogress", log)
+    assert _batches(collector.poll(NOW)) == [0, 1]
+    s3.client().copy_object(Bucket=s3.bucket, Key="ev/app-20261129140000-0000",
+                            CopySource={"Bucket": s3.bucket, "Key": "ev/app-20261129140000-0000.inprogress"})
+    s3.client().delete_object(Bucket=s3.bucket, Key="ev/app-20261129140000-0000.inprogress")
+    s3.reset_counts()
+    renamed = collector.poll(NOW)
+    assert (renamed.samples, renamed.errors) == ((), ())  # the cursor carried over: not read again
+    assert s3.counts()["head"] == 1

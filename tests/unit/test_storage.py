@@ -1,0 +1,91 @@
+"""collectors/storage.py without a server: URL parsing, the missing-library message, error mapping, and the
+config's storage_options (secrets only as references, known to the redactor)."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+import collectors.storage as storage
+from collectors.storage import LocalStorage, StorageError, StorageReason, open_storage, storage_error
+from monitor.config import Config, secret_values
+from monitor.model import ErrorKind
+from tests.cli import run_cli
+
+
+def test_paths_and_file_urls_are_local(tmp_path: Path) -> None:
+    st, path = open_storage(str(tmp_path))
+    assert isinstance(st, LocalStorage) and path == str(tmp_path)
+    st, path = open_storage(f"file://{tmp_path}")
+    assert isinstance(st, LocalStorage) and path == str(tmp_path)
+
+
+def test_missing_library_names_the_extra_and_scan_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(storage.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(StorageError) as exc:
+        open_storage("gs://bucket/spark-events")
+    assert exc.value.reason is StorageReason.MISSING_LIBRARY
+    code, _out, err = run_cli(["scan", "abfss://logs@acct.dfs.core.windows.net/spark-events"], capsys)
+    assert code == 2
+    assert err.splitlines() == [
+        "tidegauge: error: abfss://logs@acct.dfs.core.windows.net/spark-events: reading abfss:// needs the adlfs "
+        "library: pip install 'tidegauge[azure]' (or 'tidegauge[cloud]' for every store)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["s3://AKIAXX:topsecretvalue@bucket/x", "s3://bucket/x?X-Amz-Signature=topsecretvalue", "ftp://host/x", "s3:///x"],
+)
+def test_urls_with_credentials_unknown_schemes_or_no_bucket_are_refused(url: str) -> None:
+    with pytest.raises(StorageError) as exc:
+        open_storage(url)
+    assert exc.value.reason is StorageReason.INVALID
+    assert "topsecretvalue" not in str(exc.value)
+
+
+def test_error_mapping_by_code_and_kind() -> None:
+    class ClientError(Exception):
+        def __init__(self, code: str, status: int) -> None:
+            super().__init__(f"An error occurred ({code}) with signature=abcdef0123456789")
+            self.response = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+
+    def wrapped(code: str, status: int, outer: type[Exception]) -> Exception:
+        try:
+            try:
+                raise ClientError(code, status)
+            except ClientError as inner:
+                raise outer("text") from inner
+        except Exception as exc:
+            return exc
+
+    expired = storage_error(wrapped("ExpiredToken", 400, PermissionError), "s3://b/k")
+    assert (expired.reason, expired.error_kind(root=True)) == (StorageReason.CREDENTIALS, ErrorKind.CREDENTIALS)
+    assert str(expired) == "s3://b/k: credentials missing, expired or invalid, or access denied (ExpiredToken)"
+    slow = storage_error(OSError(errno.EBUSY, "slow"), "s3://b/k")
+    assert (slow.reason, slow.error_kind(root=False)) == (StorageReason.THROTTLED, ErrorKind.THROTTLED)
+    many = storage_error(wrapped("TooManyRequests", 429, OSError), "gs://b/k")
+    assert many.reason is StorageReason.THROTTLED
+    gone = storage_error(FileNotFoundError("b/k"), "s3://b/k")
+    assert (gone.error_kind(root=True), gone.error_kind(root=False)) == (ErrorKind.UNREACHABLE, ErrorKind.DELETED)
+    assert "abcdef0123456789" not in str(expired) + str(many)
+
+
+def _config(options: dict[str, object]) -> Config:
+    return Config.model_validate(
+        {"targets": {"spark_event_logs": [{"name": "s3", "path": "s3a://b/spark-events", "storage_options": options}]}}
+    )
+
+
+def test_storage_option_secrets_must_be_references_and_reach_the_redactor() -> None:
+    with pytest.raises(ValueError, match="a secret is never written in the config"):
+        _config({"secret": "plain-text-secret"})
+    cfg = _config({"key": {"env": "S3_KEY"}, "secret": {"env": "S3_SECRET"}, "endpoint_url": "http://127.0.0.1:9000"})
+    secrets, _urls = secret_values(cfg, {"S3_KEY": "AKIAEXAMPLEKEY", "S3_SECRET": "example-secret-value"})
+    assert {"AKIAEXAMPLEKEY", "example-secret-value"} <= set(secrets)
+    with pytest.raises(ValueError, match="unsupported URL scheme ftp://"):
+        Config.model_validate({"targets": {"spark_event_logs": [{"name": "x", "path": "ftp://h/x"}]}})
