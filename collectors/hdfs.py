@@ -28,7 +28,12 @@ HDFS semantics this storage keeps (see :class:`WebHdfsStorage`):
   hflush, while 450 KB are readable). Spark's history server reads the visible length from the
   ``DFSInputStream`` for that reason (``EventLogFileReader.fileSizeForDFS``). So a growing file is read
   from the stored offset to whatever the DataNode returns, never bounded by the listed size:
-  :meth:`WebHdfsStorage.open` with ``growing=True``.
+  :meth:`WebHdfsStorage.open` with ``growing=True``. The NameNode also refuses a WebHDFS ``OPEN`` at an
+  offset past the length it knows (``403 IOException: Offset=N out of the range [0, 58)``), while the
+  DataNode it redirects to reads through a ``DFSInputStream`` and serves every hflushed byte: such a read
+  takes the NameNode's redirect for offset 0 and asks that DataNode for the offset wanted
+  (:meth:`WebHdfsStorage.read_range`); the DataNode answers an empty body at the visible end and
+  ``EOFException`` past it, both "nothing new yet".
 - A file's ``identity`` is its inode id (``fileId``): it survives Spark's rename of ``app.inprogress`` to
   ``app`` at the end of the application (so the cursor carries over, as with a local inode), and changes
   when the file is deleted and written again. Modification times change when a file is closed, so they

@@ -43,6 +43,9 @@ changed, that shrank, or whose first bytes differ from what was read before was 
 is read again from the start and a retryable :class:`monitor.model.CollectorError` says so. When Spark
 renames ``<app>[.codec].inprogress`` to ``<app>[.codec]`` at the end of the application, the file keeps its
 inode, and the collector carries the cursor over to the new name instead of reading the file again.
+On HDFS (:mod:`collectors.hdfs`) a growing file's listed size lags what can be read (Spark ``hflush``es,
+the NameNode learns lengths at block ends and at close): such a file is read from the cursor's offset to the
+DataNode's end every poll, never judged unchanged by its size, and its identity is its inode id.
 
 A ``QueryTerminatedEvent`` carries no timestamp and no name in Spark; its sample takes the last time and the
 name seen for that run (``id`` + ``runId``) or, when the collector never saw that run, the poll's ``now``
