@@ -21,12 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import zstandard
-
 from collectors.spark.eventlog import EventLogCollector
+from tests.benchmarks.eventlog_speed import FIXTURE, big_logs, read_speed_mb_s
 from tests.s3_server import s3_server
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 FINISHED_SINGLE = 5_000
 FINISHED_ROLLING = 5_000
@@ -74,22 +72,13 @@ def main() -> None:
         print(f"unchanged poll again: {sum(counts.values())} requests {counts}, {seconds:.2f} s, {samples} samples")
 
         # reading speed: a ~40 MB log (the recorded progress lines repeated), plain and zstd
-        body = b"".join(lines[:7]) + b"".join(lines[7:]) * 1_200
+        body, files = big_logs()
         with tempfile.TemporaryDirectory() as tmp:
-            for name, data in (("big-app-1", body), ("big-app-2.zstd", zstandard.ZstdCompressor(level=1).compress(body))):
+            for name, data in files.items():
                 local = Path(tmp) / name
                 local.write_bytes(data)
                 client.put_object(Bucket="bench", Key=f"big/{name}", Body=data)
-                figures = {}
-                for where, target in (("local", str(local)), ("s3", f"s3://bench/big/{name}")):
-                    best = float("inf")
-                    for _ in range(3):
-                        collector = EventLogCollector([target], keep_raw=False)
-                        started = time.perf_counter()
-                        result = collector.poll(NOW)
-                        best = min(best, time.perf_counter() - started)
-                        assert not result.errors, result.errors[:1]
-                    figures[where] = len(body) / best / 1e6
+                figures = {"local": read_speed_mb_s(str(local), len(body)), "s3": read_speed_mb_s(f"s3://bench/big/{name}", len(body))}
                 ratio = figures["s3"] / figures["local"]
                 print(f"{name} ({len(data) / 1e6:.1f} MB stored, {len(body) / 1e6:.1f} MB of events): local "
                       f"{figures['local']:.0f} MB/s, s3 {figures['s3']:.0f} MB/s, remote/local {ratio:.0%}")
