@@ -141,6 +141,9 @@ class WebHdfsStorage(FsspecStorage):
 
     def __init__(self, fs: Any, prefix: str) -> None:
         super().__init__(fs, prefix, object_store=False)
+        # path -> the DataNode URL the NameNode redirected the last read of it to: later reads go there
+        # directly with their own offset (one request instead of two); dropped on any failure
+        self._datanodes: dict[str, str] = {}
 
     def _entry(self, info: Mapping[str, Any]) -> Entry:
         entry = super()._entry(info)
@@ -169,6 +172,17 @@ class WebHdfsStorage(FsspecStorage):
 
     def _open_range(self, path: str, start: int, end: int) -> bytes:
         fs = self.fs
+        known = self._datanodes.get(path)
+        if known is not None:
+            try:
+                response = fs.session.get(_with_query(known, offset=start, length=end - start))
+            except OSError:  # requests' errors: the DataNode went away (a restart moves it to another port)
+                response = None
+            if response is not None and response.status_code == 200:
+                return bytes(response.content)
+            if response is not None and _remote_exception(response)[0] == "EOFException":  # "Cannot seek after EOF"
+                return b""  # past the visible end of a file being written: nothing new yet
+            del self._datanodes[path]  # the DataNode or the file went away: ask the NameNode again
         url = fs._apply_proxy(fs.url + quote(path, safe="/="))
         params = {**fs.pars, "op": "OPEN", "offset": start, "length": end - start}
         response = fs.session.get(url, params=params, allow_redirects=False)
@@ -179,15 +193,15 @@ class WebHdfsStorage(FsspecStorage):
             # redirect for offset 0 and ask that DataNode for the offset we want
             response = fs.session.get(url, params={**params, "offset": 0}, allow_redirects=False)
             location = response.headers.get("Location")
-            if location is not None:
-                location = _with_query(location, offset=start, length=end - start)
         _raise_for(response)
         if location is None:  # answered by the NameNode itself (a proxy, HttpFS)
             return bytes(response.content)
-        response = fs.session.get(fs._apply_proxy(location))
-        if _remote_exception(response)[0] == "EOFException":  # "Cannot seek after EOF"
-            return b""  # past the visible end of a file being written: nothing new yet
+        location = fs._apply_proxy(_with_query(location, offset=start, length=end - start))
+        response = fs.session.get(location)
+        if _remote_exception(response)[0] == "EOFException":
+            return b""
         _raise_for(response)
+        self._datanodes[path] = location
         return bytes(response.content)
 
 
