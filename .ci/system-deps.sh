@@ -16,6 +16,9 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
 # the dashboard's browser tests drive Debian's Chromium with Playwright (`playwright install` cannot download)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# Azurite (the Azure Blob emulator of tests/object_stores.py) is installed from npm and runs on Node.js
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
   echo "system-deps: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

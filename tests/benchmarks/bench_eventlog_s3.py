@@ -26,8 +26,8 @@ from tests.benchmarks.eventlog_speed import FIXTURE, big_logs, read_speed_mb_s
 from tests.s3_server import s3_server
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-FINISHED_SINGLE = 5_000
-FINISHED_ROLLING = 5_000
+FINISHED_SINGLE = int(os.environ.get("BENCH_FINISHED_SINGLE", "5000"))
+FINISHED_ROLLING = int(os.environ.get("BENCH_FINISHED_ROLLING", "5000"))
 LIVE = 20
 
 
