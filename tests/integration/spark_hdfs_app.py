@@ -1,9 +1,12 @@
 """A PySpark streaming query that writes its event log to HDFS and runs until told to stop.
 
-Used by ``test_eventlog_hdfs.py`` as a subprocess: ``python spark_hdfs_app.py EVENT_LOG_DIR CHECKPOINT STOP_FILE``
-where ``EVENT_LOG_DIR`` is an ``hdfs://127.0.0.1:PORT/...`` URL (``spark.eventLog.dir``). The event log is one
-zstd file (``spark.eventLog.rolling.enabled=false``: ``<app>.zstd.inprogress`` while the query runs, renamed
-to ``<app>.zstd`` by ``spark.stop()``), so a reader tails a growing compressed file over HDFS.
+Used by ``test_eventlog_hdfs.py`` as a subprocess:
+``python spark_hdfs_app.py EVENT_LOG_DIR CHECKPOINT STOP_FILE ROLLING`` where ``EVENT_LOG_DIR`` is an
+``hdfs://127.0.0.1:PORT/...`` URL (``spark.eventLog.dir``). The event log is zstd-compressed; with ``ROLLING``
+``false`` it is one file (``<app>.zstd.inprogress`` while the query runs, renamed to ``<app>.zstd`` by
+``spark.stop()``), with ``true`` (Spark 4's default) a directory ``eventlog_v2_<app>/`` whose
+``events_1_<app>.zstd`` grows while ``appstatus_<app>.inprogress`` says the application runs. Either way a
+reader tails a growing compressed file over HDFS.
 
 The query: ``rate`` source (5 rows/s) -> ``withWatermark("timestamp", "10 seconds")`` ->
 ``groupBy(window("timestamp", "5 seconds")).count()`` -> ``noop`` sink, one micro-batch a second
@@ -19,7 +22,7 @@ import time
 from pathlib import Path
 
 
-def main(event_log_dir: str, checkpoint: str, stop_file: Path) -> None:
+def main(event_log_dir: str, checkpoint: str, stop_file: Path, rolling: str) -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -31,7 +34,7 @@ def main(event_log_dir: str, checkpoint: str, stop_file: Path) -> None:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.eventLog.enabled", "true")
         .config("spark.eventLog.dir", event_log_dir)
-        .config("spark.eventLog.rolling.enabled", "false")
+        .config("spark.eventLog.rolling.enabled", rolling)
         .config("spark.eventLog.compress", "true")
         .config("spark.eventLog.compression.codec", "zstd")
         .getOrCreate()
@@ -62,4 +65,4 @@ def main(event_log_dir: str, checkpoint: str, stop_file: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4])

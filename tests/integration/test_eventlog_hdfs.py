@@ -1,10 +1,11 @@
 """Spark event logs on a real HDFS (Hadoop's MiniDFSCluster, tests/hdfs_cluster.py), read over WebHDFS.
 
-* Real PySpark writes its event log to ``hdfs://`` while a streaming query runs (spark_hdfs_app.py): the
-  collector tails the growing ``.zstd.inprogress`` by ranged reads from its stored offset (zstd frames
-  included) while the NameNode still lists the file at its first-hflush length, carries its cursor over the
-  rename at ``spark.stop()``, and reads every batch exactly once; the daemon (a real subprocess) sees
-  batches before the query ends.
+* Real PySpark writes its event log to ``hdfs://`` while a streaming query runs (spark_hdfs_app.py), as one
+  file and as a rolling directory (Spark 4's default): the collector tails the growing zstd file
+  (``<app>.zstd.inprogress``, or ``events_1_<app>.zstd`` beside ``appstatus_<app>.inprogress``) by ranged
+  reads from its stored offset (zstd frames included) while the NameNode still lists the file at its
+  first-hflush length, carries its cursor over the renames at ``spark.stop()``, and reads every batch
+  exactly once; the daemon (a real subprocess) sees batches before the query ends.
 * ``tidegauge scan hdfs://...`` of the recorded real Spark 4.3.0 runs, uploaded to the cluster, prints what
   ``scan`` of the same files on disk prints.
 * A stopped NameNode, a deleted file and a permission denied are each a collector error of their kind, and
@@ -74,17 +75,23 @@ def _listing(cluster: HdfsCluster, path: str) -> dict[str, int]:
 
 
 @pytest.fixture
-def spark_app(hdfs_cluster: HdfsCluster, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    """The live PySpark query writing to ``hdfs://.../live-events`` (stopped by creating the yielded file)."""
-    hdfs_cluster.rest("/live-events", "MKDIRS", method="PUT")
+def spark_app(
+    hdfs_cluster: HdfsCluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[subprocess.Popen[str], Path, str]]:
+    """The live PySpark query writing to ``hdfs://.../<dir>`` (``request.param``: rolling event logs or not);
+    yields the process, the file whose creation stops it, and the event-log directory's HDFS path."""
+    rolling = bool(request.param)
+    log_dir = f"/live-events-{'rolling' if rolling else 'single'}"
+    hdfs_cluster.rest(log_dir, "MKDIRS", method="PUT")
     stop = tmp_path / "stop"
     with (tmp_path / "spark.err").open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, str(APP), f"{hdfs_cluster.url}/live-events", str(tmp_path / "ckpt"), str(stop)],
+            [sys.executable, str(APP), f"{hdfs_cluster.url}{log_dir}", str(tmp_path / "ckpt"), str(stop),
+             str(rolling).lower()],
             stdout=subprocess.PIPE, stderr=err, text=True,
         )
     try:
-        yield proc, stop
+        yield proc, stop, log_dir
     finally:
         stop.touch()
         try:
@@ -96,15 +103,17 @@ def spark_app(hdfs_cluster: HdfsCluster, tmp_path: Path) -> Iterator[tuple[subpr
             proc.stdout.close()
 
 
+@pytest.mark.parametrize("spark_app", [False, True], ids=["single-file", "rolling"], indirect=True)
 def test_live_pyspark_query_tailed_over_hdfs(
     hdfs_cluster: HdfsCluster,
     hadoop_conf: dict[str, str],
     hadoop_env: dict[str, str],
-    spark_app: tuple[subprocess.Popen[str], Path],
+    spark_app: tuple[subprocess.Popen[str], Path, str],
     tmp_path: Path,
 ) -> None:
-    proc, stop = spark_app
-    url = f"{hdfs_cluster.url}/live-events"
+    proc, stop, log_dir = spark_app
+    rolling = log_dir.endswith("rolling")
+    url = f"{hdfs_cluster.url}{log_dir}"
     db_url = f"sqlite:///{tmp_path / 'tg.db'}"
     upgrade(db_url)
     daemon = DaemonProcess(
@@ -120,7 +129,11 @@ def test_live_pyspark_query_tailed_over_hdfs(
     try:
         assert proc.stdout is not None
         app_id = json.loads(proc.stdout.readline())["app_id"]
-        name = f"{app_id}.zstd.inprogress"
+        # the growing file: <app>.zstd.inprogress, or the rolling directory's events_1_<app>.zstd (whose
+        # appstatus_<app>.inprogress says the application runs)
+        growing_dir = f"{log_dir}/eventlog_v2_{app_id}" if rolling else log_dir
+        name = f"events_1_{app_id}.zstd" if rolling else f"{app_id}.zstd.inprogress"
+        final_name = name.removesuffix(".inprogress")
         collector = EventLogCollector([url])
         polls: list[PollResult] = []
 
@@ -129,12 +142,12 @@ def test_live_pyspark_query_tailed_over_hdfs(
             return len(_progress_batches(polls)) >= count
 
         # the collector tails the growing compressed file while the query runs
-        wait_for("3 batches read from the live .zstd.inprogress", lambda: batches_seen(3), timeout_s=180, interval_s=0.5)
+        wait_for("3 batches read from the growing zstd file", lambda: batches_seen(3), timeout_s=180, interval_s=0.5)
         assert proc.poll() is None  # the query is still running
         assert all(r.errors == () for r in polls), [e.message for r in polls for e in r.errors]
         # the NameNode lists the file at the length of its first hflush; the reader went past it
-        listed = _listing(hdfs_cluster, "/live-events")[name]
-        state = collector.cursors.get(url + "/" + name)
+        listed = _listing(hdfs_cluster, growing_dir)[name]
+        state = collector.cursors.get(f"{hdfs_cluster.url}{growing_dir}/{name}")
         assert state is not None and state["size"] > listed
         # the daemon sees batches of the running query too (its own process, its own cursor)
         daemon.start(ready_timeout_s=90.0)
@@ -158,8 +171,11 @@ def test_live_pyspark_query_tailed_over_hdfs(
         wait_for("more batches", lambda: batches_seen(seen + 3), timeout_s=120, interval_s=0.5)
         stop.touch()
         assert proc.wait(120) == 0
-        # Spark renamed app.zstd.inprogress to app.zstd: the cursor carries over (same inode id), no re-read
-        assert name.removesuffix(".inprogress") in _listing(hdfs_cluster, "/live-events")
+        # Spark renamed app.zstd.inprogress to app.zstd (or appstatus_<app>.inprogress to appstatus_<app>):
+        # the cursor carries over (same inode id), nothing is read twice
+        after = _listing(hdfs_cluster, growing_dir)
+        assert final_name in after
+        assert not rolling or f"appstatus_{app_id}" in after
         polls.append(collector.poll(datetime.now(UTC)))
         assert all(r.errors == () for r in polls), [e.message for r in polls for e in r.errors]
         ids = _progress_batches(polls)
