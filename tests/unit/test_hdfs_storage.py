@@ -103,3 +103,69 @@ def test_with_query_replaces_the_offset_of_a_datanode_redirect() -> None:
         "http://127.0.0.1:40967/webhdfs/v1/e/app?op=OPEN&user.name=root&namenoderpcaddress=127.0.0.1%3A35633"
         "&length=65536&offset=24444"
     )
+
+
+class _Response:
+    def __init__(self, status: int, body: bytes = b"", location: str | None = None, exception: str = "", message: str = "") -> None:
+        self.status_code = status
+        self.content = body
+        self.headers = {"Location": location} if location else {}
+        self.exception = exception
+        self.message = message
+
+    @property
+    def text(self) -> str:
+        return self.content.decode()
+
+    def json(self) -> dict[str, object]:
+        if not self.exception:
+            raise ValueError("no JSON")
+        return {"RemoteException": {"exception": self.exception, "message": self.message}}
+
+    def raise_for_status(self) -> None:
+        if self.status_code >= 400:
+            raise OSError(f"HTTP {self.status_code}")
+
+
+class _Session:
+    """Answers WebHDFS requests as the measured MiniDFSCluster did: the NameNode knows 67 bytes of a file
+    whose DataNode has ``visible`` bytes; ``datanode_up`` False refuses connections to the DataNode."""
+
+    def __init__(self, visible: bytes) -> None:
+        self.visible = visible
+        self.datanode_up = True
+        self.calls: list[str] = []
+
+    def get(self, url: str, params: dict[str, object] | None = None, allow_redirects: bool = True) -> _Response:
+        if params is not None:  # the NameNode
+            offset = int(str(params["offset"]))
+            self.calls.append(f"nn:{offset}")
+            if offset >= 67:
+                return _Response(403, exception="IOException", message=f"Offset={offset} out of the range [0, 67)")
+            return _Response(307, location=f"http://127.0.0.1:9864/webhdfs/v1/e/app?op=OPEN&offset={offset}&length=1")
+        query = dict(part.split("=") for part in url.split("?", 1)[1].split("&"))
+        offset, length = int(query["offset"]), int(query["length"])
+        self.calls.append(f"dn:{offset}")
+        if not self.datanode_up:
+            raise ConnectionError("refused")
+        if offset > len(self.visible):
+            return _Response(403, exception="EOFException", message="Cannot seek after EOF")
+        return _Response(200, self.visible[offset : offset + length])
+
+
+def test_reads_past_the_namenode_length_go_to_the_datanode_and_reuse_it() -> None:
+    storage = open_webhdfs("webhdfs", "nn:9870", {}, {})
+    session = _Session(b"a" * 1000)
+    storage.fs.session = session
+    assert storage.read_range("/e/app", 500, 600) == b"a" * 100  # the NameNode refuses 500: redirect for 0
+    assert session.calls == ["nn:500", "nn:0", "dn:500"]
+    session.calls.clear()
+    assert storage.read_range("/e/app", 1000, 2000) == b""  # the visible end: nothing new yet
+    assert storage.read_range("/e/app", 1500, 2000) == b""  # past it (EOFException): nothing new either
+    assert session.calls == ["dn:1000", "dn:1500"]  # straight to the DataNode
+    session.calls.clear()
+    session.datanode_up = False  # the DataNode went away: ask the NameNode again (which fails here too)
+    with pytest.raises(StorageError) as exc:
+        storage.read_range("/e/app", 10, 20)
+    assert exc.value.reason is StorageReason.UNREACHABLE
+    assert session.calls == ["dn:10", "nn:10", "dn:10"]
