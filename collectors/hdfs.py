@@ -34,7 +34,8 @@ HDFS semantics this storage keeps (see :class:`WebHdfsStorage`):
   takes the NameNode's redirect for offset 0 and asks that DataNode for the offset wanted
   (:meth:`WebHdfsStorage.read_range`); the DataNode answers an empty body at the visible end and
   ``EOFException`` past it, both "nothing new yet".
-- A file's ``identity`` is its inode id (``fileId``): it survives Spark's rename of ``app.inprogress`` to
+- A file's ``identity`` is its inode id (``fileId``, :class:`collectors.storage.FsspecStorage` for every
+  store that is not an object store): it survives Spark's rename of ``app.inprogress`` to
   ``app`` at the end of the application (so the cursor carries over, as with a local inode), and changes
   when the file is deleted and written again. Modification times change when a file is closed, so they
   cannot serve.
@@ -145,13 +146,6 @@ class WebHdfsStorage(FsspecStorage):
         # directly with their own offset (one request instead of two); dropped on any failure
         self._datanodes: dict[str, str] = {}
 
-    def _entry(self, info: Mapping[str, Any]) -> Entry:
-        entry = super()._entry(info)
-        file_id = info.get("fileId")
-        if entry.is_dir or file_id is None:
-            return entry
-        return Entry(entry.path, entry.name, False, entry.size, f"inode:{file_id}", None, entry.mtime)
-
     def open(self, path: str, entry: Entry | None = None, *, growing: bool = False) -> tuple[BinaryIO, Entry]:
         """A :class:`collectors.storage.RangeReader` of ``path``: bounded by the listed size, or, when
         ``growing`` (a file still being written), reading until the DataNode has no more bytes."""
@@ -182,7 +176,7 @@ class WebHdfsStorage(FsspecStorage):
                 return bytes(response.content)
             if response is not None and _remote_exception(response)[0] == "EOFException":  # "Cannot seek after EOF"
                 return b""  # past the visible end of a file being written: nothing new yet
-            del self._datanodes[path]  # the DataNode or the file went away: ask the NameNode again
+            self._datanodes.pop(path, None)  # the DataNode or the file went away: ask the NameNode again
         url = fs._apply_proxy(fs.url + quote(path, safe="/="))
         params = {**fs.pars, "op": "OPEN", "offset": start, "length": end - start}
         response = fs.session.get(url, params=params, allow_redirects=False)

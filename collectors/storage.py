@@ -20,7 +20,8 @@ A :class:`Storage` answers four questions, whatever the store:
   what was read before.
 
 An :class:`Entry`'s ``identity`` changes when the file or object is replaced: ``"<st_dev>:<st_ino>"``
-locally (what the event-log cursors have always stored), the ETag on S3/GCS/ADLS, size and mtime elsewhere.
+locally (what the event-log cursors have always stored), the ETag on S3/GCS/ADLS (the mtime where a store
+gives none), the inode id on HDFS when the library gives it (else ``""``: a growing file's mtime moves).
 ``Storage.immutable`` is true on object stores: an object appears whole when it is written and never grows,
 so an entry whose identity and size equal a cursor's need not be opened again.
 
@@ -42,6 +43,7 @@ import errno
 import importlib.util
 import os
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -436,6 +438,11 @@ class FsspecStorage:
         size = int(info.get("size") or 0)
         if is_dir:
             identity = ""
+        elif not self.immutable:
+            # HDFS: a growing file keeps its inode id (WebHDFS ``fileId``) while its mtime moves; without an
+            # id, rewrites are caught by the collector's size and head checks
+            file_id = info.get("fileId", info.get("id"))
+            identity = f"id:{file_id}" if file_id is not None else ""
         elif etag:
             identity = f"etag:{etag}"
         else:
@@ -528,9 +535,12 @@ class RangeReader:
     Each read past the buffer fetches ``[pos, pos + max(n, b))`` in one request, ``b`` growing from
     :data:`FIRST_READ_BYTES` 4x per request up to ``block_bytes``, so reading a file's head costs one small
     request, a sequential read of an object a few GETs, and a seek to a stored offset fetches nothing
-    before it. ``size`` is the one listed, or ``None`` for a file still being written whose listed size
-    lags (HDFS, :attr:`Storage.hflush`): reads then go on until the store returns fewer bytes than asked.
-    Errors are :class:`StorageError`.
+    before it. Once a read continues where the previous request ended (a sequential read), the next block
+    is fetched in a background thread while the caller decompresses and parses this one. ``size`` is the
+    one listed, or ``None`` for a file still being written whose listed size lags (HDFS,
+    :attr:`Storage.hflush`): reads then go on until the store returns fewer bytes than asked (no
+    read-ahead). Errors are :class:`StorageError` (a read-ahead's error is raised by the read that needs its
+    bytes).
     """
 
     def __init__(
@@ -544,10 +554,24 @@ class RangeReader:
         self._pos = 0
         self._buf = b""
         self._buf_start = 0
+        self._ahead: Future[bytes] | None = None
+        self._ahead_start = -1
+        self._pool: ThreadPoolExecutor | None = None
         self.closed = False
 
+    def _fetch(self, start: int) -> bytes:
+        """The block at ``start``: the read-ahead when it is that one, else a request now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            if self._ahead_start == start:
+                return ahead.result()
+            ahead.cancel()
+        end = start + self._next if self.size is None else min(self.size, start + self._next)
+        return self._storage.read_range(self._path, start, end)
+
     def read(self, n: int = -1) -> bytes:
-        """Up to ``n`` bytes from the position (all that is left when ``n < 0``)."""
+        """Up to ``n`` bytes from the position (all that is left when ``n < 0``; fewer near a block's end,
+        as a raw file may return)."""
         if self.size is None:
             return self._read_open_ended(READ_BLOCK_BYTES if n is None or n < 0 else n)
         if self._pos >= self.size:
@@ -555,14 +579,20 @@ class RangeReader:
         want = self.size - self._pos if n is None or n < 0 else min(n, self.size - self._pos)
         rel = self._pos - self._buf_start
         if not (rel >= 0 and rel + want <= len(self._buf)):
-            start = self._pos
-            end = min(self.size, start + max(want, self._next))
-            self._next = min(self._next * 4, self._block)  # sequential: fewer, larger requests
-            self._buf = self._storage.read_range(self._path, start, end)
-            self._buf_start = start
-            rel = 0
-            if len(self._buf) < want:  # the object shrank or was replaced under us: return what came
-                want = len(self._buf)
+            sequential = bool(self._buf) and 0 <= rel <= len(self._buf)
+            tail = self._buf[rel:] if sequential else b""  # the unread rest of the buffer, kept
+            start = self._pos + len(tail)
+            self._next = max(self._next, want - len(tail))
+            block = self._fetch(start)
+            self._buf, self._buf_start, rel = tail + block, self._pos, 0
+            self._next = min(self._next * 4, max(self._block, want))  # sequential: fewer, larger requests
+            end = start + len(block)
+            if sequential and block and end < self.size:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidegauge-readahead")
+                self._ahead_start = end
+                self._ahead = self._pool.submit(self._storage.read_range, self._path, end, min(self.size, end + self._next))
+            want = min(want, len(self._buf))
         data = self._buf[rel : rel + want]
         self._pos += len(data)
         return data
@@ -594,8 +624,14 @@ class RangeReader:
         return self._pos
 
     def close(self) -> None:
-        """Drop the buffer."""
+        """Drop the buffer and any read-ahead."""
         self._buf = b""
+        if self._ahead is not None:
+            self._ahead.cancel()
+            self._ahead = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
         self.closed = True
 
     def __enter__(self) -> RangeReader:

@@ -316,13 +316,13 @@ class _Discovery:
     ``gaps`` holds the rolling directories whose last listing lagged (a missing ``events_<n>_``).
 
     On a store that lists after a given name (S3's ``StartAfter``), the root (``spark.eventLog.dir``) is
-    listed in full on the first poll and every ``full_listing_every`` polls; the polls between list, for each
-    family of names (:func:`_name_family`: ``eventlog_v2_``, ``app-``, ``local-``, ``application_``...), only
-    the names after the newest one known (Spark's application ids grow with time: ``app-<yyyyMMddHHmmss>-<n>``,
+    listed in full on the first poll and every ``full_listing_every`` polls; the polls between list only the
+    names after the newest one known of all, and for each other family of names (:func:`_name_family`:
+    ``eventlog_v2_``, ``app-``, ``local-``, ``application_``...) the names after its newest one (Spark's application ids grow with time: ``app-<yyyyMMddHHmmss>-<n>``,
     ``local-<ms>``, ``application_<ms>_<n>``), and look up the final name of each known single-file
     ``.inprogress`` log (one HEAD each). An application whose id sorts before the newest known one (random
-    ids, e.g. ``spark-<uuid>`` on Kubernetes), a new family and a deleted object are found by the next full
-    listing.
+    ids, e.g. ``spark-<uuid>`` on Kubernetes), a new family sorting before the newest name (but rolling
+    directories) and a deleted object are found by the next full listing.
     """
 
     storage: Storage
@@ -349,7 +349,14 @@ class _Discovery:
         for name in self.known:
             family = _name_family(name)
             newest[family] = max(newest.get(family, ""), name)
-        for family, after in sorted(newest.items()):
+        top = max(self.known, default="")
+        # after the newest name of all (its family, and any name sorting after every known one)...
+        queries = {"": top}
+        # ...and after the newest of each other family, rolling directories included when none is known yet
+        queries.update({f: after for f, after in newest.items() if f != _name_family(top)})
+        if ROLLING_DIR_PREFIX not in newest and top >= ROLLING_DIR_PREFIX:
+            queries[ROLLING_DIR_PREFIX] = ""
+        for family, after in sorted(queries.items()):
             for entry in st.ls_after(self.root, after, family):
                 self.known[entry.name] = entry
         for name, entry in list(self.known.items()):

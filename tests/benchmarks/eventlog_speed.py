@@ -13,7 +13,7 @@ import zstandard
 
 from collectors.spark.eventlog import EventLogCollector
 
-__all__ = ["FIXTURE", "big_logs", "read_speed_mb_s"]
+__all__ = ["FIXTURE", "big_logs", "read_speeds_mb_s"]
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -28,16 +28,22 @@ def big_logs(repeat: int = 1_200) -> tuple[bytes, dict[str, bytes]]:
     return body, {"big-app-1": body, "big-app-2.zstd": zstandard.ZstdCompressor(level=1).compress(body)}
 
 
-def read_speed_mb_s(
-    target: str, events_bytes: int, storage_options: Mapping[str, Any] | None = None, repeats: int = 3
-) -> float:
-    """Decompressed MB (10^6 bytes of events) per second of one full poll of ``target`` by a fresh collector,
-    the best of ``repeats`` (a poll with errors raises ``AssertionError``)."""
-    best = float("inf")
+def read_speeds_mb_s(
+    targets: Mapping[str, str],
+    events_bytes: int,
+    storage_options: Mapping[str, Mapping[str, Any]] | None = None,
+    repeats: int = 5,
+) -> dict[str, float]:
+    """``{label: MB/s}``: decompressed MB (10^6 bytes of events) per second of one full poll of each target
+    (``{label: path or URL}``) by a fresh collector, the best of ``repeats``, the targets alternated (the
+    machine's load drifts); ``storage_options``: per label. A poll with errors raises ``AssertionError``."""
+    best = dict.fromkeys(targets, float("inf"))
     for _ in range(repeats):
-        collector = EventLogCollector([target], keep_raw=False, storage_options=storage_options)
-        started = time.perf_counter()
-        result = collector.poll(NOW)
-        best = min(best, time.perf_counter() - started)
-        assert not result.errors, result.errors[:1]
-    return events_bytes / best / 1e6
+        for label, target in targets.items():
+            options = (storage_options or {}).get(label)
+            collector = EventLogCollector([target], keep_raw=False, storage_options=options)
+            started = time.perf_counter()
+            result = collector.poll(NOW)
+            best[label] = min(best[label], time.perf_counter() - started)
+            assert not result.errors, result.errors[:1]
+    return {label: events_bytes / seconds / 1e6 for label, seconds in best.items()}

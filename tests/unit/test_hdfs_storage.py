@@ -66,8 +66,8 @@ def test_identity_is_the_inode_id_not_the_mtime() -> None:
     storage = open_webhdfs("webhdfs", "nn:9870", {}, {})
     status = {"name": "/e/app.zstd.inprogress", "type": "file", "size": 58, "fileId": 16387, "modificationTime": 1}
     closed = {**status, "name": "/e/app.zstd", "size": 453685, "modificationTime": 2}
-    assert storage._entry(status).identity == storage._entry(closed).identity == "inode:16387"
-    assert storage._entry({**status, "fileId": 16390}).identity == "inode:16390"
+    assert storage._entry(status).identity == storage._entry(closed).identity == "id:16387"
+    assert storage._entry({**status, "fileId": 16390}).identity == "id:16390"
 
 
 class _Growing(WebHdfsStorage):

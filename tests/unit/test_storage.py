@@ -89,3 +89,36 @@ def test_storage_option_secrets_must_be_references_and_reach_the_redactor() -> N
     assert {"AKIAEXAMPLEKEY", "example-secret-value"} <= set(secrets)
     with pytest.raises(ValueError, match="unsupported URL scheme ftp://"):
         Config.model_validate({"targets": {"spark_event_logs": [{"name": "x", "path": "ftp://h/x"}]}})
+
+
+class _Ranges:
+    """A store of one object that records each ranged read."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.calls: list[tuple[int, int]] = []
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        self.calls.append((start, end))
+        return self.data[start:end]
+
+
+@pytest.mark.parametrize("sizes", [[4096], [1 << 20], [1, 7, 100_000, 3, 2_000_000]])
+def test_range_reader_reads_every_byte_once_in_order_with_growing_requests(sizes: list[int]) -> None:
+    data = bytes(range(256)) * 11_719  # 3,000,064 bytes
+    store = _Ranges(data)
+    reader = storage.RangeReader(store, "bucket/key", len(data), block_bytes=1 << 20)  # type: ignore[arg-type]
+    assert reader.read(4096) == data[:4096]
+    assert store.calls == [(0, 64 << 10)]  # a file's head costs one small request
+    reader.seek(0)
+    out, i = [], 0
+    while block := reader.read(sizes[i % len(sizes)]):
+        out.append(block)
+        i += 1
+    assert b"".join(out) == data
+    starts = [start for start, _ in store.calls]
+    assert starts == sorted(set(starts))  # no byte range asked twice
+    assert len(store.calls) <= 6  # 64 KiB, then blocks growing to 1 MiB: not one request per read
+    reader.seek(123_456)
+    assert reader.read(10) == data[123_456:123_466]
+    reader.close()
