@@ -101,7 +101,8 @@ def open_webhdfs(scheme: str, netloc: str, options: Mapping[str, Any], environ: 
             docstring) or ``"webhdfs"`` (the port is the HTTP one; 9870 when absent).
         netloc: the URL's ``host[:port]`` (no user-info: :func:`collectors.storage.open_storage` refuses it).
         options: fsspec ``WebHDFS`` keyword arguments (``port``, ``user``, ``kerberos``, ``use_https``, ...),
-            secrets already resolved.
+            secrets already resolved, plus ``timeout_s`` (seconds per request, default
+            :data:`REQUEST_TIMEOUT_S`).
         environ: the environment (``HADOOP_CONF_DIR``, ``HADOOP_USER_NAME``); ``os.environ`` by default.
 
     Raises:
