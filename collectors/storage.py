@@ -172,6 +172,9 @@ class Entry:
         identity: changes when the file is replaced (see the module docstring); ``""`` for a directory.
         etag: the object store's ETag without quotes, when it has one.
         mtime: last modification, aware UTC, when known.
+        mtime_ns: the same in integer nanoseconds since the epoch (``st_mtime_ns`` locally), when known.
+        stored_bytes: bytes the file takes on disk (``st_blocks * 512``; a sparse file takes fewer than its
+            size), when known (local files only).
     """
 
     path: str
@@ -181,6 +184,8 @@ class Entry:
     identity: str = ""
     etag: str | None = None
     mtime: datetime | None = None
+    mtime_ns: int | None = None
+    stored_bytes: int | None = None
 
 
 class Storage(Protocol):
@@ -338,6 +343,8 @@ class LocalStorage:
             "" if is_dir else f"{st.st_dev}:{st.st_ino}",
             None,
             datetime.fromtimestamp(st.st_mtime, UTC),
+            st.st_mtime_ns,
+            blocks * 512 if isinstance(blocks := getattr(st, "st_blocks", None), int) else None,
         )
 
     def info(self, path: str) -> Entry:
@@ -447,7 +454,8 @@ class FsspecStorage:
             identity = f"etag:{etag}"
         else:
             identity = f"mtime:{mtime.isoformat() if mtime else '?'}"
-        return Entry(name, PurePosixPath(name).name, is_dir, 0 if is_dir else size, identity, etag, mtime)
+        mtime_ns = int(mtime.timestamp() * 1_000_000) * 1000 if mtime is not None else None
+        return Entry(name, PurePosixPath(name).name, is_dir, 0 if is_dir else size, identity, etag, mtime, mtime_ns)
 
     def info(self, path: str) -> Entry:
         """The store's metadata of ``path`` (a HEAD request on object stores)."""

@@ -68,6 +68,9 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
+from collectors import http as pull_http
+from collectors.spark.eventlog import DEFAULT_MAX_POLL_BYTES, DEFAULT_MAX_RATIO
+from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES
 from collectors.storage import SCHEMES, StorageError, StorageReason, is_url
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
@@ -82,6 +85,7 @@ __all__ = [
     "DashboardConfig",
     "DeliveryConfig",
     "DurationMs",
+    "HttpReadBounds",
     "Receiver",
     "ReportConfig",
     "Route",
@@ -234,12 +238,19 @@ class SparkEventLogTarget(_Model):
     ``secret``, ``token``, ``client_kwargs``...; gcsfs: ``project``, ``token``; adlfs: ``account_name``,
     ``account_key``, ``sas_token``...); the credentials among them (:data:`SECRET_STORAGE_OPTIONS`) must be
     ``{env: NAME}`` or ``{file: PATH}`` references. Without them each library's default chain is used.
+
+    ``max_line_bytes`` (longest line read), ``max_poll_bytes`` (decompressed bytes a poll reads) and
+    ``max_ratio`` (a file decompressing to more than this many times its stored size is a bomb) are the
+    :class:`collectors.spark.eventlog.EventLogCollector` limits of the same names.
     """
 
     name: str
     path: str
     poll_interval: PositiveDurationMs = 30_000
     storage_options: dict[str, StorageOption] = Field(default_factory=dict)
+    max_line_bytes: int = Field(DEFAULT_MAX_LINE_BYTES, gt=0)
+    max_poll_bytes: int = Field(DEFAULT_MAX_POLL_BYTES, gt=0)
+    max_ratio: int = Field(DEFAULT_MAX_RATIO, gt=1)
 
     @field_validator("path")
     @classmethod
@@ -291,13 +302,34 @@ def storage_options(target: SparkEventLogTarget, environ: Mapping[str, str], whe
     return out
 
 
-class HttpTarget(_Model):
+class HttpReadBounds(_Model):
+    """The bounds of every read of an HTTP target (:class:`collectors.http.ReadLimits`): ``timeout`` per
+    connect/read, ``max_body_bytes`` on the wire (default 8 MiB), ``max_decompressed_bytes`` of a gzip or
+    deflate body (default 16 MiB), ``request_deadline`` for one request in all (default 30s) and
+    ``poll_deadline`` for all requests of one poll (default 60s)."""
+
+    timeout: DurationMs = 5_000
+    max_body_bytes: int = Field(pull_http.DEFAULT_MAX_BODY_BYTES, gt=0)
+    max_decompressed_bytes: int = Field(pull_http.DEFAULT_MAX_DECOMPRESSED_BYTES, gt=0)
+    request_deadline: PositiveDurationMs = int(pull_http.DEFAULT_REQUEST_DEADLINE_S * 1000)
+    poll_deadline: PositiveDurationMs = int(pull_http.DEFAULT_POLL_DEADLINE_S * 1000)
+
+    def read_limits(self) -> pull_http.ReadLimits:
+        """These bounds as the collectors take them."""
+        return pull_http.ReadLimits(
+            max_body_bytes=self.max_body_bytes,
+            max_decompressed_bytes=self.max_decompressed_bytes,
+            request_deadline_s=self.request_deadline / 1000.0,
+            poll_deadline_s=self.poll_deadline / 1000.0,
+        )
+
+
+class HttpTarget(HttpReadBounds):
     """An HTTP target (Spark driver PrometheusServlet, Flink REST, a Kafka lag exporter's ``/metrics``)."""
 
     name: str
     url: str
     poll_interval: PositiveDurationMs = 15_000
-    timeout: DurationMs = 5_000
     bearer_token: SecretRef | None = None
 
     @field_validator("url")
@@ -340,14 +372,13 @@ class FlinkRestTarget(HttpTarget):
         return self
 
 
-class FlinkPrometheusTarget(_Model):
+class FlinkPrometheusTarget(HttpReadBounds):
     """Flink's Prometheus reporters of one cluster (``collectors.flink.prometheus.FlinkPrometheusCollector``):
-    the job manager's and every task manager's ``/metrics`` URL, scraped together."""
+    the job manager's and every task manager's ``/metrics`` URL, scraped together (one poll deadline)."""
 
     name: str
     urls: list[str] = Field(min_length=1)
     poll_interval: PositiveDurationMs = 15_000
-    timeout: DurationMs = 5_000
 
     @field_validator("urls")
     @classmethod

@@ -457,14 +457,19 @@ class ErrorKind(enum.StrEnum):
     """What a :class:`CollectorError` says about its target (the ``kind`` label of
     ``tidegauge_collector_errors_total``).
 
-    Only ``UNREACHABLE`` means the target cannot be read at all (its jobs are not monitored: the target is
-    down and ``target_health`` counts it); every other kind is one quarantined piece (a file, a line, a
-    document) while the rest of the target is still read.
+    ``UNREACHABLE`` means the target (or one of its HTTP endpoints) cannot be read at all, as do the kinds
+    of an HTTP answer refused by a read bound (``BODY_TOO_LARGE``, ``DECOMPRESSED_TOO_LARGE``,
+    ``DEADLINE_EXCEEDED``, ``TOO_DEEPLY_NESTED``, ``REDIRECT_OTHER_HOST``): the target is down and
+    ``target_health`` counts it (:attr:`target_down`); every other kind is one quarantined piece (a file, a
+    line, a document) while the rest of the target is still read.
     """
 
     UNREACHABLE = "unreachable"  # the target cannot be read at all: path missing, connection refused, HTTP error
-    FILE = "file"  # one file cannot be read (unknown codec, corrupt or truncated compressed stream, permissions)
+    FILE = "file"  # one file cannot be read (corrupt or truncated compressed stream, permissions)
+    CODEC = "codec"  # a file of unknown compression codec; set aside until it changes
+    BOMB = "bomb"  # a file that decompresses (or, sparse, reads) to far more than it stores; set aside
     LINE = "line"  # a line or document that is not one (not a Spark event, invalid JSON, nested too deeply)
+    LINE_TOO_LONG = "line_too_long"  # a line longer than the reader's limit; skipped in linear time
     FIELD = "field"  # a document with a missing, malformed or out-of-range field
     ROTATED = "rotated"  # a file was rewritten and is read again from its start (a notice)
     STORE = "store"  # the poll could not be stored (database); it is read again by the next poll
@@ -474,11 +479,32 @@ class ErrorKind(enum.StrEnum):
     THROTTLED = "throttled"  # a store throttled the requests (503 SlowDown, 429) even after retries
     DELETED = "deleted"  # a file or object read before is gone (or listed, then gone before it was read)
     LISTING = "listing"  # a listing lags the writes (a rolled file missing between two listed ones): waited for
+    # an HTTP answer refused by a bound of collectors.http.ReadLimits: nothing of that request was read
+    BODY_TOO_LARGE = "body_too_large"  # more than max_body_bytes on the wire
+    DECOMPRESSED_TOO_LARGE = "decompressed_too_large"  # a gzip/deflate body decoding to more than allowed
+    DEADLINE_EXCEEDED = "deadline_exceeded"  # no complete answer within the request's or the poll's deadline
+    TOO_DEEPLY_NESTED = "too_deeply_nested"  # a JSON answer nested deeper than the parser's limit
+    REDIRECT_OTHER_HOST = "redirect_other_host"  # a redirect to another host (never followed)
 
     @property
     def target_down(self) -> bool:
-        """True when an error of this kind means the target could not be read at all."""
-        return self in (ErrorKind.UNREACHABLE, ErrorKind.STORE, ErrorKind.CREDENTIALS)
+        """True when an error of this kind means the target (or one of its endpoints) could not be read:
+        unreachable, an HTTP answer refused by a read bound, or the poll could not be stored."""
+        return self in _TARGET_DOWN
+
+
+_TARGET_DOWN = frozenset(
+    {
+        ErrorKind.UNREACHABLE,
+        ErrorKind.STORE,
+        ErrorKind.CREDENTIALS,
+        ErrorKind.BODY_TOO_LARGE,
+        ErrorKind.DECOMPRESSED_TOO_LARGE,
+        ErrorKind.DEADLINE_EXCEEDED,
+        ErrorKind.TOO_DEEPLY_NESTED,
+        ErrorKind.REDIRECT_OTHER_HOST,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -175,7 +175,7 @@ _ENGINE_PREFIX = {"spark": Engine.SPARK, "flink": Engine.FLINK, "kafka": Engine.
 def evaluate_targets(params: HealthParams, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:
     """``target_health`` findings for unreachable targets (``CRITICAL``, label ``check=unreachable``): at
     least ``min_errors`` collector errors that mean the target could not be read at all
-    (:attr:`monitor.model.ErrorKind.target_down`: unreachable, or the poll could not be stored) for the same
+    (:attr:`monitor.model.ErrorKind.target_down`: unreachable, an HTTP answer refused by a read bound, or the poll could not be stored) for the same
     collector and target in the ``error_window`` before ``now``; quarantined lines, documents and files
     are counted on ``/metrics`` and ``/healthz`` instead. The finding's job is the target (``job_id`` = target, engine from the collector name prefix
     ``spark-``/``flink-``/``kafka-``; Spark otherwise)."""

@@ -46,11 +46,13 @@ subtask has unknown deltas, and a counter that went down (a restart resets task 
 
 Failures are data: ``/jobs/overview`` failing is one error for the target; a job or vertex failing is one
 error entry (``target`` = the endpoint, never with credentials) and the other jobs' samples are kept.
+Every request is read within the target's :class:`collectors.http.ReadLimits` (body size, decompressed
+size, JSON depth, a deadline per request); all requests of one poll share the poll's deadline, and jobs
+not yet polled when it runs out are one ``deadline_exceeded`` error naming how many were skipped.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -79,11 +81,20 @@ from collectors.flink.responses import (
 )
 from collectors.flink.samples import Counters, JobFigures, running_job_samples
 from collectors.flink.values import parse_long
-from collectors.http import HttpFailure, check_url, get_text, safe_url
+from collectors.http import (
+    DEFAULT_READ_LIMITS,
+    Deadline,
+    HttpFailure,
+    ReadLimits,
+    check_url,
+    get_json,
+    safe_url,
+)
 from monitor.errors import InputError
 from monitor.model import (
     CollectorError,
     Engine,
+    ErrorKind,
     JobRef,
     PollResult,
     Sample,
@@ -103,10 +114,13 @@ _MAX_URL_IDS = 60  # ids per ``?get=`` request (keeps URLs well under 8 KiB)
 class _Failed(Exception):
     """A request of one job/vertex failed; carries the error entry."""
 
-    def __init__(self, message: str, target: str, retryable: bool) -> None:
+    def __init__(
+        self, message: str, target: str, retryable: bool, kind: ErrorKind = ErrorKind.UNREACHABLE
+    ) -> None:
         super().__init__(message)
         self.target = target
         self.retryable = retryable
+        self.kind = kind
 
 
 @dataclass(slots=True)
@@ -125,6 +139,7 @@ class _JobState:
 class _JobResult:
     samples: list[Sample] = field(default_factory=list)
     errors: list[CollectorError] = field(default_factory=list)
+    skipped: bool = False  # the poll's deadline ran out before the job's turn
 
 
 class FlinkRestCollector(PollsOnce):
@@ -141,6 +156,7 @@ class FlinkRestCollector(PollsOnce):
             late-registered metrics such as ``numLateRecordsDropped`` appear).
         cluster: ``JobRef.app_id`` of the samples (default: the base URL without credentials).
         name: ``Sample.collector``.
+        limits: the bounds of every read and the poll's deadline (:class:`collectors.http.ReadLimits`).
 
     Raises:
         ValueError: ``base_url`` is not an absolute http(s) URL, or ``concurrency`` < 1.
@@ -155,6 +171,7 @@ class FlinkRestCollector(PollsOnce):
         metric_list_every: int = 10,
         cluster: str | None = None,
         name: str = COLLECTOR_NAME,
+        limits: ReadLimits = DEFAULT_READ_LIMITS,
     ) -> None:
         self.base_url = check_url(base_url, "flink_rest url").rstrip("/")
         if concurrency < 1:
@@ -164,25 +181,23 @@ class FlinkRestCollector(PollsOnce):
         self._concurrency = concurrency
         self._list_every = max(1, metric_list_every)
         self._cluster = cluster or safe_url(self.base_url)
+        self._limits = limits
         self._jobs: dict[str, _JobState] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------------ requests
 
-    def _get(self, path: str, state: _JobState | None = None) -> Any:
+    def _get(self, path: str, budget: Deadline, state: _JobState | None = None) -> Any:
         url: str | httpx.URL = self.base_url + path
         if state is not None:
             cached = state.urls.get(path)
             if cached is None:
                 cached = state.urls[path] = httpx.URL(self.base_url + path)
             url = cached
-        body = get_text(self._client, url)
-        if isinstance(body, HttpFailure):
-            raise _Failed(body.message, safe_url(url), body.retryable)
-        try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise _Failed(f"{path}: invalid JSON: {exc}", safe_url(url), False) from None
+        doc = get_json(self._client, url, self._limits, budget)
+        if isinstance(doc, HttpFailure):
+            raise _Failed(doc.message, safe_url(url), doc.retryable, doc.kind)
+        return doc
 
     def _parse(self, parser: Callable[..., Any], doc: Any, path: str) -> Any:
         try:
@@ -191,19 +206,21 @@ class FlinkRestCollector(PollsOnce):
             raise _Failed(str(exc), safe_url(self.base_url + path), False) from None
 
     def _error(self, exc: _Failed, now: datetime) -> CollectorError:
-        return CollectorError(self.name, exc.target, str(exc), now, exc.retryable)
+        return CollectorError(self.name, exc.target, str(exc), now, exc.retryable, exc.kind)
 
     # -------------------------------------------------------------------------------------------- poll
 
     def poll(self, now: datetime) -> PollResult:
-        """Poll every job once (see the module docstring). Never raises for per-target failures."""
+        """Poll every job once (see the module docstring). Never raises for per-target failures; ends
+        within the poll deadline of the collector's :class:`~collectors.http.ReadLimits`."""
+        budget = self._limits.poll_deadline()
         try:
-            jobs = self._parse(parse_jobs_overview, self._get("/jobs/overview"), "/jobs/overview")
+            jobs = self._parse(parse_jobs_overview, self._get("/jobs/overview", budget), "/jobs/overview")
         except _Failed as exc:
             return PollResult(errors=(self._error(exc, now),))
         followed = _newest_per_name(jobs)
         with ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="flink-poll") as pool:
-            results = list(pool.map(lambda job: self._poll_job(job, now), followed))
+            results = list(pool.map(lambda job: self._poll_job(job, now, budget), followed))
         with self._lock:  # forget jobs no longer followed
             keep = {job.jid for job in followed}
             for jid in list(self._jobs):
@@ -211,6 +228,19 @@ class FlinkRestCollector(PollsOnce):
                     del self._jobs[jid]
         samples = [s for r in results for s in r.samples]
         errors = [e for r in results for e in r.errors]
+        skipped = sum(r.skipped for r in results)
+        if skipped:
+            errors.append(
+                CollectorError(
+                    self.name,
+                    safe_url(self.base_url),
+                    f"deadline exceeded: the poll's {budget.budget_s:g} s ran out before {skipped} of "
+                    f"{len(results)} jobs were polled (they are polled next time)",
+                    now,
+                    retryable=True,
+                    kind=ErrorKind.DEADLINE_EXCEEDED,
+                )
+            )
         return PollResult(tuple(samples), tuple(errors))
 
     def _state(self, jid: str) -> _JobState:
@@ -220,8 +250,11 @@ class FlinkRestCollector(PollsOnce):
                 state = self._jobs[jid] = _JobState()
             return state
 
-    def _poll_job(self, job: JobOverview, now: datetime) -> _JobResult:
+    def _poll_job(self, job: JobOverview, now: datetime, budget: Deadline) -> _JobResult:
         result = _JobResult()
+        if budget.expired():
+            result.skipped = True
+            return result
         path = f"/jobs/{job.jid}"
         state = self._state(job.jid)
         relist = state.polls_since_list % self._list_every == 0
@@ -230,20 +263,20 @@ class FlinkRestCollector(PollsOnce):
         fresh = cached is None or relist or cached.state != job.state or cached.state != "RUNNING"
         detail: JobDetail | None = None if fresh else cached
         if detail is None:
-            detail = self._detail(path, now, result)
+            detail = self._detail(path, now, result, budget)
             if detail is None:
                 return result
-        restarts = self._restarts(job.jid, now, result)
+        restarts = self._restarts(job.jid, now, result, budget)
         if not fresh and restarts != state.restarts:  # restarted since: new status timestamps
-            detail = self._detail(path, now, result)
+            detail = self._detail(path, now, result, budget)
             if detail is None:
                 return result
         state.detail, state.restarts = detail, restarts
         ref = JobRef(Engine.FLINK, detail.name, run_id=detail.jid, name=detail.name, app_id=self._cluster)
-        checkpoints = self._checkpoints(detail.jid, now, result)
+        checkpoints = self._checkpoints(detail.jid, now, result, budget)
         exceptions: list[ExceptionEntry] = []
         if detail.state in TERMINAL_STATES or detail.state != "RUNNING" or (restarts or 0) > 0:
-            exceptions = self._exceptions(detail.jid, now, result)
+            exceptions = self._exceptions(detail.jid, now, result, budget)
         extra: dict[str, Any] = {"state": detail.state, "vertices": len(detail.vertices)}
         if checkpoints is not None:
             extra.update(
@@ -284,7 +317,7 @@ class FlinkRestCollector(PollsOnce):
         per_vertex: list[tuple[VertexInfo, dict[int, SubtaskMetrics]]] = []
         for vertex in detail.vertices:
             try:
-                per_vertex.append((vertex, self._vertex(detail.jid, vertex, state, relist)))
+                per_vertex.append((vertex, self._vertex(detail.jid, vertex, state, relist, budget)))
             except _Failed as exc:
                 result.errors.append(self._error(exc, now))
         figures = JobFigures(
@@ -300,49 +333,55 @@ class FlinkRestCollector(PollsOnce):
         )
         return result
 
-    def _detail(self, path: str, now: datetime, result: _JobResult) -> JobDetail | None:
+    def _detail(self, path: str, now: datetime, result: _JobResult, budget: Deadline) -> JobDetail | None:
         try:
-            detail: JobDetail = self._parse(parse_job_detail, self._get(path), path)
+            detail: JobDetail = self._parse(parse_job_detail, self._get(path, budget), path)
         except _Failed as exc:
             result.errors.append(self._error(exc, now))
             return None
         return detail
 
-    def _restarts(self, jid: str, now: datetime, result: _JobResult) -> int | None:
+    def _restarts(self, jid: str, now: datetime, result: _JobResult, budget: Deadline) -> int | None:
         path = f"/jobs/{jid}/metrics?get=numRestarts"
         try:
-            values = self._parse(parse_metric_values, self._get(path, self._state(jid)), path)
+            values = self._parse(parse_metric_values, self._get(path, budget, self._state(jid)), path)
         except _Failed as exc:
             result.errors.append(self._error(exc, now))
             return None
         return parse_long(values.get("numRestarts"))
 
-    def _checkpoints(self, jid: str, now: datetime, result: _JobResult) -> CheckpointStats | None:
+    def _checkpoints(
+        self, jid: str, now: datetime, result: _JobResult, budget: Deadline
+    ) -> CheckpointStats | None:
         path = f"/jobs/{jid}/checkpoints"
         try:
-            stats: CheckpointStats = self._parse(parse_checkpoints, self._get(path, self._state(jid)), path)
+            stats: CheckpointStats = self._parse(
+                parse_checkpoints, self._get(path, budget, self._state(jid)), path
+            )
         except _Failed as exc:
             if "HTTP 404" not in str(exc):  # checkpointing not enabled: nothing to read
                 result.errors.append(self._error(exc, now))
             return None
         return stats
 
-    def _exceptions(self, jid: str, now: datetime, result: _JobResult) -> list[ExceptionEntry]:
+    def _exceptions(
+        self, jid: str, now: datetime, result: _JobResult, budget: Deadline
+    ) -> list[ExceptionEntry]:
         path = f"/jobs/{jid}/exceptions?maxExceptions=5"
         try:
-            entries: list[ExceptionEntry] = self._parse(parse_exceptions, self._get(path), path)
+            entries: list[ExceptionEntry] = self._parse(parse_exceptions, self._get(path, budget), path)
         except _Failed as exc:
             result.errors.append(self._error(exc, now))
             return []
         return entries
 
     def _vertex(
-        self, jid: str, vertex: VertexInfo, state: _JobState, relist: bool
+        self, jid: str, vertex: VertexInfo, state: _JobState, relist: bool, budget: Deadline
     ) -> dict[int, SubtaskMetrics]:
         base = f"/jobs/{jid}/vertices/{vertex.id}/metrics"
         ids = state.metric_ids.get(vertex.id)
         if ids is None or relist:
-            ids = select_metric_ids(self._parse(parse_metric_ids, self._get(base), base), vertex)
+            ids = select_metric_ids(self._parse(parse_metric_ids, self._get(base, budget), base), vertex)
             if ids:  # none yet (tasks still deploying, or before the first metric fetch): list again
                 state.metric_ids[vertex.id] = ids
             for key in [k for k in state.urls if k.startswith(f"{base}?get=")]:
@@ -351,7 +390,7 @@ class FlinkRestCollector(PollsOnce):
         for start in range(0, len(ids), _MAX_URL_IDS):
             chunk = ids[start : start + _MAX_URL_IDS]
             path = f"{base}?get={','.join(chunk)}"
-            got = self._parse(parse_metric_values, self._get(path, state), base)
+            got = self._parse(parse_metric_values, self._get(path, budget, state), base)
             if not got and chunk:
                 # an id went away (a metric unregistered): list again next poll
                 state.polls_since_list = 0

@@ -49,7 +49,7 @@ from collectors.flink.responses import (
 )
 from collectors.flink.samples import Counters, JobFigures, is_source_vertex, running_job_samples
 from collectors.flink.values import LONG_MAX, LONG_MIN
-from collectors.http import HttpFailure, check_url, get_text, safe_url
+from collectors.http import DEFAULT_READ_LIMITS, HttpFailure, ReadLimits, check_url, get_text, safe_url
 from monitor.model import CollectorError, Engine, JobRef, PollResult, datetime_to_ms
 
 __all__ = ["COLLECTOR_NAME", "FlinkPrometheusCollector", "parse_reporter_text"]
@@ -145,6 +145,7 @@ class FlinkPrometheusCollector(PollsOnce):
         client: the HTTP client (the caller owns it).
         cluster: ``JobRef.app_id`` of the samples (default: the first URL without credentials).
         name: ``Sample.collector``.
+        limits: the bounds of every scrape; the scrapes of one poll share its deadline.
 
     Raises:
         ValueError: no URL, or one that is not an absolute http(s) URL.
@@ -157,6 +158,7 @@ class FlinkPrometheusCollector(PollsOnce):
         *,
         cluster: str | None = None,
         name: str = COLLECTOR_NAME,
+        limits: ReadLimits = DEFAULT_READ_LIMITS,
     ) -> None:
         if not urls:
             raise ValueError("flink prometheus: give at least one /metrics URL")
@@ -164,14 +166,16 @@ class FlinkPrometheusCollector(PollsOnce):
         self.name = name
         self._client = client
         self._cluster = cluster or safe_url(self.urls[0])
+        self._limits = limits
         self._counters: dict[str, Counters] = {}
 
     def poll(self, now: datetime) -> PollResult:
         """Scrape every URL once; an unreachable or unparseable one is an error entry, the others count."""
         texts: list[str] = []
         errors: list[CollectorError] = []
+        budget = self._limits.poll_deadline()
         for url in self.urls:
-            body = get_text(self._client, url)
+            body = get_text(self._client, url, self._limits, budget)
             if isinstance(body, HttpFailure):
                 errors.append(body.to_error(self.name, safe_url(url), now))
             else:

@@ -12,7 +12,7 @@ from datetime import datetime
 import httpx
 
 from collectors.base import PollsOnce
-from collectors.http import HttpFailure, get_text, safe_url
+from collectors.http import DEFAULT_READ_LIMITS, HttpFailure, ReadLimits, get_text, safe_url
 from collectors.kafka.collector import group_samples
 from collectors.kafka.exporters import parse_exporter_text
 from monitor.errors import InputError
@@ -30,17 +30,20 @@ class ExporterScrapeCollector(PollsOnce):
         url: the exporter's metrics URL (``http://kminion:8080/metrics``).
         client: the HTTP client (timeouts, auth headers), owned by the caller.
         cluster: the name jobs are prefixed with (``cluster/group``), the target's name.
+        limits: the bounds of the scrape (:class:`collectors.http.ReadLimits`).
     """
 
     name = COLLECTOR_NAME
 
-    def __init__(self, url: str, client: httpx.Client, cluster: str) -> None:
-        self.url, self._client, self.cluster = url, client, cluster
+    def __init__(
+        self, url: str, client: httpx.Client, cluster: str, limits: ReadLimits = DEFAULT_READ_LIMITS
+    ) -> None:
+        self.url, self._client, self.cluster, self._limits = url, client, cluster, limits
 
     def poll(self, now: datetime) -> PollResult:
         """Scrape once; an unreachable or unparseable endpoint is one error entry."""
         target = safe_url(self.url)
-        body = get_text(self._client, self.url)
+        body = get_text(self._client, self.url, self._limits, self._limits.poll_deadline())
         if isinstance(body, HttpFailure):
             return PollResult(errors=(body.to_error(self.name, target, now),))
         try:

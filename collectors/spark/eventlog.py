@@ -57,6 +57,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -64,13 +65,17 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
+from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, LongLine
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
 from collectors.storage import Entry, LocalStorage, Storage, StorageError, StorageReason, open_storage
 from monitor.errors import ProgressFormatError
 from monitor.model import CollectorError, ErrorKind, JobRef, PollResult, Sample
 
 __all__ = [
+    "BOMB_MIN_BYTES",
     "COLLECTOR_NAME",
+    "DEFAULT_MAX_POLL_BYTES",
+    "DEFAULT_MAX_RATIO",
     "LINE_END",
     "LINE_START",
     "MARKER",
@@ -99,6 +104,17 @@ APPSTATUS_PREFIX = "appstatus_"
 HEAD_BYTES = 4096
 CHUNK_BYTES = 1 << 20
 COMPRESSED_READ_DIVISOR = 16
+_NOT_BLANK = re.compile(rb"\S")  # a run of blank lines (a bomb of newlines) is skipped at C speed
+#: Decompressed bytes read per poll (all files of a target), 64 MiB: a Spark application writes far less
+#: between two polls (a busy one a few MiB a minute), so only a backlog (a first scan of old logs) is read
+#: over several polls. It bounds a poll's time (~0.2-0.5 s of reading) and what it holds for the store.
+DEFAULT_MAX_POLL_BYTES = 64 << 20
+#: Largest decompressed/stored ratio of a file before it is a bomb. Spark's JSON event logs compress 5-50x
+#: with zstd/lz4/snappy/lzf (recorded: 10-25x); a file of repeated bytes compresses 10,000x and more (zstd's
+#: RLE block: 32,768x). A plain file's stored size is its allocated blocks (a sparse file stores nothing).
+DEFAULT_MAX_RATIO = 1000
+#: Decompressed bytes of a file read before its ratio is judged (a tiny file's ratio says nothing).
+BOMB_MIN_BYTES = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +129,12 @@ class FileCursor:
         offset: bytes of the *decompressed* stream consumed: the end of the last complete line read.
         line_no: complete lines consumed (the next line is ``line_no + 1``, 1-based).
         app_id: the application id read from the file's ``SparkListenerApplicationStart`` line, once read.
+        in_long_line: ``offset`` is inside a line longer than the limit, already reported: the reader drops
+            the bytes up to that line's newline.
+        set_aside: why the file is not read until it changes (``"codec"``: unknown codec; ``"bomb"``: it
+            decompresses to more than the ratio allows), or ``None``.
+        mtime_ns: the file's modification time (ns since the epoch) when it was set aside: a change of
+            size or of mtime reads it again.
     """
 
     identity: str
@@ -122,9 +144,12 @@ class FileCursor:
     offset: int
     line_no: int
     app_id: str | None = None
+    in_long_line: bool = False
+    set_aside: str | None = None
+    mtime_ns: int | None = None
 
     def to_state(self) -> dict[str, Any]:
-        """JSON-serializable state for a :class:`CursorStore` (``app_id`` only when known)."""
+        """JSON-serializable state for a :class:`CursorStore` (the optional fields only when set)."""
         state: dict[str, Any] = {
             "v": 1,
             "identity": self.identity,
@@ -136,6 +161,11 @@ class FileCursor:
         }
         if self.app_id is not None:
             state["app_id"] = self.app_id
+        if self.in_long_line:
+            state["in_long_line"] = True
+        if self.set_aside is not None:
+            state["set_aside"] = self.set_aside
+            state["mtime_ns"] = self.mtime_ns
         return state
 
     @classmethod
@@ -152,6 +182,9 @@ class FileCursor:
                 offset=int(state["offset"]),
                 line_no=int(state["line_no"]),
                 app_id=str(state["app_id"]) if state.get("app_id") is not None else None,
+                in_long_line=state.get("in_long_line") is True,
+                set_aside=str(state["set_aside"]) if state.get("set_aside") is not None else None,
+                mtime_ns=int(state["mtime_ns"]) if state.get("mtime_ns") is not None else None,
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -431,15 +464,16 @@ class _FileRead:
 
 @dataclass
 class _Live:
-    """The decoder of a growing compressed file, kept between polls: where the file was read to
-    (``file_pos``), the cursor it matches (``offset``, ``line_no``) and the decompressed partial last line."""
+    """The decoder of a compressed file not read to its end (still growing, or stopped at the poll's
+    budget), kept between polls: where the file was read to (``file_pos``), the cursor it matches
+    (``offset``, ``line_no``) and the splitter holding the decompressed partial last line."""
 
     identity: str
     decoder: StreamDecoder
     file_pos: int
     offset: int
     line_no: int
-    pending: bytes
+    splitter: LineSplitter
 
 
 @dataclass
@@ -455,6 +489,10 @@ class _Start:
     unchanged: bool
     adopted: bool = False  # the cursor was the one of this file's former ``.inprogress`` name
     app_id: str | None = None  # from the file's SparkListenerApplicationStart line, once read
+    set_aside: str | None = None  # the file is set aside (unchanged since): why
+    mtime_ns: int | None = None
+    stored_bytes: int | None = None  # bytes the file occupies on disk (st_blocks * 512), when known
+    in_long_line: bool = False
 
 
 class EventLogCollector:
@@ -473,6 +511,20 @@ class EventLogCollector:
             resolved), see :func:`collectors.storage.open_storage`.
         full_listing_every: on S3, list a directory of event logs in full every this many polls (the polls
             between list only the names after the newest known one: see ``_Discovery``).
+        max_line_bytes: longest line read, bytes (default :data:`~collectors.spark.lines.DEFAULT_MAX_LINE_BYTES`,
+            8 MiB); a longer line is a ``line_too_long`` error naming the file and line, skipped in linear time
+            without being held, and the rest of the file is read.
+        max_poll_bytes: decompressed bytes a poll reads over all files (default
+            :data:`DEFAULT_MAX_POLL_BYTES`); the poll stops there (the files after it wait), saves the
+            cursor, sets :attr:`more_to_read`, and the next poll continues. Raised to ``max_line_bytes +
+            chunk_bytes`` if below, so that a poll always gets past at least one whole line.
+        max_ratio: a file that decompresses to more than this many times the bytes it stores (a compressed
+            file, judged after :data:`BOMB_MIN_BYTES`; a sparse plain file, judged on its size) is a ``bomb``
+            error and is set aside, unread, until it changes (size or mtime).
+
+    Memory is bounded by ``chunk_bytes`` plus ``max_line_bytes`` plus one decompression step (at most 8 MiB,
+    :mod:`collectors.spark.codecs`), whatever the file; a consumer that keeps every piece of a poll (the
+    daemon stores a poll in one transaction) holds at most ``max_poll_bytes`` worth of samples.
 
     Attributes:
         name: ``"spark-eventlog"`` (``Sample.collector``).
@@ -480,6 +532,7 @@ class EventLogCollector:
         waiting_files: the files of the last poll that are still being written and hold no complete line
             yet (e.g. a ``.zstd.inprogress`` whose first frame Spark has not flushed): not an error, but a
             reader may want to say why nothing was found.
+        more_to_read: the last poll stopped at ``max_poll_bytes``: polling again reads more now.
     """
 
     name: str = COLLECTOR_NAME
@@ -493,12 +546,19 @@ class EventLogCollector:
         keep_raw: bool = True,
         storage_options: Mapping[str, Any] | None = None,
         full_listing_every: int = 10,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_poll_bytes: int = DEFAULT_MAX_POLL_BYTES,
+        max_ratio: int = DEFAULT_MAX_RATIO,
     ) -> None:
         self.paths = [p if isinstance(p, Path) else str(p) for p in paths]
         self.keep_raw = keep_raw
         self.cursors: CursorStore = cursors if cursors is not None else MemoryCursorStore()
         self.chunk_bytes = chunk_bytes
+        self.max_line_bytes = max_line_bytes
+        self.max_poll_bytes = max(max_poll_bytes, max_line_bytes + chunk_bytes)
+        self.max_ratio = max_ratio
         self.decompressed_bytes_read = 0
+        self.more_to_read = False
         self.waiting_files: list[str] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._run_names: dict[tuple[str, str | None], str] = {}
@@ -515,20 +575,31 @@ class EventLogCollector:
         self._seen: dict[str, set[str]] = {}
         self._done: set[tuple[str, str, int]] = set()
 
-    def poll(self, now: datetime) -> PollResult:
+    def poll(self, now: datetime, *, to_end: bool = False) -> PollResult:
         """Read what is new in every file since the last poll, as one result (see :meth:`iter_poll`).
 
-        Never raises for a bad file: a missing path, unknown codec, corrupt compressed data, invalid JSON
-        or a truncated last line of a complete file is a :class:`CollectorError` naming the file (and the
-        line), and the other files are still read.
+        Args:
+            now: the poll's time (aware UTC).
+            to_end: poll again while a poll stops at ``max_poll_bytes`` (``scan``: read the files whole);
+                :attr:`waiting_files` then lists those of every poll.
+
+        Never raises for a bad file: a missing path, unknown codec, corrupt compressed data, a bomb, invalid
+        JSON, a line too long or a truncated last line of a complete file is a :class:`CollectorError`
+        naming the file (and the line), and the other files are still read.
         """
         samples: list[Sample] = []
         errors: list[CollectorError] = []
         raw: list[tuple[JobRef, datetime, str, dict[str, Any]]] = []
-        for piece in self.iter_poll(now):
-            samples.extend(piece.samples)
-            errors.extend(piece.errors)
-            raw.extend(piece.raw)
+        waiting: list[str] = []
+        while True:
+            for piece in self.iter_poll(now):
+                samples.extend(piece.samples)
+                errors.extend(piece.errors)
+                raw.extend(piece.raw)
+            waiting.extend(p for p in self.waiting_files if p not in waiting)
+            if not (to_end and self.more_to_read):
+                break
+        self.waiting_files = waiting
         return PollResult(tuple(samples), tuple(errors), tuple(raw))
 
     def iter_poll(self, now: datetime) -> Iterator[PollResult]:
@@ -540,12 +611,15 @@ class EventLogCollector:
         :meth:`poll`.
         """
         self.decompressed_bytes_read = 0
+        self.more_to_read = False
         self.waiting_files = []
         for root, discovery in self._roots:
             if isinstance(discovery, StorageError):
                 kind = discovery.error_kind(root=True)
                 yield PollResult(errors=(self._error(root, str(discovery), now, kind, retryable=discovery.retryable),))
                 continue
+            if self.more_to_read:
+                return
             try:
                 files = discovery.files()
             except StorageError as exc:
@@ -566,6 +640,8 @@ class EventLogCollector:
                 yield PollResult(errors=(self._error(gone, message, now, ErrorKind.DELETED),))
             self._seen[root] = keys
             for log_file in files:
+                if self.more_to_read:
+                    return  # the budget is spent: this file and the next ones are read by the next poll
                 key = storage.key(log_file.path)
                 entry = log_file.entry
                 if entry is not None and (key, entry.identity, entry.size) in self._done:
@@ -611,7 +687,10 @@ class EventLogCollector:
         else:
             adopted = False
         cursor = FileCursor.from_state(state) if state is not None else None
-        start = _Start(identity, head_sha, len(head), opened.size, 0, 0, unchanged=False, adopted=adopted)
+        start = _Start(
+            identity, head_sha, len(head), opened.size, 0, 0, unchanged=False, adopted=adopted,
+            mtime_ns=opened.mtime_ns, stored_bytes=opened.stored_bytes,
+        )
         if cursor is None:
             return start, None
         same = (
@@ -631,16 +710,39 @@ class EventLogCollector:
             )
             return start, notice
         start.offset, start.line_no, start.app_id = cursor.offset, cursor.line_no, cursor.app_id
+        start.in_long_line = cursor.in_long_line
         start.unchanged = size_known and opened.size == cursor.size
+        if cursor.set_aside is not None:  # set aside until it changes: its size or its mtime
+            start.unchanged = start.unchanged and opened.mtime_ns == cursor.mtime_ns
+            start.set_aside = cursor.set_aside if start.unchanged else None
         return start, None
 
-    def _save(self, target: str, start: _Start, size: int, offset: int, line_no: int) -> None:
+    def _save(
+        self, target: str, start: _Start, size: int, offset: int, line_no: int, *, in_long_line: bool = False
+    ) -> None:
         self.cursors.set(
             target,
             FileCursor(
-                start.identity, start.head_sha256, start.head_len, size, offset, line_no, start.app_id
+                start.identity, start.head_sha256, start.head_len, size, offset, line_no, start.app_id,
+                in_long_line=in_long_line,
+                set_aside=start.set_aside,
+                mtime_ns=start.mtime_ns if start.set_aside is not None else None,
             ).to_state(),
         )
+
+    def _set_aside(
+        self, target: str, shown: str, start: _Start, why: ErrorKind, message: str, now: datetime, offset: int,
+        line_no: int,
+    ) -> PollResult:
+        """Set the file aside (not read again until its size or mtime changes) with one error saying why."""
+        start.set_aside = why.value
+        self._save(target, start, start.size, offset, line_no)
+        return PollResult(errors=(self._error(shown, f"{message}; set aside until the file changes", now, why),))
+
+    def _is_bomb(self, produced: int, stored: int) -> bool:
+        """``produced`` decompressed bytes from ``stored`` bytes exceed :attr:`max_ratio` (judged from
+        :data:`BOMB_MIN_BYTES` on)."""
+        return produced >= BOMB_MIN_BYTES and produced > self.max_ratio * max(stored, 1)
 
     def _iter_file(
         self, storage: Storage, log_file: EventLogFile, is_root: bool, now: datetime
@@ -652,11 +754,11 @@ class EventLogCollector:
         (objects are written whole): it is not opened (no request)."""
         target = storage.key(log_file.path)
         shown = storage.display(log_file.path)
+        codec_error: CodecError | None = None
         try:
             codec = codec_for_name(log_file.name)
         except CodecError as exc:
-            yield PollResult(errors=(self._error(shown, f"{shown}: {exc}", now, ErrorKind.FILE),))
-            return
+            codec, codec_error = None, exc
         listed = log_file.entry
         growing = storage.hflush and not log_file.complete  # HDFS: read past the (lagging) listed size
         if storage.immutable and listed is not None:
@@ -680,24 +782,34 @@ class EventLogCollector:
             if notice is not None:
                 yield PollResult(errors=(notice,))
             if start.unchanged:
-                if not log_file.complete and start.line_no == 0:
+                if not log_file.complete and start.line_no == 0 and start.set_aside is None:
                     self.waiting_files.append(path)
                 if live is not None and not log_file.complete:
                     self._live[target] = live
-                if start.adopted:
-                    self._save(target, start, start.size, start.offset, start.line_no)  # under its final name
+                if start.adopted:  # under its final name
+                    self._save(target, start, start.size, start.offset, start.line_no, in_long_line=start.in_long_line)
                 if storage.immutable and log_file.complete:
                     self._done.add((target, opened.identity, opened.size))
                 return
+            if codec_error is not None:
+                yield self._set_aside(target, path, start, ErrorKind.CODEC, f"{path}: {codec_error}", now, 0, 0)
+                return
+            if codec is None and start.stored_bytes is not None and self._is_bomb(start.size, start.stored_bytes):
+                message = (
+                    f"{path}: a sparse file: {start.size} bytes stored in {start.stored_bytes} "
+                    f"(more than {self.max_ratio}x; not a Spark event log)"
+                )
+                yield self._set_aside(target, path, start, ErrorKind.BOMB, message, now, start.offset, start.line_no)
+                return
             offset, line_no = start.offset, start.line_no
             skip = 0
-            pending = b""
+            splitter = LineSplitter(self.max_line_bytes, skipping=start.in_long_line)
             decoder: StreamDecoder | None = None
             if codec is None:
                 handle.seek(offset)
             elif live is not None and (live.identity, live.offset, live.line_no) == (start.identity, offset, line_no):
                 # continue the previous pass's decoder where it stopped: no re-decompression
-                decoder, pending = live.decoder, live.pending
+                decoder, splitter = live.decoder, live.splitter
                 handle.seek(live.file_pos)
             else:
                 decoder = new_decoder(codec)
@@ -707,15 +819,33 @@ class EventLogCollector:
             # compressed JSON expands 5-50x: read less so each decompressed chunk stays near chunk_bytes
             read_size = self.chunk_bytes if codec is None else max(4096, self.chunk_bytes // COMPRESSED_READ_DIVISOR)
             corrupt = 0
+            stopped = False  # at the poll's budget
             if start.app_id is not None:
                 log_file = dataclasses.replace(log_file, app_id=start.app_id)
             while True:
-                piece = _FileRead(corrupt_lines=corrupt)
+                if not skip and self.decompressed_bytes_read >= self.max_poll_bytes:
+                    stopped = True
+                    break
                 try:
-                    block = read(read_size)
-                    if not block:
-                        break
-                    chunk = decoder.decompress(block) if decoder is not None else block
+                    if decoder is None:
+                        chunk = read(read_size)
+                        if not chunk:
+                            break
+                    else:
+                        chunk = decoder.read(self.chunk_bytes)
+                        if not chunk:
+                            block = read(read_size)
+                            if not block:
+                                break
+                            decoder.feed(block)
+                            continue
+                        if self._is_bomb(decoder.produced_bytes, decoder.consumed_bytes):
+                            message = (
+                                f"{path}: a {codec} bomb: {decoder.consumed_bytes} compressed bytes decompress to "
+                                f"{decoder.produced_bytes} and more (over {self.max_ratio}x; {_after(line_no)})"
+                            )
+                            yield self._set_aside(target, path, start, ErrorKind.BOMB, message, now, offset, line_no)
+                            return
                 except (CodecError, OSError) as exc:
                     what = str(exc) if isinstance(exc, CodecError) else f"cannot read: {exc}"
                     message = f"{path}: {what} ({_after(line_no)}, decompressed byte {offset})"
@@ -730,40 +860,47 @@ class EventLogCollector:
                         continue
                     chunk = chunk[skip:]
                     skip = 0
-                if not chunk:
-                    continue
                 self.decompressed_bytes_read += len(chunk)
-                data = pending + chunk if pending else chunk
-                last_nl = data.rfind(b"\n")
-                if last_nl < 0:
-                    pending = data
-                    continue
-                complete_end = last_nl + 1
-                pending = data[complete_end:]
-                lines = data.count(b"\n", 0, complete_end)
-                if start.app_id is None and line_no < APP_START_WITHIN_LINES:
-                    start.app_id = _app_start_id(data, complete_end)
-                    if start.app_id is not None:
-                        log_file = dataclasses.replace(log_file, app_id=start.app_id)
-                self._events_in(log_file, data, complete_end, lines, line_no, now, piece)
+                piece = _FileRead(corrupt_lines=corrupt)
+                for part in splitter.feed(chunk):
+                    if isinstance(part, LongLine):
+                        if part.started:
+                            self._long_line(path, line_no + 1, now, piece)
+                        offset += part.consumed
+                        line_no += part.ended
+                        continue
+                    data, complete_end, lines = part.data, part.end, part.lines
+                    if start.app_id is None and line_no < APP_START_WITHIN_LINES:
+                        start.app_id = _app_start_id(data, complete_end)
+                        if start.app_id is not None:
+                            log_file = dataclasses.replace(log_file, app_id=start.app_id)
+                    self._events_in(log_file, data, complete_end, lines, line_no, now, piece)
+                    line_no += lines
+                    offset += complete_end
                 corrupt = piece.corrupt_lines
-                line_no += lines
-                offset += complete_end
                 if piece.samples or piece.errors:
                     yield PollResult(tuple(piece.samples), tuple(piece.errors), tuple(piece.raw))
-                    self._save(target, start, handle.tell(), offset, line_no)
+                    self._save(target, start, handle.tell(), offset, line_no, in_long_line=splitter.skipping)
             if corrupt > MAX_LINE_ERRORS:
                 yield PollResult(
                     errors=(
                         self._error(
                             path,
-                            f"{path}: {corrupt - MAX_LINE_ERRORS} more lines that are not Spark events were "
-                            f"skipped ({corrupt} in all)",
+                            f"{path}: {corrupt - MAX_LINE_ERRORS} more lines that are not Spark events or are too "
+                            f"long were skipped ({corrupt} in all)",
                             now,
                             ErrorKind.LINE,
                         ),
                     )
                 )
+            if stopped:
+                # the rest of the file is read by the next poll; a cursor size short of the file's says so
+                self.more_to_read = True
+                size = offset if decoder is None else decoder.consumed_bytes
+                self._save(target, start, min(size, start.size), offset, line_no, in_long_line=splitter.skipping)
+                if decoder is not None:
+                    self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, splitter)
+                return
             if decoder is not None and log_file.complete and not decoder.finished():
                 yield PollResult(
                     errors=(
@@ -776,25 +913,39 @@ class EventLogCollector:
                         ),
                     )
                 )
-            elif pending and log_file.complete:
+            elif splitter.pending_bytes and log_file.complete:
                 yield PollResult(
                     errors=(
                         self._error(
                             path,
-                            f"{path}: line {line_no + 1}: truncated line ({len(pending)} bytes without a newline "
-                            "at the end of a complete event log)",
+                            f"{path}: line {line_no + 1}: truncated line ({splitter.pending_bytes} bytes without a "
+                            "newline at the end of a complete event log)",
                             now,
                             ErrorKind.LINE,
                         ),
                     )
                 )
-            self._save(target, start, handle.tell(), offset, line_no)
+            self._save(target, start, handle.tell(), offset, line_no, in_long_line=splitter.skipping)
             if storage.immutable and log_file.complete and handle.tell() == opened.size:
                 self._done.add((target, opened.identity, opened.size))
             if not log_file.complete and line_no == 0:
                 self.waiting_files.append(path)
             if decoder is not None and not log_file.complete:
-                self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, pending)
+                self._live[target] = _Live(start.identity, decoder, handle.tell(), offset, line_no, splitter)
+
+    def _long_line(self, path: str, line_no: int, now: datetime, result: _FileRead) -> None:
+        """Report line ``line_no``, longer than :attr:`max_line_bytes` (counted with the corrupt lines)."""
+        result.corrupt_lines += 1
+        if result.corrupt_lines <= MAX_LINE_ERRORS:
+            result.errors.append(
+                self._error(
+                    path,
+                    f"{path}: line {line_no}: longer than {self.max_line_bytes} bytes (the line limit, "
+                    "max_line_bytes); line skipped",
+                    now,
+                    ErrorKind.LINE_TOO_LONG,
+                )
+            )
 
     def _events_in(
         self,
@@ -847,7 +998,14 @@ class EventLogCollector:
         path = log_file.path
         line_no = base_line_no
         pos = 0
+        search = _NOT_BLANK.search
         while pos < end:
+            filled = search(data, pos, end)
+            if filled is None:
+                return  # only blank lines are left
+            line_start = data.rfind(b"\n", pos, filled.start()) + 1 or pos
+            line_no += data.count(b"\n", pos, line_start)
+            pos = line_start
             stop = data.find(b"\n", pos, end)
             line = data[pos:stop]
             pos = stop + 1

@@ -63,7 +63,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.base import PollsOnce
-from collectors.http import HttpFailure, check_url, get_text, safe_url
+from collectors.http import DEFAULT_READ_LIMITS, HttpFailure, ReadLimits, check_url, get_text, safe_url
 from monitor.errors import InputError
 from monitor.model import (
     INT64_MAX,
@@ -277,6 +277,7 @@ class SparkPrometheusCollector(PollsOnce):
         app_id: Spark application id to put into ``JobRef.app_id``.
         query_ids: sanitized query name -> streaming query id (to join with event-log/listener samples).
         name: collector name (``Sample.collector``).
+        limits: the bounds of the scrape (:class:`collectors.http.ReadLimits`).
 
     Raises:
         ValueError: ``url`` is not an absolute http(s) URL.
@@ -291,6 +292,7 @@ class SparkPrometheusCollector(PollsOnce):
         app_id: str | None = None,
         query_ids: Mapping[str, str] | None = None,
         name: str = COLLECTOR_NAME,
+        limits: ReadLimits = DEFAULT_READ_LIMITS,
     ) -> None:
         self.url = check_url(url, "Spark Prometheus scrape URL")
         self.name = name
@@ -298,10 +300,11 @@ class SparkPrometheusCollector(PollsOnce):
         self._namespace = namespace
         self._app_id = app_id
         self._query_ids = dict(query_ids or {})
+        self._limits = limits
 
     def poll(self, now: datetime) -> PollResult:
         """Scrape once; ``now`` (aware UTC, the tick's time) becomes each sample's ``observed_at``."""
-        body = get_text(self._client, self.url)
+        body = get_text(self._client, self.url, self._limits, self._limits.poll_deadline())
         if isinstance(body, HttpFailure):
             return PollResult(errors=(body.to_error(self.name, safe_url(self.url), now),))
         return self.read_body(body, now)

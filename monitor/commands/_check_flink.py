@@ -6,8 +6,11 @@ for each poll's ``now``, sleeps ``--interval`` between the two polls (counters s
 daemon (:func:`rules.registry.evaluate`) over the samples and prints :mod:`monitor.reports.flink`.
 
 Exit codes as for ``scan``: 0 no finding reached ``--fail-on`` (or none given), 1 one did, 2 the
-JobManager could not be read at all (bad URL, unreachable, not a Flink REST API). An error of one job or
-vertex is printed on stderr and in the report and does not change the exit code.
+JobManager could not be read at all (bad URL, unreachable, not a Flink REST API, an answer refused by a
+read bound: too large, too deeply nested, a redirect to another host, no answer within ``--deadline``). An
+error of one job or vertex is printed on stderr and in the report and does not change the exit code.
+Every read is bounded as the daemon's (:class:`collectors.http.ReadLimits`, defaults); ``--deadline``
+bounds each poll.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import httpx
 import typer
 
 from collectors.flink import FlinkRestCollector
-from collectors.http import make_client
+from collectors.http import DEFAULT_READ_LIMITS, ReadLimits, make_client
 from monitor.commands._check_errors import json_error_document
 from monitor.commands.scan import _parse_fail_on
 from monitor.config import load_config
@@ -45,12 +48,14 @@ def run_check_flink(
     fail_on: Severity | None = None,
     token: str | None = None,
     timeout_s: float = 5.0,
+    limits: ReadLimits = DEFAULT_READ_LIMITS,
     transport: httpx.BaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Poll, judge and print; returns the exit code (see the module docstring). ``transport`` replaces the
-    network, ``clock`` (aware UTC) and ``sleep`` the wall clock (tests).
+    """Poll, judge and print; returns the exit code (see the module docstring). ``limits`` bound every
+    read and each poll; ``transport`` replaces the network, ``clock`` (aware UTC) and ``sleep`` the wall
+    clock (tests).
 
     Raises:
         InputError: the JobManager could not be read at all (one line per error; exit code 2 via the CLI).
@@ -62,7 +67,7 @@ def run_check_flink(
         connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers, transport=transport
     ) as client:
         try:
-            collector = FlinkRestCollector(url, client)
+            collector = FlinkRestCollector(url, client, limits=limits)
         except ValueError as exc:
             raise InputError(str(exc)) from None
         samples: list[Sample] = []
@@ -130,6 +135,12 @@ def add_flink(group: typer.Typer) -> None:
         config: Path | None = typer.Option(
             None, "--config", "-c", help="Take rule parameters from this tidegauge config's rules: section."
         ),
+        deadline: str = typer.Option(
+            f"{DEFAULT_READ_LIMITS.poll_deadline_s:g}s",
+            "--deadline",
+            help="Each poll ends within this, all its requests together (a slow or hostile endpoint is an "
+            "error, not a hang).",
+        ),
         token_env: str | None = typer.Option(
             None,
             "--token-env",
@@ -154,6 +165,12 @@ def add_flink(group: typer.Typer) -> None:
                 else timedelta(0)
             )
             threshold = _parse_fail_on(fail_on) if fail_on is not None else None
+            poll_s = parse_timedelta(deadline, what="--deadline").total_seconds()
+            if poll_s <= 0:
+                raise InputError("--deadline: must be positive")
+            limits = ReadLimits(
+                request_deadline_s=min(DEFAULT_READ_LIMITS.request_deadline_s, poll_s), poll_deadline_s=poll_s
+            )
             token = None
             if token_env is not None:
                 import os
@@ -168,5 +185,6 @@ def add_flink(group: typer.Typer) -> None:
                 rules=_rules(config, idle_for, future_skew),
                 fail_on=threshold,
                 token=token,
+                limits=limits,
             )
         raise typer.Exit(code=code)

@@ -239,7 +239,7 @@ def _run_scan(
     internal: list[str] = []  # a bug met on one file or line (quarantined: the rest is scanned)
     if inputs.event_logs:
         collector = EventLogCollector(inputs.event_logs, cursors, keep_raw=db is not None)
-        poll = collector.poll(now)
+        poll = collector.poll(now, to_end=True)  # the whole files, over as many budgets as they take
         for error in poll.errors:
             if error.kind is ErrorKind.INTERNAL:
                 internal.append(_error_line(error))

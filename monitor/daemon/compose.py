@@ -48,7 +48,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors.flink import FlinkRestCollector
 from collectors.flink.prometheus import FlinkPrometheusCollector
-from collectors.http import make_client
+from collectors.http import abandon, make_client
 from collectors.kafka import KafkaLagCollector, KafkaOptions
 from collectors.kafka.admin import require_client
 from collectors.kafka.exporter_scrape import ExporterScrapeCollector
@@ -389,19 +389,26 @@ def build_targets(
     for i, t in enumerate(config.targets.spark_event_logs):
         cursors = StoreCursors(store.sessions, EVENTLOG_COLLECTOR)
         fs_options = storage_options(t, environ, f"targets.spark_event_logs[{i}]")
-        collector = EventLogCollector([t.path], cursors, storage_options=fs_options)
+        collector = EventLogCollector(
+            [t.path], cursors, max_line_bytes=t.max_line_bytes, max_poll_bytes=t.max_poll_bytes, max_ratio=t.max_ratio,
+            storage_options=fs_options,
+        )
         targets.append(Target(t.name, collector, timedelta(milliseconds=t.poll_interval), cursors))
     for i, h in enumerate(config.targets.spark_prometheus):
         client = _http_client(h, environ, f"targets.spark_prometheus[{i}]", clients)
         targets.append(
-            Target(h.name, SparkPrometheusCollector(h.url, client), timedelta(milliseconds=h.poll_interval))
+            Target(
+                h.name,
+                SparkPrometheusCollector(h.url, client, limits=h.read_limits()),
+                timedelta(milliseconds=h.poll_interval),
+            )
         )
     for i, h in enumerate(config.targets.kafka_exporters):
         client = _http_client(h, environ, f"targets.kafka_exporters[{i}]", clients)
         targets.append(
             Target(
                 h.name,
-                ExporterScrapeCollector(h.url, client, h.name),
+                ExporterScrapeCollector(h.url, client, h.name, h.read_limits()),
                 timedelta(milliseconds=h.poll_interval),
             )
         )
@@ -419,7 +426,7 @@ def build_targets(
         targets.append(
             Target(
                 p.name,
-                FlinkPrometheusCollector(p.urls, client, cluster=p.name),
+                FlinkPrometheusCollector(p.urls, client, cluster=p.name, limits=p.read_limits()),
                 timedelta(milliseconds=p.poll_interval),
             )
         )
@@ -463,7 +470,9 @@ def _flink_collector(
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"{where}: cannot load the TLS files: {exc}") from None
     clients.append(client)
-    return FlinkRestCollector(f.url, client, concurrency=f.concurrency, cluster=f.name)
+    return FlinkRestCollector(
+        f.url, client, concurrency=f.concurrency, cluster=f.name, limits=f.read_limits()
+    )
 
 
 def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -> KafkaOptions:
@@ -651,12 +660,17 @@ def build(
             log.info("%d silence(s) from the config file added", runtime.sync_silences(silences, clock()))
         log.info("loaded %d recent samples from the store", loaded)
 
+    def abandon_reads() -> None:  # stopped first: a poll in flight ends now, not at its deadline
+        for c in clients:
+            abandon(c)
+
     services: list[Service] = [
         CallbackService("store", stop=store.dispose),
         CallbackService("http clients", stop=close_clients),
         CallbackService("warm-up", start=warm_up),
         http,
         scheduler,
+        CallbackService("pull reads in flight", stop=abandon_reads),
     ]
     return Daemon(store, runtime, services, http, scheduler)
 

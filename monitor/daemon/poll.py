@@ -1,8 +1,11 @@
 """The poll stage: read one target, store what it read in one transaction, keep the target's health.
 
-:meth:`PollStage.poll` stores samples, raw documents, errors and the collector's cursor advance together (a
-failed save advances nothing, and the next poll reads the same data again;
-:func:`monitor.store.save_poll` is idempotent). Stored samples then update the in-memory
+:meth:`PollStage.poll` reads first, then stores samples, raw documents, errors and the collector's cursor
+advance together in one short transaction (a failed save advances nothing, and the next poll reads the same
+data again; :func:`monitor.store.save_poll` is idempotent). No transaction is open while the collector reads
+or decompresses: SQLite's write lock is held only for the writes, so a slow read (a large or hostile file)
+never makes evaluation fail with "database is locked". The collector bounds what one poll reads (the event
+log's ``max_poll_bytes``), which bounds what is held between reading and storing. Stored samples then update the in-memory
 :class:`~monitor.metrics.latest.LatestSamples` behind ``/metrics``. Per-target health (up, last poll
 duration, errors by kind, the recent distinct problems) is kept for ``/metrics`` and ``/healthz``.
 Quarantine, never stop: a line, document or file the collector cannot parse is a collector error
@@ -46,9 +49,9 @@ _RECENT_PER_TARGET = 5  # distinct recent problems shown per target on /healthz
 class StoreCursors:
     """A collector cursor store (:class:`collectors.spark.eventlog.CursorStore`) in the database.
 
-    ``set`` writes into the transaction bound by :meth:`bind`, the one that stores the poll's samples, so
-    a cursor never advances past data that was not stored. ``get`` reads through that transaction too, or
-    opens a short session when none is bound.
+    While the poll reads (within :meth:`collect`), ``set`` keeps the states in memory and ``get`` sees them;
+    :meth:`write` then stores them in the transaction that stores the poll's samples, so a cursor never
+    advances past data that was not stored. ``get`` of a state not collected opens a short read-only session.
 
     Args:
         sessions: session factory of the store.
@@ -58,34 +61,38 @@ class StoreCursors:
     def __init__(self, sessions: sessionmaker[Session], collector: str) -> None:
         self._sessions = sessions
         self._collector = collector
-        self._bound: tuple[Session, datetime] | None = None
+        self._collected: dict[str, dict[str, Any]] | None = None
 
     @contextmanager
-    def bind(self, session: Session, now: datetime) -> Iterator[None]:
-        """Within the block, ``set`` writes into ``session`` with ``updated_at = now``."""
-        self._bound = (session, now)
+    def collect(self) -> Iterator[dict[str, dict[str, Any]]]:
+        """Within the block, ``set`` keeps states in the yielded dict (target -> state) instead of writing."""
+        self._collected = {}
         try:
-            yield
+            yield self._collected
         finally:
-            self._bound = None
+            self._collected = None
+
+    def write(self, session: Session, states: dict[str, dict[str, Any]], now: datetime) -> None:
+        """Store ``states`` (from :meth:`collect`) in ``session`` with ``updated_at = now``."""
+        for target, state in states.items():
+            set_cursor(session, self._collector, target, state, now)
 
     def get(self, target: str) -> dict[str, Any] | None:
-        """The stored state of ``target`` or ``None``."""
-        if self._bound is not None:
-            return get_cursor(self._bound[0], self._collector, target)
+        """The stored state of ``target`` (or the one collected, not yet stored) or ``None``."""
+        if self._collected is not None and target in self._collected:
+            return self._collected[target]
         with self._sessions() as session:
             return get_cursor(session, self._collector, target)
 
     def set(self, target: str, state: dict[str, Any]) -> None:
-        """Store ``state`` for ``target`` in the bound transaction.
+        """Keep ``state`` for ``target`` until :meth:`write` stores it with the poll.
 
         Raises:
-            RuntimeError: no transaction is bound (the collector was polled outside :meth:`PollStage.poll`).
+            RuntimeError: not within :meth:`collect` (the collector was polled outside :meth:`PollStage.poll`).
         """
-        if self._bound is None:
-            raise RuntimeError("StoreCursors.set outside Runtime.poll: no transaction bound")
-        session, now = self._bound
-        set_cursor(session, self._collector, target, state, now)
+        if self._collected is None:
+            raise RuntimeError("StoreCursors.set outside Runtime.poll: no poll is collecting")
+        self._collected[target] = dict(state)
 
 
 @dataclass
@@ -178,11 +185,16 @@ class PollStage:
         errors: list[CollectorError] = []
         failure: CollectorError | None = None
         try:
-            with self._sessions.begin() as session, self._bound(target, session, when):
-                for raw_piece in target.source.iter_poll(when):
-                    stored = self._save_piece(session, self._redacted(raw_piece), target, when)
+            with self._collecting(target) as states:  # read first, with no transaction open
+                pieces = [self._redacted(raw_piece) for raw_piece in target.source.iter_poll(when)]
+            with self._sessions.begin() as session:  # then write, in one short transaction
+                for piece in pieces:
+                    stored = self._save_piece(session, piece, target, when)
                     samples.extend(stored.samples)  # raw documents stay in the store only
                     errors.extend(stored.errors)
+                if target.cursors is not None:
+                    target.cursors.write(session, states, when)
+            del pieces
         except Exception as exc:
             what = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
             failure = CollectorError(
@@ -292,8 +304,8 @@ class PollStage:
         self._latest.update(result.samples)
 
     @staticmethod
-    def _bound(target: Target, session: Session, now: datetime) -> AbstractContextManager[None]:
-        return target.cursors.bind(session, now) if target.cursors is not None else nullcontext()
+    def _collecting(target: Target) -> AbstractContextManager[dict[str, dict[str, Any]]]:
+        return target.cursors.collect() if target.cursors is not None else nullcontext({})
 
     def recent_errors(self) -> list[CollectorError]:
         """The recent collector errors (at most 1000), oldest first, for ``target_health``."""

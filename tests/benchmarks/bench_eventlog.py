@@ -11,9 +11,10 @@ profile holds only streaming-listener lines (every line is parsed). zstd files a
 (Spark's default ``spark.io.compression.zstd.level``) with a frame closed after every block, as Spark's
 ``closeFrameOnFlush`` does.
 
-Each measurement runs in a fresh process (``--measure``) that consumes ``EventLogCollector.iter_poll`` and
-drops the pieces (as the daemon does after storing them); peak RSS is ``ru_maxrss`` of that process, and
-the baseline is the RSS after imports.
+Each measurement runs in a fresh process (``--measure``) that consumes ``EventLogCollector.iter_poll``, poll
+after poll while one stops at the per-poll budget (``max_poll_bytes``), and drops the pieces (as the daemon
+does after storing them); peak RSS is ``ru_maxrss`` of that process, and the baseline is the RSS after
+imports.
 
 Usage: ``python -m tests.benchmarks.bench_eventlog [--sizes-mb 200,1000] [--dir /tmp]``
 """
@@ -88,10 +89,13 @@ def measure(path: Path) -> dict[str, float | int]:
     collector = EventLogCollector([path])
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     wall0 = time.perf_counter()
-    samples = errors = 0
-    for piece in collector.iter_poll(datetime(2026, 11, 29, tzinfo=UTC)):
-        samples += len(piece.samples)
-        errors += len(piece.errors)
+    samples = errors = log_bytes = polls = 0
+    while polls == 0 or collector.more_to_read:
+        for piece in collector.iter_poll(datetime(2026, 11, 29, tzinfo=UTC)):
+            samples += len(piece.samples)
+            errors += len(piece.errors)
+        log_bytes += collector.decompressed_bytes_read
+        polls += 1
     wall = time.perf_counter() - wall0
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
@@ -99,7 +103,8 @@ def measure(path: Path) -> dict[str, float | int]:
         "wall_s": wall,
         "cpu_s": cpu,
         "file_bytes": path.stat().st_size,
-        "log_bytes": collector.decompressed_bytes_read,
+        "log_bytes": log_bytes,
+        "polls": polls,
         "samples": samples,
         "errors": errors,
         "baseline_rss_mb": baseline_kb / 1024,

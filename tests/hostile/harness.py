@@ -5,8 +5,10 @@ after SIGTERM). Time and memory are *measured* here, per case, and appended to a
 ``tests/benchmarks/bench_hostile.py`` prints against each case's bounds: speed and memory are judged by a
 benchmark, never by a timed assertion in the suite.
 
-Peak memory is the child's ``ru_maxrss`` from :func:`os.wait4` (Linux: KiB; it covers the child and the
-descendants it waited for), so each case is measured in a process of its own.
+Peak memory is the child's own high-water mark, ``VmHWM`` of ``/proc/<pid>/status``, read while it runs
+(the last reading before it exits; a high-water mark only grows). ``ru_maxrss`` from :func:`os.wait4` is
+only the fallback (no ``/proc``): Linux carries the parent's peak over into the child at fork and exec, so it
+is never below the test process's own RSS. Each case is measured in a process of its own.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class Measured:
     Attributes:
         returncode: the exit status (negative: killed by that signal).
         wall_s: seconds from start to exit.
-        peak_rss_mib: peak resident memory of the process (and the descendants it waited for), MiB.
+        peak_rss_mib: peak resident memory of the process (its ``VmHWM``), MiB.
         stdout / stderr: the output, decoded as UTF-8 with replacement.
         killed: ``True`` when the guard of :data:`KILL_AFTER_S` (or ``kill_after_s``) had to kill it.
         stop_s: seconds from SIGTERM to exit when ``terminate_after_s`` was given, else ``None``.
@@ -105,7 +107,9 @@ def run_measured(
         reader.start()
     termed_at: float | None = None
     killed = False
+    hwm_kib = 0
     while True:
+        hwm_kib = max(hwm_kib, _vm_hwm_kib(proc.pid))
         pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -130,12 +134,24 @@ def run_measured(
     return Measured(
         returncode=proc.returncode,
         wall_s=end - start,
-        peak_rss_mib=rusage.ru_maxrss / 1024,
+        peak_rss_mib=(hwm_kib or rusage.ru_maxrss) / 1024,
         stdout=b"".join(out_chunks).decode("utf-8", "replace"),
         stderr=b"".join(err_chunks).decode("utf-8", "replace"),
         killed=killed,
         stop_s=None if termed_at is None else end - termed_at,
     )
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    """``VmHWM`` (peak resident set, KiB) of a running process, 0 when unknown (no ``/proc``, exited)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return 0
 
 
 def record(case: str, measured: Measured, *, deadline_s: float, rss_bound_mib: float = 300.0) -> None:
