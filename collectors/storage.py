@@ -4,7 +4,7 @@
 spark-events``, ``s3a://...``, ``gs://...``, ``abfs[s]://container@account.dfs.core.windows.net/...``,
 ``hdfs://namenode:8020/...``, ``webhdfs://host:9870/...``) into a :class:`Storage` and the path of the
 target in it. Remote stores are reached through fsspec's implementations (s3fs, gcsfs, adlfs; HDFS through
-pyarrow, WebHDFS through fsspec itself), installed as extras (:data:`SCHEMES` names them): a URL whose
+WebHDFS with fsspec's own ``WebHDFS``, :mod:`collectors.hdfs`), installed as extras (:data:`SCHEMES` names them): a URL whose
 library is missing raises a :class:`StorageError` of reason ``MISSING_LIBRARY`` whose one-line message
 names the extra (``pip install 'tidegauge[s3]'``).
 
@@ -109,7 +109,7 @@ SCHEMES: dict[str, Scheme] = {
     "abfs": Scheme("abfs", "azure", "adlfs", object_store=True),
     "abfss": Scheme("abfs", "azure", "adlfs", object_store=True),
     "az": Scheme("abfs", "azure", "adlfs", object_store=True),
-    "hdfs": Scheme("hdfs", "hdfs", "pyarrow", object_store=False),
+    "hdfs": Scheme("webhdfs", "hdfs", "requests", object_store=False),
     "webhdfs": Scheme("webhdfs", "hdfs", "requests", object_store=False),
 }
 
@@ -195,10 +195,14 @@ class Storage(Protocol):
         immutable: objects appear whole and never change in place (S3, GCS, ADLS): an entry equal to a
             cursor (identity and size) need not be opened.
         can_list_after: :meth:`ls_after` asks the store for only the names after a given one.
+        hflush: the listed size of a file being written lags what a reader can read (HDFS: the NameNode
+            learns a length at block ends and at close, readers see every ``hflush``): a growing file is
+            opened with ``growing=True`` and read to its end, and its listed size says nothing.
     """
 
     immutable: bool
     can_list_after: bool
+    hflush: bool
 
     def display(self, path: str) -> str:
         """``path`` as shown in messages (a URL for remote stores)."""
@@ -221,9 +225,10 @@ class Storage(Protocol):
         store is asked for only those where it can: :attr:`can_list_after`)."""
         ...
 
-    def open(self, path: str, entry: Entry | None = None) -> tuple[BinaryIO, Entry]:
+    def open(self, path: str, entry: Entry | None = None, *, growing: bool = False) -> tuple[BinaryIO, Entry]:
         """A binary reader of the file at ``path`` and its entry as opened (``entry``: as listed, to spare
-        a request). Raises :class:`StorageError`."""
+        a request; ``growing``: the file is still being written, read it to the store's end where
+        :attr:`hflush` says the listed size lags). Raises :class:`StorageError`."""
         ...
 
     def join(self, parent: str, name: str) -> str:
@@ -281,6 +286,10 @@ def open_storage(target: str | Path, storage_options: Mapping[str, Any] | None =
             f"pip install 'tidegauge[{scheme.extra}]' (or 'tidegauge[cloud]' for every store)",
             StorageReason.MISSING_LIBRARY,
         )
+    if scheme.protocol == "webhdfs":
+        from collectors.hdfs import open_webhdfs
+
+        return open_webhdfs(scheme_name, parts.netloc, storage_options or {}), parts.path.rstrip("/") or "/"
     import fsspec
 
     options = dict(storage_options or {})
@@ -313,6 +322,7 @@ class LocalStorage:
 
     immutable = False
     can_list_after = False
+    hflush = False  # fstat's size is what a reader can read
 
     def display(self, path: str) -> str:
         """``path`` itself."""
@@ -363,8 +373,9 @@ class LocalStorage:
         """:meth:`ls` of the names after ``after`` (a local listing is cheap: filtered here)."""
         return [e for e in self.ls(path) if e.name > after and e.name.startswith(name_prefix)]
 
-    def open(self, path: str, entry: Entry | None = None) -> tuple[BinaryIO, Entry]:
-        """``open(path, "rb")`` and ``os.fstat`` of the open file (race-free identity)."""
+    def open(self, path: str, entry: Entry | None = None, *, growing: bool = False) -> tuple[BinaryIO, Entry]:
+        """``open(path, "rb")`` and ``os.fstat`` of the open file (race-free identity; a growing file is read
+        to its end whatever ``growing`` says)."""
         try:
             handle = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
         except OSError as exc:
@@ -389,6 +400,8 @@ class FsspecStorage:
         prefix: what turns one of its paths into the URL shown (``"s3a://"``: the scheme the user wrote).
         object_store: S3/GCS/ADLS (immutable objects), as opposed to HDFS.
     """
+
+    hflush = False
 
     def __init__(self, fs: Any, prefix: str, *, object_store: bool, throttle_attempts: int = THROTTLE_ATTEMPTS) -> None:
         self.fs = fs
@@ -490,8 +503,9 @@ class FsspecStorage:
         out.sort(key=lambda e: e.name)
         return out
 
-    def open(self, path: str, entry: Entry | None = None) -> tuple[BinaryIO, Entry]:
-        """A :class:`RangeReader` of ``path`` (its size and identity from ``entry``, else a HEAD)."""
+    def open(self, path: str, entry: Entry | None = None, *, growing: bool = False) -> tuple[BinaryIO, Entry]:
+        """A :class:`RangeReader` of ``path`` (its size and identity from ``entry``, else a HEAD; object
+        stores have no growing files: ``growing`` is not looked at)."""
         if entry is None or entry.is_dir:
             entry = self.info(path)
         return RangeReader(self, path, entry.size), entry  # type: ignore[return-value]
@@ -530,12 +544,16 @@ class RangeReader:
     :data:`FIRST_READ_BYTES` 4x per request up to ``block_bytes``, so reading a file's head costs one small
     request, a sequential read of an object a few GETs, and a seek to a stored offset fetches nothing
     before it. Once a read continues where the previous request ended (a sequential read), the next block
-    is fetched in a background thread while the caller decompresses and parses this one. The size is the
-    one listed: bytes appended after it (a growing HDFS file) are read by the next poll's reader. Errors are
-    :class:`StorageError` (a read-ahead's error is raised by the read that needs its bytes).
+    is fetched in a background thread while the caller decompresses and parses this one. ``size`` is the
+    one listed, or ``None`` for a file still being written whose listed size lags (HDFS,
+    :attr:`Storage.hflush`): reads then go on until the store returns fewer bytes than asked (no
+    read-ahead). Errors are :class:`StorageError` (a read-ahead's error is raised by the read that needs its
+    bytes).
     """
 
-    def __init__(self, storage: FsspecStorage, path: str, size: int, block_bytes: int = READ_BLOCK_BYTES) -> None:
+    def __init__(
+        self, storage: FsspecStorage, path: str, size: int | None, block_bytes: int = READ_BLOCK_BYTES
+    ) -> None:
         self._storage = storage
         self._path = path
         self.size = size
@@ -556,12 +574,14 @@ class RangeReader:
             if self._ahead_start == start:
                 return ahead.result()
             ahead.cancel()
-        end = min(self.size, start + self._next)
+        end = start + self._next if self.size is None else min(self.size, start + self._next)
         return self._storage.read_range(self._path, start, end)
 
     def read(self, n: int = -1) -> bytes:
         """Up to ``n`` bytes from the position (all that is left when ``n < 0``; fewer near a block's end,
         as a raw file may return)."""
+        if self.size is None:
+            return self._read_open_ended(READ_BLOCK_BYTES if n is None or n < 0 else n)
         if self._pos >= self.size:
             return b""
         want = self.size - self._pos if n is None or n < 0 else min(n, self.size - self._pos)
@@ -585,9 +605,25 @@ class RangeReader:
         self._pos += len(data)
         return data
 
+    def _read_open_ended(self, n: int) -> bytes:
+        """:meth:`read` of a file without a known size: from the buffer when it holds the position, else one
+        ranged read of ``max(n, next block)`` bytes (fewer, or none, at the file's current end)."""
+        rel = self._pos - self._buf_start
+        if not (0 <= rel < len(self._buf)):
+            start = self._pos
+            self._buf = self._storage.read_range(self._path, start, start + max(n, self._next))
+            self._next = min(self._next * 4, self._block)
+            self._buf_start = start
+            rel = 0
+        data = self._buf[rel : rel + n]
+        self._pos += len(data)
+        return data
+
     def seek(self, offset: int, whence: int = 0) -> int:
-        """Move the position (no request)."""
-        base = {0: 0, 1: self._pos, 2: self.size}[whence]
+        """Move the position (no request; ``whence=2`` needs a known size)."""
+        if whence == 2 and self.size is None:
+            raise OSError("seek from the end of a file whose size is not known (still being written)")
+        base = {0: 0, 1: self._pos, 2: self.size or 0}[whence]
         self._pos = max(0, base + offset)
         return self._pos
 

@@ -21,6 +21,9 @@ from tests.dependencies import (  # noqa: F401
 )
 from tests.flink_cluster import FlinkCluster, cluster_fixture, submit_test_jobs
 
+# One real HDFS (Hadoop's MiniDFSCluster) per session, started on first use (see tests/hdfs_cluster.py).
+from tests.hdfs_cluster import hdfs_cluster  # noqa: F401
+
 # One real Apache Kafka broker per session (see tests/kafka_broker.py): `kafka_broker`.
 from tests.kafka_broker import kafka_broker  # noqa: F401
 

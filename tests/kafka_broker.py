@@ -43,6 +43,7 @@ from pathlib import Path
 import pytest
 
 from tests.dependencies import missing
+from tests.maven_jars import MavenUnavailable, copy_dependencies
 
 __all__ = ["KAFKA_VERSION", "KafkaBroker", "KafkaUnavailable", "ensure_kafka_jars", "kafka_broker"]
 
@@ -84,27 +85,10 @@ def ensure_kafka_jars(root: Path | None = None) -> Path:
     Raises:
         KafkaUnavailable: ``mvn`` is not installed or the resolution failed (its output is included).
     """
-    lib = (root or cache_root()) / KAFKA_VERSION / "lib"
-    if (lib / f"kafka_2.13-{KAFKA_VERSION}.jar").is_file():
-        return lib
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaUnavailable("mvn (Maven) is not installed: .ci/system-deps.sh installs it")
-    lib.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="lib-", dir=lib.parent))
-    proc = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-         f"-DoutputDirectory={tmp}", "-DincludeScope=runtime"],
-        capture_output=True, text=True, timeout=900, check=False,
-    )
-    if proc.returncode != 0 or not (tmp / f"kafka_2.13-{KAFKA_VERSION}.jar").is_file():
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise KafkaUnavailable(f"mvn dependency:copy-dependencies failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
     try:
-        tmp.rename(lib)
-    except OSError:  # another run finished first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return lib
+        return copy_dependencies(POM, (root or cache_root()) / KAFKA_VERSION / "lib", f"kafka_2.13-{KAFKA_VERSION}.jar")
+    except MavenUnavailable as exc:
+        raise KafkaUnavailable(str(exc)) from exc
 
 
 def free_port() -> int:

@@ -43,6 +43,9 @@ changed, that shrank, or whose first bytes differ from what was read before was 
 is read again from the start and a retryable :class:`monitor.model.CollectorError` says so. When Spark
 renames ``<app>[.codec].inprogress`` to ``<app>[.codec]`` at the end of the application, the file keeps its
 inode, and the collector carries the cursor over to the new name instead of reading the file again.
+On HDFS (:mod:`collectors.hdfs`) a growing file's listed size lags what can be read (Spark ``hflush``es,
+the NameNode learns lengths at block ends and at close): such a file is read from the cursor's offset to the
+DataNode's end every poll, never judged unchanged by its size, and its identity is its inode id.
 
 A ``QueryTerminatedEvent`` carries no timestamp and no name in Spark; its sample takes the last time and the
 name seen for that run (``id`` + ``runId``) or, when the collector never saw that run, the poll's ``now``
@@ -661,10 +664,14 @@ class EventLogCollector:
         return CollectorError(COLLECTOR_NAME, path, message, now, retryable=retryable, kind=kind)
 
     def _start(
-        self, target: str, shown: str, handle: BinaryIO, opened: Entry, now: datetime
+        self, target: str, shown: str, handle: BinaryIO, opened: Entry, now: datetime, *, size_known: bool = True
     ) -> tuple[_Start, CollectorError | None]:
         """Identify the open file (``opened``: its entry as opened; ``target``: its cursor key, ``shown``: its
-        name in messages) and decide where to start from its stored cursor."""
+        name in messages) and decide where to start from its stored cursor.
+
+        ``size_known=False`` (a growing file on HDFS, whose listed size lags what can be read): the file is
+        the same one when its identity (inode id) and first bytes are, and it is always read from the
+        cursor's offset on (a ranged read that returns nothing when nothing was appended)."""
         head = handle.read(HEAD_BYTES)
         identity = opened.identity
         head_sha = hashlib.sha256(head).hexdigest()
@@ -688,7 +695,7 @@ class EventLogCollector:
             return start, None
         same = (
             cursor.identity == identity
-            and opened.size >= cursor.size
+            and (opened.size >= cursor.size or not size_known)
             and len(head) >= cursor.head_len
             and hashlib.sha256(head[: cursor.head_len]).hexdigest() == cursor.head_sha256
         )
@@ -704,7 +711,7 @@ class EventLogCollector:
             return start, notice
         start.offset, start.line_no, start.app_id = cursor.offset, cursor.line_no, cursor.app_id
         start.in_long_line = cursor.in_long_line
-        start.unchanged = opened.size == cursor.size
+        start.unchanged = size_known and opened.size == cursor.size
         if cursor.set_aside is not None:  # set aside until it changes: its size or its mtime
             start.unchanged = start.unchanged and opened.mtime_ns == cursor.mtime_ns
             start.set_aside = cursor.set_aside if start.unchanged else None
@@ -753,6 +760,7 @@ class EventLogCollector:
         except CodecError as exc:
             codec, codec_error = None, exc
         listed = log_file.entry
+        growing = storage.hflush and not log_file.complete  # HDFS: read past the (lagging) listed size
         if storage.immutable and listed is not None:
             state = self.cursors.get(target)
             if state is not None and (state.get("identity"), state.get("size")) == (listed.identity, listed.size):
@@ -760,7 +768,7 @@ class EventLogCollector:
                     self._done.add((target, listed.identity, listed.size))
                 return
         try:
-            handle, opened = storage.open(log_file.path, listed)
+            handle, opened = storage.open(log_file.path, listed, growing=growing)
         except StorageError as exc:
             kind = exc.error_kind(root=is_root)
             message = f"{shown}: cannot read: {str(exc).removeprefix(shown + ': ')}"
@@ -769,7 +777,7 @@ class EventLogCollector:
         log_file = dataclasses.replace(log_file, path=shown)  # its name in the messages of every line
         path = shown
         with handle:
-            start, notice = self._start(target, shown, handle, opened, now)
+            start, notice = self._start(target, shown, handle, opened, now, size_known=not growing)
             live = self._live.pop(target, None)  # taken: a pass that stops midway must not leave it behind
             if notice is not None:
                 yield PollResult(errors=(notice,))

@@ -22,12 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import zstandard
-
 from collectors.spark.eventlog import EventLogCollector
+from tests.benchmarks.eventlog_speed import FIXTURE, big_logs, read_speeds_mb_s
 from tests.s3_server import s3_server
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark" / "real-4.3.0" / "eventlog_trimmed.jsonl"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 FINISHED_SINGLE = int(os.environ.get("BENCH_FINISHED_SINGLE", "5000"))
 FINISHED_ROLLING = int(os.environ.get("BENCH_FINISHED_ROLLING", "5000"))
@@ -75,22 +73,13 @@ def main() -> None:
         print(f"unchanged poll again: {sum(counts.values())} requests {counts}, {seconds:.2f} s, {samples} samples")
 
         # reading speed: a ~40 MB log (the recorded progress lines repeated), plain and zstd
-        body = b"".join(lines[:7]) + b"".join(lines[7:]) * 1_200
+        body, files = big_logs()
         with tempfile.TemporaryDirectory() as tmp:
-            for name, data in (("big-app-1", body), ("big-app-2.zstd", zstandard.ZstdCompressor(level=1).compress(body))):
+            for name, data in files.items():
                 local = Path(tmp) / name
                 local.write_bytes(data)
                 client.put_object(Bucket="bench", Key=f"big/{name}", Body=data)
-                best = {"local": float("inf"), "s3": float("inf")}
-                for _ in range(5):  # alternated, best of 5 each: the machine's load drifts
-                    for where, target in (("local", str(local)), ("s3", f"s3://bench/big/{name}")):
-                        # the repeated lines compress over 1000x: not a bomb here
-                        collector = EventLogCollector([target], keep_raw=False, max_ratio=1_000_000)
-                        started = time.perf_counter()
-                        result = collector.poll(NOW)
-                        best[where] = min(best[where], time.perf_counter() - started)
-                        assert not result.errors, result.errors[:1]
-                figures = {where: len(body) / seconds / 1e6 for where, seconds in best.items()}
+                figures = read_speeds_mb_s({"local": str(local), "s3": f"s3://bench/big/{name}"}, len(body))
                 ratio = figures["s3"] / figures["local"]
                 print(f"{name} ({len(data) / 1e6:.1f} MB stored, {len(body) / 1e6:.1f} MB of events): local "
                       f"{figures['local']:.0f} MB/s, s3 {figures['s3']:.0f} MB/s, remote/local {ratio:.0%}")
