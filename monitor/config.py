@@ -67,6 +67,7 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
+from collectors.flink.responses import DEFAULT_MAX_JOBS, DEFAULT_MAX_PARALLELISM, FLINK_MAX_PARALLELISM
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
 from rules.config import RulesConfig
@@ -252,7 +253,10 @@ class FlinkRestTarget(HttpTarget):
     Besides :class:`HttpTarget`'s keys: ``basic_auth`` (or ``bearer_token``, not both) for a proxy in
     front of Flink; TLS options ``tls_ca_file`` (PEM bundle to verify the server), ``tls_cert_file`` /
     ``tls_key_file`` (client certificate, Flink's ``security.ssl.rest.authentication-enabled``) and
-    ``tls_verify`` (default true); ``concurrency``: jobs polled at once (default 8).
+    ``tls_verify`` (default true); ``concurrency``: jobs polled at once (default 8); ``max_jobs``: jobs
+    polled per poll (default 1,000; of more, the running and newest are polled and an error entry says how
+    many were left out); ``max_parallelism``: a vertex of more subtasks is an error entry for its job, not
+    read (default 4,096; at most 32,768, Flink's own bound).
     """
 
     basic_auth: BasicAuth | None = None
@@ -261,6 +265,8 @@ class FlinkRestTarget(HttpTarget):
     tls_key_file: Path | None = None
     tls_verify: bool = True
     concurrency: int = Field(8, ge=1, le=256)
+    max_jobs: int = Field(DEFAULT_MAX_JOBS, ge=1, le=100_000)
+    max_parallelism: int = Field(DEFAULT_MAX_PARALLELISM, ge=1, le=FLINK_MAX_PARALLELISM)
 
     @model_validator(mode="after")
     def _one_auth(self) -> FlinkRestTarget:
@@ -273,12 +279,14 @@ class FlinkRestTarget(HttpTarget):
 
 class FlinkPrometheusTarget(_Model):
     """Flink's Prometheus reporters of one cluster (``collectors.flink.prometheus.FlinkPrometheusCollector``):
-    the job manager's and every task manager's ``/metrics`` URL, scraped together."""
+    the job manager's and every task manager's ``/metrics`` URL, scraped together. ``max_parallelism``: a
+    task whose ``subtask_index`` reaches it is an error entry, not read (default 4,096; at most 32,768)."""
 
     name: str
     urls: list[str] = Field(min_length=1)
     poll_interval: PositiveDurationMs = 15_000
     timeout: DurationMs = 5_000
+    max_parallelism: int = Field(DEFAULT_MAX_PARALLELISM, ge=1, le=FLINK_MAX_PARALLELISM)
 
     @field_validator("urls")
     @classmethod

@@ -420,7 +420,7 @@ def build_targets(
         targets.append(
             Target(
                 p.name,
-                FlinkPrometheusCollector(p.urls, client, cluster=p.name),
+                FlinkPrometheusCollector(p.urls, client, cluster=p.name, max_parallelism=p.max_parallelism),
                 timedelta(milliseconds=p.poll_interval),
             )
         )
@@ -464,7 +464,14 @@ def _flink_collector(
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"{where}: cannot load the TLS files: {exc}") from None
     clients.append(client)
-    return FlinkRestCollector(f.url, client, concurrency=f.concurrency, cluster=f.name)
+    return FlinkRestCollector(
+        f.url,
+        client,
+        concurrency=f.concurrency,
+        cluster=f.name,
+        max_jobs=f.max_jobs,
+        max_parallelism=f.max_parallelism,
+    )
 
 
 def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -> KafkaOptions:
