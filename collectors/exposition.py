@@ -34,7 +34,7 @@ def _float(value: float) -> float:
     try:
         return float(value)
     except OverflowError:  # an int beyond a double
-        return math.copysign(math.inf, value)
+        return math.inf if value > 0 else -math.inf
 
 
 def parse_exposition(text: str, where: str) -> list[ExpositionSample]:

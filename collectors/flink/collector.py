@@ -205,6 +205,8 @@ class FlinkRestCollector(PollsOnce):
             return json.loads(body)
         except ValueError as exc:
             raise _Failed(f"{path}: invalid JSON: {exc}", safe_url(url), False) from None
+        except RecursionError:
+            raise _Failed(f"{path}: JSON nested too deeply", safe_url(url), False) from None
 
     def _parse(self, parser: Callable[..., Any], doc: Any, path: str) -> Any:
         try:

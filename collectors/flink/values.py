@@ -43,8 +43,8 @@ def parse_long(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value if LONG_MIN <= value <= LONG_MAX else None
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value.is_integer() else None
+    if isinstance(value, float):  # orjson reads an integer beyond 64 bits as a float: out of range too
+        return int(value) if math.isfinite(value) and value.is_integer() and LONG_MIN <= value <= LONG_MAX else None
     text = str(value).strip()
     if not text:
         return None

@@ -312,7 +312,7 @@ def _as_float(v: float) -> float:
     try:
         return float(v)
     except OverflowError:
-        return math.copysign(math.inf, v)
+        return math.inf if v > 0 else -math.inf
 
 
 def _complete(v: Any) -> bool | None:

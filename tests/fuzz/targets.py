@@ -373,22 +373,25 @@ def _reporter_lines(name: str) -> list[bytes]:
 
 @cache
 def _reporter_jobmanager() -> bytes:
-    """The job manager's scrape, its job-scope lines only."""
-    return b"".join(line for line in _reporter_lines("jobmanager_metrics.txt") if line.startswith(b"flink_jobmanager_job_"))
+    """The job manager's scrape, the job-scope lines the collector reads."""
+    read = ("numRestarts", "numberOfFailedCheckpoints", "lastCheckpointFullSize", "runningTime")
+    names = {f"flink_jobmanager_job_{m}".encode() for m in read}
+    return b"".join(line for line in _reporter_lines("jobmanager_metrics.txt") if line.split(b"{", 1)[0] in names)
 
 
 @cache
 def _reporter_taskmanager() -> list[bytes]:
-    """The task manager's scrape, the lines the collector reads, one piece per (job, task)."""
+    """The task manager's scrape, the lines the collector reads, one piece per (task, subtask)."""
     from collectors.flink.responses import OPERATOR_METRICS, TASK_METRICS
 
     names = {f"flink_taskmanager_job_task_{m}".encode() for m in TASK_METRICS}
     names |= {f"flink_taskmanager_job_task_operator_{m}".encode() for m in OPERATOR_METRICS}
-    pieces: dict[bytes, list[bytes]] = {}
+    pieces: dict[tuple[bytes, bytes], list[bytes]] = {}
     for line in _reporter_lines("taskmanager_metrics.txt"):
         if line.split(b"{", 1)[0] in names:
             task = line.split(b'task_id="', 1)[1].split(b'"', 1)[0] if b'task_id="' in line else b""
-            pieces.setdefault(task, []).append(line)
+            index = line.split(b'subtask_index="', 1)[1].split(b'"', 1)[0] if b'subtask_index="' in line else b""
+            pieces.setdefault((task, index), []).append(line)
     return [b"".join(lines) for _, lines in sorted(pieces.items())]
 
 
@@ -404,21 +407,19 @@ def _flink_reporter_client() -> httpx.Client:
 
 
 def flink_reporter_seeds() -> list[bytes]:
-    """The job manager's job-scope lines (mode ``J``) and the task manager's per task (mode ``T``)."""
+    """The job manager's job-scope lines (mode ``J``) and the task manager's per subtask (mode ``T``)."""
     return [b"J" + _reporter_jobmanager(), *(b"T" + piece for piece in _reporter_taskmanager())]
 
 
 def flink_reporter_target(data: bytes) -> None:
-    """A scrape of the job manager (mode ``J``) or the task manager (``T``), the other recorded, polled
-    twice by :class:`~collectors.flink.prometheus.FlinkPrometheusCollector`."""
+    """A scrape of the job manager (mode ``J``) or the task manager (``T``), the other recorded (one
+    subtask's lines), polled by :class:`~collectors.flink.prometheus.FlinkPrometheusCollector`."""
     from collectors.flink.prometheus import FlinkPrometheusCollector
 
     _SERVED.clear()
     _SERVED[data[:1] if data[:1] in (b"J", b"T") else b"T"] = data[1:]
     urls = ["http://127.0.0.1:9249/jm/metrics", "http://127.0.0.1:9250/tm/metrics"]
-    collector = FlinkPrometheusCollector(urls, _flink_reporter_client())
-    for _ in range(2):
-        check_storable(collector.poll(NOW))
+    check_storable(FlinkPrometheusCollector(urls, _flink_reporter_client()).poll(NOW))
 
 
 @cache
@@ -435,21 +436,32 @@ def _scrape(data: bytes) -> None:
     check_storable(ExporterScrapeCollector("http://127.0.0.1:9308/metrics", _exporter_client(), "kafka").poll(NOW))
 
 
+def _with_blocks(texts: list[bytes]) -> list[bytes]:
+    """Each scrape, and each of its metric families alone (its ``# HELP``/``# TYPE`` lines and samples):
+    short seeds, so more mutations per second reach the reading of each family."""
+    seeds = list(texts)
+    for text in texts:
+        blocks = [b for b in text.split(b"\n\n") if b.strip()]
+        if len(blocks) > 1:
+            seeds += [block + b"\n" for block in blocks]
+    return seeds
+
+
 def kafka_exporter_seeds() -> list[bytes]:
     """kafka_exporter's README scrapes (and kafka-lag-exporter's, read by the same collector)."""
-    return [(KAFKA_PROM / name).read_bytes() for name in (
+    return _with_blocks([(KAFKA_PROM / name).read_bytes() for name in (
         "kafka_exporter_readme_consumergroup.prom", "kafka_exporter_readme_brokers_topics.prom",
-        "kafka_lag_exporter_readme_max_lag.prom")]
+        "kafka_lag_exporter_readme_max_lag.prom")])
 
 
 def kminion_seeds() -> list[bytes]:
     """KMinion's documented scrape."""
-    return [(KAFKA_PROM / "kminion_docs_metrics_topic_and_group.prom").read_bytes()]
+    return _with_blocks([(KAFKA_PROM / "kminion_docs_metrics_topic_and_group.prom").read_bytes()])
 
 
 def burrow_seeds() -> list[bytes]:
     """Burrow's ``/metrics`` (mode ``P``) and its HTTP API's consumer status/lag responses (mode ``H``)."""
-    seeds = [b"P" + (KAFKA_PROM / "burrow_prometheus_test_expected.prom").read_bytes()]
+    seeds = [b"P" + text for text in _with_blocks([(KAFKA_PROM / "burrow_prometheus_test_expected.prom").read_bytes()])]
     seeds += [b"H" + p.read_bytes() for p in sorted(BURROW.glob("telegraf_*consumer_group*.json"))]
     return seeds
 
