@@ -52,13 +52,11 @@ from collectors.flink.responses import (
     TASK_METRICS,
     SubtaskMetrics,
     VertexInfo,
-    check_parallelism,
     subtask_metrics,
 )
 from collectors.flink.samples import Counters, JobFigures, is_source_vertex, running_job_samples
 from collectors.flink.values import LONG_MAX, LONG_MIN
 from collectors.http import HttpFailure, check_url, get_text, safe_url
-from monitor.errors import InputError
 from monitor.model import CollectorError, Engine, ErrorKind, JobRef, PollResult, datetime_to_ms
 
 __all__ = ["COLLECTOR_NAME", "FlinkPrometheusCollector", "parse_reporter_text"]
@@ -88,6 +86,16 @@ def _long(value: float) -> int | None:
     if not math.isfinite(value) or not LONG_MIN <= value <= LONG_MAX:
         return None
     return int(value)
+
+
+def _index_problem(index: str, limit: int) -> str | None:
+    """Why a ``subtask_index`` label is not read (``None``: it is an index below ``limit``)."""
+    digits = len(str(FLINK_MAX_PARALLELISM))
+    if not (index.isdigit() and index.isascii()) or len(index) > digits or int(index) >= FLINK_MAX_PARALLELISM:
+        return f"{index[:40]!r} is not a Flink subtask index (0 to {FLINK_MAX_PARALLELISM - 1})"
+    if int(index) >= limit:
+        return f"{index} is over the limit of {limit} subtasks (the target's max_parallelism)"
+    return None
 
 
 class _Job:
@@ -136,16 +144,13 @@ def parse_reporter_text(
                 if not task or index is None or task in job.refused:
                     continue
                 where = f"{url}: {name}{{job_id={job_id!r}, task_id={task!r}}}: label subtask_index"
-                try:
-                    if not (index.isdigit() and index.isascii()) or len(index) > len(str(FLINK_MAX_PARALLELISM)):
-                        raise InputError(f"{where}: {index[:40]!r} is not a subtask index (0 to {FLINK_MAX_PARALLELISM - 1})")
-                    check_parallelism(int(index) + 1, where, max_parallelism)
-                except InputError as exc:
+                problem = _index_problem(index, max_parallelism)
+                if problem is not None:
                     job.refused.add(task)
                     job.values.pop(task, None)
                     job.task_names.pop(task, None)
                     job.parallelism.pop(task, None)
-                    problems.append(str(exc))
+                    problems.append(f"{where}: {problem}")
                     continue
                 job.task_names[task] = labels.get("task_name", task).replace("____", " -> ")
                 job.parallelism[task] = max(job.parallelism[task], int(index) + 1)
