@@ -47,7 +47,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from collectors.exposition import parse_exposition
 from collectors.kafka.lag import GroupLag, PartitionLag, TopicPartition
@@ -303,7 +303,8 @@ def parse_exporter_scrape(text: str, where: str = "scrape") -> ExporterScrape:
     return ExporterScrape(out, problems)
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: Any) -> TypeGuard[float]:
+    """A JSON number (an int of any size or a float; not a bool)."""
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
@@ -352,7 +353,8 @@ def parse_burrow_response(doc: Mapping[str, Any], where: str = "burrow") -> Expo
         if partition is None or not 0 <= partition <= MAX_PARTITION:
             raise InputError(f"{field_of}.partition: not a partition number (0 to {MAX_PARTITION})")
         topic = str(p["topic"])
-        end = p.get("end") if isinstance(p.get("end"), Mapping) else {}
+        end_doc = p.get("end")
+        end: Mapping[str, Any] = end_doc if isinstance(end_doc, Mapping) else {}
         current = p.get("current_lag", end.get("lag"))
         committed = end.get("offset")
         row = PartitionLag(topic, partition, _int(committed) if _is_number(committed) else None,
