@@ -311,7 +311,8 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
     """The ids worth fetching (:data:`TASK_METRICS` at task scope, :data:`OPERATOR_METRICS` at operator
     scope), sorted. Only ids the vertex listed are asked for: an unknown id makes Flink drop them all.
 
-    With ``vertex``, operator ids are narrowed to what :func:`subtask_metrics` reads (shorter URLs: URL
+    With ``vertex``, ids of subtask indices at or above its parallelism are left out, and operator ids are
+    narrowed to what :func:`subtask_metrics` reads (shorter URLs: URL
     handling is most of a poll's cost): ``currentOutputWatermark`` of the chain's last operator (all
     operators' if none matches its name), ``numRecordsOut`` of the source operator, and the source and
     window metrics of any operator.
@@ -321,7 +322,9 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
         parts = _split_id(metric_id)
         if parts is None:
             continue
-        _, operator, name = parts
+        index, operator, name = parts
+        if vertex is not None and index >= vertex.parallelism:
+            continue  # a subtask the vertex has not: never asked for (a list of them would cost requests)
         if (operator is None and name in TASK_METRICS) or (operator is not None and name in OPERATOR_METRICS):
             chosen.append((metric_id, operator, name))
     if vertex is not None:

@@ -70,6 +70,8 @@ def test_metric_ids_of_subtasks_the_vertex_has_not_are_not_read() -> None:
     subs = subtask_metrics(values, vertex)
     assert {i: s.records_out for i, s in subs.items()} == {0: 5, 1: 6}
     assert select_metric_ids(["9" * 5001 + ".numRecordsOut", "0.numRecordsOut"]) == ["0.numRecordsOut"]
+    listed = [f"{i}.numRecordsOut" for i in range(32768)]  # a list naming subtasks the vertex has not
+    assert select_metric_ids(listed, vertex) == ["0.numRecordsOut", "1.numRecordsOut"]
 
 
 def test_a_job_of_a_vertex_too_wide_is_one_error_and_the_other_jobs_are_read() -> None:
