@@ -2,8 +2,10 @@
 ``tests/fixtures``), the code a user's input reaches, and the exceptions that code may raise by contract.
 
 A *target* takes one input (``bytes``) and feeds it through the real entry point the way a user's input
-arrives (a file on disk for the file readers, a request body for the ingest parser, a scrape body served
-through an ``httpx.MockTransport`` for the Prometheus collector). It returns normally when the input was
+arrives (a file on disk for the file readers, a request body for the ingest parser, the scrape body the
+Spark PrometheusServlet collector reads, and for the pull collectors of issue 19 (``flink_rest``,
+``flink_reporter``, ``kafka_exporter``, ``kminion``, ``burrow``) a response served through an
+``httpx.MockTransport`` to the collector's real ``poll``, every other endpoint answering its recording). It returns normally when the input was
 read or refused as bad input by contract (:class:`monitor.errors.InputError` and its subclasses, or an
 error entry from a collector that promises never to raise), and raises anything else: that is a crash.
 What a target accepted must also be storable (:func:`check_storable`): a value the model or the database
