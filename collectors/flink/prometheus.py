@@ -42,9 +42,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.base import PollsOnce
+from collectors.exposition import parse_exposition
 from collectors.flink.responses import (
     DEFAULT_MAX_PARALLELISM,
     FLINK_MAX_PARALLELISM,
@@ -57,6 +57,7 @@ from collectors.flink.responses import (
 from collectors.flink.samples import Counters, JobFigures, is_source_vertex, running_job_samples
 from collectors.flink.values import LONG_MAX, LONG_MIN
 from collectors.http import HttpFailure, check_url, get_text, safe_url
+from monitor.errors import InputError
 from monitor.model import CollectorError, Engine, ErrorKind, JobRef, PollResult, datetime_to_ms
 
 __all__ = ["COLLECTOR_NAME", "FlinkPrometheusCollector", "parse_reporter_text"]
@@ -122,47 +123,46 @@ def parse_reporter_text(
         index below ``max_parallelism`` (naming the URL, the series and the label).
 
     Raises:
-        ValueError: a text that is not the exposition format (from ``prometheus_client``'s parser).
+        InputError: a text that is not the exposition format (:func:`collectors.exposition.parse_exposition`).
     """
     jobs: dict[str, _Job] = {}
     problems: list[str] = []
     for url, text in scrapes:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                labels = sample.labels
-                job_id = labels.get("job_id")
-                if not job_id:
-                    continue
-                job = jobs.setdefault(job_id, _Job(labels.get("job_name", job_id)))
-                name = sample.name
-                if name.startswith(_JOB):
-                    metric = name[len(_JOB) :]
-                    if metric in _JOB_METRICS:
-                        job.figures[metric] = float(sample.value)
-                    continue
-                task, index = labels.get("task_id"), labels.get("subtask_index")
-                if not task or index is None or task in job.refused:
-                    continue
-                where = f"{url}: {name}{{job_id={job_id!r}, task_id={task!r}}}: label subtask_index"
-                problem = _index_problem(index, max_parallelism)
-                if problem is not None:
-                    job.refused.add(task)
-                    job.values.pop(task, None)
-                    job.task_names.pop(task, None)
-                    job.parallelism.pop(task, None)
-                    problems.append(f"{where}: {problem}")
-                    continue
-                job.task_names[task] = labels.get("task_name", task).replace("____", " -> ")
-                job.parallelism[task] = max(job.parallelism[task], int(index) + 1)
-                if name.startswith(_OPERATOR):
-                    metric = name[len(_OPERATOR) :]
-                    operator = labels.get("operator_name")
-                    if metric in OPERATOR_METRICS and operator and "." not in operator:
-                        job.values[task][f"{index}.{operator}.{metric}"] = _text(float(sample.value))
-                elif name.startswith(_TASK):
-                    metric = name[len(_TASK) :]
-                    if metric in TASK_METRICS:
-                        job.values[task][f"{index}.{metric}"] = _text(float(sample.value))
+        for sample in parse_exposition(text, url):
+            labels = sample.labels
+            job_id = labels.get("job_id")
+            if not job_id:
+                continue
+            job = jobs.setdefault(job_id, _Job(labels.get("job_name", job_id)))
+            name = sample.name
+            if name.startswith(_JOB):
+                metric = name[len(_JOB) :]
+                if metric in _JOB_METRICS:
+                    job.figures[metric] = sample.value
+                continue
+            task, index = labels.get("task_id"), labels.get("subtask_index")
+            if not task or index is None or task in job.refused:
+                continue
+            where = f"{url}: {name}{{job_id={job_id!r}, task_id={task!r}}}: label subtask_index"
+            problem = _index_problem(index, max_parallelism)
+            if problem is not None:
+                job.refused.add(task)
+                job.values.pop(task, None)
+                job.task_names.pop(task, None)
+                job.parallelism.pop(task, None)
+                problems.append(f"{where}: {problem}")
+                continue
+            job.task_names[task] = labels.get("task_name", task).replace("____", " -> ")
+            job.parallelism[task] = max(job.parallelism[task], int(index) + 1)
+            if name.startswith(_OPERATOR):
+                metric = name[len(_OPERATOR) :]
+                operator = labels.get("operator_name")
+                if metric in OPERATOR_METRICS and operator and "." not in operator:
+                    job.values[task][f"{index}.{operator}.{metric}"] = _text(sample.value)
+            elif name.startswith(_TASK):
+                metric = name[len(_TASK) :]
+                if metric in TASK_METRICS:
+                    job.values[task][f"{index}.{metric}"] = _text(sample.value)
     return jobs, problems
 
 
@@ -229,8 +229,8 @@ class FlinkPrometheusCollector(PollsOnce):
                 scrapes.append((safe_url(url), body))
         try:
             jobs, problems = parse_reporter_text(scrapes, self._max_parallelism)
-        except ValueError as exc:
-            errors.append(CollectorError(self.name, self._cluster, f"not Prometheus text: {exc}", now, False))
+        except InputError as exc:
+            errors.append(CollectorError(self.name, self._cluster, str(exc), now, False))
             return PollResult(errors=tuple(errors))
         errors.extend(
             CollectorError(self.name, self._cluster, problem, now, retryable=True, kind=ErrorKind.FIELD)
