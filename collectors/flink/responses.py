@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.flink.values import Watermark, parse_double, parse_long, parse_watermark
+from collectors.flink.values import Watermark, parse_double, parse_epoch_ms, parse_long, parse_watermark
 from monitor.errors import InputError
 
 __all__ = [
@@ -123,8 +123,9 @@ def _field(obj: Mapping[str, Any], key: str, endpoint: str, kind: type | tuple[t
 
 
 def _time_ms(value: Any) -> int | None:
-    """Flink REST times are epoch ms; ``-1`` / ``0`` mean "not (yet) happened"."""
-    ms = parse_long(value)
+    """Flink REST times are epoch ms; ``-1`` / ``0`` mean "not (yet) happened"; a time no sample can hold
+    (beyond the year 8999) is unknown."""
+    ms = parse_epoch_ms(value)
     return ms if ms is not None and ms > 0 else None
 
 

@@ -254,3 +254,14 @@ def test_limits_out_of_range_in_the_config_are_refused(target: dict[str, Any], w
     with pytest.raises(ConfigError) as info:
         parse_config({"targets": target})
     assert where in str(info.value).replace("[", ".").replace("]", "")
+
+
+def test_times_and_watermarks_no_sample_can_hold_are_unknown() -> None:
+    from collectors.flink.values import parse_watermark
+
+    # -2.23e17 ms (year -7,000,000 or so; the reporter's -9.22e18 with a digit flipped): not a time
+    assert parse_watermark("-223372036854776000").epoch_ms is None
+    assert parse_watermark("1795952369440").epoch_ms == 1795952369440
+    job = load("job.json")
+    job["end-time"] = 10**17  # year ~3 million
+    assert parse_job_detail(job, "/jobs/x").end_time_ms is None
