@@ -41,6 +41,7 @@ from typing import Any
 
 from collectors.flink.values import Watermark, parse_double, parse_epoch_ms, parse_long, parse_watermark
 from monitor.errors import InputError
+from monitor.model import check_text
 
 __all__ = [
     "DEFAULT_MAX_JOBS",
@@ -119,7 +120,17 @@ def _field(obj: Mapping[str, Any], key: str, endpoint: str, kind: type | tuple[t
     value = obj[key]
     if not isinstance(value, kind) or isinstance(value, bool):
         raise InputError(f"{endpoint}: field {key!r}: unexpected {type(value).__name__}")
+    if isinstance(value, str):
+        try:
+            check_text(value, f"{endpoint}: field {key!r}")
+        except ValueError as exc:  # a lone surrogate ("\ud800"): no sample or database can hold it
+            raise InputError(str(exc)) from None
     return value
+
+
+def _display(text: str) -> str:
+    """A message for display (a stack trace line, a checkpoint failure): a lone surrogate becomes ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _time_ms(value: Any) -> int | None:
@@ -508,7 +519,7 @@ def parse_checkpoints(doc: Any, endpoint: str) -> CheckpointStats:
         latest_duration_ms=parse_long(completed.get("end_to_end_duration")),
         latest_completed_at_ms=_time_ms(completed.get("latest_ack_timestamp")),
         latest_failed_at_ms=_time_ms(failed.get("failure_timestamp")),
-        latest_failure_message=str(message).strip().splitlines()[0][:300] if message else None,
+        latest_failure_message=_display(str(message).strip().splitlines()[0][:300]) if str(message).strip() else None,
     )
 
 
@@ -543,7 +554,7 @@ def parse_exceptions(doc: Any, endpoint: str) -> list[ExceptionEntry]:
     out: list[ExceptionEntry] = []
     for i, e in enumerate(entries):
         _expect(e, dict, f"{endpoint}: exceptionHistory.entries[{i}]", "entry")
-        trace = str(e.get("stacktrace") or e.get("exceptionName") or "")
+        trace = _display(str(e.get("stacktrace") or e.get("exceptionName") or ""))
         first = trace.strip().splitlines()[0][:300] if trace.strip() else ""
         task = e.get("taskName")
         causes = [
@@ -553,10 +564,10 @@ def parse_exceptions(doc: Any, endpoint: str) -> list[ExceptionEntry]:
         ]
         out.append(
             ExceptionEntry(
-                name=str(e.get("exceptionName") or ""),
+                name=_display(str(e.get("exceptionName") or "")),
                 message=first,
                 timestamp_ms=_time_ms(e.get("timestamp")),
-                task=str(task) if task else None,
+                task=_display(str(task)) if task else None,
                 root_cause=(causes[-1] if causes else first)[:300],
             )
         )

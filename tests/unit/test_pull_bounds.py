@@ -265,3 +265,16 @@ def test_times_and_watermarks_no_sample_can_hold_are_unknown() -> None:
     job = load("job.json")
     job["end-time"] = 10**17  # year ~3 million
     assert parse_job_detail(job, "/jobs/x").end_time_ms is None
+
+
+def test_a_lone_surrogate_in_a_flink_identifier_is_refused_and_in_a_message_replaced() -> None:
+    from collectors.flink.responses import parse_exceptions
+
+    job = load("job.json")
+    job["vertices"][1]["name"] = "window \ud800"
+    with pytest.raises(InputError) as info:
+        parse_job_detail(job, "/jobs/x")
+    assert str(info.value).startswith("/jobs/x: vertices[1]: field 'name': not valid Unicode")
+    doc = {"exceptionHistory": {"entries": [{"stacktrace": "E: a\ud800\nCaused by: b\udfff", "timestamp": 1}]}}
+    (entry,) = parse_exceptions(doc, "/jobs/x/exceptions")
+    assert (entry.message, entry.root_cause) == ("E: a?", "b?")
