@@ -278,3 +278,24 @@ def test_a_lone_surrogate_in_a_flink_identifier_is_refused_and_in_a_message_repl
     doc = {"exceptionHistory": {"entries": [{"stacktrace": "E: a\ud800\nCaused by: b\udfff", "timestamp": 1}]}}
     (entry,) = parse_exceptions(doc, "/jobs/x/exceptions")
     assert (entry.message, entry.root_cause) == ("E: a?", "b?")
+
+
+def test_job_sums_beyond_a_sample_s_bounds_are_unknown() -> None:
+    from collectors.flink.responses import SubtaskMetrics
+    from collectors.flink.samples import Counters, JobFigures, running_job_samples
+    from monitor.model import Engine, JobRef
+
+    vertex = VertexInfo("v", "Source: s", 2, "RUNNING")
+    ref = JobRef(Engine.FLINK, "j", run_id="r", name="j", app_id="c")
+    counters = Counters()
+
+    def subs(out: int) -> dict[int, SubtaskMetrics]:
+        return {i: SubtaskMetrics(i, records_out=out, records_out_per_second=1e308) for i in range(2)}
+
+    running_job_samples(ref, [(vertex, subs(-(2**63)))], True, counters, JobFigures(), NOW, "flink-rest")
+    *per_subtask, job = running_job_samples(
+        ref, [(vertex, subs(2**63 - 1))], True, counters, JobFigures(), NOW, "flink-rest"
+    )
+    # each subtask's delta (2**64 - 1) and the summed rate (2e308) are beyond a sample: unknown
+    assert [s.num_input_rows for s in per_subtask] == [None, None]
+    assert (job.num_input_rows, job.input_rows_per_second) == (None, None)
