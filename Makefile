@@ -58,7 +58,7 @@ bench: $(STAMP)
 COUNT ?= 1000000
 SEED ?= 0
 JOBS ?= 2
-FAMILIES ?= eventlog,progress,listener,prometheus,config,whatif
+FAMILIES ?= eventlog,progress,listener,prometheus,config,whatif,flink_rest,flink_reporter,kafka_exporter,kminion,burrow
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz.run --families $(FAMILIES) --count $(COUNT) --seed $(SEED) --jobs $(JOBS) \
 		$(if $(SECONDS),--seconds $(SECONDS)) $(if $(REPORT),--report $(REPORT))

@@ -69,6 +69,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from collectors import http as pull_http
+from collectors.flink.responses import DEFAULT_MAX_JOBS, DEFAULT_MAX_PARALLELISM, FLINK_MAX_PARALLELISM
 from collectors.spark.eventlog import DEFAULT_MAX_POLL_BYTES, DEFAULT_MAX_RATIO
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES
 from collectors.storage import SCHEMES, StorageError, StorageReason, is_url
@@ -353,7 +354,10 @@ class FlinkRestTarget(HttpTarget):
     Besides :class:`HttpTarget`'s keys: ``basic_auth`` (or ``bearer_token``, not both) for a proxy in
     front of Flink; TLS options ``tls_ca_file`` (PEM bundle to verify the server), ``tls_cert_file`` /
     ``tls_key_file`` (client certificate, Flink's ``security.ssl.rest.authentication-enabled``) and
-    ``tls_verify`` (default true); ``concurrency``: jobs polled at once (default 8).
+    ``tls_verify`` (default true); ``concurrency``: jobs polled at once (default 8); ``max_jobs``: jobs
+    polled per poll (default 1,000; of more, the running and newest are polled and an error entry says how
+    many were left out); ``max_parallelism``: a vertex of more subtasks is an error entry for its job, not
+    read (default 4,096; at most 32,768, Flink's own bound).
     """
 
     basic_auth: BasicAuth | None = None
@@ -362,6 +366,8 @@ class FlinkRestTarget(HttpTarget):
     tls_key_file: Path | None = None
     tls_verify: bool = True
     concurrency: int = Field(8, ge=1, le=256)
+    max_jobs: int = Field(DEFAULT_MAX_JOBS, ge=1, le=100_000)
+    max_parallelism: int = Field(DEFAULT_MAX_PARALLELISM, ge=1, le=FLINK_MAX_PARALLELISM)
 
     @model_validator(mode="after")
     def _one_auth(self) -> FlinkRestTarget:
@@ -374,11 +380,14 @@ class FlinkRestTarget(HttpTarget):
 
 class FlinkPrometheusTarget(HttpReadBounds):
     """Flink's Prometheus reporters of one cluster (``collectors.flink.prometheus.FlinkPrometheusCollector``):
-    the job manager's and every task manager's ``/metrics`` URL, scraped together (one poll deadline)."""
+    the job manager's and every task manager's ``/metrics`` URL, scraped together (one poll deadline).
+    ``max_parallelism``: a task whose ``subtask_index`` reaches it is an error entry, not read (default 4,096;
+    at most 32,768)."""
 
     name: str
     urls: list[str] = Field(min_length=1)
     poll_interval: PositiveDurationMs = 15_000
+    max_parallelism: int = Field(DEFAULT_MAX_PARALLELISM, ge=1, le=FLINK_MAX_PARALLELISM)
 
     @field_validator("urls")
     @classmethod

@@ -49,6 +49,12 @@ error entry (``target`` = the endpoint, never with credentials) and the other jo
 Every request is read within the target's :class:`collectors.http.ReadLimits` (body size, decompressed
 size, JSON depth, a deadline per request); all requests of one poll share the poll's deadline, and jobs
 not yet polled when it runs out are one ``deadline_exceeded`` error naming how many were skipped.
+
+Limits (per target, checked before anything is allocated for them): at most ``max_jobs`` jobs are polled
+(of more, the running ones first, then the newest; one ``field`` error entry on ``/jobs/overview`` names
+the limit and how many were left out), and a vertex's ``parallelism`` must be within ``max_parallelism``
+(:func:`collectors.flink.responses.check_parallelism`: else the job is one error entry naming
+``/jobs/<jid>: vertices[<i>]`` and the field).
 """
 
 from __future__ import annotations
@@ -64,6 +70,9 @@ import httpx
 
 from collectors.base import PollsOnce
 from collectors.flink.responses import (
+    DEFAULT_MAX_JOBS,
+    DEFAULT_MAX_PARALLELISM,
+    FLINK_MAX_PARALLELISM,
     CheckpointStats,
     ExceptionEntry,
     JobDetail,
@@ -160,9 +169,13 @@ class FlinkRestCollector(PollsOnce):
         cluster: ``JobRef.app_id`` of the samples (default: the base URL without credentials).
         name: ``Sample.collector``.
         limits: the bounds of every read and the poll's deadline (:class:`collectors.http.ReadLimits`).
+        max_jobs: poll at most this many jobs (see the module docstring's limits).
+        max_parallelism: read no vertex of more subtasks (at most
+            :data:`~collectors.flink.responses.FLINK_MAX_PARALLELISM`).
 
     Raises:
-        ValueError: ``base_url`` is not an absolute http(s) URL, or ``concurrency`` < 1.
+        ValueError: ``base_url`` is not an absolute http(s) URL, ``concurrency`` or ``max_jobs`` < 1, or
+            ``max_parallelism`` not within 1 and ``FLINK_MAX_PARALLELISM``.
     """
 
     def __init__(
@@ -175,10 +188,18 @@ class FlinkRestCollector(PollsOnce):
         cluster: str | None = None,
         name: str = COLLECTOR_NAME,
         limits: ReadLimits = DEFAULT_READ_LIMITS,
+        max_jobs: int = DEFAULT_MAX_JOBS,
+        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
     ) -> None:
         self.base_url = check_url(base_url, "flink_rest url").rstrip("/")
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if max_jobs < 1:
+            raise ValueError("max_jobs must be at least 1")
+        if not 1 <= max_parallelism <= FLINK_MAX_PARALLELISM:
+            raise ValueError(f"max_parallelism must be within 1 and {FLINK_MAX_PARALLELISM}")
+        self._max_jobs = max_jobs
+        self._max_parallelism = max_parallelism
         self.name = name
         self._client = client
         self._concurrency = concurrency
@@ -222,15 +243,33 @@ class FlinkRestCollector(PollsOnce):
         except _Failed as exc:
             return PollResult(errors=(self._error(exc, now),))
         followed = _newest_per_name(jobs)
-        with ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="flink-poll") as pool:
-            results = list(pool.map(lambda job: self._poll_job(job, now, budget), followed))
+        notices: list[CollectorError] = []
+        if len(followed) > self._max_jobs:
+            followed, left_out = _first_jobs(followed, self._max_jobs)
+            notices.append(
+                CollectorError(
+                    self.name,
+                    safe_url(self.base_url + "/jobs/overview"),
+                    f"/jobs/overview: field 'jobs': {len(followed) + left_out} jobs, over the limit of "
+                    f"{self._max_jobs} (the target's max_jobs): polled {len(followed)} (running first, then "
+                    f"the newest), {left_out} not polled",
+                    now,
+                    retryable=True,
+                    kind=ErrorKind.FIELD,
+                )
+            )
+        if len(followed) <= 1 or self._concurrency == 1:  # nothing to overlap: no thread to start
+            results = [self._poll_job(job, now, budget) for job in followed]
+        else:
+            with ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="flink-poll") as pool:
+                results = list(pool.map(lambda job: self._poll_job(job, now, budget), followed))
         with self._lock:  # forget jobs no longer followed
             keep = {job.jid for job in followed}
             for jid in list(self._jobs):
                 if jid not in keep:
                     del self._jobs[jid]
         samples = [s for r in results for s in r.samples]
-        errors = [e for r in results for e in r.errors]
+        errors = notices + [e for r in results for e in r.errors]
         skipped = sum(r.skipped for r in results)
         if skipped:
             errors.append(
@@ -338,7 +377,9 @@ class FlinkRestCollector(PollsOnce):
 
     def _detail(self, path: str, now: datetime, result: _JobResult, budget: Deadline) -> JobDetail | None:
         try:
-            detail: JobDetail = self._parse(parse_job_detail, self._get(path, budget), path)
+            detail: JobDetail = self._parse(
+                lambda doc, where: parse_job_detail(doc, where, self._max_parallelism), self._get(path, budget), path
+            )
         except _Failed as exc:
             result.errors.append(self._error(exc, now))
             return None
@@ -409,6 +450,14 @@ class FlinkRestCollector(PollsOnce):
                 state.polls_since_list = 0
             values.update(got)
         return subtask_metrics(values, vertex)
+
+
+def _first_jobs(jobs: Sequence[JobOverview], limit: int) -> tuple[list[JobOverview], int]:
+    """The ``limit`` jobs polled of more (running first, then by start time, newest first), by name as
+    :func:`_newest_per_name` orders them, and how many were left out."""
+    ranked = sorted(jobs, key=lambda j: (j.state != "RUNNING", -(j.start_time_ms or 0), j.name))
+    chosen = sorted(ranked[:limit], key=lambda j: j.name)
+    return chosen, len(jobs) - len(chosen)
 
 
 def _newest_per_name(jobs: Sequence[JobOverview]) -> list[JobOverview]:

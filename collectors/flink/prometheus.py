@@ -26,6 +26,12 @@ so the samples and the rules' findings are the ones of the REST path. Difference
   watermark (none at all counts lowest) last, whose watermark is the job's (in a pipeline that is the
   sink's);
 * a finished job's metrics disappear: no ``TERMINATED`` samples, no exception (use REST for causes).
+
+Bounds: a task's parallelism is one more than the highest ``subtask_index`` served, and one sample per
+subtask is made, so an index that is not a decimal below the target's ``max_parallelism`` (at most
+:data:`~collectors.flink.responses.FLINK_MAX_PARALLELISM`) leaves that task out with one ``field`` error
+entry naming the URL, the series and the label, before anything is allocated for it. Job figures that are
+not finite int64 values (``+Inf``, ``NaN``, ``1e30``) are unknown.
 """
 
 from __future__ import annotations
@@ -34,13 +40,14 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.base import PollsOnce
+from collectors.exposition import parse_exposition
 from collectors.flink.responses import (
+    DEFAULT_MAX_PARALLELISM,
+    FLINK_MAX_PARALLELISM,
     OPERATOR_METRICS,
     TASK_METRICS,
     SubtaskMetrics,
@@ -50,6 +57,7 @@ from collectors.flink.responses import (
 from collectors.flink.samples import Counters, JobFigures, is_source_vertex, running_job_samples
 from collectors.flink.values import LONG_MAX, LONG_MIN
 from collectors.http import DEFAULT_READ_LIMITS, HttpFailure, ReadLimits, check_url, get_text, safe_url
+from monitor.errors import InputError
 from monitor.model import CollectorError, Engine, ErrorKind, JobRef, PollResult, datetime_to_ms
 
 __all__ = ["COLLECTOR_NAME", "FlinkPrometheusCollector", "parse_reporter_text"]
@@ -74,6 +82,23 @@ def _text(value: float) -> str:
     return str(int(value)) if value.is_integer() else repr(value)
 
 
+def _long(value: float) -> int | None:
+    """A reporter double as an int64 count or duration; not finite or beyond int64: unknown."""
+    if not math.isfinite(value) or not LONG_MIN <= value <= LONG_MAX:
+        return None
+    return int(value)
+
+
+def _index_problem(index: str, limit: int) -> str | None:
+    """Why a ``subtask_index`` label is not read (``None``: it is an index below ``limit``)."""
+    digits = len(str(FLINK_MAX_PARALLELISM))
+    if not (index.isdigit() and index.isascii()) or len(index) > digits or int(index) >= FLINK_MAX_PARALLELISM:
+        return f"{index[:40]!r} is not a Flink subtask index (0 to {FLINK_MAX_PARALLELISM - 1})"
+    if int(index) >= limit:
+        return f"{index} is over the limit of {limit} subtasks (the target's max_parallelism)"
+    return None
+
+
 class _Job:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -81,44 +106,64 @@ class _Job:
         self.task_names: dict[str, str] = {}
         self.parallelism: dict[str, int] = defaultdict(int)
         self.figures: dict[str, float] = {}
+        self.refused: set[str] = set()  # task ids left out (a subtask index out of bounds)
 
 
-def parse_reporter_text(texts: Sequence[str]) -> dict[str, _Job]:
+def parse_reporter_text(
+    scrapes: Sequence[tuple[str, str]], max_parallelism: int = DEFAULT_MAX_PARALLELISM
+) -> tuple[dict[str, _Job], list[str]]:
     """Scrapes (Prometheus text exposition) -> per Flink job id its task values in REST id form.
 
+    Args:
+        scrapes: ``(url shown in messages, text)`` per scraped reporter.
+        max_parallelism: the target's limit of a task's subtasks (:func:`check_parallelism`).
+
+    Returns:
+        The jobs, and one message per task left out because a ``subtask_index`` label was not a decimal
+        index below ``max_parallelism`` (naming the URL, the series and the label).
+
     Raises:
-        ValueError: a text that is not the exposition format (from ``prometheus_client``'s parser).
+        InputError: a text that is not the exposition format (:func:`collectors.exposition.parse_exposition`).
     """
     jobs: dict[str, _Job] = {}
-    for text in texts:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                labels = sample.labels
-                job_id = labels.get("job_id")
-                if not job_id:
-                    continue
-                job = jobs.setdefault(job_id, _Job(labels.get("job_name", job_id)))
-                name = sample.name
-                if name.startswith(_JOB):
-                    metric = name[len(_JOB) :]
-                    if metric in _JOB_METRICS:
-                        job.figures[metric] = float(sample.value)
-                    continue
-                task, index = labels.get("task_id"), labels.get("subtask_index")
-                if not task or index is None or not index.isdigit():
-                    continue
-                job.task_names[task] = labels.get("task_name", task).replace("____", " -> ")
-                job.parallelism[task] = max(job.parallelism[task], int(index) + 1)
-                if name.startswith(_OPERATOR):
-                    metric = name[len(_OPERATOR) :]
-                    operator = labels.get("operator_name")
-                    if metric in OPERATOR_METRICS and operator and "." not in operator:
-                        job.values[task][f"{index}.{operator}.{metric}"] = _text(float(sample.value))
-                elif name.startswith(_TASK):
-                    metric = name[len(_TASK) :]
-                    if metric in TASK_METRICS:
-                        job.values[task][f"{index}.{metric}"] = _text(float(sample.value))
-    return jobs
+    problems: list[str] = []
+    for url, text in scrapes:
+        for sample in parse_exposition(text, url):
+            labels = sample.labels
+            job_id = labels.get("job_id")
+            if not job_id:
+                continue
+            job = jobs.setdefault(job_id, _Job(labels.get("job_name", job_id)))
+            name = sample.name
+            if name.startswith(_JOB):
+                metric = name[len(_JOB) :]
+                if metric in _JOB_METRICS:
+                    job.figures[metric] = sample.value
+                continue
+            task, index = labels.get("task_id"), labels.get("subtask_index")
+            if not task or index is None or task in job.refused:
+                continue
+            where = f"{url}: {name}{{job_id={job_id!r}, task_id={task!r}}}: label subtask_index"
+            problem = _index_problem(index, max_parallelism)
+            if problem is not None:
+                job.refused.add(task)
+                job.values.pop(task, None)
+                job.task_names.pop(task, None)
+                job.parallelism.pop(task, None)
+                problems.append(f"{where}: {problem}")
+                continue
+            job.task_names[task] = labels.get("task_name", task).replace("____", " -> ")
+            job.parallelism[task] = max(job.parallelism[task], int(index) + 1)
+            if name.startswith(_OPERATOR):
+                metric = name[len(_OPERATOR) :]
+                operator = labels.get("operator_name")
+                if metric in OPERATOR_METRICS and operator and "." not in operator:
+                    job.values[task][f"{index}.{operator}.{metric}"] = _text(sample.value)
+            elif name.startswith(_TASK):
+                metric = name[len(_TASK) :]
+                if metric in TASK_METRICS:
+                    job.values[task][f"{index}.{metric}"] = _text(sample.value)
+    return jobs, problems
 
 
 def _order(per_vertex: list[tuple[VertexInfo, dict[int, SubtaskMetrics]]]) -> None:
@@ -146,9 +191,11 @@ class FlinkPrometheusCollector(PollsOnce):
         cluster: ``JobRef.app_id`` of the samples (default: the first URL without credentials).
         name: ``Sample.collector``.
         limits: the bounds of every scrape; the scrapes of one poll share its deadline.
+        max_parallelism: read no task of more subtasks (see the module docstring's bounds).
 
     Raises:
-        ValueError: no URL, or one that is not an absolute http(s) URL.
+        ValueError: no URL, one that is not an absolute http(s) URL, or ``max_parallelism`` not within 1
+            and ``FLINK_MAX_PARALLELISM``.
     """
 
     def __init__(
@@ -159,9 +206,13 @@ class FlinkPrometheusCollector(PollsOnce):
         cluster: str | None = None,
         name: str = COLLECTOR_NAME,
         limits: ReadLimits = DEFAULT_READ_LIMITS,
+        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
     ) -> None:
         if not urls:
             raise ValueError("flink prometheus: give at least one /metrics URL")
+        if not 1 <= max_parallelism <= FLINK_MAX_PARALLELISM:
+            raise ValueError(f"max_parallelism must be within 1 and {FLINK_MAX_PARALLELISM}")
+        self._max_parallelism = max_parallelism
         self.urls = [check_url(u, "flink prometheus url") for u in urls]
         self.name = name
         self._client = client
@@ -171,7 +222,7 @@ class FlinkPrometheusCollector(PollsOnce):
 
     def poll(self, now: datetime) -> PollResult:
         """Scrape every URL once; an unreachable or unparseable one is an error entry, the others count."""
-        texts: list[str] = []
+        scrapes: list[tuple[str, str]] = []
         errors: list[CollectorError] = []
         budget = self._limits.poll_deadline()
         for url in self.urls:
@@ -179,12 +230,16 @@ class FlinkPrometheusCollector(PollsOnce):
             if isinstance(body, HttpFailure):
                 errors.append(body.to_error(self.name, safe_url(url), now))
             else:
-                texts.append(body)
+                scrapes.append((safe_url(url), body))
         try:
-            jobs = parse_reporter_text(texts)
-        except ValueError as exc:
-            errors.append(CollectorError(self.name, self._cluster, f"not Prometheus text: {exc}", now, False))
+            jobs, problems = parse_reporter_text(scrapes, self._max_parallelism)
+        except InputError as exc:
+            errors.append(CollectorError(self.name, self._cluster, str(exc), now, False))
             return PollResult(errors=tuple(errors))
+        errors.extend(
+            CollectorError(self.name, self._cluster, problem, now, retryable=True, kind=ErrorKind.FIELD)
+            for problem in problems
+        )
         now_ms = datetime_to_ms(now)
         assert now_ms is not None
         samples = []
@@ -197,17 +252,16 @@ class FlinkPrometheusCollector(PollsOnce):
                 vertex = VertexInfo(task, job.task_names[task], job.parallelism[task], "RUNNING")
                 per_vertex.append((vertex, subtask_metrics(values, vertex)))
             _order(per_vertex)
-            fig: dict[str, Any] = job.figures
+            fig: dict[str, int | None] = {k: _long(v) for k, v in job.figures.items()}
             running = fig.get("runningTime")
+            since = now_ms - running if running is not None and 0 < running <= now_ms else None
             figures = JobFigures(
-                restarts=int(fig["numRestarts"]) if "numRestarts" in fig else None,
-                checkpoints_failed=int(fig["numberOfFailedCheckpoints"])
-                if "numberOfFailedCheckpoints" in fig
-                else None,
-                state_bytes=int(fig["lastCheckpointFullSize"]) if "lastCheckpointFullSize" in fig else None,
-                running_since_ms=now_ms - int(running) if running else None,
+                restarts=fig.get("numRestarts"),
+                checkpoints_failed=fig.get("numberOfFailedCheckpoints"),
+                state_bytes=fig.get("lastCheckpointFullSize"),
+                running_since_ms=since,
                 extra={"state": "RUNNING", "vertices": len(per_vertex)}
-                | ({"running_since_ms": now_ms - int(running)} if running else {}),
+                | ({"running_since_ms": since} if since is not None else {}),
             )
             try:  # a job or vertex name the model cannot hold (too long, a NUL): this job is skipped
                 ref = JobRef(Engine.FLINK, job.name, run_id=job_id, name=job.name, app_id=self._cluster)

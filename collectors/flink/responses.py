@@ -24,6 +24,12 @@ group's sanitized names (``Source: seq`` -> ``Source__seq``, at most 80 characte
 
 Every parser raises :class:`monitor.errors.InputError` naming the endpoint when the document has the wrong
 shape; the collector turns that into an error entry for the job or vertex.
+
+Values that size what the collectors allocate are checked before anything is allocated: a vertex's
+``parallelism`` (one :class:`SubtaskMetrics` and one sample per subtask) must lie within 1 and
+:data:`FLINK_MAX_PARALLELISM` (Flink's own bound) and within the target's ``max_parallelism``
+(:data:`DEFAULT_MAX_PARALLELISM`); a subtask index in a metric id must lie within the vertex's parallelism
+(an id of a subtask the vertex does not have is not read).
 """
 
 from __future__ import annotations
@@ -33,10 +39,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.flink.values import Watermark, parse_double, parse_long, parse_watermark
+from collectors.flink.values import Watermark, parse_double, parse_epoch_ms, parse_long, parse_watermark
 from monitor.errors import InputError
+from monitor.model import check_text
 
 __all__ = [
+    "DEFAULT_MAX_JOBS",
+    "DEFAULT_MAX_PARALLELISM",
+    "FLINK_MAX_PARALLELISM",
     "OPERATOR_METRICS",
     "TASK_METRICS",
     "CheckpointStats",
@@ -45,6 +55,7 @@ __all__ = [
     "JobOverview",
     "SubtaskMetrics",
     "VertexInfo",
+    "check_parallelism",
     "parse_backpressure",
     "parse_checkpoints",
     "parse_exceptions",
@@ -55,6 +66,19 @@ __all__ = [
     "select_metric_ids",
     "subtask_metrics",
 ]
+
+#: The most subtasks a Flink vertex can have: ``KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM``
+#: (``Short.MAX_VALUE + 1``); a larger ``parallelism`` or subtask index is not Flink's.
+FLINK_MAX_PARALLELISM = 32768
+#: Default per-target limit of a vertex's parallelism (config ``max_parallelism``): a vertex of more
+#: subtasks is reported as an error rather than read (one sample per subtask and poll).
+DEFAULT_MAX_PARALLELISM = 4096
+#: Default per-target limit of the jobs polled (config ``max_jobs``): beyond it a poll reads part of the
+#: list and says so.
+DEFAULT_MAX_JOBS = 1000
+#: Longest subtask index read from a metric id (``FLINK_MAX_PARALLELISM - 1`` has 5 digits): a longer one
+#: is not converted at all (a 5,000-digit index would raise in ``int``).
+_MAX_INDEX_DIGITS = 5
 
 #: Task-scope metrics read per subtask (``TaskIOMetricGroup``, ``MetricNames``).
 TASK_METRICS = frozenset(
@@ -96,12 +120,23 @@ def _field(obj: Mapping[str, Any], key: str, endpoint: str, kind: type | tuple[t
     value = obj[key]
     if not isinstance(value, kind) or isinstance(value, bool):
         raise InputError(f"{endpoint}: field {key!r}: unexpected {type(value).__name__}")
+    if isinstance(value, str):
+        try:
+            check_text(value, f"{endpoint}: field {key!r}")
+        except ValueError as exc:  # a lone surrogate ("\ud800"): no sample or database can hold it
+            raise InputError(str(exc)) from None
     return value
 
 
+def _display(text: str) -> str:
+    """A message for display (a stack trace line, a checkpoint failure): a lone surrogate becomes ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _time_ms(value: Any) -> int | None:
-    """Flink REST times are epoch ms; ``-1`` / ``0`` mean "not (yet) happened"."""
-    ms = parse_long(value)
+    """Flink REST times are epoch ms; ``-1`` / ``0`` mean "not (yet) happened"; a time no sample can hold
+    (beyond the year 8999) is unknown."""
+    ms = parse_epoch_ms(value)
     return ms if ms is not None and ms > 0 else None
 
 
@@ -169,11 +204,50 @@ class JobDetail:
     vertices: tuple[VertexInfo, ...]
 
 
-def parse_job_detail(doc: Any, endpoint: str) -> JobDetail:
-    """Parse ``/jobs/<jid>``.
+def check_parallelism(value: int, where: str, limit: int = DEFAULT_MAX_PARALLELISM) -> int:
+    """``value`` if it is a parallelism the collectors will allocate for: 1 to ``limit`` subtasks.
+
+    Args:
+        value: the ``parallelism`` of a vertex (``/jobs/<jid>``), or one more than the highest subtask index
+            a reporter served.
+        where: the endpoint and field, for the message.
+        limit: the target's ``max_parallelism`` (at most :data:`FLINK_MAX_PARALLELISM`).
 
     Raises:
-        InputError: a missing or mistyped ``jid``/``name``/``state``/``vertices`` field.
+        InputError: below 1, above :data:`FLINK_MAX_PARALLELISM` (not a Flink vertex) or above ``limit``;
+            the message names ``where``, the value and the limit.
+    """
+    if value < 1 or value > FLINK_MAX_PARALLELISM:
+        raise InputError(
+            f"{where}: parallelism {_short(value)} is not a Flink parallelism (1 to {FLINK_MAX_PARALLELISM})"
+        )
+    if value > limit:
+        raise InputError(
+            f"{where}: parallelism {value} is over the limit of {limit} subtasks (the target's max_parallelism)"
+        )
+    return value
+
+
+def _short(value: int) -> str:
+    """An integer for a message: whole up to 30 digits, else its sign, first digits and digit count."""
+    text = str(value) if abs(value) < 10**30 else None
+    if text is not None:
+        return text
+    digits = len(str(abs(value))) if value.bit_length() < 14_000 else round(value.bit_length() * 0.30103)
+    return f"{'-' if value < 0 else ''}a {digits}-digit number"
+
+
+def parse_job_detail(doc: Any, endpoint: str, max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> JobDetail:
+    """Parse ``/jobs/<jid>``.
+
+    Args:
+        doc: the decoded response.
+        endpoint: the path, for messages.
+        max_parallelism: the target's limit of a vertex's subtasks (:func:`check_parallelism`).
+
+    Raises:
+        InputError: a missing or mistyped ``jid``/``name``/``state``/``vertices`` field, or a vertex's
+            ``parallelism`` out of bounds (``/jobs/<jid>: vertices[0]: parallelism ...``).
     """
     _expect(doc, dict, endpoint)
     vertices: list[VertexInfo] = []
@@ -184,7 +258,7 @@ def parse_job_detail(doc: Any, endpoint: str) -> JobDetail:
             VertexInfo(
                 id=_field(v, "id", where, str),
                 name=_field(v, "name", where, str),
-                parallelism=_field(v, "parallelism", where, int),
+                parallelism=check_parallelism(_field(v, "parallelism", where, int), where, max_parallelism),
                 status=str(v.get("status", "UNKNOWN")),
             )
         )
@@ -235,8 +309,8 @@ def parse_metric_values(doc: Any, endpoint: str) -> dict[str, str]:
 def _split_id(metric_id: str) -> tuple[int, str | None, str] | None:
     """``"1.op.name"`` -> ``(1, "op", "name")``; ``"0.name"`` -> ``(0, None, "name")``; others ``None``."""
     head, dot, rest = metric_id.partition(".")
-    if not dot or not head.isdigit() or not rest:
-        return None
+    if not dot or not head.isdigit() or not head.isascii() or len(head) > _MAX_INDEX_DIGITS or not rest:
+        return None  # not ``<subtask>.``, or an index no Flink vertex has
     operator, dot, name = rest.rpartition(".")
     if not dot:
         return int(head), None, rest
@@ -249,7 +323,8 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
     """The ids worth fetching (:data:`TASK_METRICS` at task scope, :data:`OPERATOR_METRICS` at operator
     scope), sorted. Only ids the vertex listed are asked for: an unknown id makes Flink drop them all.
 
-    With ``vertex``, operator ids are narrowed to what :func:`subtask_metrics` reads (shorter URLs: URL
+    With ``vertex``, ids of subtask indices at or above its parallelism are left out, and operator ids are
+    narrowed to what :func:`subtask_metrics` reads (shorter URLs: URL
     handling is most of a poll's cost): ``currentOutputWatermark`` of the chain's last operator (all
     operators' if none matches its name), ``numRecordsOut`` of the source operator, and the source and
     window metrics of any operator.
@@ -259,7 +334,9 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
         parts = _split_id(metric_id)
         if parts is None:
             continue
-        _, operator, name = parts
+        index, operator, name = parts
+        if vertex is not None and index >= vertex.parallelism:
+            continue  # a subtask the vertex has not: never asked for (a list of them would cost requests)
         if (operator is None and name in TASK_METRICS) or (operator is not None and name in OPERATOR_METRICS):
             chosen.append((metric_id, operator, name))
     if vertex is not None:
@@ -331,7 +408,9 @@ def _add(a: int | None, b: int | None) -> int | None:
 
 def subtask_metrics(values: Mapping[str, str], vertex: VertexInfo) -> dict[int, SubtaskMetrics]:
     """Group a vertex's ``?get=`` values by subtask (0 .. parallelism-1; every subtask appears, with
-    unknowns where Flink reported nothing).
+    unknowns where Flink reported nothing). An id of a subtask index at or above the parallelism is not
+    read (the vertex has no such subtask); ``vertex.parallelism`` was checked when the vertex was parsed
+    (:func:`check_parallelism`).
 
     The output watermark is the one of the operator matching the chain's last name (names compared on
     letters and digits, as the metric group sanitizes them); if no operator name matches, the output
@@ -344,7 +423,9 @@ def subtask_metrics(values: Mapping[str, str], vertex: VertexInfo) -> dict[int, 
         if parts is None:
             continue
         index, operator, name = parts
-        sub = out.setdefault(index, SubtaskMetrics(index))
+        sub = out.get(index)
+        if sub is None:
+            continue
         if operator is None:
             if name == "numRecordsIn":
                 sub.records_in = parse_long(raw)
@@ -438,7 +519,7 @@ def parse_checkpoints(doc: Any, endpoint: str) -> CheckpointStats:
         latest_duration_ms=parse_long(completed.get("end_to_end_duration")),
         latest_completed_at_ms=_time_ms(completed.get("latest_ack_timestamp")),
         latest_failed_at_ms=_time_ms(failed.get("failure_timestamp")),
-        latest_failure_message=str(message).strip().splitlines()[0][:300] if message else None,
+        latest_failure_message=_display(str(message).strip().splitlines()[0][:300]) if str(message).strip() else None,
     )
 
 
@@ -473,7 +554,7 @@ def parse_exceptions(doc: Any, endpoint: str) -> list[ExceptionEntry]:
     out: list[ExceptionEntry] = []
     for i, e in enumerate(entries):
         _expect(e, dict, f"{endpoint}: exceptionHistory.entries[{i}]", "entry")
-        trace = str(e.get("stacktrace") or e.get("exceptionName") or "")
+        trace = _display(str(e.get("stacktrace") or e.get("exceptionName") or ""))
         first = trace.strip().splitlines()[0][:300] if trace.strip() else ""
         task = e.get("taskName")
         causes = [
@@ -483,10 +564,10 @@ def parse_exceptions(doc: Any, endpoint: str) -> list[ExceptionEntry]:
         ]
         out.append(
             ExceptionEntry(
-                name=str(e.get("exceptionName") or ""),
+                name=_display(str(e.get("exceptionName") or "")),
                 message=first,
                 timestamp_ms=_time_ms(e.get("timestamp")),
-                task=str(task) if task else None,
+                task=_display(str(task)) if task else None,
                 root_cause=(causes[-1] if causes else first)[:300],
             )
         )

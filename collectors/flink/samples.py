@@ -9,12 +9,22 @@ polls, the idle clock and the job aggregate).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from collectors.flink.responses import SubtaskMetrics, VertexInfo
-from monitor.model import JobRef, Sample, SampleKind, Scope, datetime_to_ms, ms_to_datetime
+from monitor.model import (
+    INT64_MAX,
+    INT64_MIN,
+    JobRef,
+    Sample,
+    SampleKind,
+    Scope,
+    datetime_to_ms,
+    ms_to_datetime,
+)
 
 __all__ = ["Counters", "JobFigures", "is_source_vertex", "running_job_samples", "subtask_sample"]
 
@@ -106,6 +116,11 @@ def running_job_samples(
                     if rate_total is None or sample.input_rows_per_second is None
                     else (rate_total + sample.input_rows_per_second)
                 )
+    # sums of values each in bounds may not be (two rates of 1e308, deltas near int64's maximum): unknown
+    rows_total = _int64_or_none(rows_total)
+    late_total = _int64_or_none(late_total)
+    if rate_total is not None and not math.isfinite(rate_total):
+        rate_total = None
     job_wm = None
     if per_vertex and complete:
         last_vertex, last_subs = per_vertex[-1]
@@ -165,7 +180,7 @@ def subtask_sample(
             changed = running_since_ms if activity == 0 else now_ms
             state.activity[key] = _Counter(activity, changed)
         else:
-            rows_delta = activity - prev.value if activity >= prev.value else activity
+            rows_delta = _int64_or_none(activity - prev.value if activity >= prev.value else activity)
             if rows_delta:
                 prev.changed_at_ms = now_ms
             prev.value = activity
@@ -177,7 +192,7 @@ def subtask_sample(
     if sub.late_records_dropped is not None:
         prev_late = state.late.get(key)
         if prev_late is not None:
-            late_delta = (
+            late_delta = _int64_or_none(
                 sub.late_records_dropped - prev_late
                 if sub.late_records_dropped >= prev_late
                 else sub.late_records_dropped
@@ -213,6 +228,10 @@ def subtask_sample(
         backpressure_ratio=sub.backpressure_ratio,
         extra=extra,
     )
+
+
+def _int64_or_none(value: int | None) -> int | None:
+    return value if value is None or INT64_MIN <= value <= INT64_MAX else None
 
 
 def _max_known(a: int | None, b: int | None) -> int | None:

@@ -7,7 +7,10 @@ Flink's ``MetricStore`` keeps every metric as a string, so ``GET .../metrics?get
 * ``"-9223372036854775808"`` (``Long.MIN_VALUE``): no watermark yet — *unknown*, never a time and never 0;
 * ``"9223372036854775807"`` (``Long.MAX_VALUE``, ``Watermark.MAX_WATERMARK``): end of input, or a source
   subtask without splits/partitions advertising +infinity (which hides the idle partitions behind it);
-* ``"NaN"``, an empty string, a missing entry or an empty ``[]`` answer: unknown.
+* ``"NaN"``, an empty string, a missing entry or an empty ``[]`` answer: unknown;
+* any other watermark or time outside what a sample holds (:data:`monitor.model.MIN_TIME` ..
+  :data:`~monitor.model.MAX_TIME`, years 1000-8999): unknown (:func:`parse_epoch_ms`), never a crash of
+  the poll.
 
 Integers are parsed from the string (``int("1795952369440")``), never through ``float`` (a double holds
 only 53 bits: ``float("9223372036854775807")`` is ``9223372036854775808.0``). Doubles (``"0.9833"``,
@@ -20,11 +23,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from monitor.model import MAX_TIME, MIN_TIME, datetime_to_ms
+
 __all__ = [
     "LONG_MAX",
     "LONG_MIN",
     "Watermark",
     "parse_double",
+    "parse_epoch_ms",
     "parse_long",
     "parse_watermark",
 ]
@@ -56,6 +62,17 @@ def parse_long(value: Any) -> int | None:
     except ValueError:
         return None
     return out if LONG_MIN <= out <= LONG_MAX else None
+
+
+_MIN_MS = datetime_to_ms(MIN_TIME)
+_MAX_MS = datetime_to_ms(MAX_TIME)
+
+
+def parse_epoch_ms(value: Any) -> int | None:
+    """An epoch-milliseconds time (:func:`parse_long`) a sample can hold (years 1000-8999); else ``None``."""
+    ms = parse_long(value)
+    assert _MIN_MS is not None and _MAX_MS is not None
+    return ms if ms is not None and _MIN_MS <= ms <= _MAX_MS else None
 
 
 def parse_double(value: Any) -> float | None:
@@ -93,4 +110,4 @@ def parse_watermark(value: Any) -> Watermark:
         return UNKNOWN
     if ms == LONG_MAX:
         return END_OF_INPUT
-    return Watermark(ms)
+    return Watermark(parse_epoch_ms(ms))

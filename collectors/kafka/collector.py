@@ -37,6 +37,7 @@ from collectors.kafka.interpolation import OffsetTimeTable
 from collectors.kafka.lag import GroupLag, PartitionLag, TopicPartition, group_lag
 from collectors.kafka.options import KafkaOptions
 from monitor.model import (
+    INT64_MAX,
     CollectorError,
     Engine,
     ErrorKind,
@@ -288,7 +289,7 @@ def group_samples(cluster: str, lag: GroupLag, now: datetime, collector: str = C
             kind=SampleKind.GAUGE,
             collector=COLLECTOR_NAME,
             scope=Scope(source=topic),
-            lag_offsets=sum(known) if known else None,
+            lag_offsets=min(sum(known), INT64_MAX) if known else None,
             lag_seconds=max(secs) if secs else None,
             extra={"unknown_partitions": sum(1 for r in rows if r.lag is None)},
         )

@@ -14,9 +14,9 @@ import httpx
 from collectors.base import PollsOnce
 from collectors.http import DEFAULT_READ_LIMITS, HttpFailure, ReadLimits, get_text, safe_url
 from collectors.kafka.collector import groups_samples
-from collectors.kafka.exporters import parse_exporter_text
+from collectors.kafka.exporters import parse_exporter_scrape
 from monitor.errors import InputError
-from monitor.model import CollectorError, PollResult
+from monitor.model import CollectorError, ErrorKind, PollResult
 
 __all__ = ["COLLECTOR_NAME", "ExporterScrapeCollector"]
 
@@ -41,14 +41,20 @@ class ExporterScrapeCollector(PollsOnce):
         self.url, self._client, self.cluster, self._limits = url, client, cluster, limits
 
     def poll(self, now: datetime) -> PollResult:
-        """Scrape once; an unreachable or unparseable endpoint is one error entry."""
+        """Scrape once; an unreachable or unparseable endpoint is one error entry; values out of bounds
+        (an offset beyond int64, a partition label beyond int32) are ``field`` error entries naming the
+        series, and the rest of the scrape is kept."""
         target = safe_url(self.url)
         body = get_text(self._client, self.url, self._limits, self._limits.poll_deadline())
         if isinstance(body, HttpFailure):
             return PollResult(errors=(body.to_error(self.name, target, now),))
         try:
-            groups = parse_exporter_text(body, target)
+            scrape = parse_exporter_scrape(body, target)
         except InputError as exc:
             return PollResult(errors=(CollectorError(self.name, target, str(exc), now, retryable=False),))
-        samples, refused = groups_samples(self.cluster, [g.lag for g in groups], now, self.name, target)
-        return PollResult(samples=tuple(samples), errors=tuple(refused))
+        samples, refused = groups_samples(self.cluster, [g.lag for g in scrape.groups], now, self.name, target)
+        errors = list(refused) + [
+            CollectorError(self.name, target, problem, now, retryable=True, kind=ErrorKind.FIELD)
+            for problem in scrape.problems
+        ]
+        return PollResult(samples=tuple(samples), errors=tuple(errors))

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from monitor.model import INT64_MAX
+
 __all__ = ["GroupLag", "PartitionLag", "TopicPartition", "group_lag", "partition_lag"]
 
 TopicPartition = tuple[str, int]
@@ -134,9 +136,10 @@ class GroupLag:
 
     @property
     def lag(self) -> int | None:
-        """Sum of the known partition lags; ``None`` when no partition's lag is known."""
+        """Sum of the known partition lags (at most int64's maximum, what a sample holds); ``None`` when no
+        partition's lag is known."""
         known = [p.lag for p in self.partitions if p.lag is not None]
-        return sum(known) if known else None
+        return min(sum(known), INT64_MAX) if known else None
 
     @property
     def lag_seconds(self) -> float | None:
@@ -156,15 +159,15 @@ class GroupLag:
 
     @property
     def lost_records(self) -> int:
-        """Records lost to retention before the group read them, over all partitions."""
-        return sum(p.lost for p in self.partitions)
+        """Records lost to retention before the group read them, over all partitions (at most int64's maximum)."""
+        return min(sum(p.lost for p in self.partitions), INT64_MAX)
 
     def topic_lag(self) -> dict[str, int | None]:
         """Per topic: the sum of its known partition lags (``None`` when none is known)."""
         out: dict[str, int | None] = {}
         for p in self.partitions:
             if p.lag is not None:
-                out[p.topic] = (out.get(p.topic) or 0) + p.lag
+                out[p.topic] = min((out.get(p.topic) or 0) + p.lag, INT64_MAX)
             else:
                 out.setdefault(p.topic, None)
         return out

@@ -429,7 +429,9 @@ def build_targets(
         targets.append(
             Target(
                 p.name,
-                FlinkPrometheusCollector(p.urls, client, cluster=p.name, limits=p.read_limits()),
+                FlinkPrometheusCollector(
+                    p.urls, client, cluster=p.name, limits=p.read_limits(), max_parallelism=p.max_parallelism
+                ),
                 timedelta(milliseconds=p.poll_interval),
             )
         )
@@ -474,7 +476,13 @@ def _flink_collector(
         raise ConfigError(f"{where}: cannot load the TLS files: {exc}") from None
     clients.append(client)
     return FlinkRestCollector(
-        f.url, client, concurrency=f.concurrency, cluster=f.name, limits=f.read_limits()
+        f.url,
+        client,
+        concurrency=f.concurrency,
+        cluster=f.name,
+        limits=f.read_limits(),
+        max_jobs=f.max_jobs,
+        max_parallelism=f.max_parallelism,
     )
 
 

@@ -48,7 +48,13 @@ OUR_PACKAGES = {"monitor", "collectors", "rules"}
 #: Shared-core modules the storable check calls for every sample: instrumenting them cost a third of
 #: eventlog's speed for coverage that says nothing about the parsers.
 NOT_INSTRUMENTED = {"monitor.model", "monitor.store.keys", "monitor.errors"}
-PREFIXES = {"eventlog": (b"", b"I", b"Z", b"R"), "whatif": (b"C", b"J")}
+PREFIXES = {
+    "eventlog": (b"", b"I", b"Z", b"R"),
+    "whatif": (b"C", b"J"),
+    "flink_rest": (b"O", b"J", b"R", b"C", b"E", b"L", b"V"),
+    "flink_reporter": (b"J", b"T"),
+    "burrow": (b"P", b"H"),
+}
 KEEP_PER_SIGNATURE = 2
 STATS_EVERY_SECONDS = 1.0
 
