@@ -58,6 +58,10 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -228,7 +232,12 @@ SECRET_STORAGE_OPTIONS = frozenset({
     "account_key", "sas_token", "connection_string", "client_secret", "credential", "credentials",
 })
 
-StorageOption = str | int | float | bool | SecretRef | dict[str, Any]
+#: One ``storage_options`` value. Tried left to right, so ``{env: ...}`` and ``{file: ...}`` are always read as
+#: a :class:`SecretRef` (a smart union would take ``{file: PATH}`` as a plain mapping, a ``Path`` being no
+#: exact match for a string), YAML's scalars keep their types, and any other mapping (``client_kwargs``, ``config_kwargs``) stays a mapping.
+StorageOption = Annotated[
+    StrictStr | StrictBool | StrictInt | StrictFloat | SecretRef | dict[str, Any], Field(union_mode="left_to_right")
+]
 
 
 class SparkEventLogTarget(_Model):

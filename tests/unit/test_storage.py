@@ -10,7 +10,7 @@ import pytest
 
 import collectors.storage as storage
 from collectors.storage import LocalStorage, StorageError, StorageReason, open_storage, storage_error
-from monitor.config import Config, secret_values
+from monitor.config import Config, SecretRef, secret_values
 from monitor.model import ErrorKind
 from tests.cli import run_cli
 
@@ -89,6 +89,21 @@ def test_storage_option_secrets_must_be_references_and_reach_the_redactor() -> N
     assert {"AKIAEXAMPLEKEY", "example-secret-value"} <= set(secrets)
     with pytest.raises(ValueError, match="unsupported URL scheme ftp://"):
         Config.model_validate({"targets": {"spark_event_logs": [{"name": "x", "path": "ftp://h/x"}]}})
+
+
+def test_storage_option_file_references_and_plain_values_keep_their_kinds(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("file-secret-value\n")
+    cfg = _config({
+        "key": {"env": "S3_KEY"}, "secret": {"file": str(secret)}, "token": {"file": str(secret)},
+        "anon": False, "default_block_size": 1048576, "client_kwargs": {"region_name": "eu-west-1"},
+    })  # fmt: skip
+    options = cfg.targets.spark_event_logs[0].storage_options
+    assert options["secret"] == SecretRef(file=secret) and options["token"] == SecretRef(file=secret)
+    assert options["anon"] is False and options["default_block_size"] == 1048576
+    assert options["client_kwargs"] == {"region_name": "eu-west-1"}
+    secrets, _urls = secret_values(cfg, {"S3_KEY": "AKIAEXAMPLEKEY"})
+    assert "file-secret-value" in set(secrets)
 
 
 class _Ranges:
