@@ -68,6 +68,7 @@ __all__ = [
     "StorageReason",
     "is_url",
     "open_storage",
+    "require_library",
     "storage_error",
 ]
 
@@ -242,6 +243,25 @@ def is_url(text: str) -> bool:
     return bool(sep) and len(scheme) > 1 and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
 
 
+def require_library(url: str) -> None:
+    """Check that the library reading ``url``'s scheme is installed (``config check`` and :func:`open_storage`).
+
+    Args:
+        url: a URL of a scheme in :data:`SCHEMES` (anything else passes: it is refused elsewhere).
+
+    Raises:
+        StorageError: ``MISSING_LIBRARY``, one line naming the extra to install.
+    """
+    scheme_name = url.split("://", 1)[0].lower()
+    scheme = SCHEMES.get(scheme_name)
+    if scheme is not None and scheme.module is not None and importlib.util.find_spec(scheme.module) is None:
+        raise StorageError(
+            f"{_safe_url(url)}: reading {scheme_name}:// needs the {scheme.module} library: "
+            f"pip install 'tidegauge[{scheme.extra}]' (or 'tidegauge[cloud]' for every store)",
+            StorageReason.MISSING_LIBRARY,
+        )
+
+
 def open_storage(target: str | Path, storage_options: Mapping[str, Any] | None = None) -> tuple[Storage, str]:
     """The storage holding ``target`` and ``target``'s path in it.
 
@@ -280,12 +300,7 @@ def open_storage(target: str | Path, storage_options: Mapping[str, Any] | None =
         return LocalStorage(), parts.path
     if not parts.netloc:
         raise StorageError(f"{shown}: the URL names no bucket, container or host", StorageReason.INVALID)
-    if scheme.module is not None and importlib.util.find_spec(scheme.module) is None:
-        raise StorageError(
-            f"{shown}: reading {scheme_name}:// needs the {scheme.module} library: "
-            f"pip install 'tidegauge[{scheme.extra}]' (or 'tidegauge[cloud]' for every store)",
-            StorageReason.MISSING_LIBRARY,
-        )
+    require_library(text)
     if scheme.protocol == "webhdfs":
         from collectors.hdfs import open_webhdfs
 

@@ -76,7 +76,7 @@ from collectors import http as pull_http
 from collectors.flink.responses import DEFAULT_MAX_JOBS, DEFAULT_MAX_PARALLELISM, FLINK_MAX_PARALLELISM
 from collectors.spark.eventlog import DEFAULT_MAX_POLL_BYTES, DEFAULT_MAX_RATIO
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES
-from collectors.storage import SCHEMES, StorageError, StorageReason, is_url
+from collectors.storage import SCHEMES, StorageError, StorageReason, is_url, require_library
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
 from rules.config import RulesConfig
@@ -284,7 +284,8 @@ class SparkEventLogTarget(_Model):
 
 
 def _check_url(url: str) -> None:
-    """A URL's scheme is known and it holds no credentials (its library is checked when the target starts)."""
+    """A URL's scheme is known, it holds no credentials and its store's library is installed (the message
+    names the extra to install)."""
     scheme = url.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
         known = ", ".join(f"{s}://" for s in SCHEMES)
@@ -295,6 +296,7 @@ def _check_url(url: str) -> None:
             "credentials and query strings are not read from the URL: use storage_options with {env:}/{file:} references",
             StorageReason.INVALID,
         )
+    require_library(url)
 
 
 def storage_options(target: SparkEventLogTarget, environ: Mapping[str, str], where: str) -> dict[str, Any]:

@@ -37,6 +37,17 @@ def test_missing_library_names_the_extra_and_scan_exits_2(
     ]
 
 
+def test_config_check_names_the_missing_library_of_a_target_s_url(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "tg.yaml"
+    config.write_text("targets:\n  spark_event_logs:\n    - name: logs\n      path: s3a://spark/spark-events\n")
+    monkeypatch.setattr(storage.importlib.util, "find_spec", lambda name: None)
+    code, _out, err = run_cli(["config", "check", "-c", str(config)], capsys)
+    assert code == 2
+    assert "reading s3a:// needs the s3fs library: pip install 'tidegauge[s3]'" in err
+
+
 @pytest.mark.parametrize(
     "url",
     ["s3://AKIAXX:topsecretvalue@bucket/x", "s3://bucket/x?X-Amz-Signature=topsecretvalue", "ftp://host/x", "s3:///x"],
