@@ -4,6 +4,7 @@ config's storage_options (secrets only as references, known to the redactor)."""
 from __future__ import annotations
 
 import errno
+import itertools
 import threading
 from pathlib import Path
 
@@ -118,7 +119,7 @@ def test_range_reader_reads_every_byte_once_in_order_with_growing_requests(sizes
         i += 1
     assert b"".join(out) == data
     calls = sorted(store.calls)  # the read-ahead may ask before the request it follows
-    assert all(end <= next_start for (_, end), (next_start, _) in zip(calls, calls[1:]))  # no byte asked twice
+    assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(calls))  # no byte asked twice
     assert len(store.calls) <= 6  # 64 KiB, then blocks growing to 1 MiB: not one request per read
     reader.seek(123_456)
     assert reader.read(10) == data[123_456:123_466]
