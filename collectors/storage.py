@@ -15,9 +15,9 @@ A :class:`Storage` answers four questions, whatever the store:
 - :meth:`Storage.ls_after` (object stores that list in key order, S3): only the entries whose name sorts
   after a given one (``StartAfter``), so a poll need not list the whole prefix again;
 - :meth:`Storage.info`: one entry;
-- :meth:`Storage.open`: a seekable binary reader; on a remote store every read is a ranged GET of at least
-  :data:`READ_BLOCK_BYTES` (:class:`RangeReader`), so reading resumes at a stored offset without fetching
-  what was read before.
+- :meth:`Storage.open`: a seekable binary reader; on a remote store reads are ranged GETs (a small one
+  for a file's head, then blocks of up to :data:`READ_BLOCK_BYTES` fetched ahead of the parser,
+  :class:`RangeReader`), so reading resumes at a stored offset without fetching what was read before.
 
 An :class:`Entry`'s ``identity`` changes when the file or object is replaced: ``"<st_dev>:<st_ino>"``
 locally (what the event-log cursors have always stored), the ETag on S3/GCS/ADLS (the mtime where a store
@@ -71,8 +71,8 @@ __all__ = [
     "storage_error",
 ]
 
-#: Largest ranged GET of a remote read (reads of a file start at :data:`FIRST_READ_BYTES` and grow 4x per
-#: request up to this), so a file's head costs a small request and a sequential read few large ones.
+#: Largest ranged GET of a remote read, and the size of each read-ahead (a file's head costs one request of
+#: :data:`FIRST_READ_BYTES`), so a sequential read is few large requests and at most two blocks are held.
 READ_BLOCK_BYTES = 16 << 20
 FIRST_READ_BYTES = 64 << 10
 #: Requests throttled (503 SlowDown, 429) even after the library's own retries are tried again this many
