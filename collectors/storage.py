@@ -15,9 +15,9 @@ A :class:`Storage` answers four questions, whatever the store:
 - :meth:`Storage.ls_after` (object stores that list in key order, S3): only the entries whose name sorts
   after a given one (``StartAfter``), so a poll need not list the whole prefix again;
 - :meth:`Storage.info`: one entry;
-- :meth:`Storage.open`: a seekable binary reader; on a remote store every read is a ranged GET of at least
-  :data:`READ_BLOCK_BYTES` (:class:`RangeReader`), so reading resumes at a stored offset without fetching
-  what was read before.
+- :meth:`Storage.open`: a seekable binary reader; on a remote store reads are ranged GETs (a small one
+  for a file's head, then blocks of up to :data:`READ_BLOCK_BYTES` fetched ahead of the parser,
+  :class:`RangeReader`), so reading resumes at a stored offset without fetching what was read before.
 
 An :class:`Entry`'s ``identity`` changes when the file or object is replaced: ``"<st_dev>:<st_ino>"``
 locally (what the event-log cursors have always stored), the ETag on S3/GCS/ADLS (the mtime where a store
@@ -72,8 +72,8 @@ __all__ = [
     "storage_error",
 ]
 
-#: Largest ranged GET of a remote read (reads of a file start at :data:`FIRST_READ_BYTES` and grow 4x per
-#: request up to this), so a file's head costs a small request and a sequential read few large ones.
+#: Largest ranged GET of a remote read, and the size of each read-ahead (a file's head costs one request of
+#: :data:`FIRST_READ_BYTES`), so a sequential read is few large requests and at most two blocks are held.
 READ_BLOCK_BYTES = 16 << 20
 FIRST_READ_BYTES = 64 << 10
 #: Requests throttled (503 SlowDown, 429) even after the library's own retries are tried again this many
@@ -557,9 +557,13 @@ class RangeReader:
 
     Each read past the buffer fetches ``[pos, pos + max(n, b))`` in one request, ``b`` growing from
     :data:`FIRST_READ_BYTES` 4x per request up to ``block_bytes``, so reading a file's head costs one small
-    request, a sequential read of an object a few GETs, and a seek to a stored offset fetches nothing
-    before it. Once a read continues where the previous request ended (a sequential read), the next block
-    is fetched in a background thread while the caller decompresses and parses this one. ``size`` is the
+    request and a seek to a stored offset fetches nothing before it. Once a read continues where the
+    previous request ended (a sequential read of a file of known size), the following ``block_bytes`` are
+    asked for in a background thread *before* this read's own request is sent, and each block taken from
+    that read-ahead starts the next one: a sequential read is one small request, then full blocks whose
+    fetch overlaps the caller's decompressing and parsing (a remote read costs one request's latency
+    before parsing starts, not a ramp of growing requests each waited for: each request costs ~65 ms on
+    WebHDFS). At most the buffer (a block plus the unread tail) and one block ahead are held. ``size`` is the
     one listed, or ``None`` for a file still being written whose listed size lags (HDFS,
     :attr:`Storage.hflush`): reads then go on until the store returns fewer bytes than asked (no
     read-ahead). Errors are :class:`StorageError` (a read-ahead's error is raised by the read that needs its
@@ -584,13 +588,20 @@ class RangeReader:
 
     def _fetch(self, start: int) -> bytes:
         """The block at ``start``: the read-ahead when it is that one, else a request now."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            if self._ahead_start == start:
-                return ahead.result()
-            ahead.cancel()
+        if self._ahead is not None and self._ahead_start == start:
+            ahead, self._ahead = self._ahead, None
+            return ahead.result()
         end = start + self._next if self.size is None else min(self.size, start + self._next)
         return self._storage.read_range(self._path, start, end)
+
+    def _read_ahead(self, start: int) -> None:
+        """Fetch ``[start, start + block)`` (within the size) in the background."""
+        assert self.size is not None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidegauge-readahead")
+        self._ahead_start = start
+        end = min(self.size, start + self._block)
+        self._ahead = self._pool.submit(self._storage.read_range, self._path, start, end)
 
     def read(self, n: int = -1) -> bytes:
         """Up to ``n`` bytes from the position (all that is left when ``n < 0``; fewer near a block's end,
@@ -606,15 +617,18 @@ class RangeReader:
             tail = self._buf[rel:] if sequential else b""  # the unread rest of the buffer, kept
             start = self._pos + len(tail)
             self._next = max(self._next, want - len(tail))
+            if self._ahead is not None and self._ahead_start != start:  # after a seek: not wanted
+                self._ahead.cancel()
+                self._ahead = None
+            if sequential and self._ahead is None and start + self._next < self.size:
+                # the read-ahead of the block after this request goes out first: both in flight at once
+                self._read_ahead(start + self._next)
             block = self._fetch(start)
             self._buf, self._buf_start, rel = tail + block, self._pos, 0
-            self._next = min(self._next * 4, max(self._block, want))  # sequential: fewer, larger requests
+            self._next = min(self._next * 4, max(self._block, want))  # fewer, larger requests
             end = start + len(block)
-            if sequential and block and end < self.size:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidegauge-readahead")
-                self._ahead_start = end
-                self._ahead = self._pool.submit(self._storage.read_range, self._path, end, min(self.size, end + self._next))
+            if sequential and block and end < self.size and self._ahead is None:
+                self._read_ahead(end)
             want = min(want, len(self._buf))
         data = self._buf[rel : rel + want]
         self._pos += len(data)

@@ -4,6 +4,8 @@ config's storage_options (secrets only as references, known to the redactor)."""
 from __future__ import annotations
 
 import errno
+import itertools
+import threading
 from pathlib import Path
 
 import pytest
@@ -142,9 +144,31 @@ def test_range_reader_reads_every_byte_once_in_order_with_growing_requests(sizes
         out.append(block)
         i += 1
     assert b"".join(out) == data
-    starts = [start for start, _ in store.calls]
-    assert starts == sorted(set(starts))  # no byte range asked twice
+    calls = sorted(store.calls)  # the read-ahead may ask before the request it follows
+    assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(calls))  # no byte asked twice
     assert len(store.calls) <= 6  # 64 KiB, then blocks growing to 1 MiB: not one request per read
     reader.seek(123_456)
     assert reader.read(10) == data[123_456:123_466]
     reader.close()
+
+
+def test_range_reader_asks_for_the_next_block_before_waiting_for_its_own_request() -> None:
+    data = bytes(range(256)) * 16_384  # 4 MiB
+    asked_ahead = threading.Event()
+
+    class _Store(_Ranges):
+        def read_range(self, path: str, start: int, end: int) -> bytes:
+            if start == 1 << 20:  # the read-ahead: it must be out while the request before it is answered
+                asked_ahead.set()
+            elif start == 64 << 10:
+                assert asked_ahead.wait(30), "the read-ahead was not sent before the sequential request"
+            return super().read_range(path, start, end)
+
+    store = _Store(data)
+    reader = storage.RangeReader(store, "bucket/key", len(data), block_bytes=1 << 20)  # type: ignore[arg-type]
+    assert reader.read(4096) == data[:4096]
+    reader.seek(0)
+    assert reader.read(1 << 20) == data[: 1 << 20]  # the head's 64 KiB + one request of the rest
+    assert reader.read(1 << 20) == data[1 << 20 : 2 << 20]  # the read-ahead's block
+    reader.close()
+    assert sorted(store.calls)[:3] == [(0, 64 << 10), (64 << 10, 1 << 20), (1 << 20, 2 << 20)]
