@@ -48,7 +48,10 @@ def _events(spark_fixtures: Path) -> list[dict[str, Any]]:
 async def _post_all(url: str, events: list[dict[str, Any]]) -> list[int]:
     limit = asyncio.Semaphore(CONCURRENCY)
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
-    async with httpx.AsyncClient(base_url=url, timeout=60.0, limits=httpx.Limits(max_connections=CONCURRENCY)) as c:
+    # Idle connections expire on the client before uvicorn's 5 s keep-alive closes them on the server: on a
+    # loaded machine a connection reused just as the server closes it is a ReadError, not a lost post.
+    limits = httpx.Limits(max_connections=CONCURRENCY, keepalive_expiry=2.0)
+    async with httpx.AsyncClient(base_url=url, timeout=60.0, limits=limits) as c:
 
         async def one(event: dict[str, Any]) -> int:
             async with limit:
