@@ -290,7 +290,7 @@ def parse_metric_ids(doc: Any, endpoint: str) -> list[str]:
 
 def parse_metric_values(doc: Any, endpoint: str) -> dict[str, str]:
     """``[{"id": ..., "value": "..."}]`` -> ``{id: value string}``. Entries without a value are left out
-    (unknown); ``[]`` (Flink's answer when any requested id is unknown, or before the first metric fetch)
+    (unknown), as are values that are not a string or number; ``[]`` (Flink's answer when any requested id is unknown, or before the first metric fetch)
     gives ``{}``.
 
     Raises:
@@ -301,8 +301,8 @@ def parse_metric_values(doc: Any, endpoint: str) -> dict[str, str]:
         _expect(entry, dict, f"{endpoint}: [{i}]", "entry")
         key = _field(entry, "id", f"{endpoint}: [{i}]", str)
         value = entry.get("value")
-        if value is not None:
-            out[key] = str(value)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            out[key] = str(value)  # a list or object as a value is unknown (never ``str()`` of a deep nesting)
     return out
 
 

@@ -51,7 +51,9 @@ def parse_long(value: Any) -> int | None:
         return value if LONG_MIN <= value <= LONG_MAX else None
     if isinstance(value, float):  # orjson reads an integer beyond 64 bits as a float: out of range too
         return int(value) if math.isfinite(value) and value.is_integer() and LONG_MIN <= value <= LONG_MAX else None
-    text = str(value).strip()
+    if not isinstance(value, str):
+        return None  # a list or object where a number belongs (never ``str()`` of it: it may nest 1,000 deep)
+    text = value.strip()
     if not text:
         return None
     whole, dot, frac = text.partition(".")
