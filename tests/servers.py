@@ -86,7 +86,15 @@ def static_pages(pages: Mapping[str, bytes], content_type: str = "text/plain; ve
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serve_handler(Handler) as base:
+        yield base
+
+
+@contextmanager
+def serve_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on a threaded loopback HTTP server (one thread per connection); yields its base URL
+    ``http://127.0.0.1:PORT``. Shut down and closed on exit."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()

@@ -16,10 +16,9 @@ scrape (``tests/fixtures/kafka/prometheus/kminion_docs_metrics_topic_and_group.p
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -33,6 +32,7 @@ from tests.conftest import RECORDED_FIXTURES
 from tests.daemon_process import free_port, metric_values
 from tests.flink_replay import load, standalone_routes
 from tests.hostile.harness import Measured, record, run_measured, tidegauge_argv
+from tests.servers import serve_handler
 
 Answer = tuple[int, bytes]
 REPORTER = RECORDED_FIXTURES / "flink" / "real-2.3.0" / "prometheus_reporter"
@@ -62,15 +62,8 @@ def serve(answer: Callable[[str, Mapping[str, list[str]]], Answer | None]) -> It
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler(Handler) as base:
+        yield base
 
 
 def _json(doc: Any) -> Answer:
