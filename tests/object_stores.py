@@ -43,10 +43,11 @@ def _wait(url: str, process: subprocess.Popen[bytes], what: str, timeout_s: floa
             time.sleep(0.1)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 3.0) -> None:
+    """SIGTERM ``process``, wait up to ``timeout_s`` seconds, then SIGKILL it (a test server's teardown)."""
     process.terminate()
     try:
-        process.wait(timeout=3)
+        process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
@@ -72,7 +73,7 @@ def gcs_emulator() -> Iterator[dict[str, str]]:
         _wait(f"http://127.0.0.1:{port}/storage/v1/b", process, "gcp-storage-emulator")
         yield {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}", "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
     finally:
-        _stop(process)
+        stop_process(process)
 
 
 def azurite_dir() -> Path:
@@ -118,4 +119,4 @@ def azurite(workdir: Path) -> Iterator[str]:
             f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
         )
     finally:
-        _stop(process)
+        stop_process(process)

@@ -29,6 +29,8 @@ from typing import Any
 
 import httpx
 
+from tests.object_stores import stop_process
+
 CONTROL = "/__tidegauge__/"
 REPO = Path(__file__).resolve().parent.parent
 
@@ -185,12 +187,7 @@ def s3_server() -> Iterator[S3Server]:
     try:
         yield S3Server(endpoint, process, credentials)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout_s=10)
 
 
 if __name__ == "__main__":
