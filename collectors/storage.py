@@ -69,6 +69,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+from fsspec.exceptions import FSTimeoutError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from collectors.http import Deadline, ReadLimits
@@ -616,7 +617,9 @@ class FsspecStorage:
                     return fn(*args, timeout=left_s, **kwargs)
                 return fn(*args, **kwargs)
             except TimeoutError as exc:
-                if self._async or deadline.expired():
+                # fsspec's sync() timing out (FSTimeoutError), or a library's own timeout past the deadline;
+                # a library's timeout before it (aiohttp's sock_read) is the store's failure
+                if isinstance(exc, FSTimeoutError) or deadline.expired():
                     raise _deadline_error(deadline, where) from None
                 raise storage_error(exc, where) from None
             except Exception as exc:
