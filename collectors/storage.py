@@ -47,7 +47,9 @@ Bounds (issue 19: a hostile or broken store must not take the process's memory o
   passes its own session class (``AioConfig(http_session_cls=...)``, :func:`bounded_s3_session_cls`)
   whose every response body (listing XML, ranged GET, error document) is read in steps and refused past
   ``max_body_bytes`` (a ``Content-Length`` above it is refused before reading), as a :class:`StorageError`
-  of reason ``BODY_TOO_LARGE``. gcsfs and adlfs answers are bounded by the deadline only.
+  of reason ``BODY_TOO_LARGE``. gcsfs (its own aiohttp session) gets the same bound through
+  ``session_kwargs={"response_class": ...}`` (:func:`bounded_response_cls`). adlfs answers (azure-core's
+  transport) are bounded by the deadline only.
 
 Credentials come from each library's default chain (environment, profile, instance or workload identity)
 unless ``storage_options`` pass them; ``AWS_ENDPOINT_URL`` (read by botocore) or ``endpoint_url`` points S3
@@ -91,6 +93,7 @@ __all__ = [
     "Storage",
     "StorageError",
     "StorageReason",
+    "bounded_response_cls",
     "bounded_s3_session_cls",
     "is_url",
     "open_storage",
@@ -361,6 +364,8 @@ def open_storage(
     options = dict(storage_options or {})
     if scheme.protocol == "s3":
         options["config_kwargs"] = _s3_config(options.get("config_kwargs"), limits)
+    elif scheme.protocol == "gcs":
+        options["session_kwargs"] = _gcs_session(options.get("session_kwargs"), limits)
     try:
         fs, path = fsspec.core.url_to_fs(f"{scheme.protocol}://{text.split('://', 1)[1]}", **options)
     except ImportError as exc:  # a dependency of the library itself
@@ -384,6 +389,16 @@ def _s3_config(given: Any, limits: ReadLimits) -> dict[str, Any]:
     config.setdefault("read_timeout", limits.request_deadline_s)
     config.setdefault("http_session_cls", bounded_s3_session_cls(limits.max_body_bytes))
     return config
+
+
+def _gcs_session(given: Any, limits: ReadLimits) -> dict[str, Any]:
+    """gcsfs's ``session_kwargs`` (its ``aiohttp.ClientSession``'s): the user's, with the bounded response
+    class (:func:`bounded_response_cls`) unless they set one."""
+    if given is not None and not isinstance(given, Mapping):
+        raise StorageError("storage_options.session_kwargs: expected a mapping", StorageReason.INVALID)
+    session = dict(given or {})
+    session.setdefault("response_class", bounded_response_cls(limits.max_body_bytes))
+    return session
 
 
 class ResponseTooLarge(Exception):
@@ -433,6 +448,34 @@ class _BoundedStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+@functools.cache
+def bounded_response_cls(max_response_bytes: int) -> type:
+    """An :class:`aiohttp.ClientResponse` class whose body is at most ``max_response_bytes`` (gcsfs:
+    ``ClientSession(response_class=...)`` through its ``session_kwargs``; one class per limit).
+
+    Its ``content`` stream is wrapped (:class:`_BoundedStream`) as soon as the headers are read
+    (``ClientResponse.start``), before any body byte is read, so ``read()``, ``json()`` and
+    ``content.read(n)`` are all counted; a ``Content-Length`` above the limit (but on a ``HEAD``) is refused
+    at once.
+
+    Raises (from a request or a read): :class:`ResponseTooLarge`, mapped by :func:`storage_error` to
+    ``BODY_TOO_LARGE``.
+    """
+    import aiohttp
+
+    class BoundedClientResponse(aiohttp.ClientResponse):
+        async def start(self, connection: Any) -> aiohttp.ClientResponse:
+            response = await super().start(connection)
+            announced = self.content_length
+            if self.method != "HEAD" and announced is not None and announced > max_response_bytes:
+                self.close()
+                raise ResponseTooLarge(max_response_bytes, announced)
+            self.content = _BoundedStream(self.content, max_response_bytes)  # type: ignore[assignment]
+            return response
+
+    return BoundedClientResponse
 
 
 @functools.cache

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import aiohttp
 import pytest
 from fsspec.asyn import AsyncFileSystem
 
@@ -168,3 +171,65 @@ def test_event_log_targets_configure_the_store_bounds_as_http_targets_do() -> No
     assert (limits.request_deadline_s, limits.poll_deadline_s, limits.max_body_bytes) == (3.0, 4.0, 1_048_576)
     default = SparkEventLogTarget.model_validate({"name": "s3", "path": "/var/log/spark"}).store_limits()
     assert (default.request_deadline_s, default.poll_deadline_s, default.max_body_bytes) == (30.0, 60.0, 33_554_432)
+
+
+class _Answers(BaseHTTPRequestHandler):
+    """``/endless``: a chunked body that never ends; ``/big``: announces 10 MB; ``/small``: 1,000 bytes."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        try:
+            if self.path == "/small":
+                self.send_response(200)
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                self.wfile.write(b"s" * 1000)
+            elif self.path == "/big":
+                self.send_response(200)
+                self.send_header("Content-Length", str(10_000_000))
+                self.end_headers()
+            else:
+                self.send_response(200)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                block = b" " * 65536
+                while True:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(block), block))
+        except OSError:
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def answers() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_bounded_response_class_cuts_an_endless_body_and_refuses_a_large_announced_one(answers: str) -> None:
+    async def get(path: str) -> bytes:
+        bounded = storage.bounded_response_cls(200_000)
+        async with aiohttp.ClientSession(response_class=bounded) as session, session.get(answers + path) as response:
+            return await response.read()
+
+    assert asyncio.run(get("/small")) == b"s" * 1000
+    with pytest.raises(ResponseTooLarge) as endless:
+        asyncio.run(get("/endless"))
+    assert endless.value.announced is None and endless.value.cap == 200_000
+    with pytest.raises(ResponseTooLarge) as big:
+        asyncio.run(get("/big"))
+    assert big.value.announced == 10_000_000
+
+
+def test_gcs_session_keeps_the_user_s_settings_and_adds_the_bound() -> None:
+    limits = ReadLimits(max_body_bytes=1_000)
+    session = storage._gcs_session({"trust_env": True}, limits)
+    assert session == {"trust_env": True, "response_class": storage.bounded_response_cls(1_000)}
