@@ -45,10 +45,9 @@ HDFS semantics this storage keeps (see :class:`WebHdfsStorage`):
 
 from __future__ import annotations
 
-import functools
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -59,6 +58,7 @@ from collectors.storage import (
     Entry,
     FsspecStorage,
     RangeReader,
+    ResponseTooLarge,
     StorageError,
     StorageReason,
 )
@@ -67,6 +67,7 @@ __all__ = ["DEFAULT_HTTP_PORT", "REQUEST_TIMEOUT_S", "WebHdfsStorage", "namenode
 
 DEFAULT_HTTP_PORT = 9870
 REQUEST_TIMEOUT_S = 30.0
+_BODY_STEP_BYTES = 64 * 1024  # bytes of an answer read per step
 _OUT_OF_RANGE = "out of the range"  # the NameNode's IOException for an offset at or past the length it knows
 
 
@@ -142,8 +143,8 @@ def open_webhdfs(
         fs = WebHDFS(host, skip_instance_cache=True, **kwargs)
     except (TypeError, ValueError) as exc:
         raise StorageError(f"{scheme}://{netloc}: invalid storage_options: {type(exc).__name__}", StorageReason.INVALID) from None
-    # fsspec's WebHDFS sends its requests without a timeout: give every one of them ours
-    fs.session.request = functools.partial(fs.session.request, timeout=timeout_s)
+    # fsspec's WebHDFS sends its requests without a timeout and reads whole bodies: bound every one of them
+    fs.session.request = _bounded_request(fs.session.request, timeout_s, limits.max_body_bytes)
     return WebHdfsStorage(fs, f"{scheme}://{netloc}/", limits)
 
 
@@ -214,6 +215,37 @@ class WebHdfsStorage(FsspecStorage):
         _raise_for(response)
         self._datanodes[path] = location
         return bytes(response.content)
+
+
+def _bounded_request(request: Callable[..., Any], timeout_s: float, max_response_bytes: int) -> Callable[..., Any]:
+    """``requests.Session.request`` with a timeout of ``timeout_s`` seconds per connect and per read, whose
+    answer's body is read here in 64 KiB steps, at most ``max_response_bytes`` (decoded), then kept as the
+    response's ``content`` (what fsspec's ``WebHDFS`` and :class:`WebHdfsStorage` read).
+
+    Raises:
+        collectors.storage.ResponseTooLarge: a body (or, but on a ``HEAD``, a ``Content-Length``) beyond
+            the limit; :func:`collectors.storage.storage_error` makes it ``BODY_TOO_LARGE``.
+    """
+
+    def send(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("timeout", timeout_s)
+        kwargs["stream"] = True
+        response = request(method, url, *args, **kwargs)
+        announced = str(response.headers.get("Content-Length", ""))
+        if method.upper() != "HEAD" and announced.isdigit() and int(announced) > max_response_bytes:
+            response.close()
+            raise ResponseTooLarge(max_response_bytes, int(announced))
+        body = bytearray()
+        for chunk in response.iter_content(_BODY_STEP_BYTES):
+            body += chunk
+            if len(body) > max_response_bytes:
+                response.close()
+                raise ResponseTooLarge(max_response_bytes)
+        response._content = bytes(body)
+        response._content_consumed = True
+        return response
+
+    return send
 
 
 def _remote_exception(response: Any) -> tuple[str, str]:

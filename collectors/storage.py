@@ -49,7 +49,8 @@ Bounds (issue 19: a hostile or broken store must not take the process's memory o
   ``max_body_bytes`` (a ``Content-Length`` above it is refused before reading), as a :class:`StorageError`
   of reason ``BODY_TOO_LARGE``. gcsfs (its own aiohttp session) gets the same bound through
   ``session_kwargs={"response_class": ...}`` (:func:`bounded_response_cls`). adlfs answers (azure-core's
-  transport) are bounded by the deadline only.
+  transport) are bounded by the deadline only. WebHDFS answers (``requests``) are read in steps and cut
+  at the same limit (:mod:`collectors.hdfs`).
 
 Credentials come from each library's default chain (environment, profile, instance or workload identity)
 unless ``storage_options`` pass them; ``AWS_ENDPOINT_URL`` (read by botocore) or ``endpoint_url`` points S3

@@ -14,6 +14,7 @@ import pytest
 from fsspec.asyn import AsyncFileSystem
 
 import collectors.storage as storage
+from collectors.hdfs import open_webhdfs
 from collectors.http import ReadLimits
 from collectors.storage import FsspecStorage, ResponseTooLarge, StorageError, StorageReason, storage_error
 from monitor.config import SparkEventLogTarget
@@ -174,18 +175,18 @@ def test_event_log_targets_configure_the_store_bounds_as_http_targets_do() -> No
 
 
 class _Answers(BaseHTTPRequestHandler):
-    """``/endless``: a chunked body that never ends; ``/big``: announces 10 MB; ``/small``: 1,000 bytes."""
+    """A path holding ``small``: 1,000 bytes; ``big``: announces 10 MB; else a chunked body that never ends."""
 
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
         try:
-            if self.path == "/small":
+            if "small" in self.path:
                 self.send_response(200)
                 self.send_header("Content-Length", "1000")
                 self.end_headers()
                 self.wfile.write(b"s" * 1000)
-            elif self.path == "/big":
+            elif "big" in self.path:
                 self.send_response(200)
                 self.send_header("Content-Length", str(10_000_000))
                 self.end_headers()
@@ -233,3 +234,18 @@ def test_gcs_session_keeps_the_user_s_settings_and_adds_the_bound() -> None:
     limits = ReadLimits(max_body_bytes=1_000)
     session = storage._gcs_session({"trust_env": True}, limits)
     assert session == {"trust_env": True, "response_class": storage.bounded_response_cls(1_000)}
+
+
+def test_webhdfs_answers_are_cut_at_the_limit(answers: str) -> None:
+    netloc = answers.removeprefix("http://")
+    store = open_webhdfs("webhdfs", netloc, {}, environ={}, limits=ReadLimits(max_body_bytes=200_000))
+    with pytest.raises(StorageError) as endless:
+        store.info("/endless")  # GETFILESTATUS answered by an endless body
+    assert endless.value.reason is StorageReason.BODY_TOO_LARGE
+    assert str(endless.value) == (
+        f"body too large: the store's answer for webhdfs://{netloc}/endless sent more than the 200,000 bytes "
+        "allowed (max_response_bytes)"
+    )
+    with pytest.raises(StorageError) as big:
+        store.read_range("/big", 0, 100)
+    assert big.value.reason is StorageReason.BODY_TOO_LARGE and "announces 10,000,000 bytes" in str(big.value)
