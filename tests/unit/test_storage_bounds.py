@@ -16,7 +16,14 @@ from fsspec.asyn import AsyncFileSystem
 import collectors.storage as storage
 from collectors.hdfs import open_webhdfs
 from collectors.http import ReadLimits
-from collectors.storage import FsspecStorage, ResponseTooLarge, StorageError, StorageReason, storage_error
+from collectors.storage import (
+    FsspecStorage,
+    ResponseTooLarge,
+    StorageError,
+    StorageReason,
+    open_storage,
+    storage_error,
+)
 from monitor.config import SparkEventLogTarget
 from monitor.model import ErrorKind
 
@@ -175,13 +182,17 @@ def test_event_log_targets_configure_the_store_bounds_as_http_targets_do() -> No
 
 
 class _Answers(BaseHTTPRequestHandler):
-    """A path holding ``small``: 1,000 bytes; ``big``: announces 10 MB; else a chunked body that never ends."""
+    """A path holding ``small``: 1,000 bytes; ``big``: announces 10 MB; ``hang``: no answer (until the
+    server's ``release`` is set); else a chunked body that never ends."""
 
     protocol_version = "HTTP/1.1"
+    release = threading.Event()
 
     def do_GET(self) -> None:
         try:
-            if "small" in self.path:
+            if "hang" in self.path:
+                self.release.wait(30)
+            elif "small" in self.path:
                 self.send_response(200)
                 self.send_header("Content-Length", "1000")
                 self.end_headers()
@@ -211,6 +222,7 @@ def answers() -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
+    _Answers.release.set()
     server.shutdown()
     server.server_close()
 
@@ -249,3 +261,34 @@ def test_webhdfs_answers_are_cut_at_the_limit(answers: str) -> None:
     with pytest.raises(StorageError) as big:
         store.read_range("/big", 0, 100)
     assert big.value.reason is StorageReason.BODY_TOO_LARGE and "announces 10,000,000 bytes" in str(big.value)
+
+
+S3_KEYS = {"key": "unit-test-key", "secret": "unit-test-secret"}
+
+
+def test_s3_listing_with_an_endless_body_is_cut_at_the_limit(answers: str) -> None:
+    store, path = open_storage(
+        "s3://endless/spark-events",
+        {"endpoint_url": answers, **S3_KEYS},
+        ReadLimits(max_body_bytes=200_000, request_deadline_s=2.0),  # should the bound break: fails, not swells
+    )
+    with pytest.raises(StorageError) as info:
+        store.ls(path)
+    assert info.value.reason is StorageReason.BODY_TOO_LARGE
+    assert str(info.value) == (
+        "body too large: the store's answer for s3://endless/spark-events sent more than the 200,000 bytes "
+        "allowed (max_response_bytes)"
+    )
+
+
+def test_s3_endpoint_that_never_answers_ends_at_the_request_deadline(answers: str) -> None:
+    _Answers.release.clear()
+    store, path = open_storage(
+        "s3://hang/spark-events", {"endpoint_url": answers, **S3_KEYS}, ReadLimits(request_deadline_s=0.5)
+    )
+    with pytest.raises(StorageError) as info:
+        store.ls(path)
+    assert info.value.reason is StorageReason.DEADLINE_EXCEEDED
+    assert str(info.value) == (
+        "deadline exceeded: no complete answer from s3://hang/spark-events within the request deadline of 0.5 s"
+    )
