@@ -45,20 +45,29 @@ HDFS semantics this storage keeps (see :class:`WebHdfsStorage`):
 
 from __future__ import annotations
 
-import functools
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from collectors.storage import Entry, FsspecStorage, RangeReader, StorageError, StorageReason
+from collectors.http import ReadLimits
+from collectors.storage import (
+    DEFAULT_STORE_LIMITS,
+    Entry,
+    FsspecStorage,
+    RangeReader,
+    ResponseTooLarge,
+    StorageError,
+    StorageReason,
+)
 
 __all__ = ["DEFAULT_HTTP_PORT", "REQUEST_TIMEOUT_S", "WebHdfsStorage", "namenode_http_port", "open_webhdfs"]
 
 DEFAULT_HTTP_PORT = 9870
 REQUEST_TIMEOUT_S = 30.0
+_BODY_STEP_BYTES = 64 * 1024  # bytes of an answer read per step
 _OUT_OF_RANGE = "out of the range"  # the NameNode's IOException for an offset at or past the length it knows
 
 
@@ -93,7 +102,13 @@ def namenode_http_port(host: str, options: Mapping[str, Any], environ: Mapping[s
     return DEFAULT_HTTP_PORT
 
 
-def open_webhdfs(scheme: str, netloc: str, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> WebHdfsStorage:
+def open_webhdfs(
+    scheme: str,
+    netloc: str,
+    options: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    limits: ReadLimits = DEFAULT_STORE_LIMITS,
+) -> WebHdfsStorage:
     """The :class:`WebHdfsStorage` of an ``hdfs://`` or ``webhdfs://`` URL's ``netloc`` (``host[:port]``).
 
     Args:
@@ -101,9 +116,11 @@ def open_webhdfs(scheme: str, netloc: str, options: Mapping[str, Any], environ: 
             docstring) or ``"webhdfs"`` (the port is the HTTP one; 9870 when absent).
         netloc: the URL's ``host[:port]`` (no user-info: :func:`collectors.storage.open_storage` refuses it).
         options: fsspec ``WebHDFS`` keyword arguments (``port``, ``user``, ``kerberos``, ``use_https``, ...),
-            secrets already resolved, plus ``timeout_s`` (seconds per request, default
-            :data:`REQUEST_TIMEOUT_S`).
+            secrets already resolved, plus ``timeout_s`` (seconds per connect and per read of a request,
+            default :data:`REQUEST_TIMEOUT_S` or the request deadline if shorter).
         environ: the environment (``HADOOP_CONF_DIR``, ``HADOOP_USER_NAME``); ``os.environ`` by default.
+        limits: the request and poll deadlines (:class:`collectors.storage.FsspecStorage`): no request starts
+            once the poll's deadline has passed.
 
     Raises:
         StorageError: ``INVALID`` for unusable options or Hadoop configuration.
@@ -121,14 +138,14 @@ def open_webhdfs(scheme: str, netloc: str, options: Mapping[str, Any], environ: 
     kwargs["port"] = namenode_http_port(host, kwargs, env)
     if kwargs.get("user") is None and env.get("HADOOP_USER_NAME"):
         kwargs["user"] = env["HADOOP_USER_NAME"]
-    timeout_s = float(kwargs.pop("timeout_s", REQUEST_TIMEOUT_S))
+    timeout_s = float(kwargs.pop("timeout_s", min(REQUEST_TIMEOUT_S, limits.request_deadline_s)))
     try:
         fs = WebHDFS(host, skip_instance_cache=True, **kwargs)
     except (TypeError, ValueError) as exc:
         raise StorageError(f"{scheme}://{netloc}: invalid storage_options: {type(exc).__name__}", StorageReason.INVALID) from None
-    # fsspec's WebHDFS sends its requests without a timeout: give every one of them ours
-    fs.session.request = functools.partial(fs.session.request, timeout=timeout_s)
-    return WebHdfsStorage(fs, f"{scheme}://{netloc}/")
+    # fsspec's WebHDFS sends its requests without a timeout and reads whole bodies: bound every one of them
+    fs.session.request = _bounded_request(fs.session.request, timeout_s, limits.max_body_bytes)
+    return WebHdfsStorage(fs, f"{scheme}://{netloc}/", limits)
 
 
 class WebHdfsStorage(FsspecStorage):
@@ -141,8 +158,8 @@ class WebHdfsStorage(FsspecStorage):
 
     hflush = True
 
-    def __init__(self, fs: Any, prefix: str) -> None:
-        super().__init__(fs, prefix, object_store=False)
+    def __init__(self, fs: Any, prefix: str, limits: ReadLimits = DEFAULT_STORE_LIMITS) -> None:
+        super().__init__(fs, prefix, object_store=False, limits=limits)
         # path -> the DataNode URL the NameNode redirected the last read of it to: later reads go there
         # directly with their own offset (one request instead of two); dropped on any failure
         self._datanodes: dict[str, str] = {}
@@ -198,6 +215,37 @@ class WebHdfsStorage(FsspecStorage):
         _raise_for(response)
         self._datanodes[path] = location
         return bytes(response.content)
+
+
+def _bounded_request(request: Callable[..., Any], timeout_s: float, max_response_bytes: int) -> Callable[..., Any]:
+    """``requests.Session.request`` with a timeout of ``timeout_s`` seconds per connect and per read, whose
+    answer's body is read here in 64 KiB steps, at most ``max_response_bytes`` (decoded), then kept as the
+    response's ``content`` (what fsspec's ``WebHDFS`` and :class:`WebHdfsStorage` read).
+
+    Raises:
+        collectors.storage.ResponseTooLarge: a body (or, but on a ``HEAD``, a ``Content-Length``) beyond
+            the limit; :func:`collectors.storage.storage_error` makes it ``BODY_TOO_LARGE``.
+    """
+
+    def send(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("timeout", timeout_s)
+        kwargs["stream"] = True
+        response = request(method, url, *args, **kwargs)
+        announced = str(response.headers.get("Content-Length", ""))
+        if method.upper() != "HEAD" and announced.isdigit() and int(announced) > max_response_bytes:
+            response.close()
+            raise ResponseTooLarge(max_response_bytes, int(announced))
+        body = bytearray()
+        for chunk in response.iter_content(_BODY_STEP_BYTES):
+            body += chunk
+            if len(body) > max_response_bytes:
+                response.close()
+                raise ResponseTooLarge(max_response_bytes)
+        response._content = bytes(body)
+        response._content_consumed = True
+        return response
+
+    return send
 
 
 def _remote_exception(response: Any) -> tuple[str, str]:

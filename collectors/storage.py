@@ -31,6 +31,27 @@ after the library's own retries, unreachable, a library missing, a bad URL). Its
 the store's error code, never a key, token or signed URL: library texts are not repeated beyond their
 error code, and query strings and user-info are dropped from every URL shown.
 
+Bounds (issue 19: a hostile or broken store must not take the process's memory or hang a poll), the same
+:class:`collectors.http.ReadLimits` as the HTTP targets, one per target (``request_deadline``,
+``poll_deadline``; ``max_body_bytes`` is the store's ``max_response_bytes``):
+
+* **Deadline**: every request of an async store (s3fs, gcsfs, adlfs) runs through fsspec's
+  :func:`fsspec.asyn.sync` with ``timeout=`` what is left of the request's deadline (or the poll's, if that
+  comes first: :meth:`Storage.begin_poll`); on timeout the coroutine is cancelled on fsspec's loop (its
+  ``asyncio.wait_for``), so it stops reading, and the failure is a :class:`StorageError` of reason
+  ``DEADLINE_EXCEEDED`` (kind ``deadline_exceeded``, message as :class:`collectors.http.Deadline`'s).
+  WebHDFS (``requests``, synchronous) has a timeout per request (:data:`collectors.hdfs.REQUEST_TIMEOUT_S`,
+  cut to the deadline) and no request starts after the poll's deadline. botocore's ``connect_timeout`` and
+  ``read_timeout`` default to :data:`S3_CONNECT_TIMEOUT_S` and the request deadline when the user set none.
+* **Response size** (S3): botocore reads each answer through aiobotocore's aiohttp session; tidegauge
+  passes its own session class (``AioConfig(http_session_cls=...)``, :func:`bounded_s3_session_cls`)
+  whose every response body (listing XML, ranged GET, error document) is read in steps and refused past
+  ``max_body_bytes`` (a ``Content-Length`` above it is refused before reading), as a :class:`StorageError`
+  of reason ``BODY_TOO_LARGE``. gcsfs (its own aiohttp session) gets the same bound through
+  ``session_kwargs={"response_class": ...}`` (:func:`bounded_response_cls`). adlfs answers (azure-core's
+  transport) are bounded by the deadline only. WebHDFS answers (``requests``) are read in steps and cut
+  at the same limit (:mod:`collectors.hdfs`).
+
 Credentials come from each library's default chain (environment, profile, instance or workload identity)
 unless ``storage_options`` pass them; ``AWS_ENDPOINT_URL`` (read by botocore) or ``endpoint_url`` points S3
 at an S3-compatible store.
@@ -40,6 +61,7 @@ from __future__ import annotations
 
 import enum
 import errno
+import functools
 import importlib.util
 import os
 from collections.abc import Mapping
@@ -47,25 +69,33 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+from fsspec.exceptions import FSTimeoutError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from collectors.http import Deadline, ReadLimits
 from monitor.errors import InputError
 from monitor.model import ErrorKind
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_STORE_LIMITS",
     "READ_BLOCK_BYTES",
+    "S3_CONNECT_TIMEOUT_S",
     "SCHEMES",
     "Entry",
     "FsspecStorage",
     "LocalStorage",
     "RangeReader",
+    "ResponseTooLarge",
     "Scheme",
     "Storage",
     "StorageError",
     "StorageReason",
+    "bounded_response_cls",
+    "bounded_s3_session_cls",
     "is_url",
     "open_storage",
     "require_library",
@@ -81,6 +111,15 @@ FIRST_READ_BYTES = 64 << 10
 #: SlowDown but not 429; gcsfs and adlfs retry both): then the poll reports a ``throttled`` error.
 THROTTLE_ATTEMPTS = 3
 THROTTLE_MAX_WAIT_S = 2.0
+#: Bytes one answer of a store may have (``max_response_bytes``): two read blocks (a ranged GET asks for at
+#: most one; a ``ListObjectsV2`` page of 1,000 keys is about 350 KB).
+DEFAULT_MAX_RESPONSE_BYTES = 2 * READ_BLOCK_BYTES
+#: Seconds botocore waits for a TCP connection to an S3 endpoint when ``config_kwargs`` set none.
+S3_CONNECT_TIMEOUT_S = 5.0
+#: The bounds of a store's reads when a target configures none.
+DEFAULT_STORE_LIMITS = ReadLimits(max_body_bytes=DEFAULT_MAX_RESPONSE_BYTES)
+_E = TypeVar("_E", bound=BaseException)
+_BODY_STEP_BYTES = 64 * 1024  # bytes read from a store's answer per step (the most a step can overshoot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +163,14 @@ class StorageReason(enum.StrEnum):
     UNREACHABLE = "unreachable"  # connection refused, DNS, timeout, a 5xx other than throttling
     MISSING_LIBRARY = "missing_library"  # the scheme's library (extra) is not installed
     INVALID = "invalid"  # a URL we cannot read (unknown scheme, no bucket, credentials in the URL)
+    DEADLINE_EXCEEDED = "deadline_exceeded"  # no complete answer within the request's or the poll's deadline
+    BODY_TOO_LARGE = "body_too_large"  # an answer longer than max_response_bytes
 
 
-_RETRYABLE = {StorageReason.THROTTLED, StorageReason.UNREACHABLE, StorageReason.CREDENTIALS, StorageReason.NOT_FOUND}
+_RETRYABLE = {
+    StorageReason.THROTTLED, StorageReason.UNREACHABLE, StorageReason.CREDENTIALS, StorageReason.NOT_FOUND,
+    StorageReason.DEADLINE_EXCEEDED,
+}
 
 
 class StorageError(InputError):
@@ -156,6 +200,10 @@ class StorageError(InputError):
             return ErrorKind.CREDENTIALS
         if self.reason is StorageReason.THROTTLED:
             return ErrorKind.THROTTLED
+        if self.reason is StorageReason.DEADLINE_EXCEEDED:
+            return ErrorKind.DEADLINE_EXCEEDED
+        if self.reason is StorageReason.BODY_TOO_LARGE:
+            return ErrorKind.BODY_TOO_LARGE
         if self.reason is StorageReason.NOT_FOUND and not root:
             return ErrorKind.DELETED
         return ErrorKind.UNREACHABLE if root else ErrorKind.FILE
@@ -236,6 +284,10 @@ class Storage(Protocol):
         """The path of ``name`` inside the directory ``parent``."""
         ...
 
+    def begin_poll(self) -> None:
+        """Start a poll: the requests made until the next call share its ``poll_deadline`` (remote stores)."""
+        ...
+
 
 def is_url(text: str) -> bool:
     """Whether ``text`` is a URL (``scheme://...``) rather than a local path (``C:\\`` is a path)."""
@@ -262,7 +314,9 @@ def require_library(url: str) -> None:
         )
 
 
-def open_storage(target: str | Path, storage_options: Mapping[str, Any] | None = None) -> tuple[Storage, str]:
+def open_storage(
+    target: str | Path, storage_options: Mapping[str, Any] | None = None, limits: ReadLimits = DEFAULT_STORE_LIMITS
+) -> tuple[Storage, str]:
     """The storage holding ``target`` and ``target``'s path in it.
 
     Args:
@@ -272,6 +326,7 @@ def open_storage(target: str | Path, storage_options: Mapping[str, Any] | None =
             ``key``, ``secret``, ``token``, ``endpoint_url``, ``client_kwargs``...; ``gcsfs.GCSFileSystem``;
             ``adlfs.AzureBlobFileSystem``: ``account_name``, ``account_key``, ``sas_token``...), secrets
             already resolved. Ignored for local paths.
+        limits: the deadlines of its requests and polls and the bytes one answer may have (module docstring).
 
     Returns:
         ``(storage, path)``; nothing is contacted yet (credentials are looked up on first use).
@@ -304,10 +359,14 @@ def open_storage(target: str | Path, storage_options: Mapping[str, Any] | None =
     if scheme.protocol == "webhdfs":
         from collectors.hdfs import open_webhdfs
 
-        return open_webhdfs(scheme_name, parts.netloc, storage_options or {}), parts.path.rstrip("/") or "/"
+        return open_webhdfs(scheme_name, parts.netloc, storage_options or {}, limits=limits), parts.path.rstrip("/") or "/"
     import fsspec
 
     options = dict(storage_options or {})
+    if scheme.protocol == "s3":
+        options["config_kwargs"] = _s3_config(options.get("config_kwargs"), limits)
+    elif scheme.protocol == "gcs":
+        options["session_kwargs"] = _gcs_session(options.get("session_kwargs"), limits)
     try:
         fs, path = fsspec.core.url_to_fs(f"{scheme.protocol}://{text.split('://', 1)[1]}", **options)
     except ImportError as exc:  # a dependency of the library itself
@@ -318,7 +377,144 @@ def open_storage(target: str | Path, storage_options: Mapping[str, Any] | None =
     except (TypeError, ValueError) as exc:
         raise StorageError(f"{shown}: invalid storage_options: {type(exc).__name__}", StorageReason.INVALID) from None
     prefix = f"{scheme_name}://" if scheme.protocol not in ("hdfs", "webhdfs") else f"{scheme_name}://{parts.netloc}/"
-    return FsspecStorage(fs, prefix, object_store=scheme.object_store), path.rstrip("/")
+    return FsspecStorage(fs, prefix, object_store=scheme.object_store, limits=limits), path.rstrip("/")
+
+
+def _s3_config(given: Any, limits: ReadLimits) -> dict[str, Any]:
+    """s3fs's ``config_kwargs`` (botocore's ``AioConfig``): the user's, with timeouts where they set none
+    and the bounded session class (:func:`bounded_s3_session_cls`)."""
+    if given is not None and not isinstance(given, Mapping):
+        raise StorageError("storage_options.config_kwargs: expected a mapping", StorageReason.INVALID)
+    config = dict(given or {})
+    config.setdefault("connect_timeout", S3_CONNECT_TIMEOUT_S)
+    config.setdefault("read_timeout", limits.request_deadline_s)
+    config.setdefault("http_session_cls", bounded_s3_session_cls(limits.max_body_bytes))
+    return config
+
+
+def _gcs_session(given: Any, limits: ReadLimits) -> dict[str, Any]:
+    """gcsfs's ``session_kwargs`` (its ``aiohttp.ClientSession``'s): the user's, with the bounded response
+    class (:func:`bounded_response_cls`) unless they set one."""
+    if given is not None and not isinstance(given, Mapping):
+        raise StorageError("storage_options.session_kwargs: expected a mapping", StorageReason.INVALID)
+    session = dict(given or {})
+    session.setdefault("response_class", bounded_response_cls(limits.max_body_bytes))
+    return session
+
+
+class ResponseTooLarge(Exception):
+    """A store's answer longer than allowed (raised inside the library; :func:`storage_error` maps it).
+
+    Attributes:
+        cap: the bytes allowed (``max_response_bytes``).
+        announced: the ``Content-Length`` when it announced more, else ``None`` (counted while reading).
+    """
+
+    def __init__(self, cap: int, announced: int | None = None) -> None:
+        super().__init__(f"more than {cap} bytes")
+        self.cap = cap
+        self.announced = announced
+
+
+class _BoundedStream:
+    """An aiohttp :class:`aiohttp.StreamReader` whose reads are counted: past ``cap`` bytes in all, the read
+    raises :class:`ResponseTooLarge` (a ``read()`` of everything reads in steps of 64 KiB, so at most
+    ``cap`` plus a step is held; aiohttp's flow control pauses the socket meanwhile)."""
+
+    def __init__(self, inner: Any, cap: int) -> None:
+        self._inner = inner
+        self._cap = cap
+        self._count = 0
+
+    def _take(self, chunk: bytes) -> bytes:
+        self._count += len(chunk)
+        if self._count > self._cap:
+            raise ResponseTooLarge(self._cap)
+        return chunk
+
+    async def read(self, n: int = -1) -> bytes:
+        if n is not None and n >= 0:
+            return self._take(await self._inner.read(n))
+        parts: list[bytes] = []
+        while chunk := await self._inner.read(_BODY_STEP_BYTES):
+            parts.append(self._take(chunk))
+        return b"".join(parts)
+
+    async def readany(self) -> bytes:
+        return self._take(await self._inner.readany())
+
+    async def readchunk(self) -> tuple[bytes, bool]:
+        chunk, end = await self._inner.readchunk()
+        return self._take(chunk), end
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@functools.cache
+def bounded_response_cls(max_response_bytes: int) -> type:
+    """An :class:`aiohttp.ClientResponse` class whose body is at most ``max_response_bytes`` (gcsfs:
+    ``ClientSession(response_class=...)`` through its ``session_kwargs``; one class per limit).
+
+    Its ``content`` stream is wrapped (:class:`_BoundedStream`) as soon as the headers are read
+    (``ClientResponse.start``), before any body byte is read, so ``read()``, ``json()`` and
+    ``content.read(n)`` are all counted; a ``Content-Length`` above the limit (but on a ``HEAD``) is refused
+    at once.
+
+    Raises (from a request or a read): :class:`ResponseTooLarge`, mapped by :func:`storage_error` to
+    ``BODY_TOO_LARGE``.
+    """
+    import aiohttp
+
+    class BoundedClientResponse(aiohttp.ClientResponse):
+        async def start(self, connection: Any) -> aiohttp.ClientResponse:
+            response = await super().start(connection)
+            announced = self.content_length
+            if self.method != "HEAD" and announced is not None and announced > max_response_bytes:
+                self.close()
+                raise ResponseTooLarge(max_response_bytes, announced)
+            self.content = _BoundedStream(self.content, max_response_bytes)  # type: ignore[assignment]
+            return response
+
+    return BoundedClientResponse
+
+
+@functools.cache
+def bounded_s3_session_cls(max_response_bytes: int) -> type:
+    """aiobotocore's aiohttp session class whose every response body is at most ``max_response_bytes``
+    (passed to botocore as ``AioConfig(http_session_cls=...)``; one class per limit, so fsspec's cache of
+    file systems keys on it).
+
+    aiobotocore's ``AIOHTTPSession.send`` reads a whole non-streamed answer (a listing) with
+    ``ClientResponse.read()`` and hands a streamed one (``GetObject``) to ``AioStreamingBody``, which reads
+    ``ClientResponse.content``: both read the response's ``content`` stream, which this class wraps
+    (:class:`_BoundedStream`) before anything is read. A ``Content-Length`` above the limit (but on a
+    ``HEAD``, which announces the object's size) is refused before reading.
+
+    Raises (from a request): :class:`ResponseTooLarge`, mapped by :func:`storage_error` to
+    ``BODY_TOO_LARGE``.
+    """
+    from aiobotocore.httpsession import AIOHTTPSession
+
+    class BoundedAIOHTTPSession(AIOHTTPSession):  # type: ignore[misc]
+        async def send(self, request: Any) -> Any:
+            streamed = request.stream_output
+            request.stream_output = True  # nothing read yet: the stream is wrapped first
+            try:
+                response = await super().send(request)
+            finally:
+                request.stream_output = streamed
+            raw = response.raw
+            announced = raw.content_length
+            if request.method != "HEAD" and announced is not None and announced > max_response_bytes:
+                raw.close()
+                raise ResponseTooLarge(max_response_bytes, announced)
+            raw.content = _BoundedStream(raw.content, max_response_bytes)
+            if not streamed:
+                await response.content
+            return response
+
+    return BoundedAIOHTTPSession
 
 
 def _safe_url(url: str) -> str:
@@ -405,6 +601,9 @@ class LocalStorage:
         """``os.path.join``, keeping the parent as given."""
         return str(Path(parent) / name)
 
+    def begin_poll(self) -> None:
+        """Nothing: local reads have no deadline."""
+
 
 class FsspecStorage:
     """A remote store through an fsspec file system (``fs``): listings without the library's cache,
@@ -414,24 +613,59 @@ class FsspecStorage:
         fs: the fsspec file system.
         prefix: what turns one of its paths into the URL shown (``"s3a://"``: the scheme the user wrote).
         object_store: S3/GCS/ADLS (immutable objects), as opposed to HDFS.
+        limits: the deadlines of requests and polls (see the module docstring).
     """
 
     hflush = False
 
-    def __init__(self, fs: Any, prefix: str, *, object_store: bool, throttle_attempts: int = THROTTLE_ATTEMPTS) -> None:
+    def __init__(
+        self,
+        fs: Any,
+        prefix: str,
+        *,
+        object_store: bool,
+        throttle_attempts: int = THROTTLE_ATTEMPTS,
+        limits: ReadLimits = DEFAULT_STORE_LIMITS,
+    ) -> None:
         self.fs = fs
         self.prefix = prefix
         self.immutable = object_store
         self.can_list_after = type(fs).__name__ == "S3FileSystem"
         self.throttle_attempts = throttle_attempts
+        self.limits = limits
+        self._poll: Deadline | None = None
+        # fsspec's async file systems (s3fs, gcsfs, adlfs): their sync methods take ``timeout=``
+        self._async = bool(getattr(fs, "async_impl", False))
+
+    def begin_poll(self) -> None:
+        """Start a poll: requests from now on end by its ``poll_deadline_s`` as well as their own deadline."""
+        self._poll = self.limits.poll_deadline()
+
+    def request_deadline(self) -> Deadline:
+        """The deadline of a request starting now (its own, or the poll's if that comes first)."""
+        return self.limits.request_deadline(self._poll)
 
     def _call(self, where: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` with its failure as a :class:`StorageError`; a throttled one is tried
-        again (:data:`THROTTLE_ATTEMPTS`, tenacity's random exponential backoff)."""
+        again (:data:`THROTTLE_ATTEMPTS`, tenacity's random exponential backoff). On an async file system
+        ``fn`` (an fsspec sync wrapper) is given ``timeout=`` what is left of the request's deadline; past
+        it, the request is cancelled and the error is ``DEADLINE_EXCEEDED``."""
 
         def once() -> Any:
+            deadline = self.request_deadline()
+            left_s = deadline.remaining_s()
+            if left_s <= 0:
+                raise _deadline_error(deadline, where)
             try:
+                if self._async:
+                    return fn(*args, timeout=left_s, **kwargs)
                 return fn(*args, **kwargs)
+            except TimeoutError as exc:
+                # fsspec's sync() timing out (FSTimeoutError), or a library's own timeout past the deadline;
+                # a library's timeout before it (aiohttp's sock_read) is the store's failure
+                if isinstance(exc, FSTimeoutError) or deadline.expired():
+                    raise _deadline_error(deadline, where) from None
+                raise storage_error(exc, where) from None
             except Exception as exc:
                 raise storage_error(exc, where) from None
 
@@ -533,6 +767,12 @@ class FsspecStorage:
         """Bytes ``[start, end)`` of ``path`` (one ranged GET). Raises :class:`StorageError`."""
         data: bytes = self._call(self.display(path), self.fs.cat_file, path, start=start, end=end)
         return data
+
+
+def _deadline_error(deadline: Deadline, where: str) -> StorageError:
+    """The ``DEADLINE_EXCEEDED`` error of a request to ``where`` (:meth:`collectors.http.Deadline.failure`'s
+    message)."""
+    return StorageError(deadline.failure(where).message, StorageReason.DEADLINE_EXCEEDED)
 
 
 def _mtime(info: Mapping[str, Any]) -> datetime | None:
@@ -718,12 +958,34 @@ def _codes(exc: BaseException) -> list[str]:
     return out
 
 
+def _find(exc: BaseException, kind: type[_E]) -> _E | None:
+    """``exc`` or the first of its causes/contexts that is a ``kind``."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, kind):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 def storage_error(exc: BaseException, where: str) -> StorageError:
     """``exc`` raised by a store's library while reading ``where`` (a path or URL) as a typed
     :class:`StorageError`: the reason from the error codes of ``exc`` and its causes, the message
     ``"<where>: <what> (<code>)"`` without the library's text (which may quote a signed URL)."""
     if isinstance(exc, StorageError):
         return exc
+    too_large = _find(exc, ResponseTooLarge)
+    if too_large is not None:
+        what = (
+            f"announces {too_large.announced:,} bytes, more than the {too_large.cap:,} allowed"
+            if too_large.announced is not None
+            else f"sent more than the {too_large.cap:,} bytes allowed"
+        )
+        return StorageError(
+            f"body too large: the store's answer for {where} {what} (max_response_bytes)", StorageReason.BODY_TOO_LARGE
+        )
     codes = _codes(exc)
     code = next((c for c in codes if c in _CREDENTIAL_CODES | _THROTTLE_CODES | _NOT_FOUND_CODES), None)
     if any(c in _THROTTLE_CODES for c in codes):

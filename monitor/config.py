@@ -76,7 +76,14 @@ from collectors import http as pull_http
 from collectors.flink.responses import DEFAULT_MAX_JOBS, DEFAULT_MAX_PARALLELISM, FLINK_MAX_PARALLELISM
 from collectors.spark.eventlog import DEFAULT_MAX_POLL_BYTES, DEFAULT_MAX_RATIO
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES
-from collectors.storage import SCHEMES, StorageError, StorageReason, is_url, require_library
+from collectors.storage import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    SCHEMES,
+    StorageError,
+    StorageReason,
+    is_url,
+    require_library,
+)
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
 from rules.config import RulesConfig
@@ -91,6 +98,7 @@ __all__ = [
     "DeliveryConfig",
     "DurationMs",
     "HttpReadBounds",
+    "ReadDeadlines",
     "Receiver",
     "ReportConfig",
     "Route",
@@ -240,7 +248,16 @@ StorageOption = Annotated[
 ]
 
 
-class SparkEventLogTarget(_Model):
+class ReadDeadlines(_Model):
+    """The deadlines of a target's reads (:class:`collectors.http.ReadLimits`): ``request_deadline`` for one
+    request in all (connect to last byte; default 30s) and ``poll_deadline`` for all requests of one poll
+    (default 60s). Past either, the poll's error is ``deadline_exceeded``."""
+
+    request_deadline: PositiveDurationMs = int(pull_http.DEFAULT_REQUEST_DEADLINE_S * 1000)
+    poll_deadline: PositiveDurationMs = int(pull_http.DEFAULT_POLL_DEADLINE_S * 1000)
+
+
+class SparkEventLogTarget(ReadDeadlines):
     """A Spark event-log file or directory to tail: a local path or a URL (``s3://``, ``s3a://``, ``gs://``,
     ``abfs[s]://``, ``hdfs://``, ``webhdfs://``, ``file://``; :mod:`collectors.storage`).
 
@@ -252,15 +269,28 @@ class SparkEventLogTarget(_Model):
     ``max_line_bytes`` (longest line read), ``max_poll_bytes`` (decompressed bytes a poll reads) and
     ``max_ratio`` (a file decompressing to more than this many times its stored size is a bomb) are the
     :class:`collectors.spark.eventlog.EventLogCollector` limits of the same names.
+
+    On a remote store, ``request_deadline`` and ``poll_deadline`` (:class:`ReadDeadlines`) bound each request
+    and each poll, and ``max_response_bytes`` (default 32 MiB) each answer of the store (an S3 listing page,
+    a ranged GET): :mod:`collectors.storage`.
     """
 
     name: str
     path: str
     poll_interval: PositiveDurationMs = 30_000
     storage_options: dict[str, StorageOption] = Field(default_factory=dict)
+    max_response_bytes: int = Field(DEFAULT_MAX_RESPONSE_BYTES, gt=0)
     max_line_bytes: int = Field(DEFAULT_MAX_LINE_BYTES, gt=0)
     max_poll_bytes: int = Field(DEFAULT_MAX_POLL_BYTES, gt=0)
     max_ratio: int = Field(DEFAULT_MAX_RATIO, gt=1)
+
+    def store_limits(self) -> pull_http.ReadLimits:
+        """The bounds of this target's store reads (:func:`collectors.storage.open_storage`)."""
+        return pull_http.ReadLimits(
+            max_body_bytes=self.max_response_bytes,
+            request_deadline_s=self.request_deadline / 1000.0,
+            poll_deadline_s=self.poll_deadline / 1000.0,
+        )
 
     @field_validator("path")
     @classmethod
@@ -314,17 +344,14 @@ def storage_options(target: SparkEventLogTarget, environ: Mapping[str, str], whe
     return out
 
 
-class HttpReadBounds(_Model):
+class HttpReadBounds(ReadDeadlines):
     """The bounds of every read of an HTTP target (:class:`collectors.http.ReadLimits`): ``timeout`` per
     connect/read, ``max_body_bytes`` on the wire (default 8 MiB), ``max_decompressed_bytes`` of a gzip or
-    deflate body (default 16 MiB), ``request_deadline`` for one request in all (default 30s) and
-    ``poll_deadline`` for all requests of one poll (default 60s)."""
+    deflate body (default 16 MiB), and the deadlines of :class:`ReadDeadlines`."""
 
     timeout: DurationMs = 5_000
     max_body_bytes: int = Field(pull_http.DEFAULT_MAX_BODY_BYTES, gt=0)
     max_decompressed_bytes: int = Field(pull_http.DEFAULT_MAX_DECOMPRESSED_BYTES, gt=0)
-    request_deadline: PositiveDurationMs = int(pull_http.DEFAULT_REQUEST_DEADLINE_S * 1000)
-    poll_deadline: PositiveDurationMs = int(pull_http.DEFAULT_POLL_DEADLINE_S * 1000)
 
     def read_limits(self) -> pull_http.ReadLimits:
         """These bounds as the collectors take them."""

@@ -64,10 +64,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from collectors.http import ReadLimits
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, LongLine
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
-from collectors.storage import Entry, LocalStorage, Storage, StorageError, StorageReason, open_storage
+from collectors.storage import (
+    DEFAULT_STORE_LIMITS,
+    Entry,
+    LocalStorage,
+    Storage,
+    StorageError,
+    StorageReason,
+    open_storage,
+)
 from monitor.errors import ProgressFormatError
 from monitor.model import MAX_ID_CHARS, CollectorError, ErrorKind, JobRef, PollResult, Sample, check_name
 
@@ -521,6 +530,9 @@ class EventLogCollector:
         max_ratio: a file that decompresses to more than this many times the bytes it stores (a compressed
             file, judged after :data:`BOMB_MIN_BYTES`; a sparse plain file, judged on its size) is a ``bomb``
             error and is set aside, unread, until it changes (size or mtime).
+        store_limits: for targets given as URLs, the request and poll deadlines and the bytes one answer of
+            the store may have (:mod:`collectors.storage`; default :data:`~collectors.storage.DEFAULT_STORE_LIMITS`):
+            each poll starts the poll deadline anew.
 
     Memory is bounded by ``chunk_bytes`` plus ``max_line_bytes`` plus one decompression step (at most 8 MiB,
     :mod:`collectors.spark.codecs`), whatever the file; a consumer that keeps every piece of a poll (the
@@ -549,6 +561,7 @@ class EventLogCollector:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_poll_bytes: int = DEFAULT_MAX_POLL_BYTES,
         max_ratio: int = DEFAULT_MAX_RATIO,
+        store_limits: ReadLimits = DEFAULT_STORE_LIMITS,
     ) -> None:
         self.paths = [p if isinstance(p, Path) else str(p) for p in paths]
         self.keep_raw = keep_raw
@@ -568,7 +581,7 @@ class EventLogCollector:
         self._roots: list[tuple[str, _Discovery | StorageError]] = []
         for p in self.paths:
             try:
-                storage, fs_path = open_storage(p, storage_options)
+                storage, fs_path = open_storage(p, storage_options, store_limits)
                 self._roots.append((str(p), _Discovery(storage, fs_path, full_listing_every)))
             except StorageError as exc:
                 self._roots.append((str(p), exc))
@@ -620,6 +633,7 @@ class EventLogCollector:
                 continue
             if self.more_to_read:
                 return
+            discovery.storage.begin_poll()
             try:
                 files = discovery.files()
             except StorageError as exc:

@@ -106,6 +106,7 @@ def classify_inputs(paths: Sequence[Path | str], storage_options: Mapping[str, A
     for given in paths:
         try:
             storage, path = open_storage(given, storage_options)
+            storage.begin_poll()
             top = storage.info(path)
             if not top.is_dir:
                 _classify_file(storage, top, inputs, implicit=False)

@@ -394,7 +394,7 @@ def build_targets(
         fs_options = storage_options(t, environ, f"targets.spark_event_logs[{i}]")
         collector = EventLogCollector(
             [t.path], cursors, max_line_bytes=t.max_line_bytes, max_poll_bytes=t.max_poll_bytes, max_ratio=t.max_ratio,
-            storage_options=fs_options,
+            storage_options=fs_options, store_limits=t.store_limits(),
         )
         targets.append(Target(t.name, collector, timedelta(milliseconds=t.poll_interval), cursors))
     for i, h in enumerate(config.targets.spark_prometheus):
