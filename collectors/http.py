@@ -68,6 +68,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import httpcore
@@ -422,7 +423,16 @@ def check_url(url: str, what: str = "url") -> str:
 
 
 def safe_url(url: str | httpx.URL) -> str:
-    """``url`` without user-info, query string and fragment (safe for messages, logs and error targets)."""
+    """``url`` without user-info, query string and fragment (safe for messages, logs and error targets).
+
+    Every request names its URL this way, and a poll asks the same URLs again and again: the answers of
+    the most recent few hundred are kept (parsing a URL with httpx is most of a request's cost here).
+    """
+    return _safe_url_text(str(url))
+
+
+@lru_cache(maxsize=512)
+def _safe_url_text(url: str) -> str:
     parsed = httpx.URL(url)
     return str(parsed.copy_with(username=None, password=None, query=None, fragment=None))
 
