@@ -27,7 +27,8 @@ Samples per poll of a running job (kind ``GAUGE``, ``collector="flink-rest"``, `
   poll (source vertices: records emitted downstream, so a source whose records are all filtered out
   counts as having none); ``dropped_by_watermark`` the late records dropped since the previous poll;
   ``idle_ms`` the larger of ``sourceIdleTime`` and the time since that record counter last moved (a
-  counter still 0 has not moved since the attempt started running); ``lag_offsets`` = ``pendingRecords``;
+  counter still 0 has not moved since the attempt started running), counted up to the previous poll: the
+  REST metric store may serve values fetched around then (:func:`collectors.flink.samples.running_job_samples`); ``lag_offsets`` = ``pendingRecords``;
   ``backpressure_ratio``; ``watermark_end_of_input`` when the watermark is ``Long.MAX_VALUE``. ``extra``
   keeps the display values (vertex name, input/output watermark ms, ``sourceIdleTime``, cumulative late
   drops, ``watermarkLag``).
@@ -371,7 +372,9 @@ class FlinkRestCollector(PollsOnce):
         )
         complete = len(per_vertex) == len(detail.vertices)
         result.samples.extend(
-            running_job_samples(ref, per_vertex, complete, state.counters, figures, now, self.name)
+            running_job_samples(
+                ref, per_vertex, complete, state.counters, figures, now, self.name, store_lags=True
+            )
         )
         return result
 

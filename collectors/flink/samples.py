@@ -43,6 +43,8 @@ class Counters:
     late: dict[tuple[str, int], int] = field(default_factory=dict)
     #: every value each vertex served at the previous poll (by vertex id), to tell a stale metric store
     previous: dict[str, dict[int, SubtaskMetrics]] = field(default_factory=dict)
+    #: when the previous poll was made (epoch ms), ``None`` before the first
+    polled_at_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +67,23 @@ def running_job_samples(
     figures: JobFigures,
     now: datetime,
     collector: str,
+    store_lags: bool = False,
 ) -> list[Sample]:
     """The subtask samples of every vertex, then the job sample (``complete``: every vertex was read, so
     the job watermark can be known).
+
+    ``store_lags``: the values come from a store refreshed in the background of the requests that read it
+    (the REST API's ``MetricStore``, fetched by ``MetricFetcherImpl`` at most every
+    ``metrics.fetcher.update-interval``), so a poll may read values fetched around the previous poll. A
+    counter unchanged since it was last seen moving is then known quiet only up to the previous poll (the
+    fetch its requests triggered has landed by now), not up to this one: the quiet time lags one poll and
+    is never longer than it was. Without it (a reporter scraped live) it counts up to ``now``.
     """
     out: list[Sample] = []
     now_ms = datetime_to_ms(now)
     assert now_ms is not None
+    quiet_until_ms = counters.polled_at_ms if store_lags and counters.polled_at_ms is not None else now_ms
+    counters.polled_at_ms = now_ms
     # Flink's REST metric store refreshes asynchronously (MetricFetcherImpl: a request triggers a fetch
     # in the background and is answered from the store as it is), and each vertex is a request of its own,
     # so within one poll one vertex can be served the new fetch and another the old one. A vertex of which
@@ -95,7 +107,7 @@ def running_job_samples(
         for sub in subs.values():
             state = unknown if vertex.id in stale_vertices else counters
             sample = subtask_sample(
-                ref, vertex, sub, is_source, state, now, now_ms, figures.running_since_ms, collector
+                ref, vertex, sub, is_source, state, now, quiet_until_ms, figures.running_since_ms, collector
             )
             out.append(sample)
             if sub.late_records_dropped is not None:
@@ -163,11 +175,18 @@ def subtask_sample(
     is_source: bool,
     state: Counters,
     now: datetime,
-    now_ms: int,
+    quiet_until_ms: int,
     running_since_ms: int | None,
     collector: str,
 ) -> Sample:
-    """One subtask's sample (see :mod:`collectors.flink.collector` for the fields); updates ``state``."""
+    """One subtask's sample (see :mod:`collectors.flink.collector` for the fields); updates ``state``.
+
+    ``quiet_until_ms`` (epoch ms): how far the values are known to be current: a record counter that has
+    not moved is quiet from when it last moved until then (``now``, or the previous poll for a lagging
+    store: :func:`running_job_samples`).
+    """
+    now_ms = datetime_to_ms(now)
+    assert now_ms is not None
     key = (vertex.id, sub.subtask)
     activity = sub.records_out if is_source else sub.records_in
     rows_delta: int | None = None
@@ -186,7 +205,7 @@ def subtask_sample(
             prev.value = activity
             changed = prev.changed_at_ms
         if changed is not None:
-            quiet_ms = max(0, now_ms - changed)
+            quiet_ms = max(0, quiet_until_ms - changed)
     idle_ms = _max_known(sub.source_idle_ms, quiet_ms)
     late_delta: int | None = None
     if sub.late_records_dropped is not None:

@@ -59,7 +59,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_random_exponential
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_random_exponential,
+)
 
 from collectors.spark.progress import STREAMING_EVENT_NAMES, parse_listener_event
 from monitor.config import DEFAULT_MAX_BODY_BYTES
@@ -401,7 +407,8 @@ def create_ingest_app(
         token: the bearer token clients must present (non-empty; never logged).
         sink: called (in a worker thread) with each accepted request's :class:`PollResult`. An exception
             ``transient`` accepts (a busy database) is retried with full-jitter exponential backoff
-            (50 ms doubling to at most 1 s, tenacity) for up to ``store_retry_s``; then, or for any other
+            (50 ms doubling to at most 1 s, tenacity) for up to ``store_retry_s``, and at least once however
+            long the first attempt took (a loaded machine); then, or for any other
             storage failure, the answer is 503. An :class:`InputError`, ``ValueError`` or
             ``OverflowError`` from it, or a value the database refuses
             (:func:`monitor.store.database.is_data_error`), answers 422.
@@ -427,7 +434,7 @@ def create_ingest_app(
         retrying = AsyncRetrying(
             retry=retry_if_exception(transient),
             wait=wait_random_exponential(multiplier=0.05, max=1.0),
-            stop=stop_after_delay(store_retry_s),
+            stop=stop_after_delay(store_retry_s) & stop_after_attempt(2),
             reraise=True,
         )
         attempts = 0
