@@ -133,7 +133,9 @@ def test_check_flink_reports_idle_future_late_and_restart(
         report = json.loads(proc.stdout)
         # a stale read is never taken for "no records": no job that keeps getting records is all idle
         frozen = [f["job"] for f in report["findings"] if f["labels"].get("check") == "all_inputs_idle"]
-        assert not set(frozen) & {"tg-idle", "tg-idle-withidleness", "tg-late", "tg-future"}, frozen
+        assert not set(frozen) & {"tg-idle", "tg-idle-withidleness", "tg-late", "tg-future"}, json.dumps(
+            {"frozen": frozen, "jobs": [j for j in report["jobs"] if j["name"] in frozen]}, indent=1
+        )
         if all(_matching(report["findings"], *want) is not None for want in needed) or time.monotonic() > deadline:
             break
     jobs = {j["name"]: j for j in report["jobs"]}
