@@ -57,11 +57,14 @@ class EventKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class AlertEvent:
-    """One transition of one alert at one evaluation time ``at`` (aware UTC)."""
+    """One transition of one alert at one evaluation time ``at`` (aware UTC); ``message`` is the alert's
+    message at that time (a catch-up replays many instants in one tick: each transition says what was true
+    then, not what the last instant says). Events compare by kind, fingerprint and time."""
 
     kind: EventKind
     fingerprint: str
     at: datetime
+    message: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +199,7 @@ def _present(
     events: list[AlertEvent] = []
     if alert is None or alert.state in (AlertState.INACTIVE, AlertState.RESOLVED):
         new = Alert.from_finding(finding, now)
-        events.append(AlertEvent(EventKind.PENDING, new.fingerprint, now))
+        events.append(AlertEvent(EventKind.PENDING, new.fingerprint, now, new.message))
     else:
         new = replace(
             alert,
@@ -208,14 +211,14 @@ def _present(
         )
     if new.state is AlertState.PENDING and now - new.active_at >= timing.for_duration:
         new = replace(new, state=AlertState.FIRING, fired_at=now)
-        events.append(AlertEvent(EventKind.FIRING, new.fingerprint, now))
+        events.append(AlertEvent(EventKind.FIRING, new.fingerprint, now, new.message))
     return new, events
 
 
 def _absent(alert: Alert, timing: RuleTiming, now: datetime) -> tuple[Alert, list[AlertEvent]]:
     if alert.state is AlertState.PENDING:
         cleared = replace(alert, state=AlertState.INACTIVE, resolved_at=now, last_evaluated_at=now)
-        return cleared, [AlertEvent(EventKind.CLEARED, alert.fingerprint, now)]
+        return cleared, [AlertEvent(EventKind.CLEARED, alert.fingerprint, now, alert.message)]
     if alert.state is AlertState.FIRING:
         if timing.keep_firing_for > _ZERO:
             since = alert.keep_firing_since or now
@@ -224,7 +227,7 @@ def _absent(alert: Alert, timing: RuleTiming, now: datetime) -> tuple[Alert, lis
         resolved = replace(
             alert, state=AlertState.RESOLVED, resolved_at=now, last_evaluated_at=now, keep_firing_since=None
         )
-        return resolved, [AlertEvent(EventKind.RESOLVED, alert.fingerprint, now)]
+        return resolved, [AlertEvent(EventKind.RESOLVED, alert.fingerprint, now, alert.message)]
     return alert, []
 
 

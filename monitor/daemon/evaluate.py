@@ -235,7 +235,7 @@ class EvaluateStage:
             log.info(
                 "alert %s %s for %s (%s) at %s: %s [fingerprint %s]",
                 which.rule, event.kind.value, _job_of(which.labels), which.severity.label(),
-                event.at.isoformat(), which.message, event.fingerprint,
+                event.at.isoformat(), event.message or which.message, event.fingerprint,
             )  # fmt: skip
         return out
 

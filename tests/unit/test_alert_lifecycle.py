@@ -174,3 +174,15 @@ def test_step_all_walks_a_whole_episode_and_collapses_duplicate_findings() -> No
     assert kinds == [(0, E_P), (2, E_F), (4, E_R)]
     assert stored[FP].severity is Severity.CRITICAL  # the most severe of the duplicates
     assert stored[FP].state is R and stored[FP].resolved_at == m(4)
+
+
+def test_each_transition_carries_the_message_of_its_own_evaluation() -> None:
+    """A catch-up steps one alert through many instants in one tick; the daemon logs each transition with
+    the event's message, so a firing at batch 2 never shows what batch 8 says."""
+    first, _ = step(None, finding(message="1 of 11 input rows dropped"), timedelta(minutes=1), timedelta(0), m(0))
+    assert first is not None
+    fired, events = step(first, finding(message="3 of 17 input rows dropped"), timedelta(minutes=1), timedelta(0), m(1))
+    later, _ = step(fired, finding(message="5 of 24 input rows dropped"), timedelta(minutes=1), timedelta(0), m(2))
+    _, resolved = step(later, None, timedelta(minutes=1), timedelta(0), m(3))
+    assert [(e.kind, e.message) for e in events] == [(E_F, "3 of 17 input rows dropped")]
+    assert [(e.kind, e.message) for e in resolved] == [(E_R, "5 of 24 input rows dropped")]
