@@ -930,6 +930,7 @@ _THROTTLE_CODES = {
     "RequestLimitExceeded", "RequestThrottled", "ServerBusy", "429", "503", "rateLimitExceeded",
 }
 _NOT_FOUND_CODES = {"NoSuchKey", "NoSuchBucket", "NotFound", "404", "BlobNotFound", "ContainerNotFound", "PathNotFound"}
+_NO_CONTAINER_CODES = {"NoSuchBucket", "ContainerNotFound"}  # the store answered: its bucket/container is missing
 
 
 def _codes(exc: BaseException) -> list[str]:
@@ -990,6 +991,11 @@ def storage_error(exc: BaseException, where: str) -> StorageError:
     code = next((c for c in codes if c in _CREDENTIAL_CODES | _THROTTLE_CODES | _NOT_FOUND_CODES), None)
     if any(c in _THROTTLE_CODES for c in codes):
         return StorageError(f"{where}: throttled by the store ({code}) after retries", StorageReason.THROTTLED, code)
+    if any(c in _NO_CONTAINER_CODES for c in codes):
+        container = next(c for c in codes if c in _NO_CONTAINER_CODES)
+        return StorageError(
+            f"{where}: the bucket or container does not exist ({container})", StorageReason.NOT_FOUND, container
+        )
     if isinstance(exc, FileNotFoundError) or any(c in _NOT_FOUND_CODES for c in codes):
         return StorageError(f"{where}: no such file or directory", StorageReason.NOT_FOUND, code)
     if isinstance(exc, OSError) and exc.errno is not None and exc.strerror and len(codes) == 1:

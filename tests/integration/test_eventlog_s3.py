@@ -73,6 +73,12 @@ def test_scan_s3_missing_object_is_one_line_exit_2(s3: Any, capsys: pytest.Captu
     code, _out, err = run_cli(["scan", f"s3://{s3.bucket}/nothing-here"], capsys)
     assert code == 2
     assert err.strip() == f"tidegauge: error: s3://{s3.bucket}/nothing-here: no such file or directory"
+    # a bucket that does not exist is said so (moto answers NoSuchBucket as S3 does)
+    code, _out, err = run_cli(["scan", f"s3://{s3.bucket}-gone/x"], capsys)
+    assert code == 2
+    assert err.strip() == (
+        f"tidegauge: error: s3://{s3.bucket}-gone/x: the bucket or container does not exist (NoSuchBucket)"
+    )
 
 
 def test_rolling_log_each_rolled_file_read_once_when_it_appears(s3: Any, spark_fixtures: Path) -> None:
