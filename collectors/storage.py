@@ -347,8 +347,9 @@ def open_storage(
     parts = urlsplit(text)
     if parts.password is not None or parts.query or parts.fragment:
         raise StorageError(
-            f"{shown}: credentials, query strings and fragments are not read from the URL: put credentials in "
-            "the target's storage_options (as {env: NAME} or {file: PATH} references) or the store's default chain",
+            f"{shown}: credentials, query strings and fragments are not read from the URL: give credentials in "
+            "the environment or the store's default chain (e.g. AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS), "
+            "or for a configured target in its storage_options as {env: NAME} or {file: PATH} references",
             StorageReason.INVALID,
         )
     if scheme.protocol == "file":

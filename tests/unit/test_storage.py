@@ -61,6 +61,14 @@ def test_urls_with_credentials_unknown_schemes_or_no_bucket_are_refused(url: str
     assert "topsecretvalue" not in str(exc.value)
 
 
+
+def test_credentials_in_a_url_point_scan_users_to_the_environment(capsys: pytest.CaptureFixture[str]) -> None:
+    # scan takes no storage_options: the hint must name what a scan user can do
+    code, _out, err = run_cli(["scan", "s3://AKIAXX:topsecretvalue@bucket/x"], capsys)
+    assert code == 2 and "topsecretvalue" not in err
+    assert "give credentials in the environment or the store's default chain" in err
+
+
 def test_error_mapping_by_code_and_kind() -> None:
     class ClientError(Exception):
         def __init__(self, code: str, status: int) -> None:
