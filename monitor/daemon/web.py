@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import h11
 import uvicorn
 from prometheus_client import CollectorRegistry
@@ -58,6 +59,7 @@ __all__ = [
     "AccessLog",
     "HealthProbe",
     "HttpService",
+    "StopAware",
     "bind_socket",
     "create_app",
     "server_config",
@@ -75,6 +77,9 @@ MAX_HEAD_BYTES = 16 * 1024
 #: How long a stopping server lets open requests finish before it cancels them, seconds (uvicorn's
 #: ``timeout_graceful_shutdown``; without it a client dribbling its body holds the stop up to the 408).
 GRACEFUL_SHUTDOWN_S = 3
+#: How long after a stop a request still open (a client dribbling its body) may go on before it is answered
+#: 503 ``tidegauge is stopping`` (before uvicorn cancels it at :data:`GRACEFUL_SHUTDOWN_S`), seconds.
+STOPPING_ANSWER_AFTER_S = 1.0
 
 #: Returns ``(healthy, JSON body)``; unhealthy answers 503.
 HealthProbe = Callable[[], tuple[bool, dict[str, Any]]]
@@ -143,6 +148,67 @@ class AccessLog:
                 '%s "%s %s%s" %d %.1fms', who, scope.get("method", "-"), scope.get("path", ""), query,
                 status or 500, elapsed_ms,
             )  # fmt: skip
+
+
+class StopAware:
+    """ASGI middleware: once :meth:`stop` is called, a request still open after
+    :data:`STOPPING_ANSWER_AFTER_S` is cancelled and, if no answer was started, answered ``503 {"error":
+    "tidegauge is stopping: send again later"}`` with ``Retry-After: 5`` (a listener sends it again to the
+    next server). Without it uvicorn cancels such a request (a client dribbling its body) at its
+    graceful-shutdown deadline, answering 500 and logging a traceback.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._lock = threading.Lock()
+        self._open: dict[int, tuple[asyncio.AbstractEventLoop, anyio.CancelScope]] = {}
+        self._stopping = False
+
+    def stop(self) -> None:
+        """Answer the open requests (and any later one) 503 after :data:`STOPPING_ANSWER_AFTER_S`; callable from
+        any thread, idempotent."""
+        with self._lock:
+            self._stopping = True
+            still_open = list(self._open.values())
+        for loop, cancel in still_open:
+            loop.call_soon_threadsafe(_cancel_later, loop, cancel)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve ``scope`` through the wrapped app unless the server stops first."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        answered = False
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.start":
+                answered = True
+            await send(message)
+
+        loop = asyncio.get_running_loop()
+        with anyio.CancelScope() as cancel:
+            key = id(cancel)
+            with self._lock:
+                self._open[key] = (loop, cancel)
+                stopping = self._stopping
+            if stopping:
+                _cancel_later(loop, cancel)
+            try:
+                await self.app(scope, receive, send_and_note)
+            finally:
+                with self._lock:
+                    self._open.pop(key, None)
+        if cancel.cancelled_caught and not answered:
+            stopping_answer = JSONResponse(
+                {"error": "tidegauge is stopping: send again later"}, status_code=503, headers={"Retry-After": "5"}
+            )
+            await stopping_answer(scope, receive, send)
+
+
+def _cancel_later(loop: asyncio.AbstractEventLoop, cancel: anyio.CancelScope) -> None:
+    """Cancel ``cancel`` :data:`STOPPING_ANSWER_AFTER_S` from now (in ``loop``'s thread)."""
+    loop.call_later(STOPPING_ANSWER_AFTER_S, lambda: cancel.cancel())
 
 
 def _header_deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
@@ -240,6 +306,9 @@ class HttpService:
         start_timeout_s: how long :meth:`start` waits for the socket.
         header_timeout_s: see :func:`server_config`.
         log_level: uvicorn's own log level (``"warning"``; ``tidegauge serve --log-level``).
+
+    On :meth:`stop`, a request still open after :data:`STOPPING_ANSWER_AFTER_S` is answered 503
+    (:class:`StopAware`), never cancelled into a 500.
     """
 
     def __init__(
@@ -252,7 +321,8 @@ class HttpService:
         header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
         log_level: str = "warning",
     ) -> None:
-        self._config = server_config(app, header_timeout_s=header_timeout_s, log_level=log_level)
+        self._stop_aware = StopAware(app)
+        self._config = server_config(self._stop_aware, header_timeout_s=header_timeout_s, log_level=log_level)
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
@@ -302,6 +372,7 @@ class HttpService:
         thread, self._thread = self._thread, None
         if thread is None:
             return
+        self._stop_aware.stop()
         self._server.should_exit = True
         thread.join(timeout_s)
         if thread.is_alive():

@@ -289,12 +289,18 @@ def test_serve_stops_mid_request(tmp_path: Path) -> None:
             tidegauge_argv("serve", "--port", str(port), "--db", db_url, "--token-file", str(token_file)),
             terminate_when=_after(0.5, mid_request),
         )
+        clients[0].settimeout(5)
+        reply = clients[0].recv(4096)
     finally:
         for client in clients:
             client.close()
     record("stop: serve, SIGTERM while a request body is dribbled", measured, deadline_s=STOP_DEADLINE_S)
     _stopped(measured)
     assert _port_free(port)
+    # the client is told to send again later; no 500, no traceback in the log
+    assert reply.startswith(b"HTTP/1.1 503 "), reply[:200]
+    assert b"tidegauge is stopping" in reply and b"retry-after: 5" in reply.lower()
+    assert "Traceback" not in measured.stderr and '" 500 ' not in measured.stderr, measured.stderr[-3000:]
 
 
 def test_dashboard_stops_with_its_streamlit_child(tmp_path: Path) -> None:
