@@ -578,11 +578,23 @@ def _fetch(
         if isinstance(exc, httpx.ConnectError):
             return HttpFailure(f"cannot connect to {shown}: {_reason(exc)}", retryable=True)
         if isinstance(exc, httpx.TimeoutException):
-            return HttpFailure(f"timed out requesting {shown}", retryable=True)
+            return HttpFailure(f"timed out requesting {shown}{_timeout_text(exc, timeout)}", retryable=True)
         # other transport errors, a corrupt compressed body, ...
         return HttpFailure(f"request failed for {shown}: {type(exc).__name__}: {_reason(exc)}", retryable=True)
     finally:
         _ACTIVE.reset(token)
+
+
+def _timeout_text(exc: httpx.TimeoutException, timeout: httpx.Timeout) -> str:
+    """``": no answer within the 5s read timeout (timeout)"``: which of httpx's timeouts ran out, with its value
+    and the target's knob, so a hung endpoint is told from a slow network."""
+    phase, seconds = (
+        ("connection", timeout.connect) if isinstance(exc, httpx.ConnectTimeout)
+        else ("answer", timeout.read) if isinstance(exc, httpx.ReadTimeout)
+        else ("request sent", timeout.write) if isinstance(exc, httpx.WriteTimeout)
+        else ("free connection", timeout.pool)
+    )  # fmt: skip
+    return "" if seconds is None else f": no {phase} within {seconds:g}s (the target's `timeout`)"
 
 
 def _abandoned(shown: str) -> HttpFailure:
