@@ -25,6 +25,7 @@ import httpx
 import typer
 
 from collectors.flink import FlinkRestCollector
+from collectors.flink.responses import DEFAULT_MAX_JOBS
 from collectors.http import DEFAULT_READ_LIMITS, ReadLimits, make_client
 from monitor.commands._check_errors import json_error_document
 from monitor.commands.scan import _parse_fail_on
@@ -49,12 +50,13 @@ def run_check_flink(
     token: str | None = None,
     timeout_s: float = 5.0,
     limits: ReadLimits = DEFAULT_READ_LIMITS,
+    max_jobs: int = DEFAULT_MAX_JOBS,
     transport: httpx.BaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Poll, judge and print; returns the exit code (see the module docstring). ``limits`` bound every
-    read and each poll; ``transport`` replaces the network, ``clock`` (aware UTC) and ``sleep`` the wall
+    read and each poll, ``max_jobs`` the jobs polled (:class:`~collectors.flink.FlinkRestCollector`); ``transport`` replaces the network, ``clock`` (aware UTC) and ``sleep`` the wall
     clock (tests).
 
     Raises:
@@ -67,7 +69,7 @@ def run_check_flink(
         connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers, transport=transport
     ) as client:
         try:
-            collector = FlinkRestCollector(url, client, limits=limits)
+            collector = FlinkRestCollector(url, client, limits=limits, max_jobs=max_jobs)
         except ValueError as exc:
             raise InputError(str(exc)) from None
         samples: list[Sample] = []
@@ -147,6 +149,19 @@ def add_flink(group: typer.Typer) -> None:
             metavar="VAR",
             help="Send Authorization: Bearer $VAR (a proxy in front of Flink).",
         ),
+        timeout: str = typer.Option("5s", "--timeout", help="Connect and read timeout of each request."),
+        max_body_bytes: int = typer.Option(
+            DEFAULT_READ_LIMITS.max_body_bytes, "--max-body-bytes", min=1, help="Largest answer read, bytes on the wire."
+        ),
+        max_decompressed_bytes: int = typer.Option(
+            DEFAULT_READ_LIMITS.max_decompressed_bytes,
+            "--max-decompressed-bytes",
+            min=1,
+            help="Largest size a gzip/deflate answer may decode to, bytes.",
+        ),
+        max_jobs: int = typer.Option(
+            DEFAULT_MAX_JOBS, "--max-jobs", min=1, help="Poll at most this many jobs (running first, then newest)."
+        ),
     ) -> None:
         """Poll a Flink JobManager's REST API and print per job its vertices, each subtask's input/output watermark, idle subtasks, late drops and the findings.
 
@@ -168,8 +183,14 @@ def add_flink(group: typer.Typer) -> None:
             poll_s = parse_timedelta(deadline, what="--deadline").total_seconds()
             if poll_s <= 0:
                 raise InputError("--deadline: must be positive")
+            timeout_s = parse_timedelta(timeout, what="--timeout").total_seconds()
+            if timeout_s <= 0:
+                raise InputError("--timeout: must be positive")
             limits = ReadLimits(
-                request_deadline_s=min(DEFAULT_READ_LIMITS.request_deadline_s, poll_s), poll_deadline_s=poll_s
+                max_body_bytes=max_body_bytes,
+                max_decompressed_bytes=max_decompressed_bytes,
+                request_deadline_s=min(DEFAULT_READ_LIMITS.request_deadline_s, poll_s),
+                poll_deadline_s=poll_s,
             )
             token = None
             if token_env is not None:
@@ -185,6 +206,8 @@ def add_flink(group: typer.Typer) -> None:
                 rules=_rules(config, idle_for, future_skew),
                 fail_on=threshold,
                 token=token,
+                timeout_s=timeout_s,
                 limits=limits,
+                max_jobs=max_jobs,
             )
         raise typer.Exit(code=code)

@@ -90,3 +90,24 @@ def test_a_critical_finding_gives_exit_code_1(capsys: pytest.CaptureFixture[str]
     assert code == 1
     out = capsys.readouterr().out
     assert "[critical] future_timestamp (exp-event-time-job" in out
+
+
+def test_the_read_bounds_and_the_timeout_are_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """The errors name their knob; check flink has each as an option."""
+    from tests.cli import run_cli
+    from tests.servers import black_hole, static_pages
+
+    overview = json.dumps(standalone_routes()["/jobs/overview"]).encode()
+    with static_pages({"/jobs/overview": overview}, content_type="application/json") as url:
+        args = ["check", "flink", url, "--interval", "0s", "--format", "json", "--max-body-bytes", "100"]
+        code, out, _err = run_cli(args, capsys)
+    assert code == 2
+    assert json.loads(out)["error"] == (
+        f"body too large: {url}/jobs/overview announces {len(overview)} bytes, more than the 100 allowed "
+        "(max_body_bytes)"
+    )
+    with black_hole() as port:
+        args = ["check", "flink", f"http://127.0.0.1:{port}", "--interval", "0s", "--timeout", "0.3s"]
+        code, _out, err = run_cli(args, capsys)
+    assert code == 2
+    assert "no answer within 0.3s (the target's `timeout`)" in err
