@@ -19,9 +19,12 @@ from collectors.spark.progress import load_json, parse_listener_event, parse_pro
 from monitor.errors import ProgressFormatError
 from monitor.model import JobRef, Sample
 
-__all__ = ["COLLECTOR_NAME", "ProgressFileRead", "looks_like_event_log", "read_progress_file"]
+__all__ = ["COLLECTOR_NAME", "MAX_PROGRESS_FILE_BYTES", "ProgressFileRead", "looks_like_event_log", "read_progress_file"]
 
 COLLECTOR_NAME = "spark-progress-file"
+#: Largest progress file read, bytes (a file is one JSON document or array, parsed whole; ``recentProgress``
+#: of a query is kilobytes; 10,000 progress objects about 40 MiB).
+MAX_PROGRESS_FILE_BYTES = 256 * 1024 * 1024
 
 
 def looks_like_event_log(head: bytes) -> bool:
@@ -94,20 +97,30 @@ def _parse_document(where: str, doc: Any, last_time: datetime | None) -> list[Sa
     return parse_progress(doc, collector=COLLECTOR_NAME, where=where, checked=True)
 
 
-def read_progress_file(path: Path, *, fallback_time: datetime | None = None) -> ProgressFileRead:
-    """Read every progress document in ``path`` (UTF-8, with or without a byte-order mark).
+def read_progress_file(
+    path: Path, *, fallback_time: datetime | None = None, max_bytes: int = MAX_PROGRESS_FILE_BYTES
+) -> ProgressFileRead:
+    """Read every progress document in ``path`` (UTF-8, with or without a byte-order mark), at most
+    ``max_bytes`` of it (read so: a device or a file growing while read is refused at the bound too).
 
     A file of several documents (JSON lines, or a JSON array) keeps its good documents: each bad one (not
     JSON, not a progress object or listener event, a malformed field) is one entry of
     :attr:`ProgressFileRead.errors`.
 
     Raises:
-        ProgressFormatError: the file is empty or not JSON at all, its single document is not a progress
-            object / streaming listener event, or none of its documents is (the message names the file and
-            the line, element or field).
+        ProgressFormatError: the file is empty, larger than ``max_bytes`` or not JSON at all, its single
+            document is not a progress object / streaming listener event, or none of its documents is (the
+            message names the file and the line, element or field).
         OSError: the file cannot be read.
     """
-    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    with path.open("rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ProgressFormatError(
+            f"{path}: larger than {max_bytes:,} bytes, the most a progress file may have (it is parsed whole); "
+            "scan the query's event log instead"
+        )
+    text = data.decode("utf-8-sig", errors="replace")
     documents, errors = _documents(path, text)
     single = len(documents) == 1 and not errors
     samples: list[Sample] = []
