@@ -14,6 +14,7 @@ and holds the one contract for failures of every command:
 
 from __future__ import annotations
 
+import logging
 import sys
 import traceback
 
@@ -60,6 +61,19 @@ def _global_options(
 ) -> None:
     """Watermark, late-data and state monitoring for Spark Structured Streaming and Flink jobs."""
     _options["debug"] = debug
+    if not debug:
+        # the object-store libraries log their own retries and failures, with tracebacks and unredacted,
+        # straight to stderr; tidegauge reports each failure itself (a collector error of its own kind, or
+        # one line and exit 2): their logs are shown only under --debug
+        for library in _STORE_LIBRARY_LOGGERS:
+            logging.getLogger(library).setLevel(logging.CRITICAL)
+
+
+#: Loggers of the object-store libraries (s3fs/aiobotocore, gcsfs/google-auth, adlfs/azure, their HTTP).
+_STORE_LIBRARY_LOGGERS = (
+    "fsspec", "s3fs", "aiobotocore", "botocore", "gcsfs", "google", "google_auth_httplib2", "adlfs", "azure",
+    "aiohttp", "urllib3",
+)  # fmt: skip
 
 
 _register()

@@ -150,3 +150,16 @@ def test_a_parser_bug_on_one_line_is_quarantined_and_scan_exits_3(
     [line] = err.splitlines()
     assert line.startswith(f"tidegauge: internal error: {log}: line ") and "KeyError" in line
     assert calls["n"] > 2 and json.loads(out)["queries"]  # the other lines were read
+
+
+def test_object_store_libraries_log_only_under_debug(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # gcsfs/aiohttp wrote ~100 lines of raw, unredacted tracebacks for one unreachable gs:// URL; tidegauge
+    # reports the failure itself, so their logs are shown only with --debug
+    import logging
+
+    run(["scan", str(tmp_path / "missing")], capsys)
+    assert logging.getLogger("gcsfs").level == logging.CRITICAL
+    assert logging.getLogger("aiobotocore").level == logging.CRITICAL
+    logging.getLogger("gcsfs").setLevel(logging.NOTSET)
+    run(["--debug", "scan", str(tmp_path / "missing")], capsys)
+    assert logging.getLogger("gcsfs").level == logging.NOTSET
