@@ -19,6 +19,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       consumer_lag_seconds: {threshold: 5m, critical: 30m}
       falling_behind: {trigger_interval: 30s, batches: 3, backpressure_ratio: 0.5, for: 1m}
       freshness: {target: 15m}
+      freshness_slo: {freshness: 5m, objective: 99.5%, window: 28d}
       target_health: {restart_window: 15m, error_window: 2m, min_errors: 2}
       checkpoint_failures: {window: 15m, min_failures: 1}
       no_progress: {for: 5m, intervals: 10}
@@ -50,6 +51,7 @@ from rules import (
     idle,
     late,
     progress,
+    slo,
     stall,
     state_growth,
 )
@@ -103,6 +105,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(consumer_lag.SECONDS_RULE, consumer_lag.LagSecondsParams, consumer_lag.evaluate_lag_seconds),
         RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),
         RuleSpec(freshness.RULE, freshness.FreshnessParams, freshness.evaluate_freshness),
+        RuleSpec(slo.RULE, slo.SloParams, slo.evaluate_slo),
         RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),
         RuleSpec(checkpoints.RULE, checkpoints.CheckpointParams, checkpoints.evaluate_checkpoints),
         RuleSpec(progress.RULE, progress.NoProgressParams, progress.evaluate_no_progress, clock=True),
