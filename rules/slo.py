@@ -47,7 +47,16 @@ from rules.freshness import job_watermark
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
 
-__all__ = ["BURN_WINDOWS", "RULE", "BurnWindows", "SloParams", "evaluate_slo", "minute_statuses"]
+__all__ = [
+    "BURN_WINDOWS",
+    "RULE",
+    "BurnWindows",
+    "SloParams",
+    "evaluate_slo",
+    "format_objective",
+    "minute_statuses",
+    "parse_objective",
+]
 
 RULE = "freshness_slo"
 
@@ -96,6 +105,21 @@ def _objective(value: Any) -> Any:
 
 Objective = Annotated[float, BeforeValidator(_objective)]
 """An SLO objective written ``99.5%`` (or a share ``0.995``), held as the share ``0.995``."""
+
+
+def parse_objective(text: str) -> float:
+    """``"99.5%"`` -> ``0.995``: the share of good minutes an SLO promises.
+
+    Raises:
+        ValueError: not a percentage above 0% and below 100% (the message says which form is expected).
+    """
+    share: float = _objective(text)
+    return share
+
+
+def format_objective(share: float) -> str:
+    """``0.995`` -> ``"99.5%"`` (up to three decimals, trailing zeros dropped)."""
+    return f"{share * 100:.3f}".rstrip("0").rstrip(".") + "%"
 
 
 class SloParams(RuleParams):
@@ -301,7 +325,7 @@ def evaluate_slo(params: SloParams, history: JobHistory, now: datetime) -> list[
     burn = rates[row.long]
     delay = _current_delay(history, now)
     target = format_duration(params.freshness)
-    slo = f"{params.objective * 100:.3f}".rstrip("0").rstrip(".") + "%"
+    slo = format_objective(params.objective)
     long_w, short_w = format_duration(row.long), format_duration(row.short)
     head = (
         f"freshness SLO burning {burn:.1f}x too fast: in the last {long_w} {_pct(rates[row.long] * budget)} of "
