@@ -327,8 +327,10 @@ def evaluate_slo(params: SloParams, history: JobHistory, now: datetime) -> list[
     target = format_duration(params.freshness)
     slo = format_objective(params.objective)
     long_w, short_w = format_duration(row.long), format_duration(row.short)
+    _, long_counted = ledger.window(row.long)
+    data = "" if long_counted * MINUTE >= row.long else f" ({format_duration(long_counted * MINUTE)} of data)"
     head = (
-        f"freshness SLO burning {burn:.1f}x too fast: in the last {long_w} {_pct(rates[row.long] * budget)} of "
+        f"freshness SLO burning {burn:.1f}x too fast: in the last {long_w}{data} {_pct(rates[row.long] * budget)} of "
         f"the minutes (and {_pct(rates[row.short] * budget)} of the last {short_w}) had the "
         + ("consumer lag" if history.engine is Engine.KAFKA else "watermark")
         + f" more than {target} behind, against an objective of {slo} of minutes within {target} over "
