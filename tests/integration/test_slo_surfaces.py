@@ -46,7 +46,7 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_report_shows_burn_rate_and_budget_left(scanned: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
-    root, url = scanned
+    _, url = scanned
     capsys.readouterr()
     _cli("report", "--db", url, "--format", "md", "--since", "7d")
     out = capsys.readouterr().out
