@@ -12,11 +12,12 @@ from datetime import timedelta
 import pytest
 
 from monitor.errors import ConfigError
-from monitor.model import Sample, SampleKind, Severity
+from monitor.facts import slo_facts, slo_text
+from monitor.model import EpisodeEnd, FindingEpisode, Sample, SampleKind, Scope, Severity
 from rules.config import RulesConfig
 from rules.registry import Evaluator, validate
 from rules.replay import replay
-from tests.rule_samples import KAFKA, T0, only_rules, spark
+from tests.rule_samples import KAFKA, SPARK, T0, flink, only_rules, spark
 
 SLO = {"freshness": "5m", "objective": "99%", "window": "28d"}
 
@@ -120,3 +121,40 @@ def test_bad_slo_config_names_the_field(params: dict[str, object], error: str) -
 def test_off_without_freshness_and_history_window() -> None:
     assert _transitions(_history()[:400], {}) == []
     assert _evaluator(SLO).history_window() == timedelta(days=3)
+
+
+def test_flink_subtask_watermarks_give_the_minimum_as_freshness_takes_it() -> None:
+    # a Flink job polled each minute with no job-scope watermark: subtask 0 fresh (1 min behind), subtask 1
+    # 10 min behind from minute 60 on; the job's watermark is the minimum (freshness rule, case 5), so every
+    # minute from 60 is bad. Budget 1%: 6h & 30m (6x): at 63 the 6h window holds 0..63, 4 bad of 64 = 6.25%
+    # (at 62: 3 of 63 = 4.8%) -> page at 63; the ticket (3d & 6h > 1%) held from 60 (1 of 61 = 1.6%).
+    samples = [
+        s
+        for k in range(70)
+        for s in (flink(k, None, None, 5), flink(k, 0, k - 1), flink(k, 1, k - 10 if k >= 60 else k - 1))
+    ]
+    assert _transitions(samples, SLO) == [(60, Severity.WARNING), (63, Severity.CRITICAL)]
+
+
+def test_job_facts_read_the_newest_stored_slo_episode() -> None:
+    # the stored episode's details as the rule wrote them (written out, not recomputed): the facts and the
+    # one line every surface shows only read them
+    details = {"alert": "page", "burn_rate": 15.0, "burn_factor": 14.4, "long_window_seconds": 3600.0,
+               "short_window_seconds": 300.0, "budget_left_share": 0.977, "budget_measured_seconds": 22140.0,
+               "objective": 0.995, "target_seconds": 300.0, "window_seconds": 2419200.0}
+    older = FindingEpisode(id="a", fingerprint="f", rule="freshness_slo", job=SPARK, scope=Scope(),
+                           severity=Severity.WARNING, first_at=T0, last_at=T0 + timedelta(hours=1), message="m",
+                           ended_by=EpisodeEnd.RESOLVED, details={**details, "alert": "ticket", "burn_rate": 2.0})
+    newer = FindingEpisode(id="b", fingerprint="f", rule="freshness_slo", job=SPARK, scope=Scope(),
+                           severity=Severity.CRITICAL, first_at=T0 + timedelta(hours=6),
+                           last_at=T0 + timedelta(hours=6, minutes=8), message="m", details=details)
+    other = FindingEpisode(id="c", fingerprint="g", rule="freshness", job=SPARK, scope=Scope(),
+                           severity=Severity.WARNING, first_at=T0, last_at=T0 + timedelta(hours=9), message="m")
+    slo = slo_facts([newer, other, older])
+    assert slo is not None
+    assert (slo.alert, slo.burn_rate, slo.budget_left_share, slo.open) == ("page", 15.0, 0.977, True)
+    assert slo_text(slo) == (
+        "page: burning 15.0x over 1 h and 5 min (above 14.4x); error budget of 28 days at most 98% left "
+        "(99.5% of minutes within 5 min) · still burning at 2026-11-29 18:08 UTC"
+    )
+    assert slo_facts([other]) is None
