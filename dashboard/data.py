@@ -38,7 +38,7 @@ from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
-from monitor.facts import job_health
+from monitor.facts import SloFacts, job_health, slo_text
 from monitor.facts.source import data_period, load_job_facts
 from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
 from monitor.reports import DEFAULT_SINCE
@@ -48,7 +48,7 @@ from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
 from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
 from monitor.text import batch_range, plain, plural
-from monitor.timefmt import format_lag
+from monitor.timefmt import format_duration, format_lag
 
 __all__ = [
     "REPORT_PERIODS",
@@ -313,6 +313,8 @@ class JobDetail:
         trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
         inferred_delay_s: the watermark delay inferred from the batches.
         episodes: the job's finding episodes since :func:`period_since` (:func:`episodes` columns).
+        slo: the freshness SLO's newest burn-rate finding (:class:`monitor.facts.SloFacts`) as ``alert,
+            burn_rate, windows, budget_left_pct, open, text``; ``None`` without one in the window.
     """
 
     summary: dict[str, Any]
@@ -336,6 +338,17 @@ class JobDetail:
     trigger_ms: float | None
     inferred_delay_s: float | None
     episodes: pd.DataFrame
+    slo: dict[str, Any] | None = None
+
+
+def _slo(facts: SloFacts | None) -> dict[str, Any] | None:
+    if facts is None:
+        return None
+    return {
+        "alert": facts.alert, "burn_rate": facts.burn_rate, "open": facts.open, "text": slo_text(facts),
+        "windows": f"{format_duration(facts.long_window_s)} / {format_duration(facts.short_window_s)}",
+        "budget_left_pct": 100.0 * facts.budget_left_share,
+    }
 
 
 _BATCH_COLUMNS = ["observed_at", "batch_id", "run_id", "watermark", "event_time_max", "freshness_s", "input_rows",
@@ -436,6 +449,7 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
         state_unit=state.unit, state_slope_per_h=state.slope_per_h, state_growing=state.growing,
         state_projected_24h=state.projected_24h, state_projection=projection, trigger_ms=facts.batch_spacing_ms,
         inferred_delay_s=facts.inferred_delay_s, episodes=episodes(engine, job_id, since=period_since()),
+        slo=_slo(facts.slo),
     )
 
 

@@ -8,16 +8,17 @@ event times after it are not final. ``now - watermark`` is the data's end-to-end
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
-from monitor.model import Finding, Severity
+from monitor.model import Finding, Sample, Severity
 from monitor.timefmt import format_duration, format_instant_short
 from rules.common import is_epoch
 from rules.history import JobHistory
 from rules.jumps import find_jump
 from rules.params import Duration, RuleParams
 
-__all__ = ["RULE", "FreshnessParams", "evaluate_freshness"]
+__all__ = ["RULE", "FreshnessParams", "evaluate_freshness", "job_watermark"]
 
 RULE = "freshness"
 
@@ -27,6 +28,25 @@ class FreshnessParams(RuleParams):
     the rule is off (no default can suit every job)."""
 
     target: Duration | None = None
+
+
+def job_watermark(batch: Sample | None, scopes_newest: Iterable[Sample]) -> datetime | None:
+    """The job's watermark as freshness measures it: ``batch``'s (the job-scope sample, Spark
+    ``eventTime.watermark`` / Flink job watermark) when it has one, else the minimum of every scope's newest
+    watermark (Flink subtasks' ``currentInputWatermark``), and only when all of them are known.
+
+    Returns ``None`` for an unknown watermark (a Flink subtask at ``Long.MIN_VALUE``, no scope at all) and
+    for Spark's initial 1970 watermark ("not computed yet", not a 56-year delay). The one definition of the
+    watermark that ``freshness`` and ``freshness_slo`` (:mod:`rules.slo`) compare with processing time.
+    """
+    watermark = batch.watermark if batch is not None else None
+    if watermark is None:
+        newest = [sample.watermark for sample in scopes_newest]
+        if newest and all(wm is not None for wm in newest):
+            watermark = min(wm for wm in newest if wm is not None)
+    if watermark is None or is_epoch(watermark):
+        return None
+    return watermark
 
 
 def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: datetime) -> list[Finding]:
@@ -41,12 +61,10 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
     """
     if params.target is None:
         return []
-    watermark = history.batches[-1].watermark if history.batches else None
-    if watermark is None and history.series:
-        newest = [samples[-1].watermark for samples in history.series.values()]
-        if newest and all(wm is not None for wm in newest):
-            watermark = min(wm for wm in newest if wm is not None)
-    if watermark is None or is_epoch(watermark):
+    watermark = job_watermark(
+        history.batches[-1] if history.batches else None, (samples[-1] for samples in history.series.values())
+    )
+    if watermark is None:
         return []
     behind = now - watermark
     if behind <= params.target:

@@ -63,6 +63,10 @@ class JobHistory:
     newest_removal_at: datetime | None = None
     """When ``marks_kept``: the ``observed_at`` of the newest of ``batches`` that removed state rows (a
     non-zero ``state_rows_removed``), ``None`` if none did; lets ``state_growth`` skip in O(1)."""
+    rule_state: dict[str, object] = field(default_factory=dict)
+    """A rule's own running totals over this history as :class:`RollingHistory` extends it (keyed by rule
+    name; a rule's findings stay a function of the history, the totals only spare it re-reading the
+    window at every instant: ``freshness_slo``'s minute ledger)."""
 
     @property
     def engine(self) -> Engine:

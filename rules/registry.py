@@ -19,6 +19,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       consumer_lag_seconds: {threshold: 5m, critical: 30m}
       falling_behind: {trigger_interval: 30s, batches: 3, backpressure_ratio: 0.5, for: 1m}
       freshness: {target: 15m}
+      freshness_slo: {freshness: 5m, objective: 99.5%, window: 28d}
       target_health: {restart_window: 15m, error_window: 2m, min_errors: 2}
       checkpoint_failures: {window: 15m, min_failures: 1}
       no_progress: {for: 5m, intervals: 10}
@@ -50,6 +51,7 @@ from rules import (
     idle,
     late,
     progress,
+    slo,
     stall,
     state_growth,
 )
@@ -67,6 +69,7 @@ __all__ = [
     "is_terminated",
     "rule_timing",
     "validate",
+    "whole_window",
 ]
 
 _MATCH_KEYS = frozenset({"job_id", "job_name", "engine"})
@@ -83,6 +86,10 @@ class RuleSpec:
     params: type[RuleParams]
     evaluate: Callable[[Any, JobHistory, datetime], list[Finding]]
     consumes_for: bool = False
+    whole_window: bool = False
+    """``True`` for a rule whose answer changes when it sees less than its whole window
+    (``freshness_slo``: a 3-day burn judged on 1 hour is another alert): the daemon keeps that much of each
+    job's history even beyond its memory cap (:func:`whole_window`), so that it alerts as ``scan`` does."""
     clock: bool = False
     """``True`` for a rule judged at the evaluation tick's ``now`` (processing time: ``no_progress``) rather
     than at each batch's own time; the daemon runs it once per tick, ``scan`` never (a recorded log has no
@@ -103,6 +110,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(consumer_lag.SECONDS_RULE, consumer_lag.LagSecondsParams, consumer_lag.evaluate_lag_seconds),
         RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),
         RuleSpec(freshness.RULE, freshness.FreshnessParams, freshness.evaluate_freshness),
+        RuleSpec(slo.RULE, slo.SloParams, slo.evaluate_slo, whole_window=True),
         RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),
         RuleSpec(checkpoints.RULE, checkpoints.CheckpointParams, checkpoints.evaluate_checkpoints),
         RuleSpec(progress.RULE, progress.NoProgressParams, progress.evaluate_no_progress, clock=True),
@@ -173,6 +181,25 @@ def history_window(rules_config: RulesConfig) -> timedelta:
         ConfigError: as :func:`validate`.
     """
     return _window(_compile(rules_config))
+
+
+def whole_window(rules_config: RulesConfig) -> timedelta:
+    """The longest history an enabled ``whole_window`` rule reads (over the defaults and every override),
+    ``0`` when none is enabled: the daemon keeps at least this much of each job's samples in memory.
+
+    Raises:
+        ConfigError: as :func:`validate`.
+    """
+    compiled = _compile(rules_config)
+    ids = tuple(o[0] for o in compiled.overrides)
+    combos = [(), ids, *((i,) for i in ids)]
+    needs = [
+        max(params.history_needed())
+        for combo in combos
+        for spec, params in _resolve(compiled, combo).rules
+        if spec.whole_window
+    ]
+    return max(needs, default=timedelta(0))
 
 
 def _window(compiled: _Compiled) -> timedelta:

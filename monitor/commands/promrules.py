@@ -9,6 +9,7 @@ import typer
 from monitor.durations import parse_duration_ms
 from monitor.errors import InputError
 from monitor.metrics.promrules import PromRulesParams, render_rules
+from rules.slo import parse_objective
 
 
 def _ms(value: str, option: str) -> int:
@@ -30,6 +31,14 @@ def _check_ratio(value: float) -> float:
     if not value > 1:
         raise InputError(f"--state-growth-ratio: {value} must be greater than 1 (e.g. 1.5 for +50%)")
     return value
+
+
+def _check_objective(value: str) -> float:
+    """``--slo-objective``: a percentage such as ``99.5%``; raises :class:`InputError` otherwise."""
+    try:
+        return parse_objective(value)
+    except ValueError as exc:
+        raise InputError(f"--slo-objective: {exc}") from None
 
 
 def _write(output: Path, text: str) -> None:
@@ -56,6 +65,11 @@ def register(app: typer.Typer) -> None:
         state_growth_ratio: float = typer.Option(1.5, help="State growth factor over the window."),
         state_growth_window: str = typer.Option("1h", help="Window of the state-growth rule."),
         lag_seconds_threshold: str = typer.Option("5m", help="Consumer group lag in seconds that fires."),
+        slo_freshness: str | None = typer.Option(
+            None, help="Freshness SLO target (e.g. 5m): adds the SLO's multiwindow burn-rate alerts."
+        ),
+        slo_objective: str = typer.Option("99.5%", help="Share of minutes the SLO promises fresh."),
+        slo_window: str = typer.Option("28d", help="The SLO's period (its error budget's)."),
     ) -> None:
         """Print (or write) a Prometheus rule file for the detectors PromQL can express.
 
@@ -70,6 +84,9 @@ def register(app: typer.Typer) -> None:
             state_growth_ratio=_check_ratio(state_growth_ratio),
             state_growth_window_ms=_ms(state_growth_window, "--state-growth-window"),
             lag_seconds_threshold_ms=_ms(lag_seconds_threshold, "--lag-seconds-threshold"),
+            slo_freshness_ms=None if slo_freshness is None else _ms(slo_freshness, "--slo-freshness"),
+            slo_objective=_check_objective(slo_objective),
+            slo_window_ms=_ms(slo_window, "--slo-window"),
         )
         text = render_rules(params)
         if output is None:

@@ -53,7 +53,7 @@ from monitor.reports.render import Format
 from monitor.reports.scheduled import HealthReport
 from monitor.store import PurgeCounts, check_store
 from rules.config import RulesConfig
-from rules.registry import Evaluator, history_window, rule_timing
+from rules.registry import Evaluator, history_window, rule_timing, whole_window
 from rules.registry import validate as check_rules
 
 __all__ = [
@@ -81,7 +81,8 @@ class Runtime:
         routes: their routes.
         http_client: client the notifiers use.
         retention: samples older than this (relative to the tick's ``now``) are deleted by :meth:`clean_up`.
-        lookback: how much of each job's history rules see (from the job's newest sample).
+        lookback: how much of each job's history rules see (from the job's newest sample); a rule that must
+            see its whole window (:func:`rules.registry.whole_window`: ``freshness_slo``) raises it.
         history_horizon: instants older than this when first evaluated notify nobody (default: the
             longest window of the enabled rules).
         retry_policy: delivery retry timing.
@@ -119,8 +120,10 @@ class Runtime:
         self.latest = latest
         window = history_window(rules_config)
         horizon = history_horizon if history_horizon is not None else window
-        # keep in memory only what the enabled rules read (``lookback`` caps it)
-        self._histories = JobHistories(sessions, min(lookback, window), horizon)
+        # keep in memory only what the enabled rules read (``lookback`` caps it, except for the rules that must
+        # see their whole window to alert as ``scan`` does: ``freshness_slo``'s 3 days)
+        kept = max(min(lookback, window), whole_window(rules_config))
+        self._histories = JobHistories(sessions, kept, horizon)
         self._polls = PollStage(sessions, self.targets, latest, monotonic, lambda: self.redactor)
         self._evaluation = EvaluateStage(
             sessions, self._histories, Evaluator(rules_config), rule_timing(rules_config), routes, horizon,

@@ -23,6 +23,8 @@ from monitor.facts.compute import (
     job_facts,
     job_health,
     partition_status,
+    slo_facts,
+    slo_text,
     state_facts,
 )
 from monitor.facts.model import (
@@ -38,6 +40,7 @@ from monitor.facts.model import (
     PartitionLagFacts,
     ScopePoint,
     ScopeSeries,
+    SloFacts,
     StateFacts,
 )
 
@@ -55,6 +58,7 @@ __all__ = [
     "PartitionLagFacts",
     "ScopePoint",
     "ScopeSeries",
+    "SloFacts",
     "StateFacts",
     "cause_indices",
     "drop_facts",
@@ -63,5 +67,7 @@ __all__ = [
     "job_facts",
     "job_health",
     "partition_status",
+    "slo_facts",
+    "slo_text",
     "state_facts",
 ]

@@ -39,6 +39,7 @@ from monitor.facts.model import (
     PartitionLagFacts,
     ScopePoint,
     ScopeSeries,
+    SloFacts,
     StateFacts,
 )
 from monitor.model import (
@@ -52,12 +53,14 @@ from monitor.model import (
     ensure_utc,
     worst_episode,
 )
-from monitor.timefmt import is_beyond_range, seconds_between
+from monitor.timefmt import format_duration, is_beyond_range, seconds_between
 from rules.batches import UNITS_HIGH, inferred_delay, real_watermark
 from rules.common import flink_scope_name, holding_input, is_epoch, scope_name
 from rules.consumer_lag import LagParams, evaluate_lag
 from rules.history import JobHistory, job_history
 from rules.leaps import find_leap
+from rules.slo import RULE as SLO_RULE
+from rules.slo import format_objective
 from rules.state_growth import theil_sen_slope
 
 __all__ = [
@@ -499,7 +502,41 @@ def job_facts(
         freshness=freshness_facts(points, cfg, drops.mis_dated), health=job_health(alerts, start, end, kept),
         episodes=tuple(sorted(kept, key=lambda e: (e.first_at, e.id))), latest=batches[-1] if batches else None,
         batch_spacing_ms=median(spacing) if spacing else None, lateness_mis_dated=lateness_cause,
-        lateness_without_mis_dated_s=lateness_without,
+        lateness_without_mis_dated_s=lateness_without, slo=slo_facts(kept),
+    )
+
+
+def slo_facts(episodes: Iterable[FindingEpisode]) -> SloFacts | None:
+    """The freshness SLO's burn from the newest stored ``freshness_slo`` episode's details (the rule's
+    :func:`rules.slo.evaluate_slo` ``details``); ``None`` without one, or when its details lack a number
+    (an episode stored by an older version)."""
+    newest = max((e for e in episodes if e.rule == SLO_RULE), key=lambda e: (e.last_at, e.id), default=None)
+    if newest is None:
+        return None
+    d = newest.details
+    keys = ("burn_rate", "burn_factor", "long_window_seconds", "short_window_seconds", "budget_left_share",
+            "budget_measured_seconds", "objective", "target_seconds", "window_seconds")
+    values = [d.get(k) for k in keys]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return None
+    n = [float(v) for v in values if isinstance(v, int | float)]
+    return SloFacts(
+        alert=str(d.get("alert", "page")), burn_rate=n[0], burn_factor=n[1], long_window_s=n[2],
+        short_window_s=n[3], budget_left_share=n[4], budget_measured_s=n[5], objective=n[6], target_s=n[7],
+        window_s=n[8], at=newest.last_at, open=newest.ended_by is None,
+    )
+
+
+def slo_text(slo: SloFacts) -> str:
+    """One line for every surface: ``page: burning 15.0x over 1 h and 5 min (above 14.4x); at most 98% of
+    the error budget of 28 days left (99.5% of minutes within 5 min) · as of 2026-11-29 18:08 UTC``."""
+    left = "spent" if slo.budget_left_share <= 0 else f"at most {slo.budget_left_share:.0%} left"
+    state = "still burning" if slo.open else "ended"
+    return (
+        f"{slo.alert}: burning {slo.burn_rate:.1f}x over {format_duration(slo.long_window_s)} and "
+        f"{format_duration(slo.short_window_s)} (above {slo.burn_factor:g}x); error budget of "
+        f"{format_duration(slo.window_s)} {left} ({format_objective(slo.objective)} of minutes within "
+        f"{format_duration(slo.target_s)}) · {state} at {slo.at:%Y-%m-%d %H:%M} UTC"
     )
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "PartitionLagFacts",
     "ScopePoint",
     "ScopeSeries",
+    "SloFacts",
     "StateFacts",
 ]
 
@@ -280,6 +281,37 @@ class HealthFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class SloFacts:
+    """The freshness SLO's burn as the newest stored ``freshness_slo`` finding episode says it
+    (:mod:`rules.slo`): nothing is recomputed here.
+
+    Attributes:
+        alert: ``"page"`` or ``"ticket"`` (the workbook row that held last).
+        burn_rate: the long window's burn rate (1.0 spends exactly the budget over the SLO window).
+        burn_factor: the row's threshold (14.4, 6 or 1).
+        long_window_s / short_window_s: the row's windows, seconds.
+        budget_left_share: the error budget left (``1.0`` whole; ``<= 0`` spent), judged on
+            ``budget_measured_s`` seconds of history (at most 3 days: an upper bound for a longer window).
+        objective: the promised share of fresh minutes (``0.995``); ``target_s``: the freshness target;
+            ``window_s``: the SLO window, seconds.
+        at: the episode's last instant (the data's clock); ``open``: the episode had not ended then.
+    """
+
+    alert: str
+    burn_rate: float
+    burn_factor: float
+    long_window_s: float
+    short_window_s: float
+    budget_left_share: float
+    budget_measured_s: float
+    objective: float
+    target_s: float
+    window_s: float
+    at: datetime
+    open: bool
+
+
+@dataclass(frozen=True, slots=True)
 class JobFacts:
     """Everything every surface shows about one job over ``[since, until)``.
 
@@ -309,6 +341,8 @@ class JobFacts:
         latest: the newest job-scope sample (the collector's whole record: Flink's job state, exception,
             ``numRestarts``), ``None`` without one.
         batch_spacing_ms: the median time between batches (the trigger interval as observed).
+        slo: the freshness SLO's newest burn-rate finding in the period (``None``: none; see
+            :class:`SloFacts`).
     """
 
     engine: Engine
@@ -333,6 +367,7 @@ class JobFacts:
     batch_spacing_ms: float | None
     lateness_mis_dated: DropCause | None = None
     lateness_without_mis_dated_s: float | None = None
+    slo: SloFacts | None = None
 
     @property
     def last_input_rows(self) -> int | None:

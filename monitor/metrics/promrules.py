@@ -17,8 +17,9 @@ from typing import Any
 import yaml
 
 from monitor.durations import format_duration_ms
+from rules.slo import BURN_WINDOWS, format_objective
 
-__all__ = ["PromRulesParams", "render_rules", "rule_groups"]
+__all__ = ["SLO_BAD_MINUTE", "PromRulesParams", "render_rules", "rule_groups", "slo_rules"]
 
 _BY = "engine, job_id, job_name, source, partition, subtask, operator"
 _UNIX_1971 = 31_536_000  # 1971-01-01T00:00:00Z: event times before it while data flows = unit mismatch
@@ -60,6 +61,10 @@ class PromRulesParams:
     lag_seconds_threshold_ms: int = 5 * 60_000
     target_down_for_ms: int = 5 * 60_000
     for_ms: int = 60_000
+    slo_freshness_ms: int | None = None
+    """The freshness SLO's target (``None``: no SLO rules); see :func:`slo_rules`."""
+    slo_objective: float = 0.995
+    slo_window_ms: int = 28 * 86_400_000
 
 
 def _rule(
@@ -181,7 +186,81 @@ def rule_groups(p: PromRulesParams) -> dict[str, Any]:
             "Polls of this target fail; its jobs are not being watched.",
         ),
     ]
-    return {"groups": [{"name": "tidegauge", "rules": rules}]}
+    groups: list[dict[str, Any]] = [{"name": "tidegauge", "rules": rules}]
+    if p.slo_freshness_ms is not None:
+        groups.append({"name": "tidegauge_freshness_slo", "interval": "1m", "rules": slo_rules(p)})
+    return {"groups": groups}
+
+
+#: The recorded per-minute SLI: 1 when the job was stale at the evaluation, 0 when fresh.
+SLO_BAD_MINUTE = "tidegauge:freshness_slo_bad_minute"
+
+
+def slo_rules(p: PromRulesParams) -> list[dict[str, Any]]:
+    """The freshness SLO as PromQL, the ``freshness_slo`` rule's (:mod:`rules.slo`) semantics: a recording
+    rule evaluated each minute (the group's ``interval: 1m``) gives 1 for a stale minute (the job's largest
+    ``tidegauge_watermark_lag_seconds`` — the smallest watermark of its scopes — or a Kafka group's
+    ``tidegauge_consumer_lag_seconds`` above the target), 0 for a fresh one; ``avg_over_time`` of it is the
+    error ratio of a window, over ``1 - objective`` its burn rate. The alerts are the SRE workbook's table
+    (:data:`rules.slo.BURN_WINDOWS`): ``TidegaugeFreshnessSloPage`` (critical) when 1h and 5m burn above
+    14.4x or 6h and 30m above 6x, ``TidegaugeFreshnessSloTicket`` (warning) when 3d and 6h burn above 1x.
+
+    Prometheus 2.x range selectors include both ends, so a window of ``w`` holds ``w/1m + 1`` minutes
+    (tidegauge's holds ``w/1m``); alert times can differ by a minute at the edges.
+    """
+    assert p.slo_freshness_ms is not None
+    target_s = p.slo_freshness_ms / 1000
+    budget = 1 - p.slo_objective
+    d = format_duration_ms
+    by = "engine, job_id, job_name"
+    bad = (
+        f"max by ({by}) (tidegauge_watermark_lag_seconds) > bool {target_s:g} "
+        f'or max by ({by}) (tidegauge_consumer_lag_seconds{{engine="kafka", source="", partition=""}}) '
+        f"> bool {target_s:g}"
+    )
+    target, slo, window = d(p.slo_freshness_ms), format_objective(p.slo_objective), d(p.slo_window_ms)
+
+    def burn(long: str, short: str, factor: float) -> str:
+        return (
+            f"avg_over_time({SLO_BAD_MINUTE}[{long}]) / {budget:g} > {factor:g} "
+            f"and avg_over_time({SLO_BAD_MINUTE}[{short}]) / {budget:g} > {factor:g}"
+        )
+
+    def span(ms: float) -> str:
+        return d(int(ms))
+
+    rows = {alert: [r for r in BURN_WINDOWS if r.alert == alert] for alert in ("page", "ticket")}
+    out: list[dict[str, Any]] = [{"record": SLO_BAD_MINUTE, "expr": bad}]
+    for alert, name, severity, meaning in (
+        ("page", "TidegaugeFreshnessSloPage", "critical", "at this rate the error budget is gone within days"),
+        ("ticket", "TidegaugeFreshnessSloTicket", "warning",
+         "a slow leak that spends the whole budget before the window ends; fix it in working hours"),
+    ):  # fmt: skip
+        chosen = rows[alert]
+        windows = " or ".join(
+            f"{span(r.long.total_seconds() * 1000)} and {span(r.short.total_seconds() * 1000)} above {r.factor:g}x"
+            for r in chosen
+        )
+        expr = " or ".join(
+            f"({burn(span(r.long.total_seconds() * 1000), span(r.short.total_seconds() * 1000), r.factor)})"
+            for r in chosen
+        )
+        out.append(
+            _rule(
+                name,
+                expr,
+                0,
+                severity,
+                "Freshness SLO of {{ $labels.job_name }} ({{ $labels.job_id }}) burns its error budget "
+                '{{ $value | printf "%.1f" }}x too fast',
+                f"Minutes with the watermark (a Kafka group: its lag) more than {target} behind spend the error "
+                f"budget of the {slo} objective over {window} "
+                '{{ $value | printf "%.1f" }}x as fast as it lasts '
+                f"({windows}): {meaning}. tidegauge's freshness_slo finding gives the budget left; its "
+                "freshness, watermark_stall and consumer_lag findings say why the job is behind.",
+            )
+        )
+    return out
 
 
 def render_rules(p: PromRulesParams) -> str:

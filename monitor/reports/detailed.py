@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from monitor.alerts.lifecycle import Alert
-from monitor.facts import DropCause, FactsSettings, JobFacts, PartitionLagFacts
+from monitor.facts import DropCause, FactsSettings, JobFacts, PartitionLagFacts, slo_text
 from monitor.model import AlertState, Engine, FindingEpisode, Severity, ensure_utc
 from monitor.text import batch_range, plural
 from monitor.timefmt import BEYOND_RANGE, format_duration, format_instant, format_instant_short, format_lag
@@ -161,6 +161,9 @@ class JobReport:
     series: dict[str, list[Any]]
     freshness_ahead: str | None = None
     lateness_note: str | None = None
+    slo_burn: str | None = None
+    """The freshness SLO's newest burn-rate finding (:func:`monitor.facts.slo_text`): burn rate, windows,
+    error budget left; ``None`` without one in the period."""
 
     @property
     def worst(self) -> Severity:
@@ -418,7 +421,7 @@ def _job_report(f: JobFacts, alerts: Sequence[Alert]) -> JobReport:
         holding_min=None if f.holding_min is None else f"{f.holding_min.name}: {f.holding_min.reason}",
         restarts=f.restarts, inferred_delay_s=f.inferred_delay_s, lateness_p999_s=f.lateness_p999_s,
         recommendations=tuple(_recommend(f)), series=series, freshness_ahead=freshness_ahead_text(f),
-        lateness_note=lateness_note(f),
+        lateness_note=lateness_note(f), slo_burn=None if f.slo is None else slo_text(f.slo),
     )
 
 

@@ -87,6 +87,7 @@ def _facts(j: JobReport) -> list[tuple[str, str]]:
         ("freshness p50 / p95 / max (processing time − watermark)",
          f"{format_lag(j.freshness_p50_s)} / {format_lag(j.freshness_p95_s)} / {format_lag(j.freshness_max_s)}"),
         *([("watermark ahead of processing time", j.freshness_ahead)] if j.freshness_ahead else []),
+        *([("freshness SLO burn rate and error budget", j.slo_burn)] if j.slo_burn else []),
         ("rows read", _n(j.input_rows)),
         ("rows dropped by the watermark", f"{_n(j.dropped_rows)} ({_n(j.dropped_share_pct, '.3f', ' %')})"),
         *_state(j),

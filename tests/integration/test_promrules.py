@@ -254,3 +254,70 @@ def test_consumer_lag_seconds_threshold_on_the_group_series(promtool: str, rules
             },
         ],
     )
+
+
+def test_freshness_slo_burn_rate_alerts_follow_the_workbook_table(tmp_path: Path, promtool: str) -> None:
+    """The history of tests/unit/test_rule_slo.py (one minute per value, watermark 1 min behind except 10 min
+    behind at minutes 360..389; SLO 5m, 99%: budget 1%), evaluated by Prometheus. Prometheus 2.x windows
+    include both ends: ``[1h]`` holds 61 minutes, ``[6h]`` 361 (tidegauge's: 60 and 360)."""
+    rules_file = tmp_path / "slo.rules.yml"
+    rules_file.write_text(render_rules(PromRulesParams(slo_freshness_ms=300_000, slo_objective=0.99)))
+    check = subprocess.run([promtool, "check", "rules", str(rules_file)], capture_output=True, text=True, check=False)
+    assert check.returncode == 0 and "SUCCESS: 13 rules found" in check.stdout, check.stdout + check.stderr
+    page, ticket = "TidegaugeFreshnessSloPage", "TidegaugeFreshnessSloTicket"
+
+    def alert(name: str, severity: str, burn: str) -> dict[str, Any]:
+        windows = "1h and 5m above 14.4x or 6h and 30m above 6x" if name == page else "3d and 6h above 1x"
+        meaning = (
+            "at this rate the error budget is gone within days"
+            if name == page
+            else "a slow leak that spends the whole budget before the window ends; fix it in working hours"
+        )
+        return {
+            "exp_labels": {**JOB_LABELS, "severity": severity, "alert_source": "tidegauge"},
+            "exp_annotations": {
+                "summary": f"Freshness SLO of clicks (q) burns its error budget {burn}x too fast",
+                "description": "Minutes with the watermark (a Kafka group: its lag) more than 5m behind spend the "
+                f"error budget of the 99% objective over 28d {burn}x as fast as it lasts ({windows}): {meaning}. "
+                "tidegauge's freshness_slo finding gives the budget left; its freshness, watermark_stall and "
+                "consumer_lag findings say why the job is behind.",
+            },
+        }
+
+    def at(minute: int, name: str, *expected: dict[str, Any]) -> dict[str, Any]:
+        return {"eval_time": f"{minute}m", "alertname": name, "exp_alerts": list(expected)}
+
+    _run(
+        promtool,
+        rules_file,
+        [
+            {
+                "interval": "1m",
+                "input_series": [
+                    # minutes 0..359 at 60 s, 360..389 at 600 s (> 300 s: 30 bad minutes), 390..760 at 60 s
+                    {"series": f"tidegauge_watermark_lag_seconds{{{JOB}}}", "values": "60x359 600x29 60x370"},
+                ],
+                "alert_rule_test": [
+                    # page, 1h & 5m > 14.4x (14.4%): at 367 the 1h window 307..367 has 8 bad of 61 = 13.1%;
+                    # at 368, 9 of 61 = 14.75% -> 14.754x ("14.8"); the 5m window 363..368 is all bad
+                    at(367, page),
+                    at(368, page, alert(page, "critical", "14.8")),
+                    # 394: the 5m window 389..394 still holds minute 389 (1 of 6 = 16.7%); 1h: 30 of 61 -> 49.2x
+                    at(394, page, alert(page, "critical", "49.2")),
+                    # 395: 5m clean; the 6h/30m row holds: 6h 30 of 361 = 8.31x, 30m 365..395 has 25 of 31
+                    at(395, page, alert(page, "critical", "8.3")),
+                    # 418: the 30m window 388..418 has 2 bad of 31 = 6.45% > 6%; 419: 1 of 31 = 3.2% -> no page
+                    at(418, page, alert(page, "critical", "8.3")),
+                    at(419, page),
+                    # ticket, 3d & 6h > 1x (1%): 362: the 6h window 2..362 has 3 of 361 = 0.83%; 363: 4 of 361
+                    # = 1.11% and the 3d window 0..363 4 of 364 = 1.0989x ("1.1")
+                    at(362, ticket),
+                    at(363, ticket, alert(ticket, "warning", "1.1")),
+                    # 746: the 6h window 386..746 has 4 bad (386..389) of 361 = 1.11%; 3d: 30 of 747 = 4.016x;
+                    # 747: 3 of 361 = 0.83% -> no ticket (tidegauge's 360-minute window stops a minute earlier)
+                    at(746, ticket, alert(ticket, "warning", "4.0")),
+                    at(747, ticket),
+                ],
+            },
+        ],
+    )

@@ -58,3 +58,21 @@ def test_durations_must_be_positive(option: str, capsys: pytest.CaptureFixture[s
     code, out, err = run(capsys, "promrules", option, "0s")
     assert (code, out) == (2, "")
     assert err.startswith(f"tidegauge: error: {option}: must be above 0")
+
+
+@pytest.mark.parametrize(
+    ("objective", "why"),
+    [("100%", "the objective must be above 0% and below 100%"), ("99.5", "expected a percentage like 99.5%")],
+)
+def test_slo_objective_is_a_percentage(objective: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "promrules", "--slo-freshness", "5m", "--slo-objective", objective)
+    assert (code, out) == (2, "")
+    assert err.startswith("tidegauge: error: --slo-objective: ") and why in err
+
+
+def test_slo_rules_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "FreshnessSlo" not in run(capsys, "promrules")[1]
+    code, out, _ = run(capsys, "promrules", "--slo-freshness", "2m", "--slo-objective", "99.9%")
+    assert code == 0
+    assert "max by (engine, job_id, job_name) (tidegauge_watermark_lag_seconds) > bool 120" in out
+    assert "avg_over_time(tidegauge:freshness_slo_bad_minute[1h]) / 0.001 > 14.4" in out

@@ -1,0 +1,394 @@
+"""Freshness SLO with multiwindow, multi-burn-rate alerts (Google SRE workbook, ch. 5 "Alerting on SLOs").
+
+Configuration (off until ``freshness`` is set; per job through ``rules.overrides``)::
+
+    rules:
+      freshness_slo: {freshness: 5m, objective: 99.5%, window: 28d}
+      overrides:
+        - {match: {job_name: clicks}, rule: freshness_slo, params: {freshness: 2m}}
+
+The SLI is the share of *minutes* in which the job was fresh: at each whole UTC minute ``m``, the delay is
+``m - watermark`` for the watermark in effect then (the newest sample observed at or before ``m``, the
+watermark :func:`rules.freshness.job_watermark` defines for the ``freshness`` rule), or for a Kafka
+consumer group its lag in seconds as of its newest poll (the ``lag_seconds`` the ``consumer_lag_seconds``
+rule reads). A minute is good when the delay is at most ``freshness``; a minute before the job's first
+sample, or with an unknown watermark, is not counted. The error ratio over a window is bad minutes /
+counted minutes; the *burn rate* is that ratio over the error budget ``1 - objective`` (1x spends exactly
+the budget over the SLO window).
+
+Alerts, the workbook's table 5-8 (both windows of a row must burn faster than its factor)::
+
+    page    1h  and 5m   > 14.4x   (2% of a 30-day budget in an hour)
+    page    6h  and 30m  >  6x     (5% in 6 hours)
+    ticket  3d  and 6h   >  1x     (10% in 3 days)
+
+A page is a ``CRITICAL`` finding, a ticket a ``WARNING`` one; one finding per job, naming the row that
+holds (the first of the table). Evaluated like every rule at each batch's own time on the data's clock, so
+``tidegauge scan`` of a recorded history gives the alerts the daemon would have given live. The rule reads
+3 days of history (the ticket's long window); the error budget left is what the bad minutes of that history
+leave of the SLO window's budget (older bad minutes are not seen: it is an upper bound when the window is
+longer than the history).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from operator import attrgetter
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from monitor.model import Engine, Finding, Sample, Severity
+from monitor.timefmt import format_duration
+from rules.freshness import job_watermark
+from rules.history import JobHistory
+from rules.params import Duration, RuleParams
+
+__all__ = [
+    "BURN_WINDOWS",
+    "RULE",
+    "BurnWindows",
+    "SloParams",
+    "evaluate_slo",
+    "format_objective",
+    "minute_statuses",
+    "parse_objective",
+]
+
+RULE = "freshness_slo"
+
+MINUTE = timedelta(minutes=1)
+_TIME = attrgetter("observed_at")
+
+
+@dataclass(frozen=True, slots=True)
+class BurnWindows:
+    """One row of the workbook's table: alert when both windows burn faster than ``factor``."""
+
+    alert: str
+    """``"page"`` or ``"ticket"``."""
+    long: timedelta
+    short: timedelta
+    factor: float
+
+
+#: The workbook's recommended rows (SRE workbook ch. 5, table 5-8), in the order they are checked.
+BURN_WINDOWS: tuple[BurnWindows, ...] = (
+    BurnWindows("page", timedelta(hours=1), timedelta(minutes=5), 14.4),
+    BurnWindows("page", timedelta(hours=6), timedelta(minutes=30), 6.0),
+    BurnWindows("ticket", timedelta(days=3), timedelta(hours=6), 1.0),
+)
+
+_LONGEST = max(row.long for row in BURN_WINDOWS)
+
+
+def _objective(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.endswith("%"):
+            raise ValueError(f"expected a percentage like 99.5%, got {value!r}")
+        try:
+            value = float(text[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"expected a percentage like 99.5%, got {value!r}") from None
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("expected a percentage like 99.5%")
+    elif value >= 1:
+        raise ValueError(f"expected a percentage like 99.5% (a bare {value} is ambiguous)")
+    if not 0 < value < 1:
+        raise ValueError("the objective must be above 0% and below 100% (100% leaves no error budget)")
+    return float(value)
+
+
+Objective = Annotated[float, BeforeValidator(_objective)]
+"""An SLO objective written ``99.5%`` (or a share ``0.995``), held as the share ``0.995``."""
+
+
+def parse_objective(text: str) -> float:
+    """``"99.5%"`` -> ``0.995``: the share of good minutes an SLO promises.
+
+    Raises:
+        ValueError: not a percentage above 0% and below 100% (the message says which form is expected).
+    """
+    share: float = _objective(text)
+    return share
+
+
+def format_objective(share: float) -> str:
+    """``0.995`` -> ``"99.5%"`` (up to three decimals, trailing zeros dropped)."""
+    return f"{share * 100:.3f}".rstrip("0").rstrip(".") + "%"
+
+
+class SloParams(RuleParams):
+    """``freshness_slo`` parameters.
+
+    ``freshness``: the delay a good minute stays within (``None``: the rule is off); ``objective``: the share
+    of good minutes promised (default 99.5%); ``window``: the SLO's period, over which the error budget
+    ``1 - objective`` is spent (default 28d).
+    """
+
+    freshness: Duration | None = None
+    objective: Objective = 0.995
+    window: Duration = timedelta(days=28)
+
+    def history_needed(self) -> tuple[timedelta, timedelta]:
+        """The ticket's long window (3d) of batches and series, when the SLO is set."""
+        if self.freshness is None:
+            return timedelta(0), timedelta(0)
+        return _LONGEST, _LONGEST
+
+
+@dataclass(frozen=True, slots=True)
+class _Point:
+    at: datetime
+    watermark: datetime | None
+    lag_seconds: float | None
+
+    def delay_seconds(self, minute: datetime) -> float | None:
+        if self.lag_seconds is not None:
+            return self.lag_seconds
+        if self.watermark is None:
+            return None
+        return (minute - self.watermark).total_seconds()
+
+
+def _batch_point(history: JobHistory, batch: Sample) -> _Point | None:
+    if history.engine is Engine.KAFKA:
+        return None if batch.lag_seconds is None else _Point(batch.observed_at, None, batch.lag_seconds)
+    return _Point(batch.observed_at, job_watermark(batch, ()), None)
+
+
+def _uses_series(history: JobHistory) -> bool:
+    """Whether the job's watermark comes from its scopes (no job-scope sample has one: Flink subtasks)."""
+    if history.engine is not Engine.FLINK or not history.series:
+        return False  # Spark's watermark is query-wide (its sources carry none); Kafka reads lag seconds
+    return not any(job_watermark(b, ()) is not None for b in history.batches)
+
+
+def _series_points(history: JobHistory, now: datetime) -> list[_Point]:
+    """The minimum of every scope's newest watermark over time, as the freshness rule takes it."""
+    merged = sorted((s for ss in history.series.values() for s in ss if s.observed_at <= now), key=_TIME)
+    newest: dict[object, Sample] = {}
+    scopes = len(history.series)
+    out: list[_Point] = []
+    for i, sample in enumerate(merged):
+        newest[sample.scope] = sample
+        if len(newest) == scopes and (i + 1 == len(merged) or merged[i + 1].observed_at != sample.observed_at):
+            out.append(_Point(sample.observed_at, job_watermark(None, newest.values()), None))
+    return out
+
+
+def _floor_minute(at: datetime) -> datetime:
+    return at.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+_KEEP = int(_LONGEST / MINUTE)
+
+
+@dataclass(slots=True)
+class _Ledger:
+    """Per-minute good/bad statuses of one job as prefix sums, extended as points arrive in time order."""
+
+    target_seconds: float
+    end: datetime | None = None
+    """The newest minute with a status."""
+    point: _Point | None = None
+    """The point in effect at ``end``."""
+    pending: list[_Point] = field(default_factory=list)
+    """Points taken from the history after ``end``, oldest first."""
+    seen: datetime | None = None
+    """The newest point time taken from the history."""
+    bad: list[int] = field(default_factory=lambda: [0])
+    counted: list[int] = field(default_factory=lambda: [0])
+
+    def advance(self, points: Sequence[_Point], now: datetime) -> None:
+        """Add ``points`` (newer than ``seen``, at most ``now``) and give every minute up to ``now`` a status."""
+        self.pending.extend(points)
+        if points:
+            self.seen = points[-1].at
+        last = _floor_minute(now)
+        if self.end is None:
+            if not self.pending:
+                return
+            first = _floor_minute(self.pending[0].at)
+            if first < self.pending[0].at:
+                first += MINUTE
+            minute = max(first, last - _LONGEST + MINUTE)
+        else:
+            minute = self.end + MINUTE
+        pending, k = self.pending, 0
+        bad, counted = self.bad, self.counted
+        while minute <= last:
+            while k < len(pending) and pending[k].at <= minute:
+                self.point = pending[k]
+                k += 1
+            delay = None if self.point is None else self.point.delay_seconds(minute)
+            bad.append(bad[-1] + (delay is not None and delay > self.target_seconds))
+            counted.append(counted[-1] + (delay is not None))
+            self.end = minute
+            minute += MINUTE
+        del pending[:k]
+        if len(bad) > 2 * _KEEP + 1:
+            del bad[: len(bad) - _KEEP - 1], counted[: len(counted) - _KEEP - 1]
+
+    def window(self, window: timedelta) -> tuple[int, int]:
+        """(bad, counted) minutes of the last ``window`` up to ``end``."""
+        i = max(0, len(self.bad) - 1 - int(window / MINUTE))
+        return self.bad[-1] - self.bad[i], self.counted[-1] - self.counted[i]
+
+
+def _ledger(history: JobHistory, now: datetime, target: timedelta) -> _Ledger:
+    """The job's minute ledger up to ``now``: kept on the history (``rule_state``) and extended by the
+    batches added since, when the history is a :class:`rules.history.RollingHistory`'s (the replay's);
+    rebuilt from the window otherwise (and always for a watermark taken from the scopes)."""
+    series = _uses_series(history)
+    key = f"{RULE}:{target.total_seconds()}"
+    ledger = None if series else history.rule_state.get(key)
+    if not isinstance(ledger, _Ledger) or (ledger.seen is not None and ledger.seen > now):
+        ledger = _Ledger(target.total_seconds())
+    if series:
+        ledger.advance(_series_points(history, now), now)
+        return ledger
+    batches = history.batches
+    lo = 0 if ledger.seen is None else bisect_right(batches, ledger.seen, key=_TIME)
+    hi = bisect_right(batches, now, key=_TIME)
+    new = [p for p in (_batch_point(history, b) for b in batches[lo:hi]) if p is not None]
+    ledger.advance(new, now)
+    if history.marks_kept:
+        history.rule_state[key] = ledger
+    return ledger
+
+
+def minute_statuses(history: JobHistory, now: datetime, target: timedelta) -> list[bool | None]:
+    """Whether each whole UTC minute of the last 3 days up to ``now`` was bad (delay above ``target``):
+    ``True`` bad, ``False`` good, ``None`` not counted (unknown watermark); oldest first, the last entry
+    is the minute at or before ``now``. Minutes before the job's first sample are left out (the list is
+    shorter than 3 days then)."""
+    ledger = _ledger(history, now, target)
+    out: list[bool | None] = []
+    for i in range(max(1, len(ledger.bad) - _KEEP), len(ledger.bad)):
+        counted = ledger.counted[i] > ledger.counted[i - 1]
+        out.append(ledger.bad[i] > ledger.bad[i - 1] if counted else None)
+    return out
+
+
+def _current_delay(history: JobHistory, now: datetime) -> float | None:
+    """The delay at ``now`` (the newest point's), as the minute ledger measures it."""
+    if _uses_series(history):
+        points = _series_points(history, now)
+        return points[-1].delay_seconds(now) if points else None
+    for batch in reversed(history.batches):
+        if batch.observed_at <= now:
+            point = _batch_point(history, batch)
+            if point is not None:
+                return point.delay_seconds(now)
+    return None
+
+
+def _pct(share: float) -> str:
+    return f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
+
+
+def evaluate_slo(params: SloParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """The job's ``freshness_slo`` finding at ``now``: ``CRITICAL`` (page) or ``WARNING`` (ticket) when a
+    row of :data:`BURN_WINDOWS` burns on both its windows; none otherwise.
+
+    ``details``: ``alert`` (page/ticket), ``burn_rate`` (the long window's), ``long_window_seconds``,
+    ``short_window_seconds``, ``burn_factor``, ``burn_rates`` (window seconds -> burn rate, every window of
+    the table with counted minutes), ``budget_left_share`` (may be negative: overspent),
+    ``budget_measured_seconds`` (the counted history the budget was judged on), ``objective``,
+    ``target_seconds``, ``window_seconds``, ``delay_seconds`` (now's, when known).
+    """
+    if params.freshness is None:
+        return []
+    ledger = _ledger(history, now, params.freshness)
+    if ledger.end is None:
+        return []
+    budget = 1 - params.objective
+    rates: dict[timedelta, float] = {}
+    for window in sorted({w for row in BURN_WINDOWS for w in (row.long, row.short)}):
+        bad, counted = ledger.window(window)
+        if counted:
+            rates[window] = bad / counted / budget
+    row = next(
+        (r for r in BURN_WINDOWS if rates.get(r.long, 0) > r.factor and rates.get(r.short, 0) > r.factor), None
+    )
+    if row is None:
+        return []
+    span = min(params.window, _LONGEST)
+    bad_minutes, counted = ledger.window(span)
+    allowed_minutes = budget * (params.window / MINUTE)
+    left = 1 - bad_minutes / allowed_minutes
+    burn = rates[row.long]
+    delay = _current_delay(history, now)
+    target = format_duration(params.freshness)
+    slo = format_objective(params.objective)
+    long_w, short_w = format_duration(row.long), format_duration(row.short)
+    _, long_counted = ledger.window(row.long)
+    data = "" if long_counted * MINUTE >= row.long else f" ({format_duration(long_counted * MINUTE)} of data)"
+    head = (
+        f"freshness SLO burning {burn:.1f}x too fast: in the last {long_w}{data} {_pct(rates[row.long] * budget)} of "
+        f"the minutes (and {_pct(rates[row.short] * budget)} of the last {short_w}) had the "
+        + ("consumer lag" if history.engine is Engine.KAFKA else "watermark")
+        + f" more than {target} behind, against an objective of {slo} of minutes within {target} over "
+        f"{format_duration(params.window)} (an error budget of {_pct(budget)} of minutes). "
+    )
+    measured = format_duration(counted * MINUTE)
+    if left <= 0:
+        budget_text = (
+            f"The error budget of {format_duration(params.window)} is spent (the last {measured} alone used "
+            f"{_pct(1 - left)}). "
+        )
+    else:
+        lasts = format_duration(timedelta(seconds=left * params.window.total_seconds() / burn))
+        budget_text = (
+            f"At most {_pct(left)} of the error budget of {format_duration(params.window)} is left (the last "
+            f"{measured} used {_pct(1 - left)}); at this rate it is gone in {lasts}. "
+        )
+    if row.alert == "page":
+        meaning = (
+            f"Page: both the {long_w} and {short_w} windows burn above {row.factor:g}x, so this is happening "
+            "now and will spend the budget within days. "
+        )
+    else:
+        meaning = (
+            f"Ticket: both the {long_w} and {short_w} windows burn above {row.factor:g}x: a slow leak that "
+            "spends the whole budget before the window ends; fix it in working hours. "
+        )
+    now_text = (
+        f"The delay now is {format_duration(timedelta(seconds=delay))}; "
+        if delay is not None
+        else "The delay now is unknown; "
+    )
+    advice = (
+        "the freshness, watermark_stall, idle_source, falling_behind and consumer_lag findings of this job "
+        "say why it is behind."
+    )
+    details: dict[str, object] = {
+        "alert": row.alert,
+        "burn_rate": burn,
+        "burn_factor": row.factor,
+        "long_window_seconds": row.long.total_seconds(),
+        "short_window_seconds": row.short.total_seconds(),
+        "burn_rates": {str(int(w.total_seconds())): rate for w, rate in rates.items()},
+        "budget_left_share": left,
+        "budget_measured_seconds": counted * 60.0,
+        "objective": params.objective,
+        "target_seconds": params.freshness.total_seconds(),
+        "window_seconds": params.window.total_seconds(),
+    }
+    if delay is not None:
+        details["delay_seconds"] = delay
+    return [
+        Finding(
+            rule=RULE,
+            severity=Severity.CRITICAL if row.alert == "page" else Severity.WARNING,
+            job=history.job,
+            message=head + meaning + budget_text + now_text + advice,
+            observed_at=now,
+            details=details,
+        )
+    ]
