@@ -17,7 +17,7 @@ from rules.history import JobHistory
 from rules.jumps import find_jump
 from rules.params import Duration, RuleParams
 
-__all__ = ["RULE", "FreshnessParams", "evaluate_freshness"]
+__all__ = ["RULE", "FreshnessParams", "evaluate_freshness", "job_watermark"]
 
 RULE = "freshness"
 
@@ -27,6 +27,18 @@ class FreshnessParams(RuleParams):
     the rule is off (no default can suit every job)."""
 
     target: Duration | None = None
+
+
+def job_watermark(history: JobHistory) -> datetime | None:
+    """The job's current watermark: the newest job-scope one; without one, the minimum of every sub-scope's
+    newest watermark, and only when all of them are known (a Flink subtask at Long.MIN_VALUE, ``None``,
+    leaves it unknown). May be Spark's "not computed yet" 1970 (:func:`rules.common.is_epoch`)."""
+    watermark = history.batches[-1].watermark if history.batches else None
+    if watermark is None and history.series:
+        newest = [samples[-1].watermark for samples in history.series.values()]
+        if newest and all(wm is not None for wm in newest):
+            watermark = min(wm for wm in newest if wm is not None)
+    return watermark
 
 
 def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: datetime) -> list[Finding]:
@@ -41,11 +53,7 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
     """
     if params.target is None:
         return []
-    watermark = history.batches[-1].watermark if history.batches else None
-    if watermark is None and history.series:
-        newest = [samples[-1].watermark for samples in history.series.values()]
-        if newest and all(wm is not None for wm in newest):
-            watermark = min(wm for wm in newest if wm is not None)
+    watermark = job_watermark(history)
     if watermark is None or is_epoch(watermark):
         return []
     behind = now - watermark
