@@ -32,8 +32,8 @@ its last watermark and falls behind as the others move on.
 
 **The rule**: when an end of a pipeline (a job nobody downstream reads) is more than ``target`` behind the
 sources, follow the path that makes it so (from the end, the upstream job with the largest global lag) back
-to its source; the staleness *enters* at the first job on that path that is itself beyond the target. That
-job gets the finding (``WARNING``); each job downstream of it on the path gets an ``INFO`` finding that
+to its source; the staleness *enters* at the job on that path that adds the most (its largest local lag).
+That job gets the finding (``WARNING``); each job downstream of it on the path gets an ``INFO`` finding that
 links to it (``details["caused_by"]``, :func:`rules.episodes.link`) instead of a finding of its own.
 """
 
@@ -461,13 +461,12 @@ def node_lags(pipeline: Pipeline, histories: Mapping[str, JobHistory], at: datet
 @dataclass(frozen=True, slots=True)
 class Staleness:
     """Why an end of a pipeline is stale: ``path`` (keys, source first) is the chain of largest global lags
-    leading to ``end``; ``entry`` the first job on it beyond the target (where the staleness enters);
-    ``most`` the job on it that adds the most (largest local lag)."""
+    leading to ``end``; ``entry`` the job on it that adds the most (largest local lag; the most upstream of
+    equals): where the staleness enters. ``end_lag_s``: the end's global lag."""
 
     end: str
     path: tuple[str, ...]
     entry: str
-    most: str
     end_lag_s: float
     target_s: float
 
@@ -492,9 +491,10 @@ def staleness(pipeline: Pipeline, lags: Mapping[str, NodeLag], target_s: float) 
             _, u = max(ups)
             path.insert(0, u)
             seen.add(u)
-        entry = next(k for k in path if (lag := lags[k].global_lag_s) is not None and lag > target_s)
-        most = max(path, key=lambda k: (lags[k].local_lag_s or 0.0, -path.index(k)))
-        out.append(Staleness(end, tuple(path), entry, most, g, target_s))
+        # not "the first job beyond the target": a job adding a little on top of an upstream job's large
+        # delay would be blamed until that job crossed the target itself, and the blame would then move
+        entry = max(path, key=lambda k: (lags[k].local_lag_s or 0.0, -path.index(k)))
+        out.append(Staleness(end, tuple(path), entry, g, target_s))
     return out
 
 
@@ -566,7 +566,7 @@ def pipeline_findings(
     for s in staleness(pipeline, lags, target_s):
         entry = pipeline.node(s.entry)
         details: dict[str, Any] = {
-            "pipeline": pipeline.name, "end": s.end, "entry": s.entry, "most": s.most, "path": list(s.path),
+            "pipeline": pipeline.name, "end": s.end, "entry": s.entry, "path": list(s.path),
             "end_lag_s": s.end_lag_s, "target_s": target_s, "nodes": _lag_details(pipeline, lags),
         }  # fmt: skip
         if s.entry not in made:

@@ -193,19 +193,24 @@ def _batch(job: JobRef, at: datetime, watermark: datetime | None = None, lag_sec
     return out
 
 
-def test_entry_is_where_the_target_is_crossed_and_most_is_who_adds_most() -> None:
-    # A reads `in` 4 min behind (under the 5 min target), B adds 2 min: the end is 6 min behind. The
-    # staleness enters at B (the first beyond the target), though A adds the most.
+def test_entry_is_the_job_that_adds_the_most_not_the_one_that_tips_it_over() -> None:
+    # 1. A reads `in` 4 min behind (under the 5 min target), B adds 2 min: the end is 6 min behind. B tips
+    #    it over the target, but A adds the most: the staleness enters at A (B would otherwise be blamed
+    #    until A crossed the target itself, and the blame would move).
+    # 2. A 1 min behind, B adds 5 min: B.
     a, b = _job(Engine.SPARK, "a", "a"), _job(Engine.SPARK, "b", "b")
-    histories = {
-        "a": _batch(a, T0, T0 - timedelta(minutes=4), source="KafkaV2[Subscribe[in]]"),
-        "b": _batch(b, T0, T0 - timedelta(minutes=6), source="KafkaV2[Subscribe[mid]]"),
-    }
     config = parse_pipelines([{"name": "p", "jobs": [{"job": "a", "writes": ["mid"]}]}])
     evaluator = Evaluator(RulesConfig.model_validate({"pipeline_freshness": {"target": "5m"}}), config)
-    (f,) = evaluator.evaluate_pipelines(histories.values())
-    assert f.job == b and f.severity is Severity.WARNING
-    assert f.details["entry"] == "spark:b" and f.details["most"] == "spark:a"
+    for a_behind, b_behind, entry, downstream in ((4, 6, a, [b]), (1, 6, b, [])):
+        histories = {
+            "a": _batch(a, T0, T0 - timedelta(minutes=a_behind), source="KafkaV2[Subscribe[in]]"),
+            "b": _batch(b, T0, T0 - timedelta(minutes=b_behind), source="KafkaV2[Subscribe[mid]]"),
+        }
+        found = evaluator.evaluate_pipelines(histories.values())
+        assert [(f.job, f.severity) for f in found] == [
+            (entry, Severity.WARNING), *((d, Severity.INFO) for d in downstream)
+        ]
+        assert found[0].details["entry"] == f"spark:{entry.job_id}"
 
 
 def test_a_consumer_group_without_watermark_adds_its_lag_in_seconds() -> None:
