@@ -69,6 +69,7 @@ __all__ = [
     "evaluate_pipelines",
     "flink_datasets",
     "job_endpoints",
+    "named_job",
     "node_key",
     "node_lags",
     "parse_pipelines",
@@ -586,8 +587,9 @@ def pipeline_findings(
     return list(made.values())
 
 
-def _named(history: JobHistory) -> JobRef:
-    """The job with its name: a Spark ``QueryIdleEvent`` carries none, its batches do."""
+def named_job(history: JobHistory) -> JobRef:
+    """``history``'s job with its name: a Spark ``QueryIdleEvent`` (the newest sample of an idle query)
+    carries none, its batches do."""
     if history.job.name is not None:
         return history.job
     name = next((b.job.name for b in reversed(history.batches) if b.job.name is not None), None)
@@ -602,7 +604,7 @@ def evaluate_pipelines(
     if params.target is None:
         return []
     by_key = {node_key(h.job): h for h in histories}
-    jobs = [(_named(h), *job_endpoints(h)) for h in by_key.values()]
+    jobs = [(named_job(h), *job_endpoints(h)) for h in by_key.values()]
     out: list[Finding] = []
     for pipeline in build_pipelines(jobs, config):
         out.extend(pipeline_findings(params, pipeline, by_key))

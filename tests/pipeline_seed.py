@@ -41,15 +41,16 @@ def _time(event: dict[str, object]) -> datetime:
     return ensure_utc(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")), "timestamp")
 
 
-def seed_pipeline(root: Path) -> PipelineSeed:
-    """Feed the recorded chain into a new SQLite database under ``root``."""
+def seed_pipeline(root: Path, lines: int | None = None) -> PipelineSeed:
+    """Feed the recorded chain (its first ``lines`` events; all when ``None``) into a new SQLite database
+    under ``root``. ``lines=36``: everything that had arrived 30 s into ``chain_a``'s stall."""
     url = f"sqlite:///{root / 'pipeline.db'}"
     upgrade(url)
     config = Config.model_validate({"rules": {"pipeline_freshness": {"target": TARGET}}, "pipelines": PIPELINES})
     clock: list[datetime] = []
     daemon = build(config, db_url=url, environ={"HOME": str(root)}, clock=lambda: clock[-1])
     try:
-        for line in CHAIN.read_text().splitlines():
+        for line in CHAIN.read_text().splitlines()[:lines]:
             event = json.loads(line)
             at = _time(event)
             clock.append(at if not clock or at > clock[-1] else clock[-1])

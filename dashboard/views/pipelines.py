@@ -77,8 +77,11 @@ if not view.global_lag.empty:
     left, right = st.columns(2)
     with left:
         st.markdown("**Behind the sources (global lag)**")
-        st.altair_chart(charts.lines_over_time(view.global_lag, jobs, y_title="seconds behind sources",
-                                               time_field="at", value_format=",.1f"), width="stretch")
+        behind = charts.lines_over_time(view.global_lag, jobs, y_title="seconds behind sources", time_field="at",
+                                        value_format=",.1f")
+        if view.target_s is not None:
+            behind = behind + charts.rule_line(view.target_s, f"target {data.human_lag(view.target_s)}")
+        st.altair_chart(behind, width="stretch")
     with right:
         st.markdown("**Added by each job (local lag)**")
         st.altair_chart(charts.lines_over_time(view.local_lag, jobs, y_title="seconds added",
@@ -88,5 +91,11 @@ st.subheader("Findings")
 if view.episodes.empty:
     st.caption("No pipeline_freshness finding in the period.")
 else:
-    shown = view.episodes[["job_name", "severity", "first_at", "last_at", "ended_by", "message"]]
-    st.dataframe(shown, hide_index=True, width="stretch")
+    jobs_by_episode = dict(zip(view.episodes["id"], view.episodes["job_name"], strict=True))
+    shown = view.episodes.assign(**{
+        "caused by": view.episodes["caused_by"].map(lambda ids: ", ".join(jobs_by_episode.get(i, i) for i in ids)),
+    })[["job_name", "severity", "first_at", "last_at", "ended_by", "caused by", "message"]]
+    st.caption("A warning is on the job where the staleness enters; the jobs after it get an info finding linked to "
+               "it (caused by).")
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={"message": st.column_config.TextColumn("message", width="large")})

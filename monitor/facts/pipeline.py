@@ -27,6 +27,7 @@ from rules.pipeline import (
     Staleness,
     build_pipelines,
     job_endpoints,
+    named_job,
     node_key,
     node_lags,
     staleness,
@@ -151,7 +152,7 @@ def pipeline_facts(
         if kept:
             by_key[node_key(kept[-1].job)] = kept
     now_hist = {k: h for k, v in by_key.items() if (h := job_history(v)) is not None}
-    graph = build_pipelines([(h.job, *job_endpoints(h)) for h in now_hist.values()], config)
+    graph = build_pipelines([(named_job(h), *job_endpoints(h)) for h in now_hist.values()], config)
     out: list[PipelineFacts] = []
     for pipeline in graph:
         out.append(_one(pipeline, by_key, now_hist, target_s, episodes))
