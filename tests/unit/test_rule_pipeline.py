@@ -287,3 +287,14 @@ def test_facts_over_the_recorded_period() -> None:
     assert a.max_global_s == pytest.approx(31.140)
     assert b.max_global_s == pytest.approx(37.059)
     assert len(a.points) == len(b.points) == len({s.observed_at for v in _recorded().values() for s in v})
+
+
+def test_a_sink_description_too_long_to_hold_is_left_out_not_an_error() -> None:
+    from collectors.spark.progress import parse_progress
+    from monitor.model import MAX_DESCRIPTION_CHARS
+
+    progress = json.loads(CHAIN.read_text().splitlines()[0])["progress"]
+    progress["sink"]["description"] = "FileSink[/" + "x" * MAX_DESCRIPTION_CHARS + "]"
+    (query, source) = parse_progress(progress, collector="test", where="line 1")
+    assert "sink" not in query.extra
+    assert query.batch_id == 0 and source.scope.source == "KafkaV2[Subscribe[mid]]"
