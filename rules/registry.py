@@ -44,7 +44,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from monitor.errors import ConfigError
-from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample, SampleKind
+from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample, SampleKind, Severity
 from rules import (
     behind,
     checkpoints,
@@ -377,7 +377,10 @@ class Evaluator:
             and (h := job_history(samples, self.lookback(samples[-1].job), self.resolved(samples[-1].job).series_lookback))
             is not None
         ]  # fmt: skip
-        return _with_severity(pipeline.evaluate_pipelines(params, self._pipelines, hists), params)
+        found = pipeline.evaluate_pipelines(params, self._pipelines, hists)
+        # ``severity`` is the entry's: the jobs downstream stay INFO (they only pass the delay on)
+        return [*_with_severity([f for f in found if f.severity is not Severity.INFO], params),
+                *(f for f in found if f.severity is Severity.INFO)]
 
     def evaluate_targets(self, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:
         """``target_health``'s unreachable-target findings from recent collector errors at ``now``."""

@@ -292,7 +292,9 @@ class EvaluateStage:
                     for f in self._evaluator.evaluate_job(samples, when, clock=True)
                     if not self._histories.seen_as_history(key)]  # fmt: skip
         findings += self._evaluator.evaluate_targets(errors, when)
-        findings += self._evaluator.evaluate_pipelines(histories.values())
+        # a pipeline judged on data older than the history horizon (a catch-up, a scanned recording) notifies nobody
+        findings += [f for f in self._evaluator.evaluate_pipelines(histories.values())
+                     if when - f.observed_at <= self._horizon]
         clock_fold = self._episodes.clock(session)
         clock_episodes: dict[str, Episode] = {}
         self._episodes.add(clock_fold, Instant(when, None, findings), clock_episodes)

@@ -298,3 +298,11 @@ def test_a_sink_description_too_long_to_hold_is_left_out_not_an_error() -> None:
     (query, source) = parse_progress(progress, collector="test", where="line 1")
     assert "sink" not in query.extra
     assert query.batch_id == 0 and source.scope.source == "KafkaV2[Subscribe[mid]]"
+
+
+def test_a_configured_severity_is_the_entry_s_the_downstream_jobs_stay_info() -> None:
+    rules = RulesConfig.model_validate({"pipeline_freshness": {"target": "15s", "severity": "critical"}})
+    found = Evaluator(rules, parse_pipelines(CONFIG)).evaluate_pipelines(_recorded(36).values())
+    assert sorted((f.job.name or "", f.severity) for f in found) == [
+        ("chain_a", Severity.CRITICAL), ("chain_b", Severity.INFO),
+    ]
