@@ -19,6 +19,7 @@ import altair as alt
 import pandas as pd
 
 from monitor.axes import CLUSTER_GAP_S, bulk_range, time_axis_format
+from monitor.timefmt import format_lag
 
 __all__ = [
     "AnyChart",
@@ -265,3 +266,46 @@ def sweep_chart(frame: pd.DataFrame, y: str, *, y_title: str, x_title: str,
         layers.append(alt.Chart(pd.DataFrame({"delay_s": [recommended_s], "what": ["recommended"]}))
                       .mark_rule(color="#27ae60", strokeWidth=2).encode(x=alt.X("delay_s:Q"), tooltip=["what:N", "delay_s:Q"]))
     return alt.LayerChart(layer=layers).properties(height=240)
+
+
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def pipeline_dot(nodes: pd.DataFrame, edges: pd.DataFrame, target_s: float | None, most: str | None) -> str:
+    """A Graphviz DOT graph of a pipeline (:class:`dashboard.data.PipelineView` ``nodes``/``edges``): one box
+    per job with its local and global lag now, red where the staleness enters, amber downstream of it, green
+    within the target; the pipeline's external inputs and outputs as ellipses; job-to-job edges labelled with
+    the dataset between them. ``most``: the job that adds the most (marked)."""
+    lines = ['digraph {', 'rankdir=LR; bgcolor="transparent";',
+             'node [fontname="sans-serif", fontsize=11]; edge [fontname="sans-serif", fontsize=10, color="#555555"];']
+    internal = set(edges["dataset"])
+    for n in nodes.itertuples():
+        g, loc = n.global_now_s, n.local_now_s
+        known = g is not None and not pd.isna(g)
+        fill = {"entry": "#f8d7da", "downstream": "#fff3cd"}.get(str(n.role))
+        if fill is None:
+            fill = "#eeeeee" if not known or target_s is None else "#d4edda" if g <= target_s else "#fff3cd"
+        local_s = None if loc is None or pd.isna(loc) else float(loc)
+        label = [str(n.job), f"adds {format_lag(local_s)} · behind sources {format_lag(float(g) if known else None)}"]
+        if n.role == "entry":
+            label.append("staleness enters here")
+        if most is not None and n.job == most:
+            label.append("adds the most")
+        border = "#c0392b" if n.role == "entry" else "#555555"
+        width = 2.5 if n.role == "entry" else 1
+        lines.append(f'"{_dot_text(str(n.key))}" [shape=box, style="rounded,filled", fillcolor="{fill}", '
+                     f'color="{border}", penwidth={width}, label="{_dot_text(chr(10).join(label))}"];')
+        for d in [x for x in str(n.reads).split(", ") if x and x not in internal]:
+            lines.append(f'"in:{_dot_text(d)}" [shape=ellipse, style=dashed, label="{_dot_text(d)}"];')
+            lines.append(f'"in:{_dot_text(d)}" -> "{_dot_text(str(n.key))}";')
+        fed = set(edges["upstream"])
+        if n.key not in fed:
+            for d in [x for x in str(n.writes).split(", ") if x and x not in internal]:
+                lines.append(f'"out:{_dot_text(d)}" [shape=ellipse, style=dashed, label="{_dot_text(d)}"];')
+                lines.append(f'"{_dot_text(str(n.key))}" -> "out:{_dot_text(d)}";')
+    for e in edges.itertuples():
+        lines.append(f'"{_dot_text(str(e.upstream))}" -> "{_dot_text(str(e.downstream))}" '
+                     f'[label="{_dot_text(str(e.dataset))}"];')
+    lines.append("}")
+    return "\n".join(lines)

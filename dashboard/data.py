@@ -33,13 +33,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
+from dashboard.env import DB_ENV, PIPELINES_ENV, REPORTS_ENV, TOKEN_ENV
 from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.facts import SloFacts, job_health, slo_text
-from monitor.facts.source import data_period, load_job_facts
+from monitor.facts.pipeline import PipelineFacts
+from monitor.facts.source import data_period, load_job_facts, load_pipeline_facts
 from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
 from monitor.reports import DEFAULT_SINCE
 from monitor.store import Store, load_episodes, load_samples, open_store
@@ -56,6 +57,7 @@ __all__ = [
     "DatabaseReport",
     "FlinkWhatIf",
     "JobDetail",
+    "PipelineView",
     "ReportFile",
     "add_silence",
     "alert_history",
@@ -71,6 +73,7 @@ __all__ = [
     "job_detail",
     "now",
     "period_since",
+    "pipelines",
     "report_files",
     "report_json",
     "scheduled_reports",
@@ -949,3 +952,102 @@ def sample_bytes(name: str) -> bytes:
     if name not in sample_files():
         raise KeyError(name)
     return (SAMPLES_DIR / name).read_bytes()
+
+
+# --------------------------------------------------------------------------------------------- pipelines
+
+
+@dataclass(frozen=True)
+class PipelineView:
+    """One pipeline as the Pipelines page shows it (from :class:`monitor.facts.pipeline.PipelineFacts`).
+
+    Attributes:
+        name / configured / target_s: the pipeline, whether the config names it, the rule's target (s).
+        at: the pipeline's newest observation (the data's clock of the ``*_now_s`` columns).
+        nodes: one row per job, sources first: ``key``, ``job`` (name), ``engine``, ``job_id``, ``reads``,
+            ``writes``, ``global_now_s``, ``local_now_s``, ``basis``, ``last_seen``, ``mean_local_s``,
+            ``max_global_s``, ``role`` (``entry`` where a stale end's staleness enters, ``downstream`` after it
+            on the path, ``""``).
+        edges: ``upstream``, ``downstream`` (node keys), ``dataset``.
+        global_lag / local_lag: ``at`` plus one column per job (its name), seconds, over the period.
+        stale: one dict per stale end: ``end``, ``entry`` (job names), ``end_lag_s``, ``entry_adds_s``.
+        most_now / most_period: the job adding the most now / over the period (its name).
+        episodes: the stored ``pipeline_freshness`` episodes of the pipeline (:data:`_EPISODE_COLUMNS`).
+    """
+
+    name: str
+    configured: bool
+    target_s: float | None
+    at: pd.Timestamp | None
+    nodes: pd.DataFrame
+    edges: pd.DataFrame
+    global_lag: pd.DataFrame
+    local_lag: pd.DataFrame
+    stale: list[dict[str, Any]]
+    most_now: str | None
+    most_period: str | None
+    episodes: pd.DataFrame
+
+
+def pipelines_config() -> tuple[list[Any], float | None, str | None]:
+    """``(pipelines: section, target seconds, problem)`` from :data:`PIPELINES_ENV` (set by ``tidegauge
+    dashboard -c FILE``); without it, no configured pipeline and no target (the graph is what the jobs
+    report). ``problem`` names what is wrong with the variable (then the rest is empty)."""
+    from rules.pipeline import parse_pipelines
+
+    raw = os.environ.get(PIPELINES_ENV)
+    if not raw:
+        return [], None, None
+    try:
+        doc = json.loads(raw)
+        target = doc.get("target_s")
+        return list(parse_pipelines(doc.get("pipelines"))), None if target is None else float(target), None
+    except (ValueError, TypeError, AttributeError, InputError) as exc:
+        return [], None, f"{PIPELINES_ENV}: {exc}"
+
+
+def _pipeline_view(p: PipelineFacts) -> PipelineView:
+    names = {n.key: n.name for n in p.nodes}
+    roles: dict[str, str] = {}
+    for s in p.stale:
+        for k in s.path[s.path.index(s.entry) + 1 :]:
+            roles.setdefault(k, "downstream")
+        roles[s.entry] = "entry"
+    nodes = pd.DataFrame([{
+        "key": n.key, "job": n.name, "engine": n.job.engine.value, "job_id": n.job.job_id,
+        "reads": ", ".join(n.reads), "writes": ", ".join(n.writes),
+        "global_now_s": None if n.now is None else n.now.global_lag_s,
+        "local_now_s": None if n.now is None else n.now.local_lag_s,
+        "basis": None if n.now is None else n.now.basis,
+        "last_seen": _ts(None if n.now is None else n.now.last_seen),
+        "mean_local_s": n.mean_local_s, "max_global_s": n.max_global_s, "role": roles.get(n.key, ""),
+    } for n in p.nodes])  # fmt: skip
+    edges = pd.DataFrame([{"upstream": e.upstream, "downstream": e.downstream, "dataset": e.dataset} for e in p.edges],
+                         columns=["upstream", "downstream", "dataset"])
+
+    def series(which: str) -> pd.DataFrame:
+        rows: dict[datetime, dict[str, Any]] = {}
+        for n in p.nodes:
+            for pt in n.points:
+                rows.setdefault(pt.at, {"at": pd.Timestamp(pt.at)})[n.name] = getattr(pt, which)
+        return pd.DataFrame([rows[t] for t in sorted(rows)], columns=["at", *(n.name for n in p.nodes)])
+
+    return PipelineView(
+        p.name, p.configured, p.target_s, _ts(p.at), nodes, edges, series("global_lag_s"), series("local_lag_s"),
+        [{"end": names[s.end], "entry": names[s.entry], "end_lag_s": s.end_lag_s,
+          "entry_adds_s": next((n.now.local_lag_s for n in p.nodes if n.key == s.entry and n.now), None)}
+         for s in p.stale],
+        names.get(p.most_now) if p.most_now else None, names.get(p.most_period) if p.most_period else None,
+        pd.DataFrame([_episode_row(e) for e in p.episodes], columns=_EPISODE_COLUMNS),
+    )
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def pipelines() -> tuple[list[PipelineView], str | None]:
+    """Every pipeline over the last :data:`JOB_WINDOW` (back from the newest stored sample), by name, and a
+    problem with the pipelines' configuration (``None``: none)."""
+    config, target, problem = pipelines_config()
+    with _store().sessions() as session:
+        since, until = _job_window(newest_sample_time(session), JOB_WINDOW)
+        found = load_pipeline_facts(session, since, until, config=config, target_s=target)
+    return [_pipeline_view(p) for p in found], problem

@@ -3,7 +3,7 @@ off its command line, where ``ps`` shows them); read by :mod:`dashboard.data`.""
 
 from __future__ import annotations
 
-__all__ = ["DB_ENV", "REPORTS_ENV", "TOKEN_ENV"]
+__all__ = ["DB_ENV", "PIPELINES_ENV", "REPORTS_ENV", "TOKEN_ENV"]
 
 #: The database URL (may hold a password).
 DB_ENV = "TIDEGAUGE_DASHBOARD_DB"
@@ -11,3 +11,6 @@ DB_ENV = "TIDEGAUGE_DASHBOARD_DB"
 TOKEN_ENV = "TIDEGAUGE_DASHBOARD_TOKEN"  # noqa: S105 (a variable name)
 #: A directory of generated report files for the Reports page.
 REPORTS_ENV = "TIDEGAUGE_DASHBOARD_REPORTS"
+#: The config's ``pipelines:`` section and ``rules.pipeline_freshness.target`` as JSON
+#: (``{"target_s": 300.0, "pipelines": [...]}``), for the Pipelines page.
+PIPELINES_ENV = "TIDEGAUGE_DASHBOARD_PIPELINES"

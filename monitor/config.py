@@ -13,6 +13,9 @@ One file holds targets, rules, receivers, routes, silences and reports::
       watermark_stall: {for: 10m, severity: warning}
       future_timestamp: {skew: 1h}
       overrides: [{match: {job_name: clicks}, rule: watermark_stall, params: {for: 30m}}]
+      pipeline_freshness: {target: 5m}
+    pipelines:   # what the jobs' own reports do not show (Spark's Kafka sink names no topic)
+      - {name: clicks, jobs: [{job: enrich, writes: [clicks-enriched]}, {job: sessionize}]}
     receivers:
       - {name: ops, type: webhook, url: https://hooks.example/tg, secret: {file: /run/secrets/tg}}
       - {name: slack, type: slack, url: {env: SLACK_WEBHOOK_URL}}
@@ -87,6 +90,7 @@ from collectors.storage import (
 from monitor.durations import parse_duration_ms
 from monitor.errors import ConfigError
 from rules.config import RulesConfig
+from rules.pipeline import PipelineConfig, parse_pipelines
 
 #: Default body limit: 4 MiB (a progress object is 1-50 KB; the listener sends at most ~1 MB per POST).
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -707,6 +711,8 @@ class Config(_Model):
     server: ServerConfig = Field(default_factory=ServerConfig)
     targets: Targets = Field(default_factory=Targets)
     rules: RulesConfig = Field(default_factory=RulesConfig)
+    #: pipelines of jobs (``pipeline_freshness``): what the jobs' own reports do not show (rules/pipeline.py)
+    pipelines: tuple[PipelineConfig, ...] = ()
     receivers: list[Receiver] = Field(default_factory=list)
     routes: list[Route] = Field(default_factory=list)
     silences: list[SilenceConfig] = Field(default_factory=list)
@@ -717,6 +723,14 @@ class Config(_Model):
     history_horizon: DurationMs | None = None
     retention: DurationMs = 14 * 86_400_000
     delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
+
+    @field_validator("pipelines")
+    @classmethod
+    def _pipelines(cls, v: tuple[PipelineConfig, ...]) -> tuple[PipelineConfig, ...]:
+        try:
+            return parse_pipelines(v)  # names unique
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("database")
     @classmethod

@@ -30,7 +30,9 @@ __all__ = ["CAUSED_BY", "Episode", "EpisodeFold", "episodes", "held", "link", "r
 
 #: The ``details`` key by which a finding names the finding that caused it: a rule name
 #: (``"future_timestamp"``), or ``{"rule": name, "batch_id": n}`` to name its episode by the batch that
-#: finding named when it first held. :func:`link` resolves it to that episode on the same job.
+#: finding named when it first held, or ``{"rule": name, "engine": e, "job_id": j}`` to name the episode of
+#: another job (``pipeline_freshness``: the job where a pipeline's staleness enters). :func:`link` resolves
+#: it to that episode on the same job, or on the job named.
 CAUSED_BY = "caused_by"
 
 
@@ -198,13 +200,18 @@ def reopen(record: FindingEpisode) -> Episode:
     )  # fmt: skip
 
 
-def _cause_wanted(record: FindingEpisode) -> tuple[str, int | None] | None:
+def _cause_wanted(record: FindingEpisode) -> tuple[str, int | None, str, str] | None:
+    """``(rule, batch_id, engine, job_id)`` of the cause ``record`` names (its own job unless named)."""
+    engine, job_id = record.job.engine.value, record.job.job_id
     value = record.details.get(CAUSED_BY)
     if isinstance(value, str) and value:
-        return value, None
+        return value, None, engine, job_id
     if isinstance(value, Mapping) and isinstance(value.get("rule"), str):
         batch = value.get("batch_id")
-        return value["rule"], batch if isinstance(batch, int) else None
+        other_engine, other_job = value.get("engine"), value.get("job_id")
+        if isinstance(other_engine, str) and isinstance(other_job, str):
+            engine, job_id = other_engine, other_job
+        return value["rule"], batch if isinstance(batch, int) else None, engine, job_id
     return None
 
 
@@ -212,7 +219,8 @@ def link(records: Sequence[FindingEpisode], known: Sequence[FindingEpisode] = ()
     """``records`` with ``caused_by`` / ``causes`` filled where a finding names its cause
     (``details["caused_by"]``, see :data:`CAUSED_BY`).
 
-    The cause is the episode of the named rule on the same job (engine and job id) that began at or before
+    The cause is the episode of the named rule on the same job (engine and job id; or the job the finding
+    names, ``{"rule", "engine", "job_id"}``) that began at or before
     the effect — the latest to begin among those whose first finding named the given ``batch_id`` (the batch
     that carried the row, :meth:`rules.jumps.Jump.details`), else the latest to begin — among ``records``
     and ``known`` (episodes stored before, e.g. by an earlier tick).
@@ -228,11 +236,11 @@ def link(records: Sequence[FindingEpisode], known: Sequence[FindingEpisode] = ()
         wanted = _cause_wanted(effect)
         if wanted is None:
             continue
-        rule, batch = wanted
+        rule, batch, engine, job_id = wanted
         candidates = [
             c for c in pool
-            if c.rule == rule and c.id != effect.id and c.job.engine is effect.job.engine
-            and c.job.job_id == effect.job.job_id and c.first_at <= effect.first_at
+            if c.rule == rule and c.id != effect.id and c.job.engine.value == engine
+            and c.job.job_id == job_id and c.first_at <= effect.first_at
         ]  # fmt: skip
         named = [c for c in candidates if c.details.get("batch_id") == batch]
         candidates = named or candidates

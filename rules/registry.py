@@ -23,24 +23,29 @@ Configuration (every key optional; each rule's keys are documented on its parame
       target_health: {restart_window: 15m, error_window: 2m, min_errors: 2}
       checkpoint_failures: {window: 15m, min_failures: 1}
       no_progress: {for: 5m, intervals: 10}
+      pipeline_freshness: {target: 5m}
       overrides:
         - {match: {job_name: clicks}, rule: watermark_stall, params: {for: 30m}}
 
 Every rule also takes ``enabled``, ``severity``, ``for`` and ``keep_firing_for`` (see
 :mod:`rules.params`). Overrides apply in order to jobs whose ``job_id``/``job_name``/``engine`` equal every
 ``match`` value; their params are merged over the rule's base params and validated the same way.
+
+``pipeline_freshness`` is judged over every job at once (the pipeline graph, :mod:`rules.pipeline`, with
+the configuration's ``pipelines:`` section given to :class:`Evaluator`), once per tick, never per job; it
+takes no overrides.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from monitor.errors import ConfigError
-from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample, SampleKind
+from monitor.model import CollectorError, Finding, JobRef, RuleTiming, Sample, SampleKind, Severity
 from rules import (
     behind,
     checkpoints,
@@ -50,6 +55,7 @@ from rules import (
     health,
     idle,
     late,
+    pipeline,
     progress,
     slo,
     stall,
@@ -58,6 +64,7 @@ from rules import (
 from rules.config import RulesConfig
 from rules.history import JobHistory, RollingHistory, job_history
 from rules.params import RuleParams, parse_params
+from rules.pipeline import PipelineConfig, PipelineParams
 
 __all__ = [
     "RULES",
@@ -94,6 +101,9 @@ class RuleSpec:
     """``True`` for a rule judged at the evaluation tick's ``now`` (processing time: ``no_progress``) rather
     than at each batch's own time; the daemon runs it once per tick, ``scan`` never (a recorded log has no
     "now")."""
+    jobs: bool = False
+    """``True`` for a rule judged over every job's history at once (``pipeline_freshness``): never run per
+    job, only by :meth:`Evaluator.evaluate_pipelines` (its ``evaluate`` is unused)."""
 
 
 #: Every rule the daemon evaluates, by name.
@@ -114,6 +124,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),
         RuleSpec(checkpoints.RULE, checkpoints.CheckpointParams, checkpoints.evaluate_checkpoints),
         RuleSpec(progress.RULE, progress.NoProgressParams, progress.evaluate_no_progress, clock=True),
+        RuleSpec(pipeline.RULE, pipeline.PipelineParams, lambda *_: [], clock=True, jobs=True),
     )
 }
 
@@ -150,6 +161,10 @@ def _compile(rules_config: RulesConfig) -> _Compiled:
         bad = sorted(set(override.match) - _MATCH_KEYS)
         if bad:
             problems.append(f"{where}.match.{bad[0]}: unknown key (match on job_id, job_name, engine)")
+            continue
+        if RULES[override.rule].jobs:
+            problems.append(f"{where}.rule: {override.rule} is judged over whole pipelines, not per job: "
+                            f"set rules.{override.rule} instead of an override")
             continue
         merged = {**base[override.rule], **override.params}
         try:
@@ -256,7 +271,7 @@ def _resolve(compiled: _Compiled, matched: tuple[int, ...]) -> _Resolved:
             for o in mine:
                 merged.update(o[3])
             params = parse_params(spec.params, merged, f"rules.{name}")
-        if params.enabled:
+        if params.enabled and not spec.jobs:
             rules.append((spec, params))
     needs = [params.history_needed() for _, params in rules]
     series = max((n[1] for n in needs), default=_MIN_LOOKBACK)
@@ -309,8 +324,9 @@ class Evaluator:
         ConfigError: invalid rule configuration (see :func:`validate`), from the constructor.
     """
 
-    def __init__(self, rules_config: RulesConfig) -> None:
+    def __init__(self, rules_config: RulesConfig, pipelines: Sequence[PipelineConfig] = ()) -> None:
         self._compiled = _compile(rules_config)
+        self._pipelines = tuple(pipelines)
         self._resolved: dict[tuple[int, ...], _Resolved] = {}
         self._timings = _timing(self._compiled)
 
@@ -375,6 +391,24 @@ class Evaluator:
                 out.extend(_with_severity(found, params))
         return out
 
+    def evaluate_pipelines(self, histories: Iterable[Sequence[Sample]]) -> list[Finding]:
+        """``pipeline_freshness``'s findings over every job's samples (each sequence one job's, oldest
+        first), each pipeline judged on its own data's clock (:func:`rules.pipeline.evaluate_pipelines`);
+        ``[]`` when the rule is off or has no ``target``."""
+        params = self._compiled.defaults[pipeline.RULE]
+        assert isinstance(params, PipelineParams)
+        if not params.enabled or params.target is None:
+            return []
+        hists = [
+            h for samples in histories if samples
+            and (h := job_history(samples, self.lookback(samples[-1].job), self.resolved(samples[-1].job).series_lookback))
+            is not None
+        ]  # fmt: skip
+        found = pipeline.evaluate_pipelines(params, self._pipelines, hists)
+        # ``severity`` is the entry's: the jobs downstream stay INFO (they only pass the delay on)
+        return [*_with_severity([f for f in found if f.severity is not Severity.INFO], params),
+                *(f for f in found if f.severity is Severity.INFO)]
+
     def evaluate_targets(self, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:
         """``target_health``'s unreachable-target findings from recent collector errors at ``now``."""
         params = self._compiled.defaults[health.RULE]
@@ -423,5 +457,6 @@ def evaluate(
     for samples in history.values():
         out.extend(evaluator.evaluate_job(samples, now, clock=None))
     out.extend(evaluator.evaluate_targets(errors or (), now))
+    out.extend(evaluator.evaluate_pipelines(history.values()))
     out.sort(key=finding_order)
     return out

@@ -25,6 +25,7 @@ documents; the bounds themselves are the model's (``monitor.model.check_*``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -593,9 +594,22 @@ def _parse_progress(
         state_rows_removed=_sum_known(rows_removed),
         state_memory_bytes=_sum_known(mem_bytes),
         lag_offsets=source_lags[0] if len(source_lags) == 1 else max((v for v in source_lags if v is not None), default=None),
-        extra={"num_state_operators": len(ops), "num_sources": len(sources)},
+        extra=_extra(progress, len(ops), len(sources), where, field_prefix),
     )
     return [query_sample, *source_samples]
+
+
+def _extra(progress: Mapping[str, Any], ops: int, sources: int, where: str, field_prefix: str) -> dict[str, Any]:
+    """The query sample's extras: the number of state operators and sources, and the ``sink``'s
+    ``description`` when it has one (what the query writes: ``FileSink[/data/out]``; the pipeline graph,
+    :func:`rules.pipeline.job_endpoints`, reads it; one too long to hold is left out, never an error)."""
+    extra: dict[str, Any] = {"num_state_operators": ops, "num_sources": sources}
+    sink = progress.get("sink")
+    if _is_mapping(sink) and type(sink.get("description")) is str:
+        # a description the model cannot hold names no dataset: the batch is kept without it
+        with contextlib.suppress(ProgressFormatError):
+            extra["sink"] = _name_at(sink, "description", where, f"{field_prefix}sink.", MAX_DESCRIPTION_CHARS)
+    return extra
 
 
 #: The public entry (checks the document unless ``checked``); :func:`parse_listener_event`, already inside

@@ -12,6 +12,7 @@ SIGTERM/SIGINT are passed on to the Streamlit process, killed if it is still the
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -19,13 +20,17 @@ import sys
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from dashboard.env import DB_ENV, REPORTS_ENV, TOKEN_ENV
+from dashboard.env import DB_ENV, PIPELINES_ENV, REPORTS_ENV, TOKEN_ENV
 from monitor.daemon.stopping import StopSignals
 
-__all__ = ["DB_ENV", "TOKEN_ENV", "dashboard_command", "dashboard_environ", "register"]
+if TYPE_CHECKING:
+    from monitor.config import Config
+
+__all__ = ["DB_ENV", "TOKEN_ENV", "dashboard_command", "dashboard_environ", "pipelines_json", "register"]
 
 
 
@@ -45,10 +50,14 @@ def dashboard_command(host: str, port: int) -> list[str]:
 
 
 def dashboard_environ(
-    environ: Mapping[str, str], db_url: str, token: str | None, reports_dir: Path | None = None
+    environ: Mapping[str, str], db_url: str, token: str | None, reports_dir: Path | None = None,
+    pipelines: str | None = None,
 ) -> dict[str, str]:
-    """The Streamlit process's environment: ``environ`` plus the database URL and the token."""
-    out = {k: v for k, v in environ.items() if k not in (DB_ENV, TOKEN_ENV, REPORTS_ENV)}
+    """The Streamlit process's environment: ``environ`` plus the database URL and the token (and the
+    pipelines' JSON, :func:`pipelines_json`)."""
+    out = {k: v for k, v in environ.items() if k not in (DB_ENV, TOKEN_ENV, REPORTS_ENV, PIPELINES_ENV)}
+    if pipelines is not None:
+        out[PIPELINES_ENV] = pipelines
     out[DB_ENV] = db_url
     if token:
         out[TOKEN_ENV] = token
@@ -59,13 +68,23 @@ def dashboard_environ(
 
 def launch(
     db_url: str, token: str | None, host: str, port: int, environ: Mapping[str, str], *, reports_dir: Path | None = None,
-    quiet: bool = False,
+    quiet: bool = False, pipelines: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start the dashboard process (the caller stops it with ``terminate()``)."""
     out = subprocess.DEVNULL if quiet else None
-    return subprocess.Popen(
-        dashboard_command(host, port), env=dashboard_environ(environ, db_url, token, reports_dir), stdout=out, stderr=out
-    )
+    env = dashboard_environ(environ, db_url, token, reports_dir, pipelines)
+    return subprocess.Popen(dashboard_command(host, port), env=env, stdout=out, stderr=out)
+
+
+def pipelines_json(cfg: Config) -> str:
+    """The config's ``pipelines:`` and ``rules.pipeline_freshness.target`` (seconds, ``null``: off) as the
+    JSON the Pipelines page reads (:data:`PIPELINES_ENV`)."""
+    from rules.params import parse_params
+    from rules.pipeline import RULE, PipelineParams
+
+    params = parse_params(PipelineParams, (cfg.rules.model_extra or {}).get(RULE), f"rules.{RULE}")
+    target = None if params.target is None or not params.enabled else params.target.total_seconds()
+    return json.dumps({"target_s": target, "pipelines": [p.model_dump(mode="json") for p in cfg.pipelines]})
 
 
 def register(app: typer.Typer) -> None:
@@ -84,8 +103,10 @@ def register(app: typer.Typer) -> None:
 
         token: str | None = None
         url = db
+        pipelines: str | None = None
         if config is not None:
             cfg = load_config(config)
+            pipelines = pipelines_json(cfg)
             if url is None:
                 url = database_url(cfg, os.environ, str(config))
             if cfg.dashboard.token is not None:
@@ -99,7 +120,7 @@ def register(app: typer.Typer) -> None:
         child: list[subprocess.Popen[bytes]] = []
         with StopSignals(on_stop=lambda: _signal_child(child, signal.SIGTERM),
                          before_exit=lambda: _signal_child(child, signal.SIGKILL)) as signals:
-            child.append(launch(url, token, host, port, os.environ))
+            child.append(launch(url, token, host, port, os.environ, pipelines=pipelines))
             if signals.stop.is_set():  # the signal came while it was being started
                 _signal_child(child, signal.SIGTERM)
             code = child[0].wait()

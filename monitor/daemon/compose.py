@@ -594,6 +594,7 @@ def build(
         targets=targets,
         latest=LatestSamples(),
         rules_config=config.rules,
+        pipelines=config.pipelines,
         notifiers=notifiers,
         routes=routes,
         http_client=client,

@@ -135,9 +135,16 @@ class Episodes:
         if not records:
             return
         known: list[FindingEpisode] = []
-        if key is not None and any(CAUSED_BY in r.details for r in records):
+        if any(CAUSED_BY in r.details for r in records):
             since = min(r.first_at for r in records) - self._lookback
-            known = load_episodes(session, engine=key[0], job_id=key[1], since=since)
+            # a clock finding may name another job's episode (pipeline_freshness: where the staleness enters)
+            jobs = {key} if key is not None else {
+                (Engine(c["engine"]), c["job_id"]) for r in records
+                if isinstance(c := r.details.get(CAUSED_BY), dict) and isinstance(c.get("job_id"), str)
+                and c.get("engine") in {e.value for e in Engine}
+            }  # fmt: skip
+            for engine, job_id in sorted(jobs):
+                known += load_episodes(session, engine=engine, job_id=job_id, since=since)
         record_episodes(session, link(records, known))
 
     def forget(self, keys: Iterable[JobKey]) -> None:
@@ -285,6 +292,9 @@ class EvaluateStage:
                     for f in self._evaluator.evaluate_job(samples, when, clock=True)
                     if not self._histories.seen_as_history(key)]  # fmt: skip
         findings += self._evaluator.evaluate_targets(errors, when)
+        # a pipeline judged on data older than the history horizon (a catch-up, a scanned recording) notifies nobody
+        findings += [f for f in self._evaluator.evaluate_pipelines(histories.values())
+                     if when - f.observed_at <= self._horizon]
         clock_fold = self._episodes.clock(session)
         clock_episodes: dict[str, Episode] = {}
         self._episodes.add(clock_fold, Instant(when, None, findings), clock_episodes)

@@ -53,6 +53,7 @@ from monitor.reports.render import Format
 from monitor.reports.scheduled import HealthReport
 from monitor.store import PurgeCounts, check_store
 from rules.config import RulesConfig
+from rules.pipeline import PipelineConfig
 from rules.registry import Evaluator, history_window, rule_timing, whole_window
 from rules.registry import validate as check_rules
 
@@ -77,6 +78,7 @@ class Runtime:
         targets: configured targets.
         latest: newest-sample registry behind ``/metrics``.
         rules_config: the ``rules:`` section.
+        pipelines: the ``pipelines:`` section (``pipeline_freshness``'s graph where inference cannot see).
         notifiers: configured receivers.
         routes: their routes.
         http_client: client the notifiers use.
@@ -102,6 +104,7 @@ class Runtime:
         targets: Sequence[Target],
         latest: LatestSamples,
         rules_config: RulesConfig,
+        pipelines: Sequence[PipelineConfig] = (),
         notifiers: Sequence[Notifier] = (),
         routes: Sequence[Route] = (),
         http_client: httpx.Client | None = None,
@@ -126,7 +129,7 @@ class Runtime:
         self._histories = JobHistories(sessions, kept, horizon)
         self._polls = PollStage(sessions, self.targets, latest, monotonic, lambda: self.redactor)
         self._evaluation = EvaluateStage(
-            sessions, self._histories, Evaluator(rules_config), rule_timing(rules_config), routes, horizon,
+            sessions, self._histories, Evaluator(rules_config, pipelines), rule_timing(rules_config), routes, horizon,
             self._polls.recent_errors,
         )  # fmt: skip
         self._delivery = DispatchStage(

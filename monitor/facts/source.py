@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,12 +13,14 @@ from monitor.alerts.lifecycle import Alert
 from monitor.durations import parse_timedelta
 from monitor.facts.compute import job_facts
 from monitor.facts.model import FactsSettings, JobFacts
+from monitor.facts.pipeline import PipelineFacts, pipeline_facts
 from monitor.model import Engine, FindingEpisode, JobRef, Sample
 from monitor.store import load_episodes, load_samples
 from monitor.store.alert_repo import load_alerts
 from monitor.store.views import job_runs, newest_sample_time
+from rules.pipeline import PipelineConfig
 
-__all__ = ["data_period", "load_job_facts", "load_period_facts", "settings_from_rules"]
+__all__ = ["data_period", "load_job_facts", "load_period_facts", "load_pipeline_facts", "settings_from_rules"]
 
 
 def data_period(session: Session, length: timedelta, now: datetime) -> tuple[datetime, datetime]:
@@ -150,3 +152,22 @@ def load_job_facts(
     name = next((a.annotations["job_name"] for a in alerts if "job_name" in a.annotations), None)
     return job_facts(samples, since, until, alerts=alerts, runs=runs, settings=settings,
                      job=JobRef(engine, job_id, name=name), episodes=episodes)
+
+
+def load_pipeline_facts(
+    session: Session, since: datetime, until: datetime, *, config: Sequence[PipelineConfig] = (),
+    target_s: float | None = None,
+) -> list[PipelineFacts]:
+    """Every pipeline among the jobs with samples in ``[since, until)`` (:func:`monitor.facts.pipeline.
+    pipeline_facts`: the graph from what the jobs report plus ``config``, the ``pipelines:`` section), with
+    its stored ``pipeline_freshness`` episodes of the period; ``target_s``: the rule's target (seconds).
+
+    Raises:
+        ValueError: a naive time.
+    """
+    by_job: dict[tuple[str, str], list[Sample]] = {}
+    for s in load_samples(session, since=since, until=until):
+        by_job.setdefault((s.job.engine.value, s.job.job_id), []).append(s)
+    episodes = load_episodes(session, since=since, until=until)
+    return pipeline_facts({f"{k[0]}:{k[1]}": v for k, v in by_job.items()}, since, until, config=config,
+                          target_s=target_s, episodes=episodes)

@@ -96,7 +96,9 @@ def test_invalid_params_name_rule_and_param(case: int, data: dict[str, object], 
 def test_every_rule_accepts_its_defaults_and_common_keys() -> None:
     data = {name: {"enabled": True, "severity": "info", "keep_firing_for": "1m"} for name in RULES}
     validate(rules(data))
-    assert len(RULES) == 14  # twelve batch-time rules (consumer_lag_seconds, freshness_slo among them), checkpoint_failures and no_progress
+    # twelve batch-time rules (consumer_lag_seconds and freshness_slo among them), checkpoint_failures,
+    # no_progress and the cross-job pipeline_freshness
+    assert len(RULES) == 15
 
 
 def test_override_applies_only_to_matching_jobs() -> None:

@@ -1,0 +1,62 @@
+"""A database holding the recorded two-query Spark pipeline (tests/fixtures/spark/pipeline-chain-4.3.0) as
+the daemon stores it: each listener event pushed through the ingest endpoint's parser
+(:func:`monitor.daemon.ingest.parse_event_document`) into ``Runtime.ingest`` in the order the driver received
+them, and the rules evaluated after each (``Runtime.evaluate``), on a fake clock that is the events' own
+times (never earlier than the previous one: ``chain_a``'s batch 4 arrived 30 s after it was triggered).
+
+The config: ``pipeline_freshness`` with a 15 s target, and the ``pipelines:`` section naming the chain
+(Spark's Kafka sink names no topic).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from monitor.config import Config
+from monitor.daemon.compose import build
+from monitor.daemon.ingest import parse_event_document
+from monitor.model import ensure_utc
+from monitor.store import upgrade
+
+CHAIN = Path(__file__).resolve().parent / "fixtures" / "spark" / "pipeline-chain-4.3.0" / "listener_events.jsonl"
+PIPELINES = [{"name": "chain", "jobs": [{"job": "chain_a", "writes": ["mid"]}, {"job": "chain_b", "writes": ["out"]}]}]
+TARGET = "15s"
+
+
+@dataclass(frozen=True)
+class PipelineSeed:
+    """The seeded database, its config and the fake time the feed ended at."""
+
+    url: str
+    config: Config
+    end: datetime
+
+
+def _time(event: dict[str, object]) -> datetime:
+    progress = event.get("progress")
+    stamp = progress["timestamp"] if isinstance(progress, dict) else event["timestamp"]
+    return ensure_utc(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")), "timestamp")
+
+
+def seed_pipeline(root: Path, lines: int | None = None) -> PipelineSeed:
+    """Feed the recorded chain (its first ``lines`` events; all when ``None``) into a new SQLite database
+    under ``root``. ``lines=36``: everything that had arrived 30 s into ``chain_a``'s stall."""
+    url = f"sqlite:///{root / 'pipeline.db'}"
+    upgrade(url)
+    config = Config.model_validate({"rules": {"pipeline_freshness": {"target": TARGET}}, "pipelines": PIPELINES})
+    clock: list[datetime] = []
+    daemon = build(config, db_url=url, environ={"HOME": str(root)}, clock=lambda: clock[-1])
+    try:
+        for line in CHAIN.read_text().splitlines()[:lines]:
+            event = json.loads(line)
+            at = _time(event)
+            clock.append(at if not clock or at > clock[-1] else clock[-1])
+            daemon.runtime.ingest(parse_event_document(event, received_at=clock[-1], app_id="local-chain"),
+                                  "spark-listener")
+            daemon.runtime.evaluate(clock[-1])
+    finally:
+        daemon.store.dispose()
+    return PipelineSeed(url, config, clock[-1])
