@@ -9,38 +9,20 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
-from monitor.model import datetime_to_ms
 from tests.cli import run_cli
-from tests.kafka_broker import KafkaBroker, quiet_logger
-from tests.kafka_clients import create_topic, unique
+from tests.kafka_broker import KafkaBroker
+from tests.kafka_clients import FUTURE_OFFSET, create_topic, produce_orders_with_future, unique
 from tests.spark_kafka_query import spark_kafka_query
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
-#: honest event times start here (always in the past: the rule compares with the batch's trigger time)
-T0 = datetime(2020, 1, 1, 12, 0, tzinfo=UTC)
-FUTURE = datetime(2099, 1, 1, tzinfo=UTC)
-BAD = 30
-COUNT = 60
-
-
-def _produce(bootstrap: str, topic: str) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "logger": quiet_logger()})
-    failed: list[str] = []
-    for i in range(COUNT):
-        at = FUTURE if i == BAD else T0 + timedelta(seconds=i)
-        value = json.dumps({"order": i, "ts": at.strftime("%Y-%m-%dT%H:%M:%S")}).encode()
-        p.produce(
-            topic, key=f"order-{i}".encode(), value=value, partition=0, timestamp=datetime_to_ms(at),
-            on_delivery=lambda err, _m: failed.append(str(err)) if err is not None else None,
-        )  # fmt: skip
-    assert p.flush(30) == 0 and failed == [], failed
+BAD = FUTURE_OFFSET
+#: topics of a 2099 record allow timestamps ahead of the broker's clock (Kafka 4 rejects > 1 h by default)
+ANY_TIMESTAMP = {"message.timestamp.after.max.ms": str(2**63 - 1)}
 
 
 def _batches(progress: Path) -> list[dict[str, object]]:
@@ -53,8 +35,8 @@ def test_check_kafka_names_the_offset_of_the_2099_record(
     kafka_broker: KafkaBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     topic = unique("orders-future")
-    create_topic(kafka_broker.bootstrap, topic, 1, **{"message.timestamp.after.max.ms": str(2**63 - 1)})
-    _produce(kafka_broker.bootstrap, topic)
+    create_topic(kafka_broker.bootstrap, topic, 1, **ANY_TIMESTAMP)
+    produce_orders_with_future(kafka_broker.bootstrap, topic)
     progress = tmp_path / "progress.jsonl"
     with spark_kafka_query(kafka_broker.bootstrap, topic, tmp_path, "ts"):
         deadline = time.monotonic() + 240
