@@ -27,6 +27,7 @@ longer in the log (retention deleted it) never raise.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,16 @@ _SHOWN_CHARS = 200
 _MS_FROM = 100_000_000_000
 
 Method = Literal["max_timestamp", "fetch"]
+
+
+def _silent_logger() -> logging.Logger:
+    log = logging.getLogger("collectors.kafka.culprit.librdkafka")
+    log.propagate = False
+    log.setLevel(logging.CRITICAL)
+    return log
+
+
+_SILENT = _silent_logger()
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +288,9 @@ def _fetch(
     if not todo:
         return scan
     per_partition = max(1024, min(1 << 20, max_bytes))
-    consumer = Consumer(probe_consumer_config(options, "read_uncommitted", per_partition, max(per_partition, 1 << 20)))
+    conf = probe_consumer_config(options, "read_uncommitted", per_partition, max(per_partition, 1 << 20))
+    conf["logger"] = _SILENT  # connection failures become one plain-words error, not a log line per retry
+    consumer = Consumer(conf)
     read_bytes = 0
     try:
         consumer.assign([TP(r.topic, r.partition, r.start) for r in todo.values()])
@@ -319,11 +332,19 @@ def _fetch(
         consumer.close()
     if todo:
         scan.complete = False
-        why = f"the {max_bytes} bytes bound" if read_bytes >= max_bytes else f"the {timeout_s:g}s bound"
-        scan.errors.append(
-            f"{', '.join(r.describe() for r in todo.values())}: not read to the end within {why}; the culprit "
-            "named is the latest-dated record of what was read"
-        )
+        left = ", ".join(r.describe() for r in todo.values())
+        if scan.scanned == 0:
+            scan.errors.append(
+                f"{options.describe()}: no record of {left} read within {timeout_s:g}s: no broker answered (is "
+                "the address right, are the brokers up, is the security protocol theirs?), or retention deleted "
+                "the offsets"
+            )
+        else:
+            why = f"the {max_bytes} bytes bound" if read_bytes >= max_bytes else f"the {timeout_s:g}s bound"
+            scan.errors.append(
+                f"{left}: not read to the end within {why}; the culprit named is the latest-dated record of "
+                "what was read"
+            )
     return scan
 
 

@@ -38,7 +38,8 @@ __all__ = ["LocateResult", "locate_from_progress", "render_json", "render_text"]
 
 @dataclass(frozen=True, slots=True)
 class LocateResult:
-    """One located batch: the query, the batch, the finding (with the culprit attached) if a rule made one."""
+    """One located batch: the query (its name, else its id), the batch, the finding (with the culprit
+    attached) if a rule made one."""
 
     query: str
     batch_id: int
@@ -114,9 +115,10 @@ def locate_from_progress(
     """
     samples, docs, errors = _read(paths)
     results: list[LocateResult] = []
-    for query, history in sorted(samples.items()):
+    for query_id, history in sorted(samples.items()):
         now = max(s.observed_at for s in history)
-        findings = [f for f in evaluate(RulesConfig(), {query: history}, now) if f.rule == RULE and f.scope.is_job()]
+        query = history[-1].job.name or query_id
+        findings = [f for f in evaluate(RulesConfig(), {query_id: history}, now) if f.rule == RULE and f.scope.is_job()]
         wanted: list[tuple[int, Finding | None]] = []
         if batch is not None:
             wanted.append((batch, next((f for f in findings if f.details.get(CARRIER) == batch), None)))
@@ -128,7 +130,8 @@ def locate_from_progress(
                 else:
                     errors.append(f"query {query}: the future-timestamp finding names no batch that carried the record")
         for batch_id, finding in wanted:
-            got = _locate_batch(options, query, batch_id, docs.get((query, batch_id)), event_time_field, max_bytes, timeout_s)
+            progress = docs.get((query_id, batch_id))
+            got = _locate_batch(options, query, batch_id, progress, event_time_field, max_bytes, timeout_s)
             if isinstance(got, str):
                 errors.append(got)
                 continue
@@ -147,8 +150,7 @@ def render_text(results: list[LocateResult]) -> str:
         )
     out: list[str] = []
     for r in results:
-        head = f"query {r.finding.job.name or r.query if r.finding else r.query}, batch {r.batch_id}"
-        out.append(head)
+        out.append(f"query {r.query}, batch {r.batch_id}")
         out.append(f"  {r.finding.message if r.finding else culprit_sentence(r.located.to_details())}")
         rec = r.located.record
         if rec is not None:
