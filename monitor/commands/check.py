@@ -2,6 +2,8 @@
 print lag per group, topic and partition. ``--spark-progress FILE`` adds Spark queries, whose offsets live in
 their checkpoint: the Kafka source's ``endOffset`` of the newest progress per query against the broker's
 log-end offsets (:mod:`collectors.kafka.spark`); without ``--group``/``--include`` only those are shown.
+``--locate-event-time`` (with ``--spark-progress``) names the Kafka record behind each future-timestamp jump
+of those queries instead (:mod:`monitor.commands._check_culprit`).
 
 Composition root of a one-shot check: it reads the wall clock (each poll's ``now``), sleeps ``--interval``
 between two polls, reads the SASL password from the environment variable ``--sasl-password-env`` names,
