@@ -77,6 +77,7 @@ from yaml.resolver import Resolver
 
 from collectors import http as pull_http
 from collectors.flink.responses import DEFAULT_MAX_JOBS, DEFAULT_MAX_PARALLELISM, FLINK_MAX_PARALLELISM
+from collectors.kafka.culprit import parse_field_path
 from collectors.spark.eventlog import DEFAULT_MAX_POLL_BYTES, DEFAULT_MAX_RATIO
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES
 from collectors.storage import (
@@ -440,6 +441,29 @@ class FlinkPrometheusTarget(HttpReadBounds):
         return v
 
 
+class LocateEventTime(_Model):
+    """Where a Spark query's future-timestamp jump names the Kafka record that caused it (the culprit
+    record, :mod:`collectors.kafka.culprit`): read in this cluster, read-only, when the daemon evaluates.
+
+    ``jobs``: Spark query names or ids whose Kafka sources are in this cluster (empty: every Spark query);
+    ``event_time_field``: the JSON path of the event time in the record value (``payload.ts``; default the
+    record timestamp); ``max_bytes``: keys and values read at most per jump (default 1 MiB); ``timeout``:
+    bound of each request and of the read (default 5s).
+    """
+
+    jobs: list[str] = Field(default_factory=list)
+    event_time_field: str | None = None
+    max_bytes: int = Field(1 << 20, gt=0)
+    timeout: PositiveDurationMs = 5_000
+
+    @field_validator("event_time_field")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_field_path(v)  # its ValueError names the path and the expected form
+        return v
+
+
 class KafkaTarget(_Model):
     """A Kafka cluster whose consumer groups' lag is evaluated (:mod:`collectors.kafka`).
 
@@ -470,6 +494,7 @@ class KafkaTarget(_Model):
     ssl_certificate_location: Path | None = None
     ssl_key_location: Path | None = None
     ssl_key_password: SecretRef | None = None
+    locate_event_time: LocateEventTime | None = None
 
     @field_validator("bootstrap_servers")
     @classmethod

@@ -11,9 +11,11 @@ The batch ``timestamp`` (trigger time) stands in for "now": no wall clock is rea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from typing import Any
 
 from pydantic import Field
 
@@ -27,15 +29,25 @@ from rules.params import Duration, RuleParams
 from rules.remedies import Cause, remedy
 
 __all__ = [
+    "CARRIER",
+    "CULPRIT",
     "RULE",
     "UNITS_RULE",
     "FutureParams",
     "UnitsParams",
+    "culprit_sentence",
     "evaluate_future",
     "evaluate_units",
+    "with_culprit",
 ]
 
 RULE = "future_timestamp"
+#: ``details`` key of a batch-level finding: the batch whose rows carried the mis-dated record (Spark: the
+#: batch with the event-time max ahead, or the one before the watermark moved).
+CARRIER = "carrier_batch_id"
+#: ``details`` key of the located record (:func:`with_culprit`; the shape of
+#: ``collectors.kafka.culprit.Located.to_details``).
+CULPRIT = "culprit"
 UNITS_RULE = "event_time_units"
 #: Event times outside [1971, UNITS_HIGH = 2200) while rows flow are a unit mismatch, not a clock problem.
 UNITS_LOW = datetime(1971, 1, 1, tzinfo=UTC)
@@ -93,6 +105,9 @@ def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
             f"{_surge_text(batches[start:])} {_jump_remedy(history.engine, first, params.skew)}"
         )
         dropped, rows = _dropped_after(batches[start:])
+        # the rows of the batch whose event-time max is ahead carry the record; a watermark ahead was moved
+        # by the batch before it
+        carrier = first if which == "event-time max" else batches[start - 1] if start > 0 else None
         return Finding(
             RULE,
             Severity.CRITICAL,
@@ -105,6 +120,7 @@ def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
                 "since_batch_id": first.batch_id,
                 "dropped_since": dropped,
                 "rows_since": rows,
+                CARRIER: carrier.batch_id if carrier is not None else None,
             },
         )
     return None
@@ -185,6 +201,7 @@ def _jump_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
             details={
                 "advance_seconds": advance.total_seconds(),
                 "usual_advance_seconds": usual.total_seconds(),
+                CARRIER: known[i - 1][0].batch_id,
             },
         )
     return None
@@ -230,6 +247,7 @@ def _leap_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
             "watermark_followed_in_batch": leap.followed_at.batch_id if leap.followed_at is not None else None,
             "dropped_since": dropped,
             "rows_since": rows,
+            CARRIER: batch.batch_id,
         },
     )
 
@@ -252,6 +270,65 @@ def evaluate_future(params: FutureParams, history: JobHistory, now: datetime) ->
     """
     found = _skew_finding(params, history, now) or _leap_finding(params, history, now) or _jump_finding(params, history, now)
     return ([found] if found is not None else []) + _scope_finding(params, history, now)
+
+
+def _shown_instant(text: Any) -> str:
+    """An ISO-8601 instant of the details as the messages show instants (the text itself if not one)."""
+    try:
+        return format_instant_short(datetime.fromisoformat(str(text)))
+    except ValueError:
+        return str(text)
+
+
+def _located_text(record: Mapping[str, Any], field_path: str | None) -> str:
+    key = f", key {record['key']!r}" if record.get("key") is not None else ", no key"
+    event = _shown_instant(record.get("event_time"))
+    if field_path is not None:
+        event = f"event time {event} (field {field_path} = {record.get('event_time_raw')!r})"
+    else:
+        event = f"event time {event} (the record timestamp)"
+    stamp = (
+        f"; record timestamp {_shown_instant(record['timestamp'])} ({record.get('timestamp_type')})"
+        if record.get("timestamp") and field_path is not None
+        else ""
+    )
+    return (
+        f"topic {record.get('topic')} partition {record.get('partition')} offset {record.get('offset')}{key}, "
+        f"{event}{stamp}"
+    )
+
+
+def culprit_sentence(culprit: Mapping[str, Any]) -> str:
+    """One sentence naming the located record, from its JSON details (``Located.to_details`` shape:
+    ``record`` {topic, partition, offset, key, timestamp, timestamp_type, event_time, event_time_raw},
+    ``method``, ``event_time_field``, ``scanned``, ``complete``, ``errors``): ``The record: topic t
+    partition 0 offset 30, key 'k30': event time '2099-01-01T00:00:00' in field ts (...)``, or why it could
+    not be located."""
+    record = culprit.get("record")
+    errors = [str(e) for e in culprit.get("errors") or []]
+    if not isinstance(record, Mapping):
+        why = errors[0] if errors else "nothing readable in the batch's offsets"
+        return f"The record could not be located: {why}."
+    how = (
+        "found by ListOffsets maxTimestamp"
+        if culprit.get("method") == "max_timestamp"
+        else f"the latest-dated of {culprit.get('scanned')} records read from the batch's offsets"
+    )
+    cut = "" if culprit.get("complete", True) else " (the read was cut short by its bound: a later-dated record may follow)"
+    return (
+        f"The record: {_located_text(record, culprit.get('event_time_field'))}; {how}{cut}. Delete or fix it "
+        "at its producer, or skip that offset when restarting."
+    )
+
+
+def with_culprit(finding: Finding, culprit: Mapping[str, Any]) -> Finding:
+    """``finding`` with the located record: ``details["culprit"]`` = ``culprit`` (JSON-safe) and
+    :func:`culprit_sentence` appended to the message. Identity (rule, labels, scope) is unchanged."""
+    return replace(
+        finding,
+        message=f"{finding.message} {culprit_sentence(culprit)}",
+        details={**finding.details, CULPRIT: dict(culprit)},
+    )
 
 
 class UnitsParams(RuleParams):

@@ -14,7 +14,16 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.kafka_broker import quiet_logger
 
-__all__ = ["admin", "commit", "consume", "create_topic", "produce", "unique"]
+__all__ = [
+    "FUTURE_OFFSET",
+    "admin",
+    "commit",
+    "consume",
+    "create_topic",
+    "produce",
+    "produce_orders_with_future",
+    "unique",
+]
 
 
 def unique(prefix: str) -> str:
@@ -50,6 +59,31 @@ def produce(
             kw["timestamp"] = timestamp_ms + i * step_ms
         p.produce(topic, value=f"r{i}".encode(), partition=partition, **kw)
     assert p.flush(30) == 0
+
+
+#: The offset of the 2099 record of :func:`produce_orders_with_future`.
+FUTURE_OFFSET = 30
+
+
+def produce_orders_with_future(bootstrap: str, topic: str, count: int = 60) -> None:
+    """Partition 0 of ``topic``: ``count`` records, key ``order-<i>``, value ``{"order": i, "ts": "..."}``
+    with ``ts`` and the record timestamp 2020-01-01T12:00:00 + i seconds, except offset
+    :data:`FUTURE_OFFSET`: both 2099-01-01T00:00:00 (the topic must allow timestamps ahead of the broker's
+    clock: ``message.timestamp.after.max.ms``). Fails on any delivery error."""
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2020, 1, 1, 12, 0, tzinfo=UTC)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "logger": quiet_logger()})
+    failed: list[str] = []
+    for i in range(count):
+        at = datetime(2099, 1, 1, tzinfo=UTC) if i == FUTURE_OFFSET else t0 + timedelta(seconds=i)
+        value = json.dumps({"order": i, "ts": at.strftime("%Y-%m-%dT%H:%M:%S")}).encode()
+        p.produce(
+            topic, key=f"order-{i}".encode(), value=value, partition=0, timestamp=int(at.timestamp() * 1000),
+            on_delivery=lambda err, _m: failed.append(str(err)) if err is not None else None,
+        )  # fmt: skip
+    assert p.flush(30) == 0 and failed == [], failed
 
 
 def consumer(bootstrap: str, group: str, **conf: Any) -> Consumer:

@@ -27,7 +27,16 @@ from collectors.kafka.lag import TopicPartition
 from collectors.kafka.options import KafkaOptions
 from monitor.errors import InputError
 
-__all__ = ["INSTALL_KAFKA", "GroupDescription", "KafkaAdminSource", "KafkaUnreachable", "RecordTime", "require_client"]
+__all__ = [
+    "INSTALL_KAFKA",
+    "GroupDescription",
+    "KafkaAdminSource",
+    "KafkaUnreachable",
+    "RecordTime",
+    "error_text",
+    "probe_consumer_config",
+    "require_client",
+]
 
 #: How to install the Kafka client (pyproject's ``kafka`` extra: confluent-kafka).
 INSTALL_KAFKA = "pip install 'tidegauge[kafka]'"
@@ -103,11 +112,42 @@ def _quiet_logger() -> logging.Logger:
     return log
 
 
-def _error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
+    """One line (at most 300 characters) of a confluent-kafka exception: its ``KafkaError.str()``."""
     args = getattr(exc, "args", ())
     err = args[0] if args else exc
     text = err.str() if hasattr(err, "str") else str(err)
     return " ".join(str(text).split())[:300]
+
+
+def probe_consumer_config(
+    options: KafkaOptions, isolation: str, partition_fetch_bytes: int, fetch_bytes: int = 1 << 20
+) -> dict[str, Any]:
+    """The librdkafka configuration of a read-only probe consumer of ``options``'s cluster (its
+    connection and security settings, :meth:`KafkaOptions.client_config`): used with ``assign()`` only,
+    never ``subscribe()`` (no group membership), with no commits (``enable.auto.commit`` and
+    ``enable.auto.offset.store`` off) and partition-EOF events on.
+
+    Args:
+        options: the cluster.
+        isolation: ``"read_committed"`` or ``"read_uncommitted"`` (librdkafka ``isolation.level``).
+        partition_fetch_bytes: ``max.partition.fetch.bytes`` (bytes per partition per fetch).
+        fetch_bytes: ``fetch.max.bytes`` (bytes per fetch request).
+    """
+    conf: dict[str, Any] = dict(options.client_config())
+    conf.update(
+        {
+            "group.id": f"tidegauge-probe-{options.cluster}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+            "fetch.max.bytes": fetch_bytes,
+            "max.partition.fetch.bytes": partition_fetch_bytes,
+            "logger": _quiet_logger(),
+        }
+    )
+    return conf
 
 
 @dataclass
@@ -141,9 +181,9 @@ class KafkaAdminSource:
         name = str(err.name()) if hasattr(err, "name") else ""
         words = _UNREACHABLE_WORDS.get(name)
         if words is None:
-            words = _error_text(exc)
+            words = error_text(exc)
         elif name in _WITH_DETAIL:
-            words = f"{words}: {_error_text(exc)}"
+            words = f"{words}: {error_text(exc)}"
         return KafkaUnreachable(
             f"{self.options.describe()}: cannot reach the cluster within {self._timeout:g}s: {words}"
         )
@@ -166,7 +206,7 @@ class KafkaAdminSource:
             result = self.admin().list_consumer_groups(request_timeout=self._timeout).result()
         except Exception as exc:
             raise self._unreachable(exc) from None
-        return sorted(g.group_id for g in result.valid), [_error_text(e) for e in result.errors]
+        return sorted(g.group_id for g in result.valid), [error_text(e) for e in result.errors]
 
     def describe(self, groups: Iterable[str]) -> dict[str, GroupDescription | str]:
         """Group -> description, or an error string for a group that could not be described."""
@@ -179,7 +219,7 @@ class KafkaAdminSource:
             try:
                 d = fut.result()
             except Exception as exc:
-                out[gid] = f"describe failed: {_error_text(exc)}"
+                out[gid] = f"describe failed: {error_text(exc)}"
                 continue
             assigned: list[TopicPartition] = []
             for m in d.members:
@@ -205,12 +245,12 @@ class KafkaAdminSource:
                     )
                     pending[gid] = futs[gid]
                 except Exception as exc:
-                    out[gid] = f"offset request failed: {_error_text(exc)}"
+                    out[gid] = f"offset request failed: {error_text(exc)}"
             for gid, fut in pending.items():
                 try:
                     res = fut.result()
                 except Exception as exc:
-                    out[gid] = f"offset request failed: {_error_text(exc)}"
+                    out[gid] = f"offset request failed: {error_text(exc)}"
                     continue
                 offsets: dict[TopicPartition, int | None] = {}
                 for tp in res.topic_partitions or []:
@@ -243,7 +283,7 @@ class KafkaAdminSource:
                     got[(tp.topic, tp.partition)] = fut.result().offset
                 except Exception as exc:
                     got[(tp.topic, tp.partition)] = None
-                    errors.setdefault(tp.topic, f"log offsets failed: {_error_text(exc)}")
+                    errors.setdefault(tp.topic, f"log offsets failed: {error_text(exc)}")
             values[which] = got
         for key in parts:
             out[key] = (values["start"].get(key), values["end"].get(key))
@@ -263,20 +303,7 @@ class KafkaAdminSource:
 
         if not wanted:
             return {}
-        conf: dict[str, Any] = dict(self.options.client_config())
-        conf.update(
-            {
-                "group.id": f"tidegauge-probe-{self.options.cluster}",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "enable.partition.eof": True,
-                "isolation.level": "read_committed",
-                "fetch.max.bytes": 1 << 20,
-                "max.partition.fetch.bytes": 1 << 16,
-                "logger": _quiet_logger(),
-            }
-        )
-        consumer = Consumer(conf)
+        consumer = Consumer(probe_consumer_config(self.options, "read_committed", 1 << 16))
         out: dict[TopicPartition, RecordTime] = {}
         try:
             consumer.assign([TP(t, p, o) for (t, p), o in wanted.items()])

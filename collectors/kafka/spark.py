@@ -35,6 +35,7 @@ class SparkKafkaSource:
     Attributes:
         description: Spark's ``description`` (``KafkaV2[Subscribe[topic]]``).
         end_offsets: ``endOffset`` per partition (the next offset the query reads).
+        start_offsets: ``startOffset`` per partition (the first offset the batch read), where reported.
         latest_offsets: ``latestOffset`` per partition, where reported.
         metrics: Spark's ``avgOffsetsBehindLatest``/``maxOffsetsBehindLatest``/``minOffsetsBehindLatest``
             as numbers (absent ones left out).
@@ -44,9 +45,10 @@ class SparkKafkaSource:
     end_offsets: dict[TopicPartition, int]
     latest_offsets: dict[TopicPartition, int] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    start_offsets: dict[TopicPartition, int] = field(default_factory=dict)
 
 
-def _offsets(value: Any, where: str) -> dict[TopicPartition, int] | None:
+def _offsets(value: Any, where: str, name: str = "endOffset") -> dict[TopicPartition, int] | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -62,7 +64,7 @@ def _offsets(value: Any, where: str) -> dict[TopicPartition, int] | None:
             return None  # not the Kafka shape
         for p, off in parts.items():
             if not str(p).lstrip("-").isdigit() or isinstance(off, bool) or not isinstance(off, int):
-                raise InputError(f"{where}: field endOffset.{topic}.{p}: expected an integer offset, got {off!r}")
+                raise InputError(f"{where}: field {name}.{topic}.{p}: expected an integer offset, got {off!r}")
             out[(str(topic), int(p))] = off
     return out
 
@@ -71,7 +73,8 @@ def source_offsets(progress: Mapping[str, Any], where: str = "progress") -> list
     """The Kafka sources of one progress document (other sources are skipped).
 
     Raises:
-        InputError: a Kafka ``endOffset`` entry that is not an integer (``where`` names the document).
+        InputError: a Kafka ``endOffset``/``startOffset``/``latestOffset`` entry that is not an integer
+            (``where`` names the document and the field).
     """
     out: list[SparkKafkaSource] = []
     for i, src in enumerate(progress.get("sources") or []):
@@ -80,11 +83,12 @@ def source_offsets(progress: Mapping[str, Any], where: str = "progress") -> list
         end = _offsets(src.get("endOffset"), f"{where}: sources[{i}]")
         if not end:
             continue
-        latest = _offsets(src.get("latestOffset"), f"{where}: sources[{i}]") or {}
+        latest = _offsets(src.get("latestOffset"), f"{where}: sources[{i}]", "latestOffset") or {}
         metrics = {
             k: float(v) for k, v in (src.get("metrics") or {}).items()
             if k in ("avgOffsetsBehindLatest", "maxOffsetsBehindLatest", "minOffsetsBehindLatest")
             and isinstance(v, int | float | str) and str(v).replace(".", "", 1).lstrip("-").isdigit()
         }
-        out.append(SparkKafkaSource(str(src.get("description", "")), end, latest, metrics))
+        start = _offsets(src.get("startOffset"), f"{where}: sources[{i}]", "startOffset") or {}
+        out.append(SparkKafkaSource(str(src.get("description", "")), end, latest, metrics, start))
     return out

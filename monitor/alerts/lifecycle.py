@@ -137,8 +137,13 @@ class Alert:
 
 
 def annotations_of(finding: Finding) -> dict[str, str]:
-    """Non-identifying annotations of a finding: ``description`` (the message) and job/run/batch details."""
+    """Non-identifying annotations of a finding: ``description`` (the message) and job/run/batch details;
+    ``culprit`` (``topic T partition P offset O``) when a located record is attached
+    (``details["culprit"]``, :func:`rules.future.with_culprit`)."""
     out = {"description": finding.message}
+    record = (finding.details.get("culprit") or {}).get("record")
+    if isinstance(record, dict):
+        out["culprit"] = f"topic {record.get('topic')} partition {record.get('partition')} offset {record.get('offset')}"
     if finding.job.name:
         out["job_name"] = finding.job.name
     if finding.job.run_id:

@@ -2,6 +2,8 @@
 print lag per group, topic and partition. ``--spark-progress FILE`` adds Spark queries, whose offsets live in
 their checkpoint: the Kafka source's ``endOffset`` of the newest progress per query against the broker's
 log-end offsets (:mod:`collectors.kafka.spark`); without ``--group``/``--include`` only those are shown.
+``--locate-event-time`` (with ``--spark-progress``) names the Kafka record behind each future-timestamp jump
+of those queries instead (:mod:`monitor.commands._check_culprit`).
 
 Composition root of a one-shot check: it reads the wall clock (each poll's ``now``), sleeps ``--interval``
 between two polls, reads the SASL password from the environment variable ``--sasl-password-env`` names,
@@ -22,8 +24,12 @@ import typer
 
 from collectors.kafka import KafkaLagCollector, KafkaOptions, Snapshot, group_samples
 from collectors.kafka.admin import require_client
+from collectors.kafka.culprit import DEFAULT_MAX_BYTES
 from collectors.kafka.spark import SparkKafkaSource, source_offsets
 from collectors.spark.progress_files import read_progress_file
+from monitor.commands._check_culprit import locate_from_progress
+from monitor.commands._check_culprit import render_json as render_located_json
+from monitor.commands._check_culprit import render_text as render_located_text
 from monitor.commands._check_errors import json_error_document
 from monitor.commands._check_flink import add_flink
 from monitor.commands.scan import _parse_fail_on
@@ -156,6 +162,20 @@ def register(app: typer.Typer) -> None:
             [], "--spark-progress", help="Spark progress JSON (query.lastProgress, JSON lines or an event log's progress "
             "events): lag of the query's Kafka source endOffset against the broker (repeatable)."
         ),
+        locate_event_time: bool = typer.Option(
+            False, "--locate-event-time", help="Instead of lag: name the Kafka record behind each future-timestamp jump "
+            "of the --spark-progress queries (topic, partition, offset, key, timestamp, event time), read-only."
+        ),
+        event_time_field: str | None = typer.Option(
+            None, "--event-time-field", metavar="PATH", help="With --locate-event-time: the JSON field of the record "
+            "value holding the event time (payload.ts or $.payload.ts); default: the record timestamp."
+        ),
+        batch: int | None = typer.Option(
+            None, "--batch", help="With --locate-event-time: locate in this batch of every query, jump or not."
+        ),
+        max_bytes: int = typer.Option(
+            DEFAULT_MAX_BYTES, "--max-bytes", help="With --locate-event-time: read at most this many bytes of records."
+        ),
     ) -> None:
         """Check consumer-group lag on a Kafka cluster: per group, topic and partition the committed, log-start and log-end offsets, the lag in records and seconds and Burrow's status (OK, WARN, STALL, STOP, REWIND).
 
@@ -164,9 +184,25 @@ def register(app: typer.Typer) -> None:
         A check that cannot run (the cluster unreachable within --timeout, the kafka extra not installed, a bad option) prints {"error": "..."} under --format json.
 
         Exit codes: 0 ok, 1 a finding reached --fail-on, 2 the cluster or a group could not be read, or a bad option.
+
+        --locate-event-time --spark-progress FILE [--event-time-field PATH] names the record behind each future-timestamp jump of the queries in FILE instead (exit code 2 when one cannot be located).
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
+        if locate_event_time:
+            with json_error_document(fmt):
+                code, text, errors = _locate(
+                    bootstrap, spark_progress=list(spark_progress), fmt=fmt, timeout=timeout,
+                    security_protocol=security_protocol, sasl_mechanism=sasl_mechanism, sasl_username=sasl_username,
+                    sasl_password_env=sasl_password_env, ssl_ca=ssl_ca, event_time_field=event_time_field,
+                    batch=batch, max_bytes=max_bytes,
+                )  # fmt: skip
+            for line in errors:
+                print(f"tidegauge: error: {line}", file=sys.stderr)
+            typer.echo(text)
+            raise typer.Exit(code=code)
+        if event_time_field is not None or batch is not None:
+            raise InputError("--event-time-field and --batch go with --locate-event-time")
         with json_error_document(fmt):
             code, text, errors = _check_kafka(
                 bootstrap, groups=groups, include=include, exclude=exclude, fmt=fmt, interval=interval,
@@ -181,6 +217,75 @@ def register(app: typer.Typer) -> None:
 
     add_flink(group)
     app.add_typer(group, name="check")
+
+
+def _options(
+    bootstrap: str,
+    *,
+    timeout: str,
+    security_protocol: str,
+    sasl_mechanism: str | None,
+    sasl_username: str | None,
+    sasl_password_env: str | None,
+    ssl_ca: str | None,
+    **kw: Any,
+) -> KafkaOptions:
+    """The cluster of ``check kafka`` from its options (the lag collector's :class:`KafkaOptions`).
+
+    Raises:
+        InputError: a bad option, or the SASL password variable not set.
+    """
+    security = {"security.protocol": security_protocol}
+    secrets: dict[str, str] = {}
+    if sasl_mechanism:
+        security["sasl.mechanism"] = sasl_mechanism
+    if sasl_username:
+        security["sasl.username"] = sasl_username
+    if sasl_password_env:
+        value = os.environ.get(sasl_password_env)
+        if not value:
+            raise InputError(f"--sasl-password-env: environment variable {sasl_password_env} is not set")
+        secrets["sasl.password"] = value
+    if ssl_ca:
+        security["ssl.ca.location"] = ssl_ca
+    try:
+        return KafkaOptions(
+            cluster="check", bootstrap_servers=bootstrap,
+            request_timeout_s=parse_timedelta(timeout, what="--timeout").total_seconds(),
+            security=security, secrets=secrets, **kw,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _locate(
+    bootstrap: str,
+    *,
+    spark_progress: list[Path],
+    fmt: str,
+    event_time_field: str | None,
+    batch: int | None,
+    max_bytes: int,
+    **connection: Any,
+) -> tuple[int, str, list[str]]:
+    """``check kafka --locate-event-time`` (:mod:`monitor.commands._check_culprit`).
+
+    Raises:
+        InputError: no --spark-progress, a bad option, or the Kafka client not installed.
+    """
+    require_client("check kafka --locate-event-time")
+    if not spark_progress:
+        raise InputError("--locate-event-time needs --spark-progress FILE: the batches' Kafka offsets come from the progress")
+    if max_bytes < 1:
+        raise InputError(f"--max-bytes: expected a positive number of bytes, got {max_bytes}")
+    options = _options(bootstrap, **connection)
+    results, errors = locate_from_progress(
+        options, spark_progress, event_time_field=event_time_field, batch=batch, max_bytes=max_bytes,
+        timeout_s=options.request_timeout_s,
+    )  # fmt: skip
+    text = render_located_json(results, errors) if fmt == "json" else render_located_text(results)
+    failed = bool(errors) or any(r.located.record is None for r in results)
+    return (2 if failed else 0), text, errors
 
 
 def _check_kafka(
@@ -211,28 +316,11 @@ def _check_kafka(
     if lag_seconds not in ("exact", "interpolated", "none"):
         raise InputError(f"--lag-seconds: {lag_seconds!r} (allowed: exact, interpolated, none)")
     interval_s = parse_timedelta(interval, what="--interval").total_seconds() if interval else None
-    security = {"security.protocol": security_protocol}
-    secrets: dict[str, str] = {}
-    if sasl_mechanism:
-        security["sasl.mechanism"] = sasl_mechanism
-    if sasl_username:
-        security["sasl.username"] = sasl_username
-    if sasl_password_env:
-        value = os.environ.get(sasl_password_env)
-        if not value:
-            raise InputError(f"--sasl-password-env: environment variable {sasl_password_env} is not set")
-        secrets["sasl.password"] = value
-    if ssl_ca:
-        security["ssl.ca.location"] = ssl_ca
-    try:
-        options = KafkaOptions(
-            cluster="check", bootstrap_servers=bootstrap, groups=tuple(groups), include=tuple(include),
-            exclude=tuple(exclude), lag_seconds=lag_seconds,  # type: ignore[arg-type]
-            request_timeout_s=parse_timedelta(timeout, what="--timeout").total_seconds(),
-            security=security, secrets=secrets,
-        )
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    options = _options(
+        bootstrap, timeout=timeout, security_protocol=security_protocol, sasl_mechanism=sasl_mechanism,
+        sasl_username=sasl_username, sasl_password_env=sasl_password_env, ssl_ca=ssl_ca,
+        groups=tuple(groups), include=tuple(include), exclude=tuple(exclude), lag_seconds=lag_seconds,
+    )  # fmt: skip
     return run_check(
         options, interval_s=interval_s, threshold=threshold, fail_on=fail_on, fmt=fmt,
         spark_progress=spark_progress,

@@ -31,6 +31,7 @@ blocked then is abandoned uncommitted), then the HTTP server, then the store; th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -72,6 +73,7 @@ from monitor.config import (
     secret_values,
     storage_options,
 )
+from monitor.daemon.culprits import CulpritLocator, CulpritTarget
 from monitor.daemon.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.daemon.ingest import create_ingest_app
 from monitor.daemon.runtime import Runtime, StoreCursors, Target
@@ -486,6 +488,26 @@ def _flink_collector(
     )
 
 
+def build_culprits(config: Config, environ: Mapping[str, str]) -> CulpritLocator | None:
+    """The locator of the records behind Spark future-timestamp jumps: one
+    :class:`~monitor.daemon.culprits.CulpritTarget` per ``targets.kafka[]`` with ``locate_event_time``
+    (its connection and security settings, its ``timeout`` as the request timeout); ``None`` without one.
+
+    Raises:
+        ConfigError: a secret reference does not resolve.
+    """
+    found: list[CulpritTarget] = []
+    for i, k in enumerate(config.targets.kafka):
+        spec = k.locate_event_time
+        if spec is None:
+            continue
+        options = dataclasses.replace(
+            kafka_options(k, environ, f"targets.kafka[{i}]"), request_timeout_s=spec.timeout / 1000.0
+        )
+        found.append(CulpritTarget(options, frozenset(spec.jobs), spec.event_time_field, spec.max_bytes))
+    return CulpritLocator(found) if found else None
+
+
 def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -> KafkaOptions:
     """The collector options of one ``targets.kafka[]`` entry, secrets resolved from ``environ``.
 
@@ -608,6 +630,7 @@ def build(
             max_age=timedelta(milliseconds=delivery.max_age),
         ),
         redactor=redactor,
+        culprits=build_culprits(config, environ),
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(

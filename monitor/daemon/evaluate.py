@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, step_all
 from monitor.alerts.routing import Route
+from monitor.daemon.culprits import CulpritLocator
 from monitor.daemon.histories import EVAL_CURSOR, JobHistories
 from monitor.daemon.tick import JobKey, job_target, tick_time
 from monitor.metrics.exporter import AlertCount
@@ -166,6 +167,8 @@ class EvaluateStage:
         routes: the receivers' routes (which outbox rows a transition queues).
         horizon: instants older than this when first evaluated notify nobody.
         errors: the recent collector errors (``target_health``'s unreachable targets).
+        culprits: locates the record behind Spark future-timestamp jumps and attaches it to the findings
+            before they are folded and stepped (:mod:`monitor.daemon.culprits`); none by default.
     """
 
     def __init__(
@@ -177,8 +180,10 @@ class EvaluateStage:
         routes: Sequence[Route],
         horizon: timedelta,
         errors: Callable[[], list[CollectorError]],
+        culprits: CulpritLocator | None = None,
     ) -> None:
         self._sessions = sessions
+        self._culprits = culprits
         self._histories = histories
         self._evaluator = evaluator
         self._timing = timing
@@ -269,6 +274,8 @@ class EvaluateStage:
             fold = self._episodes.job(session, key)
             episodes: dict[str, Episode] = {}
             for instant in replay(self._evaluator, histories[key], last):
+                if self._culprits:
+                    instant = self._culprits.attach(session, key, histories[key], instant)
                 historical = when - instant.at > self._horizon
                 self._episodes.add(fold, instant, episodes, history=historical)
                 changed, events = step_all(mine, instant.findings, self._timing, instant.at)

@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from monitor.alerts.lifecycle import AlertEvent
 from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, Silence
+from monitor.daemon.culprits import CulpritLocator
 from monitor.daemon.dispatch import RECEIVER_DEGRADED_AFTER, DispatchStage
 from monitor.daemon.evaluate import EvaluateStage
 from monitor.daemon.histories import JobHistories
@@ -92,6 +93,8 @@ class Runtime:
         monotonic: monotonic clock (seconds) for poll durations.
         redactor: what collector errors, delivery errors and ``/healthz`` texts pass through before they
             are stored, logged or shown (default: the process's, :func:`monitor.redaction.current`).
+        culprits: locates the records behind Spark future-timestamp jumps when the evaluate stage runs
+            (:mod:`monitor.daemon.culprits`); none by default.
 
     Raises:
         ConfigError: invalid rule configuration.
@@ -115,6 +118,7 @@ class Runtime:
         rng: random.Random | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         redactor: Redactor | None = None,
+        culprits: CulpritLocator | None = None,
     ) -> None:
         check_rules(rules_config)
         self._sessions = sessions
@@ -130,7 +134,7 @@ class Runtime:
         self._polls = PollStage(sessions, self.targets, latest, monotonic, lambda: self.redactor)
         self._evaluation = EvaluateStage(
             sessions, self._histories, Evaluator(rules_config, pipelines), rule_timing(rules_config), routes, horizon,
-            self._polls.recent_errors,
+            self._polls.recent_errors, culprits,
         )  # fmt: skip
         self._delivery = DispatchStage(
             sessions, notifiers, http_client, routes, retry_policy or RetryPolicy(),

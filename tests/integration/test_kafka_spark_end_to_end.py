@@ -15,9 +15,6 @@ the lag is 0 and every alert is resolved.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -34,14 +31,12 @@ from monitor.alerts.lifecycle import Alert, EventKind, step_all
 from monitor.model import Sample
 from rules.config import RulesConfig
 from rules.registry import evaluate, rule_timing
-from tests.conftest import REPO_ROOT
 from tests.kafka_broker import KafkaBroker, quiet_logger
 from tests.kafka_clients import create_topic, produce, unique
-from tests.spark_kafka_jars import ensure_spark_kafka_jars
+from tests.spark_kafka_query import spark_kafka_query
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
-DRIVER = Path(__file__).with_name("spark_kafka_app.py")
 RULES = RulesConfig.model_validate({"consumer_lag": {}, "consumer_lag_seconds": {"threshold": "2s"}})
 
 
@@ -74,34 +69,12 @@ class _Producer(threading.Thread):
 
 @pytest.fixture
 def spark_query(kafka_broker: KafkaBroker, tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
-    import pyspark
-
-    version, jars = ensure_spark_kafka_jars(pyspark.__version__)
     topic = unique("spark-in")
     create_topic(kafka_broker.bootstrap, topic, 2)
     for p in (0, 1):
         produce(kafka_broker.bootstrap, topic, 10, partition=p)  # batch 0 runs on these, before the test
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYSPARK_PYTHON": sys.executable}
-    log = (tmp_path / "driver.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, str(DRIVER), kafka_broker.bootstrap, topic, str(tmp_path), ",".join(map(str, jars))],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 240
-        while not (tmp_path / "started").exists():
-            assert proc.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the Spark query did not start"
-            time.sleep(0.5)
+    with spark_kafka_query(kafka_broker.bootstrap, topic, tmp_path) as version:
         yield topic, tmp_path, version
-    finally:
-        (tmp_path / "stop").write_text("")
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        log.close()
 
 
 def test_spark_query_falls_behind_then_catches_up(kafka_broker: KafkaBroker, spark_query: tuple[str, Path, str]) -> None:
