@@ -9,7 +9,7 @@ object per line). An element may also be a streaming listener event as written i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +19,15 @@ from collectors.spark.progress import load_json, parse_listener_event, parse_pro
 from monitor.errors import ProgressFormatError
 from monitor.model import JobRef, Sample
 
-__all__ = ["COLLECTOR_NAME", "MAX_PROGRESS_FILE_BYTES", "ProgressFileRead", "looks_like_event_log", "read_progress_file"]
+__all__ = [
+    "COLLECTOR_NAME",
+    "MAX_PROGRESS_FILE_BYTES",
+    "ProgressFileRead",
+    "looks_like_event_log",
+    "progress_with_sources",
+    "read_progress_file",
+    "read_progress_files",
+]
 
 COLLECTOR_NAME = "spark-progress-file"
 #: Largest progress file read, bytes (a file is one JSON document or array, parsed whole; ``recentProgress``
@@ -143,3 +151,26 @@ def read_progress_file(
         more = f" (and {len(errors) - 1} more bad documents)" if len(errors) > 1 else ""
         raise ProgressFormatError(f"{errors[0]}{more}; no progress document in the file")
     return ProgressFileRead(samples, raw, errors)
+
+
+def read_progress_files(paths: Sequence[Path]) -> tuple[list[ProgressFileRead], list[str]]:
+    """:func:`read_progress_file` of each of ``paths``: the reads, in order, and one error per file that could
+    not be read at all (naming the file); the bad documents of a file that was read are in its own
+    :attr:`ProgressFileRead.errors`."""
+    reads: list[ProgressFileRead] = []
+    errors: list[str] = []
+    for path in paths:
+        try:
+            reads.append(read_progress_file(path))
+        except ProgressFormatError as exc:
+            errors.append(str(exc))  # it names the file
+        except OSError as exc:
+            errors.append(f"{path}: {exc.strerror or exc}")
+    return reads, errors
+
+
+def progress_with_sources(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``StreamingQueryProgress`` of a raw document (a listener event's ``progress``, or the document
+    itself) when it lists its ``sources`` (Spark's ``SourceProgress``: offsets per source), else ``None``."""
+    progress = document.get("progress", document)
+    return progress if isinstance(progress, Mapping) and "sources" in progress else None

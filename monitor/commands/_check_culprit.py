@@ -26,7 +26,7 @@ from typing import Any
 from collectors.kafka import KafkaOptions
 from collectors.kafka.culprit import Located, batch_ranges, locate_culprit
 from collectors.kafka.spark import source_offsets
-from collectors.spark.progress_files import read_progress_file
+from collectors.spark.progress_files import progress_with_sources, read_progress_files
 from monitor.errors import InputError
 from monitor.model import Finding, Sample
 from rules.config import RulesConfig
@@ -47,27 +47,17 @@ class LocateResult:
     located: Located
 
 
-def _progress_of(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    progress = doc.get("progress", doc)
-    return progress if isinstance(progress, Mapping) and "sources" in progress else None
-
-
 def _read(paths: list[Path]) -> tuple[dict[str, list[Sample]], dict[tuple[str, int], Mapping[str, Any]], list[str]]:
     """Samples per query id, progress documents by (query id, batch id), and errors."""
     samples: dict[str, list[Sample]] = {}
     batches: dict[tuple[str, int], Mapping[str, Any]] = {}
-    errors: list[str] = []
-    for path in paths:
-        try:
-            read = read_progress_file(path)
-        except (InputError, OSError) as exc:
-            errors.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
-            continue
+    reads, errors = read_progress_files(paths)
+    for read in reads:
         errors.extend(read.errors)
         for s in read.samples:
             samples.setdefault(s.job.job_id, []).append(s)
         for job, _at, _kind, doc in read.raw:
-            progress = _progress_of(doc)
+            progress = progress_with_sources(doc)
             batch = progress.get("batchId") if progress is not None else None
             if progress is not None and isinstance(batch, int) and not isinstance(batch, bool):
                 batches[(job.job_id, batch)] = progress

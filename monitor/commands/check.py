@@ -26,7 +26,7 @@ from collectors.kafka import KafkaLagCollector, KafkaOptions, Snapshot, group_sa
 from collectors.kafka.admin import require_client
 from collectors.kafka.culprit import DEFAULT_MAX_BYTES
 from collectors.kafka.spark import SparkKafkaSource, source_offsets
-from collectors.spark.progress_files import read_progress_file
+from collectors.spark.progress_files import progress_with_sources, read_progress_files
 from monitor.commands._check_culprit import locate_from_progress
 from monitor.commands._check_culprit import render_json as render_located_json
 from monitor.commands._check_culprit import render_text as render_located_text
@@ -46,18 +46,13 @@ __all__ = ["register", "run_check"]
 def _spark_queries(paths: list[Path]) -> tuple[list[tuple[str, SparkKafkaSource]], list[str]]:
     """The newest progress of each query in the given progress files, as (name, Kafka source) pairs."""
     newest: dict[str, dict[str, Any]] = {}
-    errors: list[str] = []
-    for path in paths:
-        try:
-            read = read_progress_file(path)
-        except (InputError, OSError) as exc:
-            errors.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
-            continue
+    reads, errors = read_progress_files(paths)
+    for read in reads:
         errors.extend(read.errors)
         for job, _at, _kind, doc in read.raw:
-            progress = doc.get("progress", doc)
-            if isinstance(progress, dict) and "sources" in progress:
-                newest[job.name or job.job_id] = progress
+            progress = progress_with_sources(doc)
+            if progress is not None:
+                newest[job.name or job.job_id] = dict(progress)
     out: list[tuple[str, SparkKafkaSource]] = []
     for name, progress in sorted(newest.items()):
         try:
