@@ -33,17 +33,17 @@ def _stage(store: Store, root: Path) -> tuple[PollStage, Target]:
     return PollStage(store.sessions, [target], LatestSamples(), lambda: 0.0, Redactor), target
 
 
-def _batches(store: Store) -> dict[str, list[int]]:
+def _batches(store: Store) -> dict[str, list[int | None]]:
     with store.sessions() as session:
         rows = session.execute(
             select(JobRow.job_id, SampleRow.batch_id)
             .join(JobRow, JobRow.id == SampleRow.job_pk)
             .where(SampleRow.kind == "progress", SampleRow.scope_source.is_(None))
         ).all()
-    out: dict[str, list[int]] = {}
+    out: dict[str, list[int | None]] = {}
     for job_id, batch_id in rows:
         out.setdefault(job_id, []).append(batch_id)
-    return {k: sorted(v) for k, v in out.items()}
+    return {k: sorted(v, key=lambda b: -1 if b is None else b) for k, v in out.items()}
 
 
 def test_a_poll_of_many_files_costs_a_few_statements_not_a_dozen_per_file(
@@ -100,7 +100,7 @@ def test_a_piece_the_store_refuses_among_many_is_quarantined_alone(
         def iter_poll(self, now: datetime) -> Iterator[PollResult]:
             for index, piece in enumerate(real.iter_poll(now)):
                 if index == 1:
-                    bad = (JobRef(Engine.SPARK, "q"), datetime(2026, 1, 1), "progress", {})
+                    bad: tuple[JobRef, datetime, str, dict[str, Any]] = (JobRef(Engine.SPARK, "q"), datetime(2026, 1, 1), "progress", {})
                     piece = piece.merged(PollResult(raw=(bad,)))
                 yield piece
 

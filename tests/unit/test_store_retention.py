@@ -171,5 +171,5 @@ def test_one_save_of_many_jobs_stores_each_jobs_samples_and_runs(sessions) -> No
     assert len(loaded) == 703
     assert [x.batch_id for x in loaded if x.job.job_id == "job-a"] == [0, 1]
     assert {x.job.job_id: x.job.run_id for x in loaded}["job-f"] is None
-    assert sorted(x.job.name for x in loaded if x.job.job_id.startswith("job-0"))[:2] == ["q0", "q1"]
+    assert sorted(str(x.job.name) for x in loaded if x.job.job_id.startswith("job-0"))[:2] == ["q0", "q1"]
     assert {x.job.run_id for x in loaded if x.job.job_id.startswith("job-0")} == {"run-1"}
