@@ -132,10 +132,13 @@ class StateTrack:
         self.watermark = WatermarkSteps()
 
     def add(self, sample: Sample) -> None:
-        """Add the newest job batch."""
-        self.rows.add(sample)
-        self.bytes.add(sample)
-        self.watermark.add(sample)
+        """Add the newest job batch (the three ``add`` s, skipped when there is nothing to add)."""
+        if sample.state_rows_total is not None:
+            self.rows.add(sample)
+        if sample.state_memory_bytes is not None:
+            self.bytes.add(sample)
+        if sample.watermark is not None:
+            self.watermark.add(sample)
 
     def trim(self, cutoff: datetime) -> None:
         """Drop what was observed before ``cutoff``."""

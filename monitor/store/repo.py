@@ -8,6 +8,7 @@ writing and runs inside a SAVEPOINT, so a bad poll leaves the session exactly as
 
 from __future__ import annotations
 
+import functools
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -440,6 +441,18 @@ def set_cursor(session: Session, collector: str, target: str, state: dict[str, A
     set_cursors(session, collector, {target: state}, now)
 
 
+@functools.cache
+def _cursor_upsert(dialect: str) -> Any:
+    """``INSERT ... ON CONFLICT (collector, target) DO UPDATE`` of ``collector_cursors`` for ``dialect``
+    (``sqlite`` or ``postgresql``), built once (building it costs more than running it)."""
+    table: Any = CollectorCursorRow.__table__
+    stmt = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(table)
+    return stmt.on_conflict_do_update(
+        index_elements=["collector", "target"],
+        set_={"state": stmt.excluded.state, "updated_at": stmt.excluded.updated_at},
+    )
+
+
 def set_cursors(session: Session, collector: str, states: Mapping[str, dict[str, Any]], now: datetime) -> None:
     """Record where ``collector`` stopped reading each target of ``states`` (target -> opaque JSON state), all
     with ``updated_at = now`` (aware UTC), in one batched upsert (``INSERT ... ON CONFLICT (collector, target)
@@ -463,12 +476,7 @@ def set_cursors(session: Session, collector: str, states: Mapping[str, dict[str,
     table: Any = CollectorCursorRow.__table__
     dialect = session.get_bind().dialect.name
     if dialect in ("sqlite", "postgresql"):
-        insert_fn = sqlite.insert if dialect == "sqlite" else postgresql.insert
-        stmt = insert_fn(table)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["collector", "target"],
-            set_={"state": stmt.excluded.state, "updated_at": stmt.excluded.updated_at},
-        )
+        stmt = _cursor_upsert(dialect)
         for chunk in _chunks(rows):
             session.execute(stmt, list(chunk))
     else:
