@@ -3,8 +3,8 @@
 
 Each query is a live single-file event log of recorded real Spark 4.3.0 progress lines (tests/live_eventlog.py),
 ``--history`` batches written before the daemon starts (its first catch-up). The daemon (a real subprocess,
-poll and evaluation every 10 s) tails them all. While it runs, ``/healthz`` is asked every 0.5 s (1 s timeout)
-and every answer's status and latency kept; after the catch-up, ``--rounds`` rounds each append one batch to
+poll and evaluation every 10 s) tails them all. While it runs, ``/healthz`` is asked every 0.5 s (1 s timeout) by a process of its
+own and every answer's status and latency kept; after the catch-up, ``--rounds`` rounds each append one batch to
 every query (one trigger) and wait out the 10 s interval. Printed: the catch-up time, the daemon's CPU seconds
 per 10 s interval in the steady rounds (utime + stime from /proc; 10 s = one core), its RSS, on PostgreSQL the
 transactions and rows written per second (pg_stat_database), the slowest ``/healthz`` answer and the
@@ -19,21 +19,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import httpx
+from sqlalchemy import func, select
 
-from monitor.store import migrate
+from monitor.store import make_engine, migrate
+from monitor.store.tables import SampleRow
 from tests.conftest import RECORDED_FIXTURES
-from tests.daemon_process import DaemonProcess, free_port, metric_values, wait_for
+from tests.daemon_process import DaemonProcess, free_port, wait_for
 from tests.live_eventlog import LiveEventLog
 
 TEMPLATES = (2, 4, 5, 4, 5, 4)
@@ -51,32 +53,54 @@ def _rss_mib(pid: int) -> tuple[float, float]:
     return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
 
 
-@dataclass
+_PROBE = """
+import sys, time, httpx
+url, interval = sys.argv[1], float(sys.argv[2])
+with httpx.Client(timeout=1.0) as client:
+    while True:
+        t0 = time.perf_counter()
+        try:
+            status = client.get(url).status_code
+        except httpx.HTTPError:
+            status = 0
+        print(f"{time.time():.3f} {status} {time.perf_counter() - t0:.4f}", flush=True)
+        time.sleep(interval)
+"""
+
+
 class Probe:
-    """Asks ``/healthz`` every ``interval_s`` in a thread; keeps ``(phase, status or None, seconds)``."""
+    """Asks ``/healthz`` every ``interval_s`` from a process of its own (not slowed by this one's work),
+    1 s timeout; each answer is a line ``unix_time status seconds`` (status 0: no answer within 1 s)."""
 
-    url: str
-    interval_s: float = 0.5
-    phase: str = "start"
-    answers: list[tuple[str, int | None, float]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
+    def __init__(self, url: str, out: Path, interval_s: float = 0.5) -> None:
+        self.out = out
+        self._file = out.open("w")
+        self.proc = subprocess.Popen([sys.executable, "-c", _PROBE, url, str(interval_s)], stdout=self._file)
+        self.marks: list[tuple[str, float]] = [("catch-up", time.time())]
 
-    def run(self) -> None:
-        with httpx.Client(timeout=1.0) as client:
-            while not self._stop.is_set():
-                t0 = time.perf_counter()
-                try:
-                    status: int | None = client.get(self.url).status_code
-                except httpx.HTTPError:
-                    status = None
-                self.answers.append((self.phase, status, time.perf_counter() - t0))
-                self._stop.wait(self.interval_s)
+    def mark(self, phase: str) -> None:
+        """Answers from now on belong to ``phase``."""
+        self.marks.append((phase, time.time()))
 
     def stop(self) -> None:
-        self._stop.set()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self._file.close()
+
+    def answers(self, phase: str) -> list[tuple[int, float]]:
+        """``(status, seconds)`` of the answers asked during ``phase``."""
+        bounds = [*self.marks, ("end", float("inf"))]
+        out = []
+        for line in self.out.read_text().splitlines():
+            at, status, seconds = line.split()
+            for (name, since), (_, until) in pairwise(bounds):
+                if name == phase and since <= float(at) < until:
+                    out.append((int(status), float(seconds)))
+        return out
 
     def summary(self, phase: str) -> str:
-        mine = [(s, d) for p, s, d in self.answers if p == phase]
+        mine = self.answers(phase)
         if not mine:
             return f"{phase}: no answers"
         bad = sum(1 for s, _ in mine if s != 200)
@@ -130,29 +154,28 @@ def run(backend: str, queries: int, history: int, rounds: int) -> None:
             "evaluation_interval": "10s",
         }
         daemon = DaemonProcess(config, url, work)
-        probe = Probe(f"{daemon.base}/healthz", phase="catch-up")
-        thread = threading.Thread(target=probe.run, daemon=True)
+        probe: Probe | None = None
+        engine = make_engine(url)
         try:
             started = time.monotonic()
             daemon.start(ready_timeout_s=300)
             assert daemon.proc is not None
             pid = daemon.proc.pid
-            thread.start()
+            probe = Probe(f"{daemon.base}/healthz", work / "healthz.txt")
+            batches = select(func.count()).select_from(SampleRow).where(
+                SampleRow.kind == "progress", SampleRow.scope_source.is_(None)
+            )
 
-            def all_jobs() -> bool | None:
-                try:
-                    text = daemon.metrics()
-                except httpx.HTTPError:
-                    return None
-                jobs = {lbl["job_id"] for lbl, _ in metric_values(text, "tidegauge_state_rows")}
-                return True if len(jobs) >= queries else None
+            def caught_up() -> bool | None:
+                with engine.connect() as conn:
+                    return True if (conn.scalar(batches) or 0) >= queries * history else None
 
-            wait_for(f"{queries} queries on /metrics", all_jobs, timeout_s=3600, interval_s=2.0)
+            wait_for(f"{queries} x {history} batches stored", caught_up, timeout_s=3600, interval_s=2.0)
             catch_up_s = time.monotonic() - started
             rss, peak = _rss_mib(pid)
-            print(f"  catch-up: all {queries} queries stored and on /metrics {catch_up_s:.1f} s after start; "
+            print(f"  catch-up: all {queries} x {history} batches stored {catch_up_s:.1f} s after start; "
                   f"RSS {rss:.0f} MiB (peak {peak:.0f})", flush=True)  # fmt: skip
-            probe.phase = "steady"
+            probe.mark("steady")
             cpu0, wall0 = _cpu_s(pid), time.monotonic()
             pg0 = _pg_counters(server, url) if server is not None else None
             for r in range(rounds):
@@ -172,12 +195,11 @@ def run(backend: str, queries: int, history: int, rounds: int) -> None:
             for log in logs:
                 log.batches(TEMPLATES[0])
             time.sleep(1.0)  # the next poll is reading them
-            probe.phase = "stop"
+            probe.mark("stop")
             t_stop = time.monotonic()
             code = daemon.terminate(timeout_s=60)
             stop_s = time.monotonic() - t_stop
             probe.stop()
-            thread.join(timeout=5)
             text = daemon.log()
             skipped_lines = [ln for ln in text.splitlines() if "skipp" in ln.lower() or "missed" in ln.lower()]
             skipped = len(skipped_lines)
@@ -188,10 +210,12 @@ def run(backend: str, queries: int, history: int, rounds: int) -> None:
             print(f"  SIGTERM: exited with {code} after {stop_s:.1f} s; log: {skipped} skipped/missed runs, "
                   f"{locked} 'database is locked'")  # fmt: skip
             print(f"RESULT backend={backend} queries={queries} catch_up_s={catch_up_s:.1f} cpu_per_interval_s={cpu / intervals:.2f} "
-                  f"rss_mib={rss:.0f} stop_s={stop_s:.1f} healthz_max_s={max(d for _, _, d in probe.answers):.3f}", flush=True)  # fmt: skip
+                  f"rss_mib={rss:.0f} stop_s={stop_s:.1f} healthz_max_s={max((d for p in ('catch-up', 'steady') for _, d in probe.answers(p)), default=0):.3f}", flush=True)  # fmt: skip
         finally:
-            probe.stop()
+            if probe is not None:
+                probe.stop()
             daemon.close()
+            engine.dispose()
 
 
 def main() -> None:
