@@ -33,6 +33,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from monitor.store import make_engine, migrate
+from monitor.store.database import READ_ONLY
 from monitor.store.tables import SampleRow
 from tests.conftest import RECORDED_FIXTURES
 from tests.daemon_process import DaemonProcess, free_port, wait_for
@@ -155,7 +156,7 @@ def run(backend: str, queries: int, history: int, rounds: int) -> None:
         }
         daemon = DaemonProcess(config, url, work)
         probe: Probe | None = None
-        engine = make_engine(url)
+        engine = make_engine(url).execution_options(**{READ_ONLY: True})  # never queued behind the daemon
         try:
             started = time.monotonic()
             daemon.start(ready_timeout_s=300)
@@ -215,7 +216,7 @@ def run(backend: str, queries: int, history: int, rounds: int) -> None:
             if probe is not None:
                 probe.stop()
             daemon.close()
-            engine.dispose()
+            engine.engine.dispose()
 
 
 def main() -> None:
