@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench differential differential-flink fuzz system-deps clean
+.PHONY: demo test lint typecheck bench bench-instance differential differential-flink fuzz system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -50,6 +50,13 @@ typecheck: $(STAMP)
 ## Benchmarks (not part of the test suite); figures go into the issue notes.
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.run_all
+
+## One instance (issue 16): poll storage per file, then one daemon with QUERIES simulated Spark queries at 10 s
+## triggers on SQLite and PostgreSQL (both also run by `make bench`, with their defaults).
+QUERIES ?= 2500
+bench-instance: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.bench_poll_store --queries 500
+	$(BIN)/python -m tests.benchmarks.bench_one_instance --queries $(QUERIES) --history 12 --rounds 4
 
 ## Fuzzing (not part of `make test`): COUNT mutated recorded inputs per parser family under atheris (libFuzzer),
 ## JOBS families at once (one process each); FAMILIES: comma-separated, default all; SECONDS: stop each family

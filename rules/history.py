@@ -24,11 +24,127 @@ from itertools import islice
 from operator import attrgetter, le, lt
 
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
-from rules.common import tail_since
+from rules.common import is_epoch, tail_since
 
-__all__ = ["JobHistory", "RollingHistory", "job_history"]
+__all__ = ["JobHistory", "KnownPoints", "RollingHistory", "StateTrack", "WatermarkSteps", "job_history"]
 
 _MEASURED = (SampleKind.PROGRESS, SampleKind.GAUGE)
+
+
+class KnownPoints:
+    """The job batches with a known value of one field (``state_rows_total`` or ``state_memory_bytes``),
+    oldest first, with a running count of the steps that did not decrease (as floats, the comparison
+    ``state_growth`` makes), so a window's count and non-decreasing steps are a bisection and a difference.
+
+    Attributes:
+        field: the :class:`~monitor.model.Sample` attribute.
+        samples: the batches with ``field`` not ``None``, oldest first.
+        rises: ``rises[k]``: how many of the steps into ``samples[1..k]`` did not decrease, counted from the
+            first sample ever added (a difference of two entries counts the steps between them).
+    """
+
+    __slots__ = ("field", "rises", "samples")
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        self.samples: list[Sample] = []
+        self.rises: list[int] = []
+
+    def add(self, sample: Sample) -> None:
+        """Append ``sample`` (the newest job batch) if its ``field`` is known."""
+        value = getattr(sample, self.field)
+        if value is None:
+            return
+        count = self.rises[-1] if self.rises else 0
+        if self.samples and float(value) >= float(getattr(self.samples[-1], self.field)):
+            count += 1
+        self.samples.append(sample)
+        self.rises.append(count)
+
+    def trim(self, cutoff: datetime) -> None:
+        """Drop the samples observed before ``cutoff``."""
+        if self.samples and self.samples[0].observed_at < cutoff:
+            drop = bisect_left(self.samples, cutoff, key=_TIME)
+            del self.samples[:drop]
+            del self.rises[:drop]
+
+
+class WatermarkSteps:
+    """The job batches with a known watermark (not ``None``, not Spark's epoch: :func:`rules.common.is_epoch`),
+    oldest first, with a running count of the watermark's steps (a rise from the previous known value: the
+    definition of :func:`rules.common.watermark_moves`) and the newest batch that stepped.
+    """
+
+    __slots__ = ("last_step", "samples", "steps")
+
+    def __init__(self) -> None:
+        self.samples: list[Sample] = []
+        self.steps: list[int] = []
+        self.last_step: Sample | None = None
+
+    def add(self, sample: Sample) -> None:
+        """Append ``sample`` (the newest job batch) if its watermark is known."""
+        wm = sample.watermark
+        if wm is None or is_epoch(wm):
+            return
+        count = self.steps[-1] if self.steps else 0
+        if self.samples:
+            before = self.samples[-1].watermark
+            assert before is not None
+            if wm > before:
+                count += 1
+                self.last_step = sample
+        self.samples.append(sample)
+        self.steps.append(count)
+
+    def since(self, cutoff: datetime) -> tuple[int, Sample | None]:
+        """``(steps, newest stepping batch)`` among the batches observed at or after ``cutoff``: what
+        ``watermark_moves`` of those batches gives as ``len(steps)`` and ``last_step_at``."""
+        first = bisect_left(self.samples, cutoff, key=_TIME)
+        if first >= len(self.samples):
+            return 0, None
+        steps = self.steps[-1] - self.steps[first]
+        return steps, (self.last_step if steps else None)
+
+    def trim(self, cutoff: datetime) -> None:
+        """Drop the samples observed before ``cutoff``."""
+        if self.samples and self.samples[0].observed_at < cutoff:
+            drop = bisect_left(self.samples, cutoff, key=_TIME)
+            del self.samples[:drop]
+            del self.steps[:drop]
+
+
+class StateTrack:
+    """What ``state_growth`` reads of a job's batches, kept as they arrive (by :class:`RollingHistory`), so
+    the rule reads its window in O(log n) instead of rescanning it at every batch.
+
+    Attributes:
+        rows: batches with a known ``state_rows_total``.
+        bytes: batches with a known ``state_memory_bytes``.
+        watermark: batches with a known watermark, and its steps.
+    """
+
+    __slots__ = ("bytes", "rows", "watermark")
+
+    def __init__(self) -> None:
+        self.rows = KnownPoints("state_rows_total")
+        self.bytes = KnownPoints("state_memory_bytes")
+        self.watermark = WatermarkSteps()
+
+    def add(self, sample: Sample) -> None:
+        """Add the newest job batch (the three ``add`` s, skipped when there is nothing to add)."""
+        if sample.state_rows_total is not None:
+            self.rows.add(sample)
+        if sample.state_memory_bytes is not None:
+            self.bytes.add(sample)
+        if sample.watermark is not None:
+            self.watermark.add(sample)
+
+    def trim(self, cutoff: datetime) -> None:
+        """Drop what was observed before ``cutoff``."""
+        self.rows.trim(cutoff)
+        self.bytes.trim(cutoff)
+        self.watermark.trim(cutoff)
 
 
 @dataclass(slots=True)
@@ -67,6 +183,9 @@ class JobHistory:
     """A rule's own running totals over this history as :class:`RollingHistory` extends it (keyed by rule
     name; a rule's findings stay a function of the history, the totals only spare it re-reading the
     window at every instant: ``freshness_slo``'s minute ledger)."""
+    state_track: StateTrack | None = None
+    """Kept by :class:`RollingHistory` (with ``marks_kept``): the batches ``state_growth`` fits, so it does not
+    rescan its window at every batch (``None``: the rule scans ``batches``)."""
 
     @property
     def engine(self) -> Engine:
@@ -226,7 +345,9 @@ class RollingHistory:
             return self.history
         history = self.history
         if history is None:
-            history = self.history = JobHistory(job=samples[0].job, marks_kept=True)
+            history = self.history = JobHistory(job=samples[0].job, marks_kept=True, state_track=StateTrack())
+        track = history.state_track
+        assert track is not None
         progress, gauge, idle_kind = SampleKind.PROGRESS, SampleKind.GAUGE, SampleKind.IDLE
         for sample in samples:
             kind = sample.kind
@@ -236,6 +357,7 @@ class RollingHistory:
                     if not (history.batches and _duplicate(history.batches, sample)):
                         history.batches.append(sample)
                         self._push_max(sample)
+                        track.add(sample)
                         if sample.dropped_by_watermark:
                             history.newest_drop_at = sample.observed_at
                         if sample.state_rows_removed:
@@ -253,6 +375,7 @@ class RollingHistory:
         for kept in (history.batches, history.idle, history.lifecycle):
             if kept and kept[0].observed_at < cutoff:
                 del kept[: bisect_left(kept, cutoff, key=_TIME)]
+        track.trim(cutoff)
         # a mark whose batch was trimmed: no kept batch is newer and marked
         oldest_batch = history.batches[0].observed_at if history.batches else None
         if history.newest_drop_at is not None and (oldest_batch is None or history.newest_drop_at < oldest_batch):

@@ -13,7 +13,9 @@ may move without passing the end of any window (a 5-minute window evicts nothing
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
 from operator import attrgetter
@@ -21,10 +23,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from monitor.model import Engine, Finding, Severity
+from monitor.model import Engine, Finding, Sample, Severity
 from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since, watermark_moves
-from rules.history import JobHistory
+from rules.history import JobHistory, StateTrack
 from rules.params import Duration, RuleParams
 from rules.remedies import Cause, remedy
 
@@ -41,6 +43,8 @@ __all__ = [
 
 RULE = "state_growth"
 _REMOVED = attrgetter("state_rows_removed")
+_TIME = attrgetter("observed_at")
+_FIT_POINTS = 40  # points the Theil-Sen slope is fitted on (evenly spaced over the window)
 
 
 class StateGrowthParams(RuleParams):
@@ -73,6 +77,11 @@ class StateGrowthParams(RuleParams):
         return self.window, timedelta(0)
 
 
+def _even_indices(n: int, count: int) -> list[int]:
+    """``count`` evenly spaced indices of ``n`` points, first and last included (``n > count >= 2``)."""
+    return [round(i * (n - 1) / (count - 1)) for i in range(count)]
+
+
 def theil_sen_slope(xs: Sequence[float], ys: Sequence[float], max_points: int = 40) -> float:
     """Theil-Sen estimator: the median of the pairwise slopes ``(y_j - y_i) / (x_j - x_i)``, ``x_i < x_j``.
 
@@ -84,13 +93,17 @@ def theil_sen_slope(xs: Sequence[float], ys: Sequence[float], max_points: int = 
     """
     n = len(xs)
     if n > max_points:
-        idx = [round(i * (n - 1) / (max_points - 1)) for i in range(max_points)]
+        idx = _even_indices(n, max_points)
         xs = [xs[i] for i in idx]
         ys = [ys[i] for i in idx]
         n = max_points
-    slopes = sorted(
-        (ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(n) for j in range(i + 1, n) if xs[j] != xs[i]
-    )
+    slopes = [
+        (yj - yi) / (xj - xi)
+        for i, (xi, yi) in enumerate(zip(xs, ys, strict=True))
+        for xj, yj in zip(xs[i + 1 :], ys[i + 1 :], strict=True)
+        if xj != xi
+    ]
+    slopes.sort()
     if not slopes:
         raise ValueError("theil_sen_slope: need two distinct x values")
     mid = len(slopes) // 2
@@ -116,36 +129,101 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     cutoff = batches[-1].observed_at - params.window
     if history.marks_kept and history.newest_removal_at is not None and history.newest_removal_at >= cutoff:
         return []  # eviction works (the common case, in O(1))
-    window = tail_since(batches, cutoff)
     # Flink reports no state rows: its state size is the latest completed checkpoint's state_size (bytes)
     metric = "bytes" if history.engine is Engine.FLINK else params.metric
     field = "state_rows_total" if metric == "rows" else "state_memory_bytes"
+    if history.marks_kept and history.state_track is not None:
+        fit = _tracked_fit(params, history.state_track, metric, cutoff)
+    else:
+        fit = _scanned_fit(params, tail_since(batches, cutoff), field)
+    if fit is None:
+        return []
+    return _finding(params, history, now, metric, fit)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """The trend of one job's window, for the finding: first and last points, span, slope, watermark steps."""
+
+    first: float
+    current: float
+    last_point: Sample
+    span_seconds: float
+    slope: float
+    steps: int
+    last_step: Sample | None
+
+
+def _scanned_fit(params: StateGrowthParams, window: Sequence[Sample], field: str) -> _Fit | None:
+    """The fit of ``window`` (the job batches since the cutoff), or ``None`` when a condition fails: scans it."""
     if any(map(_REMOVED, window)):
-        return []  # eviction works (checked first: it is the common case, and C-level)
+        return None  # eviction works (checked first: it is the common case, and C-level)
     points = [b for b in window if getattr(b, field) is not None]
     if len(points) < params.min_points:
-        return []
+        return None
     # the watermark's moves over the window's batches: the definition watermark_stall reads too, so the two
     # never disagree on whether (and until when) the watermark advanced
     moves = watermark_moves(window)
     steps = len(moves.steps)
     if steps < params.min_watermark_steps:
-        return []
+        return None
     ys = [float(getattr(b, field)) for b in points]
     rises = sum(1 for a, b in pairwise(ys) if b >= a)
     if rises < params.min_monotone_share * (len(ys) - 1):
-        return []
+        return None
     t0 = points[0].observed_at
     xs = [(b.observed_at - t0).total_seconds() for b in points]
-    if xs[-1] <= 0:
-        return []
-    slope = theil_sen_slope(xs, ys)
-    growth = slope * xs[-1]
-    if slope <= 0 or growth < params.min_growth * max(ys[0], 1.0):
-        return []
+    return _fitted(params, xs, ys, ys[0], ys[-1], points[-1], steps, moves.last_step_at)
+
+
+def _tracked_fit(params: StateGrowthParams, track: StateTrack, metric: str, cutoff: datetime) -> _Fit | None:
+    """The same fit as :func:`_scanned_fit` from the points :class:`~rules.history.RollingHistory` keeps
+    (no removal in the window is known from ``newest_removal_at``): O(log n) plus the fitted points."""
+    known = track.rows if metric == "rows" else track.bytes
+    first = bisect_left(known.samples, cutoff, key=_TIME)
+    n = len(known.samples) - first
+    if n < params.min_points:
+        return None
+    steps, last_step = track.watermark.since(cutoff)
+    if steps < params.min_watermark_steps:
+        return None
+    if known.rises[-1] - known.rises[first] < params.min_monotone_share * (n - 1):
+        return None
+    field = known.field
+    chosen = range(first, first + n) if n <= _FIT_POINTS else [first + i for i in _even_indices(n, _FIT_POINTS)]
+    t0 = known.samples[first].observed_at
+    xs = [(known.samples[i].observed_at - t0).total_seconds() for i in chosen]
+    ys = [float(getattr(known.samples[i], field)) for i in chosen]
+    return _fitted(params, xs, ys, ys[0], ys[-1], known.samples[-1], steps, last_step)
+
+
+def _fitted(
+    params: StateGrowthParams,
+    xs: list[float],
+    ys: list[float],
+    first: float,
+    current: float,
+    last_point: Sample,
+    steps: int,
+    last_step: Sample | None,
+) -> _Fit | None:
+    """The Theil-Sen fit of ``xs``/``ys`` (seconds since the first point, values), ``None`` when the state did
+    not grow by ``min_growth`` of its first value."""
+    if xs[-1] <= 0 or min(ys) == max(ys):  # a constant state: every pairwise slope, so the median, is 0
+        return None
+    slope = theil_sen_slope(xs, ys, _FIT_POINTS)
+    if slope <= 0 or slope * xs[-1] < params.min_growth * max(first, 1.0):
+        return None
+    return _Fit(first, current, last_point, xs[-1], slope, steps, last_step)
+
+
+def _finding(
+    params: StateGrowthParams, history: JobHistory, now: datetime, metric: str, fit: _Fit
+) -> list[Finding]:
+    """The finding of a fit that grows (message, severity from the projection to the limit)."""
+    ys0, current, slope, steps = fit.first, fit.current, fit.slope, fit.steps
     unit = "rows" if metric == "rows" else "bytes"
     limit = params.limit_rows if metric == "rows" else params.limit_bytes
-    current = ys[-1]
     severity = Severity.WARNING
     projection = ""
     details: dict[str, object] = {"slope_per_hour": slope * 3600, "watermark_steps": steps, unit: current}
@@ -159,7 +237,7 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
             projection = f" At this rate it does not reach the limit of {limit} {unit} within 100 years."
         else:
             remaining = timedelta(seconds=seconds)
-            reach = points[-1].observed_at + remaining
+            reach = fit.last_point.observed_at + remaining
             projection = (
                 f" At this rate it reaches the limit of {limit} {unit} in {format_duration(remaining)} "
                 f"(about {format_instant_short(reach.replace(microsecond=0))})."
@@ -167,14 +245,14 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
         if seconds <= params.critical_within.total_seconds():
             severity = Severity.CRITICAL
     what = "checkpointed state size" if history.engine is Engine.FLINK else f"state {unit}"
-    last = moves.last_step_at
+    last = fit.last_step
     last_text = f", the last at {format_instant_short(last.observed_at)}" if last is not None and steps > 1 else ""
     if last is not None and steps == 1:
         last_text = f", at {format_instant_short(last.observed_at)}"
     if last is not None:
         details["watermark_last_advanced_at"] = format_instant_short(last.observed_at)
     message = (
-        f"{what} grew from {ys[0]:.0f} to {current:.0f} in {format_duration(timedelta(seconds=xs[-1]))} "
+        f"{what} grew from {ys0:.0f} to {current:.0f} in {format_duration(timedelta(seconds=fit.span_seconds))} "
         f"(Theil-Sen trend {slope * 3600:.0f} {unit}/h) with no rows removed while the watermark advanced {steps} "
         f"time{'s' if steps != 1 else ''}{last_text}.{projection} {remedy(history.engine, Cause.STATE_GROWTH)}"
     )
@@ -185,7 +263,7 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
             job=history.job,
             message=message,
             observed_at=now,
-            batch_id=points[-1].batch_id,
+            batch_id=fit.last_point.batch_id,
             details=details,
         )
     ]

@@ -29,7 +29,7 @@ from monitor.daemon.histories import EVAL_CURSOR, JobHistories
 from monitor.daemon.tick import JobKey, job_target, tick_time
 from monitor.metrics.exporter import AlertCount
 from monitor.model import CollectorError, Engine, FindingEpisode, RuleTiming
-from monitor.store import load_episodes, record_episodes, set_cursor
+from monitor.store import load_episodes, record_episodes, set_cursors
 from monitor.store.alert_repo import apply_transitions, load_alerts
 from rules.episodes import CAUSED_BY, Episode, EpisodeFold, held, link, reopen, to_record
 from rules.registry import RULES, Evaluator
@@ -268,6 +268,7 @@ class EvaluateStage:
                 if key is not None:
                     per_job.setdefault(key, {})[fp] = alert
         histories = self._histories.all()
+        cursors: dict[str, dict[str, Any]] = {}
         for key in touched:
             mine = per_job.setdefault(key, {})
             last = self._histories.evaluated(key)
@@ -293,8 +294,8 @@ class EvaluateStage:
             self._episodes.record(session, key, episodes.values())
             if last is not None:
                 evaluated[key] = last
-                state = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
-                set_cursor(session, EVAL_CURSOR, job_target(key), state, when)
+                cursors[job_target(key)] = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
+        set_cursors(session, EVAL_CURSOR, cursors, when)  # every job's evaluation cursor in one upsert
         findings = [f for key, samples in histories.items()
                     for f in self._evaluator.evaluate_job(samples, when, clock=True)
                     if not self._histories.seen_as_history(key)]  # fmt: skip

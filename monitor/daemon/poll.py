@@ -35,7 +35,7 @@ from monitor.metrics.exporter import CollectorStat
 from monitor.metrics.latest import LatestSamples
 from monitor.model import CollectorError, ErrorKind, PollResult, Sample
 from monitor.redaction import Redactor
-from monitor.store import get_cursor, save_poll, set_cursor
+from monitor.store import get_cursor, get_cursors, save_poll, set_cursors
 from monitor.store.database import is_data_error
 
 __all__ = ["PollStage", "StoreCursors", "Target", "TargetHealth"]
@@ -50,8 +50,10 @@ class StoreCursors:
     """A collector cursor store (:class:`collectors.spark.eventlog.CursorStore`) in the database.
 
     While the poll reads (within :meth:`collect`), ``set`` keeps the states in memory and ``get`` sees them;
-    :meth:`write` then stores them in the transaction that stores the poll's samples, so a cursor never
-    advances past data that was not stored. ``get`` of a state not collected opens a short read-only session.
+    :meth:`write` then stores them all with one batched upsert in the transaction that stores the poll's
+    samples, so a cursor never advances past data that was not stored. Within :meth:`collect`, the first
+    ``get`` reads every stored state of the collector in one short read-only session (one query per poll,
+    not one per file); outside it, ``get`` reads the one state.
 
     Args:
         sessions: session factory of the store.
@@ -62,6 +64,7 @@ class StoreCursors:
         self._sessions = sessions
         self._collector = collector
         self._collected: dict[str, dict[str, Any]] | None = None
+        self._stored: dict[str, dict[str, Any]] | None = None  # read once per collect()
 
     @contextmanager
     def collect(self) -> Iterator[dict[str, dict[str, Any]]]:
@@ -71,18 +74,23 @@ class StoreCursors:
             yield self._collected
         finally:
             self._collected = None
+            self._stored = None
 
     def write(self, session: Session, states: dict[str, dict[str, Any]], now: datetime) -> None:
-        """Store ``states`` (from :meth:`collect`) in ``session`` with ``updated_at = now``."""
-        for target, state in states.items():
-            set_cursor(session, self._collector, target, state, now)
+        """Store ``states`` (from :meth:`collect`) in ``session`` with ``updated_at = now`` (one batched upsert)."""
+        set_cursors(session, self._collector, states, now)
 
     def get(self, target: str) -> dict[str, Any] | None:
         """The stored state of ``target`` (or the one collected, not yet stored) or ``None``."""
-        if self._collected is not None and target in self._collected:
+        if self._collected is None:
+            with self._sessions() as session:
+                return get_cursor(session, self._collector, target)
+        if target in self._collected:
             return self._collected[target]
-        with self._sessions() as session:
-            return get_cursor(session, self._collector, target)
+        if self._stored is None:
+            with self._sessions() as session:
+                self._stored = get_cursors(session, self._collector)
+        return self._stored.get(target)
 
     def set(self, target: str, state: dict[str, Any]) -> None:
         """Keep ``state`` for ``target`` until :meth:`write` stores it with the poll.
@@ -188,8 +196,7 @@ class PollStage:
             with self._collecting(target) as states:  # read first, with no transaction open
                 pieces = [self._redacted(raw_piece) for raw_piece in target.source.iter_poll(when)]
             with self._sessions.begin() as session:  # then write, in one short transaction
-                for piece in pieces:
-                    stored = self._save_piece(session, piece, target, when)
+                for stored in self._save_pieces(session, pieces, target, when):
                     samples.extend(stored.samples)  # raw documents stay in the store only
                     errors.extend(stored.errors)
                 if target.cursors is not None:
@@ -241,6 +248,31 @@ class PollStage:
             dataclasses.replace(e, message=redact(e.message), target=redact(e.target)) for e in piece.errors
         )
         return dataclasses.replace(piece, errors=errors)
+
+    def _save_pieces(
+        self, session: Session, pieces: list[PollResult], target: Target, now: datetime
+    ) -> list[PollResult]:
+        """Store a poll's pieces (one per file read) with one :func:`~monitor.store.save_poll` of them all:
+        multi-row inserts, a few statements per poll instead of a dozen per file. If the database refuses
+        something in them as data, that save is rolled back (its savepoint) and each piece is stored on its
+        own by :meth:`_save_piece`, which quarantines what is refused.
+
+        Returns:
+            What was stored, per piece (or the whole poll as one piece), with the errors of refused parts.
+        """
+        if len(pieces) > 1:
+            whole = PollResult(
+                tuple(s for p in pieces for s in p.samples),
+                tuple(e for p in pieces for e in p.errors),
+                tuple(r for p in pieces for r in p.raw),
+            )
+            try:
+                save_poll(session, whole, collector=target.source.name)
+                return [whole]
+            except Exception as exc:
+                if not is_data_error(exc):
+                    raise
+        return [self._save_piece(session, piece, target, now) for piece in pieces]
 
     def _save_piece(self, session: Session, piece: PollResult, target: Target, now: datetime) -> PollResult:
         """Store one piece of a poll; what the database refuses as data is quarantined, not fatal.

@@ -29,6 +29,7 @@ from monitor.store.repo import (
     RawDocument,
     SaveCounts,
     get_cursor,
+    get_cursors,
     iter_raw_documents,
     list_jobs,
     load_recent_samples,
@@ -38,6 +39,7 @@ from monitor.store.repo import (
     purge_before,
     save_poll,
     set_cursor,
+    set_cursors,
 )
 from monitor.store.store import Store, open_store
 
@@ -55,6 +57,7 @@ __all__ = [
     "default_db_url",
     "downgrade",
     "get_cursor",
+    "get_cursors",
     "head",
     "iter_raw_documents",
     "list_jobs",
@@ -71,5 +74,6 @@ __all__ = [
     "redact_url",
     "save_poll",
     "set_cursor",
+    "set_cursors",
     "upgrade",
 ]

@@ -8,9 +8,10 @@ writing and runs inside a SAVEPOINT, so a bad poll leaves the session exactly as
 
 from __future__ import annotations
 
+import functools
 import json
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -37,6 +38,7 @@ __all__ = [
     "RawDocument",
     "SaveCounts",
     "get_cursor",
+    "get_cursors",
     "iter_raw_documents",
     "list_jobs",
     "load_recent_samples",
@@ -46,6 +48,7 @@ __all__ = [
     "purge_before",
     "save_poll",
     "set_cursor",
+    "set_cursors",
 ]
 
 #: Codec of new raw documents. ``zlib`` is also readable (:func:`_decompress`).
@@ -168,14 +171,57 @@ class _Jobs:
         self._session = session
         self._jobs: dict[tuple[str, str], JobRow] = {}
         self._runs: dict[tuple[int, str], RunRow] = {}
+        # looked up by prefetch and not stored: inserted without another SELECT
+        self._absent_jobs: set[tuple[str, str]] = set()
+        self._absent_runs: set[tuple[int, str]] = set()
+
+    def prefetch(self, jobs: Iterable[JobRef]) -> None:
+        """Load the stored rows of ``jobs`` and of their runs with a few ``IN`` queries (per engine, per
+        :data:`_CHUNK` ids), so that a poll of many jobs costs a few statements, not two per job."""
+        wanted: dict[str, set[str]] = {}
+        runs_of: dict[tuple[str, str], set[str]] = {}
+        for job in jobs:
+            key = (job.engine.value, job.job_id)
+            wanted.setdefault(key[0], set()).add(key[1])
+            if job.run_id is not None:
+                runs_of.setdefault(key, set()).add(job.run_id)
+        for engine, ids in wanted.items():
+            missing = sorted(i for i in ids if (engine, i) not in self._jobs)
+            for chunk in _chunks(missing):
+                for row in self._session.scalars(
+                    select(JobRow).where(JobRow.engine == engine, JobRow.job_id.in_(chunk))
+                ):
+                    self._jobs[(engine, row.job_id)] = row
+            self._absent_jobs.update((engine, i) for i in missing if (engine, i) not in self._jobs)
+        pairs = {
+            (self._jobs[key].id, run_id)
+            for key, run_ids in runs_of.items()
+            if key in self._jobs
+            for run_id in run_ids
+            if (self._jobs[key].id, run_id) not in self._runs
+        }
+        if not pairs:
+            return
+        job_pks = sorted({pk for pk, _ in pairs})
+        run_ids = sorted({run_id for _, run_id in pairs})
+        for pk_chunk in _chunks(job_pks):
+            for run_chunk in _chunks(run_ids):
+                for run in self._session.scalars(
+                    select(RunRow).where(RunRow.job_pk.in_(pk_chunk), RunRow.run_id.in_(run_chunk))
+                ):
+                    self._runs.setdefault((run.job_pk, run.run_id), run)
+        self._absent_runs.update(pair for pair in pairs if pair not in self._runs)
 
     def job_pk(self, job: JobRef) -> int:
         key = (job.engine.value, job.job_id)
         row = self._jobs.get(key)
         if row is None:
-            row = self._session.scalars(
-                select(JobRow).where(JobRow.engine == key[0], JobRow.job_id == key[1])
-            ).one_or_none()
+            if key in self._absent_jobs:
+                row = None
+            else:
+                row = self._session.scalars(
+                    select(JobRow).where(JobRow.engine == key[0], JobRow.job_id == key[1])
+                ).one_or_none()
             if row is None:
                 row = JobRow(engine=key[0], job_id=key[1], name=job.name, app_id=job.app_id)
                 self._session.add(row)
@@ -194,9 +240,12 @@ class _Jobs:
         key = (job_pk, job.run_id)
         row = self._runs.get(key)
         if row is None:
-            row = self._session.scalars(
-                select(RunRow).where(RunRow.job_pk == job_pk, RunRow.run_id == job.run_id)
-            ).one_or_none()
+            if key in self._absent_runs:
+                row = None
+            else:
+                row = self._session.scalars(
+                    select(RunRow).where(RunRow.job_pk == job_pk, RunRow.run_id == job.run_id)
+                ).one_or_none()
             if row is None:
                 row = RunRow(job_pk=job_pk, run_id=job.run_id, first_seen=observed_at, last_seen=observed_at)
                 self._session.add(row)
@@ -300,6 +349,7 @@ def _save(
     replace: bool,
 ) -> SaveCounts:
     jobs = _Jobs(session)
+    jobs.prefetch([*(sample.job for sample in poll.samples), *(job for job, _, _, _ in raw)])
 
     sample_rows: dict[str, dict[str, Any]] = {}
     for sample in poll.samples:
@@ -383,27 +433,68 @@ def set_cursor(session: Session, collector: str, target: str, state: dict[str, A
     """Record where ``collector`` stopped reading ``target`` (opaque JSON ``state``) at ``now`` (aware UTC).
 
     Save it in the same transaction as the poll it belongs to, so the cursor only advances with the data.
+    One target of :func:`set_cursors`.
 
     Raises:
         ValueError: ``state`` is not storable as JSON, or ``now`` is naive.
     """
-    canonical_json(state, f"cursor state of {collector} {target}")
+    set_cursors(session, collector, {target: state}, now)
+
+
+@functools.cache
+def _cursor_upsert(dialect: str) -> Any:
+    """``INSERT ... ON CONFLICT (collector, target) DO UPDATE`` of ``collector_cursors`` for ``dialect``
+    (``sqlite`` or ``postgresql``), built once (building it costs more than running it)."""
+    table: Any = CollectorCursorRow.__table__
+    stmt = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(table)
+    return stmt.on_conflict_do_update(
+        index_elements=["collector", "target"],
+        set_={"state": stmt.excluded.state, "updated_at": stmt.excluded.updated_at},
+    )
+
+
+def set_cursors(session: Session, collector: str, states: Mapping[str, dict[str, Any]], now: datetime) -> None:
+    """Record where ``collector`` stopped reading each target of ``states`` (target -> opaque JSON state), all
+    with ``updated_at = now`` (aware UTC), in one batched upsert (``INSERT ... ON CONFLICT (collector, target)
+    DO UPDATE`` as one ``executemany`` per :data:`_CHUNK` targets on SQLite and PostgreSQL; elsewhere one
+    ``SELECT`` of the stored targets, then batched inserts and updates).
+
+    Save them in the same transaction as the poll they belong to, so a cursor only advances with the data.
+
+    Raises:
+        ValueError: a state is not storable as JSON (naming its target), or ``now`` is naive; nothing is written.
+    """
     when = ensure_utc(now, "now")
     if when is None:
-        raise ValueError("set_cursor: now is required")
-    row = session.scalars(
-        select(CollectorCursorRow).where(
-            CollectorCursorRow.collector == collector, CollectorCursorRow.target == target
-        )
-    ).one_or_none()
-    if row is None:
-        session.add(
-            CollectorCursorRow(collector=collector, target=target, state=dict(state), updated_at=when)
-        )
+        raise ValueError("set_cursors: now is required")
+    rows = []
+    for target, state in states.items():
+        canonical_json(state, f"cursor state of {collector} {target}")
+        rows.append({"collector": collector, "target": target, "state": dict(state), "updated_at": when})
+    if not rows:
+        return
+    table: Any = CollectorCursorRow.__table__
+    dialect = session.get_bind().dialect.name
+    if dialect in ("sqlite", "postgresql"):
+        stmt = _cursor_upsert(dialect)
+        for chunk in _chunks(rows):
+            session.execute(stmt, list(chunk))
     else:
-        row.state = dict(state)
-        row.updated_at = when
-    session.flush()
+        ids = {
+            target: pk
+            for chunk in _chunks(sorted(states))
+            for target, pk in session.execute(
+                select(CollectorCursorRow.target, CollectorCursorRow.id).where(
+                    CollectorCursorRow.collector == collector, CollectorCursorRow.target.in_(chunk)
+                )
+            )
+        }
+        new_rows = [row for row in rows if row["target"] not in ids]
+        changed = [{"id": ids[row["target"]], **row} for row in rows if row["target"] in ids]
+        for chunk in _chunks(new_rows):
+            session.execute(insert(table), list(chunk))
+        for chunk in _chunks(changed):
+            session.execute(update(CollectorCursorRow), list(chunk))
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,6 +543,19 @@ def get_cursor(session: Session, collector: str, target: str) -> dict[str, Any] 
             CollectorCursorRow.collector == collector, CollectorCursorRow.target == target
         )
     ).one_or_none()
+
+
+def get_cursors(session: Session, collector: str) -> dict[str, dict[str, Any]]:
+    """Every state saved by :func:`set_cursor` / :func:`set_cursors` for ``collector``: target -> state (one
+    query; a poll of many files reads them all at once, not one query per file)."""
+    return {
+        target: state
+        for target, state in session.execute(
+            select(CollectorCursorRow.target, CollectorCursorRow.state).where(
+                CollectorCursorRow.collector == collector
+            )
+        )
+    }
 
 
 def list_jobs(session: Session, engine: Engine | None = None) -> list[JobRef]:

@@ -11,7 +11,10 @@
   after the job's evaluation cursor, then one :meth:`monitor.daemon.runtime.Runtime.evaluate` tick, which
   replays them all, in batches per second and the ratio between sizes.
 
-Run: ``.venv/bin/python -m tests.benchmarks.bench_replay [--scan 10000,100000] [--daemon 2500,5000,10000]``
+* ``scan`` of a log whose state is kept and never removed (``--kept``, issue 16: ``state_growth`` read its
+  whole window at every batch).
+
+Run: ``.venv/bin/python -m tests.benchmarks.bench_replay [--scan 10000,100000] [--daemon 2500,5000,10000] [--kept 10000]``
 (``make bench`` runs it with the defaults). Timings are CPU seconds of this process (one core).
 """
 
@@ -36,8 +39,11 @@ def _iso(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
-def write_log(path: Path, batches: int) -> int:
-    """One query's event log with ``batches`` progress lines (plus its start); returns its size in bytes."""
+def write_log(path: Path, batches: int, *, removed: int = 5) -> int:
+    """One query's event log with ``batches`` progress lines (plus its start); returns its size in bytes.
+
+    ``removed``: each state operator's ``numRowsRemoved`` per batch (0: a state kept and never evicted, at a
+    constant 50 rows: ``state_growth`` then fits its whole window at every batch, finding nothing)."""
     events = [json.loads(line) for line in TEMPLATE_LOG.read_text().splitlines()]
     started = next(e for e in events if e["Event"].endswith("QueryStartedEvent"))
     progress = next(e for e in events if e["Event"].endswith("QueryProgressEvent") and e["progress"]["batchId"] == 4)
@@ -56,7 +62,7 @@ def write_log(path: Path, batches: int) -> int:
                 "watermark": _iso(event_max - timedelta(minutes=10, seconds=1)),
             }
             for op in p.get("stateOperators", []):
-                op.update(numRowsTotal=50, numRowsRemoved=5, numRowsDroppedByWatermark=0)
+                op.update(numRowsTotal=50, numRowsRemoved=removed, numRowsDroppedByWatermark=0)
             out.write(json.dumps(event, separators=(",", ":")) + "\n")
     return path.stat().st_size
 
@@ -113,6 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scan", default="10000,100000")
     parser.add_argument("--daemon", default="2500,5000,10000")
+    parser.add_argument("--kept", default="10000", help="scan sizes of a log whose state is never removed")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tidegauge-bench-replay-"))
     sizes = [int(n) for n in args.scan.split(",") if n]
@@ -129,6 +136,13 @@ def main() -> None:
     if len(sizes) >= 2:
         a, b = sizes[0], sizes[-1]
         print(f"scan CPU ratio {b}/{a} batches: {totals[b] / totals[a]:.1f} (linear: {b / a:.1f})")
+    for n in [int(n) for n in args.kept.split(",") if n]:
+        path = work / f"local-kept-{n}"
+        write_log(path, n, removed=0)
+        r = scan(path)
+        print(f"{n:>12} batches, state kept and never removed: replay {n / r['replay']:.0f} b/s, "
+              f"end to end {n / r['total']:.0f} b/s ({r['total']:.2f} CPU s)")
+        path.unlink()
     dsizes = [int(n) for n in args.daemon.split(",") if n]
     print(f"{'catch-up batches':>16} {'tick CPU s':>11} {'batches/s':>10}")
     ticks: dict[int, float] = {}

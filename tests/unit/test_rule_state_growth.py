@@ -7,11 +7,14 @@ share 0.8, critical_within 1h.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from monitor.model import Sample, Severity
+from rules.history import RollingHistory, job_history
 from rules.state_growth import StateGrowthParams, evaluate_state_growth, theil_sen_slope
 from tests.rule_samples import T0, history, spark
 
@@ -101,3 +104,80 @@ def test_limits_beyond_int64_are_refused() -> None:
 
     with pytest.raises(ValidationError, match="limit_rows"):
         StateGrowthParams(limit_rows=2**63)
+
+
+# ------------------------------------------------------------- kept as batches arrive (issue 16, scan speed)
+
+
+def _rolling_findings(samples: list[Sample], params: StateGrowthParams, lookback: timedelta) -> list[list[str]]:
+    """The rule's finding messages after each batch, from the window :class:`RollingHistory` keeps."""
+    rolling = RollingHistory(lookback, timedelta(0))
+    out = []
+    for sample in samples:
+        kept = rolling.extend([sample])
+        assert kept is not None and kept.state_track is not None
+        out.append([f.message for f in evaluate_state_growth(params, kept, sample.observed_at)])
+    return out
+
+
+def _scanned_findings(samples: list[Sample], params: StateGrowthParams, lookback: timedelta) -> list[list[str]]:
+    """The same, rescanning the window at every batch (:func:`rules.history.job_history`)."""
+    out = []
+    for n in range(1, len(samples) + 1):
+        scanned = job_history(samples[:n], lookback, timedelta(0))
+        assert scanned is not None and scanned.state_track is None
+        out.append([f.message for f in evaluate_state_growth(params, scanned, samples[n - 1].observed_at)])
+    return out
+
+
+@pytest.mark.parametrize(("case", "samples", "params", "expected"), TABLE, ids=[f"state-{c[0]}" for c in TABLE])
+def test_the_window_kept_as_batches_arrive_gives_the_table_s_findings(
+    case: int, samples: list[Sample], params: dict[str, object], expected: Severity | None
+) -> None:
+    validated = StateGrowthParams.model_validate(params)
+    rolling = _rolling_findings(samples, validated, timedelta(hours=1))
+    assert rolling == _scanned_findings(samples, validated, timedelta(hours=1))
+    assert len(rolling[-1]) == (0 if expected is None else 1)
+
+
+PARAM_SETS: list[dict[str, object]] = [
+    {},
+    {"min_points": 3, "min_watermark_steps": 1},
+    {"window": "10m", "limit_rows": 3000},
+    {"min_monotone_share": 0.5, "min_growth": 0.0},
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, -1, 0, 1, 2, 5, 50, 400]),  # state change (None: not reported)
+            st.sampled_from([0, 0, 0, 0, 1, 7]),  # rows removed
+            st.sampled_from(["up", "up", "flat", "none", "epoch", "down"]),  # watermark
+            st.sampled_from([0.5, 1.0, 1.0, 3.0]),  # minutes to the next batch
+        ),
+        min_size=1,
+        max_size=90,
+    ),
+    st.sampled_from(PARAM_SETS),
+)
+def test_the_window_kept_as_batches_arrive_finds_what_a_rescan_finds(
+    steps: list[tuple[int | None, int, str, float]], params: dict[str, object]
+) -> None:
+    # random state sizes, removals, watermark moves (unknown, Spark's epoch, back) and trigger gaps: the
+    # rule reading the kept window says exactly what it says rescanning the window, at every batch
+    samples: list[Sample] = []
+    minute, state, wm = 0.0, 1000, -10.0
+    for change, removed, move, gap in steps:
+        state = max(0, state + (change or 0))
+        wm = wm + 1 if move == "up" else wm - 3 if move == "down" else wm
+        watermark = None if move == "none" else datetime(1970, 1, 1, tzinfo=UTC) if move == "epoch" else wm
+        samples.append(
+            spark(minute, 10, watermark, minute, batch=len(samples), state=None if change is None else state,
+                  removed=removed)
+        )  # fmt: skip
+        minute += gap
+    validated = StateGrowthParams.model_validate(params)
+    lookback = max(validated.window, timedelta(minutes=40))
+    assert _rolling_findings(samples, validated, lookback) == _scanned_findings(samples, validated, lookback)

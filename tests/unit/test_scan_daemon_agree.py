@@ -319,7 +319,7 @@ def test_a_tick_that_does_not_commit_leaves_no_trace_in_the_episodes(
         raise RuntimeError("database went away")
 
     with monkeypatch.context() as patch:
-        patch.setattr(evaluate, "set_cursor", broken)
+        patch.setattr(evaluate, "set_cursors", broken)
         with pytest.raises(RuntimeError):
             runtime.evaluate(tick)
     assert store.episodes() == []

@@ -1,5 +1,6 @@
-"""Store functions the daemon needs: retention clean-up (purge_before) and per-job recent history
-(load_recent_samples, load_samples_after), on a migrated SQLite database and a real PostgreSQL one."""
+"""Store functions the daemon needs: retention clean-up (purge_before), per-job recent history
+(load_recent_samples, load_samples_after) and a poll's batched writes (one save of many jobs, every cursor in
+one upsert: set_cursors / get_cursors), on a migrated SQLite database and a real PostgreSQL one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from monitor.model import CollectorError, Engine, JobRef, PollResult, Sample
 from monitor.store import (
     get_cursor,
+    get_cursors,
     load_recent_samples,
     load_samples,
     load_samples_after,
@@ -20,6 +22,7 @@ from monitor.store import (
     purge_before,
     save_poll,
     set_cursor,
+    set_cursors,
     upgrade,
 )
 
@@ -125,3 +128,48 @@ def test_samples_after_an_id_continue_a_recent_window(sessions) -> None:  # type
         assert max_sample_id(s) == newer_top
         # a window read up to the old id does not include what was stored after it
         assert sorted(load_recent_samples(s, timedelta(hours=1), upto_id=top)) == [(Engine.SPARK, "job-a")]
+
+
+def test_cursors_of_a_poll_are_written_and_read_in_one_batch(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions.begin() as s:
+        set_cursor(s, "spark-eventlog", "/logs/a", {"offset": 10}, T0)
+    later = T0 + timedelta(seconds=10)
+    with sessions.begin() as s:  # one existing target updated, two new ones, one of another collector
+        set_cursors(s, "spark-eventlog", {"/logs/a": {"offset": 20}, "/logs/b": {"offset": 5}, "/logs/c": {}}, later)
+        set_cursors(s, "flink-rest", {"/logs/a": {"offset": 99}}, later)
+        set_cursors(s, "spark-eventlog", {}, later)  # nothing to write
+    with sessions() as s:
+        assert get_cursors(s, "spark-eventlog") == {"/logs/a": {"offset": 20}, "/logs/b": {"offset": 5}, "/logs/c": {}}
+        assert get_cursors(s, "flink-rest") == {"/logs/a": {"offset": 99}}
+        assert get_cursors(s, "kafka") == {}
+        assert get_cursor(s, "spark-eventlog", "/logs/a") == {"offset": 20}
+
+
+def test_a_cursor_state_not_storable_as_json_writes_none_of_the_batch(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions.begin() as s, pytest.raises(ValueError, match="/logs/bad"):
+        set_cursors(s, "spark-eventlog", {"/logs/good": {"offset": 1}, "/logs/bad": {"offset": object()}}, T0)
+    with sessions.begin() as s, pytest.raises(ValueError, match="now"):
+        set_cursors(s, "spark-eventlog", {"/logs/good": {"offset": 1}}, datetime(2026, 1, 1))
+    with sessions() as s:
+        assert get_cursors(s, "spark-eventlog") == {}
+
+
+def test_one_save_of_many_jobs_stores_each_jobs_samples_and_runs(sessions) -> None:  # type: ignore[no-untyped-def]
+    # a poll of many files is stored by one save_poll: jobs and runs looked up together, some new, some not
+    with sessions.begin() as s:
+        save_poll(s, PollResult(samples=(_sample(A, 0, 0),)))
+    jobs = [JobRef(Engine.SPARK, f"job-{i:03d}", "run-1", f"q{i}") for i in range(700)]  # more than one IN chunk
+    poll = PollResult(samples=(_sample(A, 10, 1), *(_sample(job, 10, 0) for job in jobs), _sample(F, 10, 0)))
+    with sessions.begin() as s:
+        counts = save_poll(s, poll)
+    assert (counts.samples_inserted, counts.samples_skipped) == (702, 0)
+    with sessions.begin() as s:  # the same poll again: every sample is already stored
+        counts = save_poll(s, poll)
+    assert (counts.samples_inserted, counts.samples_skipped) == (0, 702)
+    with sessions() as s:
+        loaded = load_samples(s)
+    assert len(loaded) == 703
+    assert [x.batch_id for x in loaded if x.job.job_id == "job-a"] == [0, 1]
+    assert {x.job.job_id: x.job.run_id for x in loaded}["job-f"] is None
+    assert sorted(str(x.job.name) for x in loaded if x.job.job_id.startswith("job-0"))[:2] == ["q0", "q1"]
+    assert {x.job.run_id for x in loaded if x.job.job_id.startswith("job-0")} == {"run-1"}

@@ -1,0 +1,115 @@
+"""A poll of many files is stored in one transaction with batched writes (issue 16): the statements a poll
+executes do not grow with the files it read, every file's cursor is written, and a piece the store refuses
+among many is still quarantined alone (the others stored).
+
+Real recorded Spark 4.3.0 progress lines (tests/live_eventlog.py), a real SQLite store, a stepped clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, select
+
+from collectors.spark.eventlog import COLLECTOR_NAME, EventLogCollector
+from monitor.daemon.poll import PollStage, StoreCursors, Target
+from monitor.metrics.latest import LatestSamples
+from monitor.model import Engine, JobRef, PollResult
+from monitor.redaction import Redactor
+from monitor.store import Store, get_cursors
+from monitor.store.tables import JobRow, SampleRow
+from tests.live_eventlog import LiveEventLog
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+FILES = 40
+
+
+def _stage(store: Store, root: Path) -> tuple[PollStage, Target]:
+    cursors = StoreCursors(store.sessions, COLLECTOR_NAME)
+    target = Target("logs", EventLogCollector([root], cursors), timedelta(seconds=10), cursors)
+    return PollStage(store.sessions, [target], LatestSamples(), lambda: 0.0, Redactor), target
+
+
+def _batches(store: Store) -> dict[str, list[int | None]]:
+    with store.sessions() as session:
+        rows = session.execute(
+            select(JobRow.job_id, SampleRow.batch_id)
+            .join(JobRow, JobRow.id == SampleRow.job_pk)
+            .where(SampleRow.kind == "progress", SampleRow.scope_source.is_(None))
+        ).all()
+    out: dict[str, list[int | None]] = {}
+    for job_id, batch_id in rows:
+        out.setdefault(job_id, []).append(batch_id)
+    return {k: sorted(v, key=lambda b: -1 if b is None else b) for k, v in out.items()}
+
+
+def test_a_poll_of_many_files_costs_a_few_statements_not_a_dozen_per_file(
+    tmp_path: Path, spark_fixtures: Path, store: Store
+) -> None:
+    root = tmp_path / "events"
+    logs = [LiveEventLog(root / f"app-{i:03d}.inprogress", spark_fixtures, T0) for i in range(FILES)]
+    for log in logs:
+        log.batches(4, 4)
+    stage, target = _stage(store, root)
+    stage.poll(target, T0)
+    for log in logs:
+        log.batches(5)
+    statements: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        result = stage.poll(target, T0 + timedelta(seconds=10))
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    assert result.errors == ()
+    assert {s.batch_id for s in result.samples} == {2}
+    assert _batches(store) == {log.query_id: [0, 1, 2] for log in logs}
+    # before batching: 13 statements per file (520 here); now one read of all cursors, the jobs and runs,
+    # the stored sample and raw keys, the inserts, one cursor upsert (statements were 15 when measured)
+    assert len(statements) < 40, statements
+    with store.sessions() as session:
+        cursors = get_cursors(session, COLLECTOR_NAME)
+    assert sorted(cursors) == sorted(str(log.path) for log in logs)
+    sizes = {str(log.path): log.path.stat().st_size for log in logs}
+    assert {path: state["offset"] for path, state in cursors.items()} == sizes
+    # nothing new: nothing read again, nothing stored twice
+    assert stage.poll(target, T0 + timedelta(seconds=20)).samples == ()
+
+
+def test_a_piece_the_store_refuses_among_many_is_quarantined_alone(
+    tmp_path: Path, spark_fixtures: Path, store: Store
+) -> None:
+    root = tmp_path / "events"
+    logs = [LiveEventLog(root / f"app-{i}.inprogress", spark_fixtures, T0) for i in range(3)]
+    for log in logs:
+        log.batches(4, 4)
+    stage, target = _stage(store, root)
+    real = target.source
+
+    class SecondPieceBad:
+        """The real pieces; the second file's carries a raw document with a naive time (refused as data)."""
+
+        name = real.name
+
+        def iter_poll(self, now: datetime) -> Iterator[PollResult]:
+            for index, piece in enumerate(real.iter_poll(now)):
+                if index == 1:
+                    bad: tuple[JobRef, datetime, str, dict[str, Any]] = (JobRef(Engine.SPARK, "q"), datetime(2026, 1, 1), "progress", {})
+                    piece = piece.merged(PollResult(raw=(bad,)))
+                yield piece
+
+    target.source = SecondPieceBad()  # type: ignore[assignment]
+    result = stage.poll(target, T0)
+    assert [e.kind.value for e in result.errors] == ["unstorable"]
+    assert "raw progress document of job 'q'" in result.errors[0].message
+    assert _batches(store) == {log.query_id: [0, 1] for log in logs}
+    with store.sessions() as session:
+        assert len(get_cursors(session, COLLECTOR_NAME)) == 3  # every file's cursor moved past what it read
+    target.source = real
+    assert stage.poll(target, T0 + timedelta(seconds=1)).samples == ()
