@@ -53,8 +53,8 @@ st.subheader("Freshness SLO")
 if view.slo is not None:
     # the newest stored pipeline_slo finding (rules.pipeline_slo): nothing computed here
     if view.slo["entry"]:
-        st.markdown(f"Minutes with the end too far behind its sources: the staleness "
-                    f"{'enters' if view.slo['open'] else 'entered'} at **`{view.slo['entry']}`**.")
+        st.markdown(f"In the SLO's bad minutes (the end too far behind its sources) the staleness entered at "
+                    f"**`{view.slo['entry']}`**: start there.")
     render_slo(view.slo)
 else:
     st.caption("No freshness-SLO burn-rate alert for this pipeline in the period (an SLO is set per pipeline: "

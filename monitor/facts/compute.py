@@ -532,11 +532,10 @@ def slo_facts(episodes: Iterable[FindingEpisode], rule: str = SLO_RULE) -> SloFa
 def slo_text(slo: SloFacts) -> str:
     """One line for every surface: ``page: burning 15.0x over 1 h and 5 min (above 14.4x); at most 98% of
     the error budget of 28 days left (99.5% of minutes within 5 min) · as of 2026-11-29 18:08 UTC``; a
-    pipeline's adds ``; the staleness enters at `a``` (``entered`` once ended) before the ``·``."""
+    pipeline's adds ``; the staleness entered at `a``` (in most bad minutes) before the ``·``."""
     left = "spent" if slo.budget_left_share <= 0 else f"at most {slo.budget_left_share:.0%} left"
     state = "still burning" if slo.open else "ended"
-    enters = "enters" if slo.open else "entered"
-    entry = "" if slo.entry is None else f"; the staleness {enters} at `{slo.entry}`"
+    entry = "" if slo.entry is None else f"; the staleness entered at `{slo.entry}`"
     return (
         f"{slo.alert}: burning {slo.burn_rate:.1f}x over {format_duration(slo.long_window_s)} and "
         f"{format_duration(slo.short_window_s)} (above {slo.burn_factor:g}x); error budget of "

@@ -33,7 +33,7 @@ from tests.rule_samples import T0
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 SLO_LINE = (
     "page: burning 14.1x over 6 h and 30 min (above 6x); error budget of 28 days at most 98% left (99% of minutes "
-    "within 5 min); the staleness enters at `a` · still burning at 2026-11-29 13:10 UTC"
+    "within 5 min); the staleness entered at `a` · still burning at 2026-11-29 13:10 UTC"
 )
 
 
@@ -116,7 +116,7 @@ def test_pipelines_page_shows_the_slo(app_env: PipelineSeed) -> None:
     assert metrics["error budget left"] == "≤ 98%"
     assert metrics["burn rate (6 h / 30 min)"] == "14.1×"
     assert metrics["burn-rate alert"] == "page"
-    assert any(m.value == "Minutes with the end too far behind its sources: the staleness enters at **`a`**."
-               for m in at.markdown)
+    assert any(m.value == "In the SLO's bad minutes (the end too far behind its sources) the staleness entered at "
+                          "**`a`**: start there." for m in at.markdown)
     assert SLO_LINE in [c.value for c in at.caption]
     assert at.success[0].value == "Fresh: every end is within 5 min of its sources."
