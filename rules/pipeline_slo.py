@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,7 +40,7 @@ from rules.history import JobHistory
 from rules.pipeline import Pipeline, PipelineConfig, PipelineSloConfig, node_lags, staleness
 from rules.slo import HISTORY_NEEDED, MINUTE, MinuteLedger, burn, first_minute, floor_minute
 
-__all__ = ["RULE", "end_minutes", "evaluate_pipeline_slo", "history_window", "slo_configs"]
+__all__ = ["RULE", "SloState", "end_minutes", "evaluate_pipeline_slo", "history_window", "slo_configs"]
 
 RULE = "pipeline_slo"
 
@@ -63,20 +64,25 @@ def _first_at(pipeline: Pipeline, histories: Mapping[str, JobHistory]) -> dateti
     return min(firsts, default=None)
 
 
-def end_minutes(
-    pipeline: Pipeline, histories: Mapping[str, JobHistory], now: datetime, freshness: timedelta
-) -> tuple[MinuteLedger, list[str | None]]:
-    """The pipeline's minute ledger up to ``now`` (each whole UTC minute of the last 3 days from its first
-    observation: bad when its end's global lag is above ``freshness``, see the module docstring) and, per
-    minute of the ledger (oldest first), the key of the job where the staleness entered in that minute
-    (``None`` in a good or uncounted minute)."""
-    target_s = freshness.total_seconds()
-    ledger = MinuteLedger(target_s)
-    entries: list[str | None] = []
-    first_at = _first_at(pipeline, histories)
-    if first_at is None:
-        return ledger, entries
-    minute, last = first_minute(first_at, now), floor_minute(now)
+@dataclass(slots=True)
+class SloState:
+    """A pipeline's *settled* minutes, kept between evaluations (by :class:`rules.registry.Evaluator`, per
+    pipeline name) so that each evaluation only judges the minutes added since: ``ledger`` (up to the newest
+    minute every job of the pipeline has reported at or after) and the entry of each of its minutes. ``shape``
+    (the nodes, their upstream jobs and the target) is what the minutes were judged for; another shape, or a
+    ``now`` before the ledger's end (a replay started over), starts a new state."""
+
+    shape: tuple[object, ...]
+    ledger: MinuteLedger
+    entries: list[str | None] = field(default_factory=list)
+
+
+def _judge(
+    pipeline: Pipeline, histories: Mapping[str, JobHistory], ledger: MinuteLedger, entries: list[str | None],
+    minute: datetime, last: datetime,
+) -> None:
+    """Give each minute from ``minute`` to ``last`` its status on ``ledger`` and its entry in ``entries``."""
+    target_s = ledger.target_seconds
     while minute <= last:
         lags = node_lags(pipeline, histories, minute)
         ends = [g for e in pipeline.ends if (g := lags[e].global_lag_s) is not None]
@@ -88,11 +94,53 @@ def end_minutes(
             entry = None if worst is None else worst.entry
         entries.append(entry)
         minute += MINUTE
-    return ledger, entries
+
+
+def end_minutes(
+    pipeline: Pipeline, histories: Mapping[str, JobHistory], now: datetime, freshness: timedelta,
+    state: dict[str, SloState] | None = None,
+) -> tuple[MinuteLedger, list[str | None]]:
+    """The pipeline's minute ledger up to ``now`` (each whole UTC minute of the last 3 days from its first
+    observation: bad when its end's global lag is above ``freshness``, see the module docstring) and, per
+    minute of the ledger (oldest first), the key of the job where the staleness entered in that minute
+    (``None`` in a good or uncounted minute).
+
+    With ``state`` (pipeline name -> :class:`SloState`, kept by the caller between evaluations in time
+    order), the minutes up to the newest one every job has reported at or after are judged once and kept; the
+    later ones (a job's report may still arrive for them) are judged again at each evaluation. Without it,
+    every minute is judged (the same answer)."""
+    ledger_now = floor_minute(now)
+    shape = (tuple((n.key, n.upstream) for n in pipeline.nodes), freshness)
+    cached = None if state is None else state.get(pipeline.name)
+    if cached is None or cached.shape != shape or (cached.ledger.end is not None and cached.ledger.end > ledger_now):
+        cached = SloState(shape, MinuteLedger(freshness.total_seconds()))
+    if state is not None:
+        state[pipeline.name] = cached
+    base, entries = cached.ledger, cached.entries
+    if base.end is None:
+        first_at = _first_at(pipeline, histories)
+        if first_at is None:
+            return base, entries
+        start = first_minute(first_at, now)
+    else:
+        start = base.end + MINUTE
+    newest = [h.newest_at if h is not None else None for n in pipeline.nodes for h in (histories.get(n.key),)]
+    settled = None if any(t is None for t in newest) else floor_minute(min(t for t in newest if t is not None))
+    if state is not None and settled is not None:
+        _judge(pipeline, histories, base, entries, start, min(settled, ledger_now))
+        start = max(start, base.end + MINUTE) if base.end is not None else start
+        if dropped := base.trim():
+            del entries[:dropped]
+    if start > ledger_now:
+        return base, entries
+    ledger, tail = base.copy(), list(entries)
+    _judge(pipeline, histories, ledger, tail, start, ledger_now)
+    return ledger, tail
 
 
 def evaluate_pipeline_slo(
-    slo: PipelineSloConfig, pipeline: Pipeline, histories: Mapping[str, JobHistory]
+    slo: PipelineSloConfig, pipeline: Pipeline, histories: Mapping[str, JobHistory],
+    state: dict[str, SloState] | None = None,
 ) -> list[Finding]:
     """The pipeline's ``pipeline_slo`` finding at its newest observation: ``CRITICAL`` (page) or ``WARNING``
     (ticket) when a row of :data:`rules.slo.BURN_WINDOWS` burns on both its windows; ``[]`` otherwise.
@@ -102,13 +150,13 @@ def evaluate_pipeline_slo(
     ``pipeline``, ``end`` (node key), ``end_job``, ``entry`` (the node key where the staleness entered in
     most bad minutes of the row's long window, ``None`` when unknown), ``entry_job`` (its name),
     ``entry_minutes`` (in how many of them), ``bad_minutes`` (of the long window) and ``end_lag_s`` (the
-    end's global lag now, when known).
+    end's global lag now, when known). ``state``: as :func:`end_minutes`'s (evaluations in time order).
     """
     times = [t for n in pipeline.nodes if (h := histories.get(n.key)) is not None and (t := h.newest_at) is not None]
     if not times or not pipeline.ends:
         return []
     now = max(times)
-    ledger, entries = end_minutes(pipeline, histories, now, slo.freshness)
+    ledger, entries = end_minutes(pipeline, histories, now, slo.freshness, state)
     found = burn(ledger, slo.freshness, slo.objective, slo.window)
     if found is None:
         return []

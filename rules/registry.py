@@ -330,6 +330,7 @@ class Evaluator:
     def __init__(self, rules_config: RulesConfig, pipelines: Sequence[PipelineConfig] = ()) -> None:
         self._compiled = _compile(rules_config)
         self._pipelines = tuple(pipelines)
+        self._slo_state: dict[str, pipeline_slo.SloState] = {}
         self._resolved: dict[tuple[int, ...], _Resolved] = {}
         self._timings = _timing(self._compiled)
 
@@ -405,7 +406,9 @@ class Evaluator:
         """``pipeline_freshness``'s and ``pipeline_slo``'s findings over every job's samples (each sequence
         one job's, oldest first), each pipeline judged on its own data's clock (:mod:`rules.pipeline`,
         :mod:`rules.pipeline_slo`); ``[]`` when ``pipeline_freshness`` has no ``target`` and no configured
-        pipeline has an ``slo``."""
+        pipeline has an ``slo``. Calls are expected in time order (the daemon's ticks): each pipeline SLO's
+        settled minutes are kept between them (:class:`rules.pipeline_slo.SloState`); an earlier time starts
+        them over."""
         params = self._compiled.defaults[pipeline.RULE]
         slo_params = self._compiled.defaults[pipeline_slo.RULE]
         assert isinstance(params, PipelineParams)
@@ -429,7 +432,8 @@ class Evaluator:
                 out += [f for f in found if f.severity is Severity.INFO]
             slo = slos.get(p.name) if p.configured else None
             if slo is not None:
-                out += _with_severity(pipeline_slo.evaluate_pipeline_slo(slo, p, by_key), slo_params)
+                found = pipeline_slo.evaluate_pipeline_slo(slo, p, by_key, self._slo_state)
+                out += _with_severity(found, slo_params)
         return out
 
     def evaluate_targets(self, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:

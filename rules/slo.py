@@ -245,9 +245,22 @@ class MinuteLedger:
             self.record(minute, None if self.point is None else self.point.delay_seconds(minute))
             minute += MINUTE
         del pending[:k]
+        self.trim()
+
+    def trim(self) -> int:
+        """Forget minutes older than 3 days (:data:`HISTORY_NEEDED`) once twice that many are held (amortised
+        O(1) per minute). Returns how many minutes were dropped (from the oldest)."""
         bad, counted = self.bad, self.counted
-        if len(bad) > 2 * _KEEP + 1:
-            del bad[: len(bad) - _KEEP - 1], counted[: len(counted) - _KEEP - 1]
+        if len(bad) <= 2 * _KEEP + 1:
+            return 0
+        dropped = len(bad) - _KEEP - 1
+        del bad[:dropped], counted[:dropped]
+        return dropped
+
+    def copy(self) -> MinuteLedger:
+        """An independent copy (its minutes can be extended without changing this one)."""
+        return MinuteLedger(self.target_seconds, self.end, self.point, list(self.pending), self.seen,
+                            list(self.bad), list(self.counted))
 
     def record(self, minute: datetime, delay_seconds: float | None) -> None:
         """Give ``minute`` (the one after :attr:`end`) its status: bad when ``delay_seconds`` is above the

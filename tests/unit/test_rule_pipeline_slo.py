@@ -144,3 +144,22 @@ def test_config_errors_name_the_field() -> None:
         "pipelines[1].slo.objective: the objective must be above 0% and below 100% (100% leaves no error budget)",
         "pipelines[2].slo.budget: unknown key",
     ]
+
+
+def test_minutes_a_late_job_has_not_reported_yet_are_judged_again() -> None:
+    # b stalls (a 1 min behind, b adds 10 in minutes 360..389), but a's reports reach the daemon 15 min late.
+    # Judged at 368 with a's newest report from 353 (watermark 352), a looks 16 min behind and b adds nothing:
+    # the provisional entry is a. The minutes after 353 are not settled (a has not reported them), so once a's
+    # reports arrive the same evaluator judges them again: all 9 bad minutes of the last hour entered at b,
+    # as a fresh evaluator over the complete history says.
+    history = _history(stalled=B, minutes=369)
+    evaluator = _evaluator(_config())
+    for minute in range(369):
+        late = [[s for s in history[A] if s.observed_at <= T0 + timedelta(minutes=minute - 15)],
+                [s for s in history[B] if s.observed_at <= T0 + timedelta(minutes=minute)]]
+        found = [f for f in evaluator.evaluate_pipelines(late) if f.rule == "pipeline_slo"]
+    assert [(f.details["entry_job"], f.details["entry_minutes"]) for f in found] == [("a", 9)]
+    (page,) = _slo_findings(evaluator, history, 368)
+    (fresh,) = _slo_findings(_evaluator(_config()), history, 368)
+    assert (page.details["entry_job"], page.details["entry_minutes"]) == ("b", 9)
+    assert (page.severity, page.message, page.details) == (fresh.severity, fresh.message, fresh.details)
