@@ -38,7 +38,7 @@ from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
-from monitor.facts import SloFacts, job_health, slo_text
+from monitor.facts import FactsSettings, SloFacts, job_health, slo_text
 from monitor.facts.pipeline import PipelineFacts
 from monitor.facts.source import data_period, load_job_facts, load_pipeline_facts
 from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
@@ -350,7 +350,7 @@ def _slo(facts: SloFacts | None) -> dict[str, Any] | None:
     return {
         "alert": facts.alert, "burn_rate": facts.burn_rate, "open": facts.open, "text": slo_text(facts),
         "windows": f"{format_duration(facts.long_window_s)} / {format_duration(facts.short_window_s)}",
-        "budget_left_pct": 100.0 * facts.budget_left_share,
+        "budget_left_pct": 100.0 * facts.budget_left_share, "entry": facts.entry,
     }
 
 
@@ -672,7 +672,8 @@ class DatabaseReport:
 def database_report(period: str) -> DatabaseReport | None:
     """The detailed report of every job of this database over ``period`` (a key of
     :data:`REPORT_PERIODS`) ending at the newest stored sample, with the report defaults (freshness target
-    15 min, future skew 1 h: :class:`monitor.reports.detailed.ReportSettings`); ``None`` for an empty
+    15 min, future skew 1 h: :class:`monitor.reports.detailed.ReportSettings`) and the pipelines the dashboard
+    was given (:func:`pipelines_config`); ``None`` for an empty
     database. Raises KeyError for an unknown period."""
     from monitor.reports.render import to_html, to_json_text, to_markdown
     from monitor.reports.source import collect
@@ -683,7 +684,10 @@ def database_report(period: str) -> DatabaseReport | None:
         if newest_sample_time(session) is None:
             return None
         since, until = data_period(session, parse_timedelta(flag), now())
-        report = collect(session, name, since, until)
+        config, target, _ = pipelines_config()  # the pipelines' section (the Pipelines page says any problem)
+        settings = FactsSettings(pipelines=tuple(config),
+                                 pipeline_target=None if target is None else timedelta(seconds=target))
+        report = collect(session, name, since, until, settings=settings)
     command = (f"tidegauge report --db {shlex.quote(db_label())} --since {flag} --name {shlex.quote(name)} "
                "--format html -o report.html")
     return DatabaseReport(report.since, report.until, report.health, len(report.jobs), to_html(report),
@@ -973,6 +977,8 @@ class PipelineView:
         stale: one dict per stale end: ``end``, ``entry`` (job names), ``end_lag_s``, ``entry_adds_s``.
         most_now / most_period: the job adding the most now / over the period (its name).
         episodes: the stored ``pipeline_freshness`` episodes of the pipeline (:data:`_EPISODE_COLUMNS`).
+        slo: the pipeline's freshness SLO from its newest stored ``pipeline_slo`` episode (as the Job page's
+            ``slo``, plus ``entry``: the job where the staleness entered); ``None``: no burn-rate finding.
     """
 
     name: str
@@ -987,6 +993,7 @@ class PipelineView:
     most_now: str | None
     most_period: str | None
     episodes: pd.DataFrame
+    slo: dict[str, Any] | None = None
 
 
 def pipelines_config() -> tuple[list[Any], float | None, str | None]:
@@ -1038,7 +1045,7 @@ def _pipeline_view(p: PipelineFacts) -> PipelineView:
           "entry_adds_s": next((n.now.local_lag_s for n in p.nodes if n.key == s.entry and n.now), None)}
          for s in p.stale],
         names.get(p.most_now) if p.most_now else None, names.get(p.most_period) if p.most_period else None,
-        pd.DataFrame([_episode_row(e) for e in p.episodes], columns=_EPISODE_COLUMNS),
+        pd.DataFrame([_episode_row(e) for e in p.episodes], columns=_EPISODE_COLUMNS), _slo(p.slo),
     )
 
 

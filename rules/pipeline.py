@@ -40,19 +40,24 @@ links to it (``details["caused_by"]``, :func:`rules.episodes.link`) instead of a
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from monitor.errors import ConfigError
-from monitor.model import Engine, Finding, JobRef, Severity
+from monitor.model import Engine, Finding, JobRef, Sample, Severity
 from monitor.timefmt import format_duration, format_instant_short
 from rules.freshness import job_watermark
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
+from rules.slo import Objective
+
+_TIME = attrgetter("observed_at")
 
 __all__ = [
     "RULE",
@@ -63,6 +68,7 @@ __all__ = [
     "PipelineJobConfig",
     "PipelineNode",
     "PipelineParams",
+    "PipelineSloConfig",
     "Staleness",
     "build_pipelines",
     "evaluate_pipelines",
@@ -72,6 +78,7 @@ __all__ = [
     "node_key",
     "node_lags",
     "parse_pipelines",
+    "pipeline_graph",
     "spark_datasets",
     "staleness",
 ]
@@ -101,6 +108,19 @@ class PipelineJobConfig(BaseModel):
         return tuple(_normalize(name) for name in v)
 
 
+class PipelineSloConfig(BaseModel):
+    """A pipeline's freshness SLO (``slo:`` of a ``pipelines:`` entry; :mod:`rules.pipeline_slo`):
+    ``freshness``: how far behind its sources the pipeline's end may be in a good minute (required);
+    ``objective``: the share of good minutes promised (``99.5%``, the default); ``window``: the period the
+    error budget ``1 - objective`` is spent over (default 28d)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    freshness: Duration
+    objective: Objective = 0.995
+    window: Duration = timedelta(days=28)
+
+
 class PipelineConfig(BaseModel):
     """One entry of the ``pipelines:`` section::
 
@@ -109,12 +129,14 @@ class PipelineConfig(BaseModel):
             jobs:
               - {job: enrich, reads: [in], writes: [mid]}   # Spark's Kafka sink names no topic
               - {job: sessionize, writes: [out]}
+            slo: {freshness: 5m, objective: 99.5%, window: 28d}   # optional: rules.pipeline_slo
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1)
     jobs: tuple[PipelineJobConfig, ...] = Field(min_length=1)
+    slo: PipelineSloConfig | None = None
 
 
 def parse_pipelines(data: Any, where: str = "pipelines") -> tuple[PipelineConfig, ...]:
@@ -429,7 +451,9 @@ class NodeLag:
 
 def node_lags(pipeline: Pipeline, histories: Mapping[str, JobHistory], at: datetime) -> dict[str, NodeLag]:
     """Every node's :class:`NodeLag` at ``at`` (the data's clock), from each job's history up to ``at``
-    (``histories`` by :func:`node_key`; a job without one is unknown).
+    (``histories`` by :func:`node_key`; a job without one, or without a sample at or before ``at``, is
+    unknown): each job's newest batch and scope samples at or before ``at`` are read, so the same histories
+    give the lags at any earlier minute (the ``pipeline_slo`` SLI, :mod:`rules.pipeline_slo`).
 
     The watermark is :func:`rules.freshness.job_watermark` (the job's newest, or the minimum over its
     subtasks when all are known; Spark's "no watermark yet" 1970 is none); the consumer lag is the newest
@@ -440,22 +464,36 @@ def node_lags(pipeline: Pipeline, histories: Mapping[str, JobHistory], at: datet
         hist = histories.get(node.key)
         ups = [g for u in node.upstream if (lag := out.get(u)) is not None and (g := lag.global_lag_s) is not None]
         up = max(ups) if ups else None
-        if hist is None:
-            out[node.key] = NodeLag(node.key, None, None, None, None, None)
+        batch, newest, seen = _as_of(hist, at) if hist is not None else (None, [], None)
+        if batch is None and not newest:
+            out[node.key] = NodeLag(node.key, None, None, None, None, seen)
             continue
-        wm = job_watermark(hist.batches[-1] if hist.batches else None, (s[-1] for s in hist.series.values() if s))
+        wm = job_watermark(batch, newest)
         if wm is not None:
             g = (at - wm).total_seconds()
             local = g if up is None else max(0.0, g - up)
-            out[node.key] = NodeLag(node.key, g, local, "watermark", wm, hist.newest_at)
+            out[node.key] = NodeLag(node.key, g, local, "watermark", wm, seen)
             continue
-        lag_s = hist.batches[-1].lag_seconds if hist.batches else None
+        lag_s = batch.lag_seconds if batch is not None else None
         if lag_s is not None:
             g = lag_s + (up or 0.0)
-            out[node.key] = NodeLag(node.key, g, lag_s, "consumer_lag", None, hist.newest_at)
+            out[node.key] = NodeLag(node.key, g, lag_s, "consumer_lag", None, seen)
         else:
-            out[node.key] = NodeLag(node.key, None, None, None, None, hist.newest_at)
+            out[node.key] = NodeLag(node.key, None, None, None, None, seen)
     return out
+
+
+def _as_of(hist: JobHistory, at: datetime) -> tuple[Sample | None, list[Sample], datetime | None]:
+    """The newest batch, each scope's newest sample and the newest observation of ``hist`` at or before
+    ``at`` (all of them when ``at`` is at or after the history's newest sample)."""
+    if hist.newest_at is not None and hist.newest_at <= at:
+        batch = hist.batches[-1] if hist.batches else None
+        return batch, [s[-1] for s in hist.series.values() if s], hist.newest_at
+    i = bisect_right(hist.batches, at, key=_TIME)
+    batch = hist.batches[i - 1] if i else None
+    newest = [ss[j - 1] for ss in hist.series.values() if (j := bisect_right(ss, at, key=_TIME))]
+    seen = max((s.observed_at for s in ([batch] if batch else []) + newest), default=None)
+    return batch, newest, seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -602,9 +640,18 @@ def evaluate_pipelines(
     :func:`job_endpoints` and ``config``), then :func:`pipeline_findings` for each pipeline."""
     if params.target is None:
         return []
-    by_key = {node_key(h.job): h for h in histories}
-    jobs = [(named_job(h), *job_endpoints(h)) for h in by_key.values()]
+    graph, by_key = pipeline_graph(config, histories)
     out: list[Finding] = []
-    for pipeline in build_pipelines(jobs, config):
+    for pipeline in graph:
         out.extend(pipeline_findings(params, pipeline, by_key))
     return out
+
+
+def pipeline_graph(
+    config: Sequence[PipelineConfig], histories: Iterable[JobHistory]
+) -> tuple[list[Pipeline], dict[str, JobHistory]]:
+    """The pipelines among ``histories``' jobs (:func:`build_pipelines` over :func:`job_endpoints` and
+    ``config``) and the histories by :func:`node_key`."""
+    by_key = {node_key(h.job): h for h in histories}
+    jobs = [(named_job(h), *job_endpoints(h)) for h in by_key.values()]
+    return build_pipelines(jobs, config), by_key

@@ -24,6 +24,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       checkpoint_failures: {window: 15m, min_failures: 1}
       no_progress: {for: 5m, intervals: 10}
       pipeline_freshness: {target: 5m}
+      pipeline_slo: {}          # on for each pipelines: entry with an slo: (rules.pipeline_slo)
       overrides:
         - {match: {job_name: clicks}, rule: watermark_stall, params: {for: 30m}}
 
@@ -31,9 +32,9 @@ Every rule also takes ``enabled``, ``severity``, ``for`` and ``keep_firing_for``
 :mod:`rules.params`). Overrides apply in order to jobs whose ``job_id``/``job_name``/``engine`` equal every
 ``match`` value; their params are merged over the rule's base params and validated the same way.
 
-``pipeline_freshness`` is judged over every job at once (the pipeline graph, :mod:`rules.pipeline`, with
-the configuration's ``pipelines:`` section given to :class:`Evaluator`), once per tick, never per job; it
-takes no overrides.
+``pipeline_freshness`` and ``pipeline_slo`` are judged over every job at once (the pipeline graph,
+:mod:`rules.pipeline`, with the configuration's ``pipelines:`` section given to :class:`Evaluator`), once per
+tick, never per job; they take no overrides. ``pipeline_slo`` is set per pipeline by ``pipelines[].slo``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from rules import (
     idle,
     late,
     pipeline,
+    pipeline_slo,
     progress,
     slo,
     stall,
@@ -125,6 +127,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(checkpoints.RULE, checkpoints.CheckpointParams, checkpoints.evaluate_checkpoints),
         RuleSpec(progress.RULE, progress.NoProgressParams, progress.evaluate_no_progress, clock=True),
         RuleSpec(pipeline.RULE, pipeline.PipelineParams, lambda *_: [], clock=True, jobs=True),
+        RuleSpec(pipeline_slo.RULE, RuleParams, lambda *_: [], clock=True, jobs=True),
     )
 }
 
@@ -327,6 +330,7 @@ class Evaluator:
     def __init__(self, rules_config: RulesConfig, pipelines: Sequence[PipelineConfig] = ()) -> None:
         self._compiled = _compile(rules_config)
         self._pipelines = tuple(pipelines)
+        self._slo_state: dict[str, pipeline_slo.SloState] = {}
         self._resolved: dict[tuple[int, ...], _Resolved] = {}
         self._timings = _timing(self._compiled)
 
@@ -391,23 +395,46 @@ class Evaluator:
                 out.extend(_with_severity(found, params))
         return out
 
+    def pipeline_window(self) -> timedelta:
+        """The history the pipeline SLOs read (:func:`rules.pipeline_slo.history_window`; ``0`` when none is
+        configured or ``rules.pipeline_slo`` is disabled): the daemon keeps at least this much in memory."""
+        if not self._compiled.defaults[pipeline_slo.RULE].enabled:
+            return timedelta(0)
+        return pipeline_slo.history_window(self._pipelines)
+
     def evaluate_pipelines(self, histories: Iterable[Sequence[Sample]]) -> list[Finding]:
-        """``pipeline_freshness``'s findings over every job's samples (each sequence one job's, oldest
-        first), each pipeline judged on its own data's clock (:func:`rules.pipeline.evaluate_pipelines`);
-        ``[]`` when the rule is off or has no ``target``."""
+        """``pipeline_freshness``'s and ``pipeline_slo``'s findings over every job's samples (each sequence
+        one job's, oldest first), each pipeline judged on its own data's clock (:mod:`rules.pipeline`,
+        :mod:`rules.pipeline_slo`); ``[]`` when ``pipeline_freshness`` has no ``target`` and no configured
+        pipeline has an ``slo``. Calls are expected in time order (the daemon's ticks): each pipeline SLO's
+        settled minutes are kept between them (:class:`rules.pipeline_slo.SloState`); an earlier time starts
+        them over."""
         params = self._compiled.defaults[pipeline.RULE]
+        slo_params = self._compiled.defaults[pipeline_slo.RULE]
         assert isinstance(params, PipelineParams)
-        if not params.enabled or params.target is None:
+        fresh = params.enabled and params.target is not None
+        slos = pipeline_slo.slo_configs(self._pipelines) if slo_params.enabled else {}
+        if not fresh and not slos:
             return []
+        window = self.pipeline_window()
         hists = [
             h for samples in histories if samples
-            and (h := job_history(samples, self.lookback(samples[-1].job), self.resolved(samples[-1].job).series_lookback))
-            is not None
+            and (h := job_history(samples, max(self.lookback(samples[-1].job), window),
+                                  max(self.resolved(samples[-1].job).series_lookback, window))) is not None
         ]  # fmt: skip
-        found = pipeline.evaluate_pipelines(params, self._pipelines, hists)
-        # ``severity`` is the entry's: the jobs downstream stay INFO (they only pass the delay on)
-        return [*_with_severity([f for f in found if f.severity is not Severity.INFO], params),
-                *(f for f in found if f.severity is Severity.INFO)]
+        graph, by_key = pipeline.pipeline_graph(self._pipelines, hists)
+        out: list[Finding] = []
+        for p in graph:
+            if fresh:
+                found = pipeline.pipeline_findings(params, p, by_key)
+                # ``severity`` is the entry's: the jobs downstream stay INFO (they only pass the delay on)
+                out += _with_severity([f for f in found if f.severity is not Severity.INFO], params)
+                out += [f for f in found if f.severity is Severity.INFO]
+            slo = slos.get(p.name) if p.configured else None
+            if slo is not None:
+                found = pipeline_slo.evaluate_pipeline_slo(slo, p, by_key, self._slo_state)
+                out += _with_severity(found, slo_params)
+        return out
 
     def evaluate_targets(self, errors: Sequence[CollectorError], now: datetime) -> list[Finding]:
         """``target_health``'s unreachable-target findings from recent collector errors at ``now``."""

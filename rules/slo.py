@@ -49,10 +49,18 @@ from rules.params import Duration, RuleParams
 
 __all__ = [
     "BURN_WINDOWS",
+    "HISTORY_NEEDED",
+    "MINUTE",
     "RULE",
+    "Burn",
     "BurnWindows",
+    "MinuteLedger",
+    "Objective",
     "SloParams",
+    "burn",
     "evaluate_slo",
+    "first_minute",
+    "floor_minute",
     "format_objective",
     "minute_statuses",
     "parse_objective",
@@ -83,6 +91,8 @@ BURN_WINDOWS: tuple[BurnWindows, ...] = (
 )
 
 _LONGEST = max(row.long for row in BURN_WINDOWS)
+HISTORY_NEEDED = _LONGEST
+"""The history the burn-rate table reads: the ticket's long window (3 days)."""
 
 
 def _objective(value: Any) -> Any:
@@ -181,16 +191,27 @@ def _series_points(history: JobHistory, now: datetime) -> list[_Point]:
     return out
 
 
-def _floor_minute(at: datetime) -> datetime:
+def floor_minute(at: datetime) -> datetime:
+    """The whole UTC minute at or before ``at``."""
     return at.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+def first_minute(first_at: datetime, now: datetime) -> datetime:
+    """The first minute a ledger gives a status: the first whole minute at or after the first observation
+    ``first_at``, but not more than 3 days (:data:`HISTORY_NEEDED`) before ``now``."""
+    first = floor_minute(first_at)
+    if first < first_at:
+        first += MINUTE
+    return max(first, floor_minute(now) - _LONGEST + MINUTE)
 
 
 _KEEP = int(_LONGEST / MINUTE)
 
 
 @dataclass(slots=True)
-class _Ledger:
-    """Per-minute good/bad statuses of one job as prefix sums, extended as points arrive in time order."""
+class MinuteLedger:
+    """Per-minute good/bad statuses (of a job, or of a pipeline's end) as prefix sums, extended minute by
+    minute in time order: :meth:`record` one minute's delay, or :meth:`advance` over a job's points."""
 
     target_seconds: float
     end: datetime | None = None
@@ -209,30 +230,44 @@ class _Ledger:
         self.pending.extend(points)
         if points:
             self.seen = points[-1].at
-        last = _floor_minute(now)
+        last = floor_minute(now)
         if self.end is None:
             if not self.pending:
                 return
-            first = _floor_minute(self.pending[0].at)
-            if first < self.pending[0].at:
-                first += MINUTE
-            minute = max(first, last - _LONGEST + MINUTE)
+            minute = first_minute(self.pending[0].at, now)
         else:
             minute = self.end + MINUTE
         pending, k = self.pending, 0
-        bad, counted = self.bad, self.counted
         while minute <= last:
             while k < len(pending) and pending[k].at <= minute:
                 self.point = pending[k]
                 k += 1
-            delay = None if self.point is None else self.point.delay_seconds(minute)
-            bad.append(bad[-1] + (delay is not None and delay > self.target_seconds))
-            counted.append(counted[-1] + (delay is not None))
-            self.end = minute
+            self.record(minute, None if self.point is None else self.point.delay_seconds(minute))
             minute += MINUTE
         del pending[:k]
-        if len(bad) > 2 * _KEEP + 1:
-            del bad[: len(bad) - _KEEP - 1], counted[: len(counted) - _KEEP - 1]
+        self.trim()
+
+    def trim(self) -> int:
+        """Forget minutes older than 3 days (:data:`HISTORY_NEEDED`) once twice that many are held (amortised
+        O(1) per minute). Returns how many minutes were dropped (from the oldest)."""
+        bad, counted = self.bad, self.counted
+        if len(bad) <= 2 * _KEEP + 1:
+            return 0
+        dropped = len(bad) - _KEEP - 1
+        del bad[:dropped], counted[:dropped]
+        return dropped
+
+    def copy(self) -> MinuteLedger:
+        """An independent copy (its minutes can be extended without changing this one)."""
+        return MinuteLedger(self.target_seconds, self.end, self.point, list(self.pending), self.seen,
+                            list(self.bad), list(self.counted))
+
+    def record(self, minute: datetime, delay_seconds: float | None) -> None:
+        """Give ``minute`` (the one after :attr:`end`) its status: bad when ``delay_seconds`` is above the
+        target, not counted when it is ``None`` (unknown)."""
+        self.bad.append(self.bad[-1] + (delay_seconds is not None and delay_seconds > self.target_seconds))
+        self.counted.append(self.counted[-1] + (delay_seconds is not None))
+        self.end = minute
 
     def window(self, window: timedelta) -> tuple[int, int]:
         """(bad, counted) minutes of the last ``window`` up to ``end``."""
@@ -240,15 +275,15 @@ class _Ledger:
         return self.bad[-1] - self.bad[i], self.counted[-1] - self.counted[i]
 
 
-def _ledger(history: JobHistory, now: datetime, target: timedelta) -> _Ledger:
+def _ledger(history: JobHistory, now: datetime, target: timedelta) -> MinuteLedger:
     """The job's minute ledger up to ``now``: kept on the history (``rule_state``) and extended by the
     batches added since, when the history is a :class:`rules.history.RollingHistory`'s (the replay's);
     rebuilt from the window otherwise (and always for a watermark taken from the scopes)."""
     series = _uses_series(history)
     key = f"{RULE}:{target.total_seconds()}"
     ledger = None if series else history.rule_state.get(key)
-    if not isinstance(ledger, _Ledger) or (ledger.seen is not None and ledger.seen > now):
-        ledger = _Ledger(target.total_seconds())
+    if not isinstance(ledger, MinuteLedger) or (ledger.seen is not None and ledger.seen > now):
+        ledger = MinuteLedger(target.total_seconds())
     if series:
         ledger.advance(_series_points(history, now), now)
         return ledger
@@ -292,6 +327,122 @@ def _pct(share: float) -> str:
     return f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
 
 
+@dataclass(frozen=True, slots=True)
+class Burn:
+    """A row of :data:`BURN_WINDOWS` burning on both its windows, as judged on a :class:`MinuteLedger`.
+
+    Attributes:
+        row: the first row of the table that holds.
+        rates: window -> burn rate (bad share of counted minutes over the error budget), for every window of
+            the table with counted minutes.
+        freshness / objective / window: the SLO (a good minute's delay bound, the promised share, the period).
+        left: the error budget left (``1`` whole, ``<= 0`` spent), judged on ``measured`` of counted history
+            (at most 3 days).
+        long_counted: the counted minutes of the row's long window (less than it while data is short).
+    """
+
+    row: BurnWindows
+    rates: dict[timedelta, float]
+    freshness: timedelta
+    objective: float
+    window: timedelta
+    left: float
+    measured: timedelta
+    long_counted: timedelta
+
+    @property
+    def rate(self) -> float:
+        """The row's long-window burn rate (1.0 spends exactly the budget over the SLO window)."""
+        return self.rates[self.row.long]
+
+    @property
+    def severity(self) -> Severity:
+        """``CRITICAL`` for a page, ``WARNING`` for a ticket."""
+        return Severity.CRITICAL if self.row.alert == "page" else Severity.WARNING
+
+    def rates_text(self, subject: str, behind: str) -> str:
+        """``<subject> burning 15.0x too fast: in the last 1 h 15% of the minutes (and 100% of the last
+        5 min) had <behind>, against an objective of ... (an error budget of 1% of minutes). ``; ``behind``
+        says what was late (``the watermark more than 5 min behind``)."""
+        budget = 1 - self.objective
+        long_w, short_w = format_duration(self.row.long), format_duration(self.row.short)
+        data = "" if self.long_counted >= self.row.long else f" ({format_duration(self.long_counted)} of data)"
+        target = format_duration(self.freshness)
+        return (
+            f"{subject} burning {self.rate:.1f}x too fast: in the last {long_w}{data} {_pct(self.rate * budget)} of "
+            f"the minutes (and {_pct(self.rates[self.row.short] * budget)} of the last {short_w}) had {behind}, "
+            f"against an objective of {format_objective(self.objective)} of minutes within {target} over "
+            f"{format_duration(self.window)} (an error budget of {_pct(budget)} of minutes). "
+        )
+
+    def meaning_text(self) -> str:
+        """What the page or ticket means and how urgent it is."""
+        long_w, short_w = format_duration(self.row.long), format_duration(self.row.short)
+        if self.row.alert == "page":
+            return (
+                f"Page: both the {long_w} and {short_w} windows burn above {self.row.factor:g}x, so this is "
+                "happening now and will spend the budget within days. "
+            )
+        return (
+            f"Ticket: both the {long_w} and {short_w} windows burn above {self.row.factor:g}x: a slow leak that "
+            "spends the whole budget before the window ends; fix it in working hours. "
+        )
+
+    def budget_text(self) -> str:
+        """How much of the error budget is left and when it runs out at this rate."""
+        measured = format_duration(self.measured)
+        window = format_duration(self.window)
+        if self.left <= 0:
+            return (
+                f"The error budget of {window} is spent (the last {measured} alone used {_pct(1 - self.left)}). "
+            )
+        lasts = format_duration(timedelta(seconds=self.left * self.window.total_seconds() / self.rate))
+        return (
+            f"At most {_pct(self.left)} of the error budget of {window} is left (the last {measured} used "
+            f"{_pct(1 - self.left)}); at this rate it is gone in {lasts}. "
+        )
+
+    def details(self) -> dict[str, object]:
+        """The finding details every SLO finding carries (what :func:`monitor.facts.slo_facts` reads)."""
+        return {
+            "alert": self.row.alert,
+            "burn_rate": self.rate,
+            "burn_factor": self.row.factor,
+            "long_window_seconds": self.row.long.total_seconds(),
+            "short_window_seconds": self.row.short.total_seconds(),
+            "burn_rates": {str(int(w.total_seconds())): rate for w, rate in self.rates.items()},
+            "budget_left_share": self.left,
+            "budget_measured_seconds": self.measured.total_seconds(),
+            "objective": self.objective,
+            "target_seconds": self.freshness.total_seconds(),
+            "window_seconds": self.window.total_seconds(),
+        }
+
+
+def burn(ledger: MinuteLedger, freshness: timedelta, objective: float, window: timedelta) -> Burn | None:
+    """The first row of :data:`BURN_WINDOWS` whose long and short windows both burn above its factor, on
+    ``ledger``'s minutes up to its newest (``freshness``: the target the ledger judged minutes against;
+    ``objective``: the promised share of good minutes, ``0.995``; ``window``: the SLO period). ``None``:
+    no row holds, or the ledger has no minute yet."""
+    if ledger.end is None:
+        return None
+    budget = 1 - objective
+    rates: dict[timedelta, float] = {}
+    for w in sorted({w for row in BURN_WINDOWS for w in (row.long, row.short)}):
+        bad, counted = ledger.window(w)
+        if counted:
+            rates[w] = bad / counted / budget
+    row = next(
+        (r for r in BURN_WINDOWS if rates.get(r.long, 0) > r.factor and rates.get(r.short, 0) > r.factor), None
+    )
+    if row is None:
+        return None
+    bad_minutes, counted = ledger.window(min(window, _LONGEST))
+    left = 1 - bad_minutes / (budget * (window / MINUTE))
+    _, long_counted = ledger.window(row.long)
+    return Burn(row, rates, freshness, objective, window, left, counted * MINUTE, long_counted * MINUTE)
+
+
 def evaluate_slo(params: SloParams, history: JobHistory, now: datetime) -> list[Finding]:
     """The job's ``freshness_slo`` finding at ``now``: ``CRITICAL`` (page) or ``WARNING`` (ticket) when a
     row of :data:`BURN_WINDOWS` burns on both its windows; none otherwise.
@@ -304,60 +455,12 @@ def evaluate_slo(params: SloParams, history: JobHistory, now: datetime) -> list[
     """
     if params.freshness is None:
         return []
-    ledger = _ledger(history, now, params.freshness)
-    if ledger.end is None:
+    found = burn(_ledger(history, now, params.freshness), params.freshness, params.objective, params.window)
+    if found is None:
         return []
-    budget = 1 - params.objective
-    rates: dict[timedelta, float] = {}
-    for window in sorted({w for row in BURN_WINDOWS for w in (row.long, row.short)}):
-        bad, counted = ledger.window(window)
-        if counted:
-            rates[window] = bad / counted / budget
-    row = next(
-        (r for r in BURN_WINDOWS if rates.get(r.long, 0) > r.factor and rates.get(r.short, 0) > r.factor), None
-    )
-    if row is None:
-        return []
-    span = min(params.window, _LONGEST)
-    bad_minutes, counted = ledger.window(span)
-    allowed_minutes = budget * (params.window / MINUTE)
-    left = 1 - bad_minutes / allowed_minutes
-    burn = rates[row.long]
     delay = _current_delay(history, now)
     target = format_duration(params.freshness)
-    slo = format_objective(params.objective)
-    long_w, short_w = format_duration(row.long), format_duration(row.short)
-    _, long_counted = ledger.window(row.long)
-    data = "" if long_counted * MINUTE >= row.long else f" ({format_duration(long_counted * MINUTE)} of data)"
-    head = (
-        f"freshness SLO burning {burn:.1f}x too fast: in the last {long_w}{data} {_pct(rates[row.long] * budget)} of "
-        f"the minutes (and {_pct(rates[row.short] * budget)} of the last {short_w}) had the "
-        + ("consumer lag" if history.engine is Engine.KAFKA else "watermark")
-        + f" more than {target} behind, against an objective of {slo} of minutes within {target} over "
-        f"{format_duration(params.window)} (an error budget of {_pct(budget)} of minutes). "
-    )
-    measured = format_duration(counted * MINUTE)
-    if left <= 0:
-        budget_text = (
-            f"The error budget of {format_duration(params.window)} is spent (the last {measured} alone used "
-            f"{_pct(1 - left)}). "
-        )
-    else:
-        lasts = format_duration(timedelta(seconds=left * params.window.total_seconds() / burn))
-        budget_text = (
-            f"At most {_pct(left)} of the error budget of {format_duration(params.window)} is left (the last "
-            f"{measured} used {_pct(1 - left)}); at this rate it is gone in {lasts}. "
-        )
-    if row.alert == "page":
-        meaning = (
-            f"Page: both the {long_w} and {short_w} windows burn above {row.factor:g}x, so this is happening "
-            "now and will spend the budget within days. "
-        )
-    else:
-        meaning = (
-            f"Ticket: both the {long_w} and {short_w} windows burn above {row.factor:g}x: a slow leak that "
-            "spends the whole budget before the window ends; fix it in working hours. "
-        )
+    measure = "consumer lag" if history.engine is Engine.KAFKA else "watermark"
     now_text = (
         f"The delay now is {format_duration(timedelta(seconds=delay))}; "
         if delay is not None
@@ -367,27 +470,19 @@ def evaluate_slo(params: SloParams, history: JobHistory, now: datetime) -> list[
         "the freshness, watermark_stall, idle_source, falling_behind and consumer_lag findings of this job "
         "say why it is behind."
     )
-    details: dict[str, object] = {
-        "alert": row.alert,
-        "burn_rate": burn,
-        "burn_factor": row.factor,
-        "long_window_seconds": row.long.total_seconds(),
-        "short_window_seconds": row.short.total_seconds(),
-        "burn_rates": {str(int(w.total_seconds())): rate for w, rate in rates.items()},
-        "budget_left_share": left,
-        "budget_measured_seconds": counted * 60.0,
-        "objective": params.objective,
-        "target_seconds": params.freshness.total_seconds(),
-        "window_seconds": params.window.total_seconds(),
-    }
+    details = found.details()
     if delay is not None:
         details["delay_seconds"] = delay
     return [
         Finding(
             rule=RULE,
-            severity=Severity.CRITICAL if row.alert == "page" else Severity.WARNING,
+            severity=found.severity,
             job=history.job,
-            message=head + meaning + budget_text + now_text + advice,
+            message=found.rates_text("freshness SLO", f"the {measure} more than {target} behind")
+            + found.meaning_text()
+            + found.budget_text()
+            + now_text
+            + advice,
             observed_at=now,
             details=details,
         )

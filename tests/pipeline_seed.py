@@ -6,6 +6,9 @@ times (never earlier than the previous one: ``chain_a``'s batch 4 arrived 30 s a
 
 The config: ``pipeline_freshness`` with a 15 s target, and the ``pipelines:`` section naming the chain
 (Spark's Kafka sink names no topic).
+
+:func:`seed_pipeline_slo` stores a hand-written two-query pipeline with a freshness SLO the same way
+(``pipeline_slo``'s burn-rate finding, for the surfaces' tests).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from monitor.config import Config
 from monitor.daemon.compose import build
 from monitor.daemon.ingest import parse_event_document
-from monitor.model import ensure_utc
+from monitor.model import Engine, JobRef, PollResult, Sample, ensure_utc
 from monitor.store import upgrade
 
 CHAIN = Path(__file__).resolve().parent / "fixtures" / "spark" / "pipeline-chain-4.3.0" / "listener_events.jsonl"
@@ -56,6 +59,48 @@ def seed_pipeline(root: Path, lines: int | None = None) -> PipelineSeed:
             clock.append(at if not clock or at > clock[-1] else clock[-1])
             daemon.runtime.ingest(parse_event_document(event, received_at=clock[-1], app_id="local-chain"),
                                   "spark-listener")
+            daemon.runtime.evaluate(clock[-1])
+    finally:
+        daemon.store.dispose()
+    return PipelineSeed(url, config, clock[-1])
+
+
+SLO_PIPELINES = [{
+    "name": "clicks",
+    "jobs": [{"job": "a", "reads": ["in"], "writes": ["mid"]}, {"job": "b", "reads": ["mid"], "writes": ["out"]}],
+    "slo": {"freshness": "5m", "objective": "99%", "window": "28d"},
+}]
+
+
+def slo_history(minutes: int = 71) -> list[list[Sample]]:
+    """Two hand-written Spark queries, ``a`` (in → mid) and ``b`` (mid → out), one batch a minute each
+    (minutes after 2026-11-29 12:00 UTC, :data:`tests.rule_samples.T0`), grouped by minute. ``a``'s watermark
+    is 1 min behind, ``b``'s 2 min; in minutes 50..59 ``a`` stalls and falls 10 min behind (``b`` 11 min:
+    the end is more than 5 min behind its sources for 10 minutes)."""
+    from tests.rule_samples import spark
+
+    a = JobRef(Engine.SPARK, "qa", run_id="ra", name="a")
+    b = JobRef(Engine.SPARK, "qb", run_id="rb", name="b")
+    out = []
+    for k in range(minutes):
+        behind = 10 if 50 <= k <= 59 else 1
+        out.append([spark(k, 10, k - behind, job=a), spark(k, 10, k - behind - 1, job=b)])
+    return out
+
+
+def seed_pipeline_slo(root: Path, minutes: int = 71) -> PipelineSeed:
+    """:func:`slo_history` through the daemon's own path (``Runtime.ingest`` of each minute's batches, then
+    ``Runtime.evaluate`` at that minute) into a new SQLite database under ``root``, with the ``clicks``
+    pipeline's SLO (:data:`SLO_PIPELINES`: 5 min, 99%, 28 days) and ``pipeline_freshness`` at 5 min."""
+    url = f"sqlite:///{root / 'pipeline-slo.db'}"
+    upgrade(url)
+    config = Config.model_validate({"rules": {"pipeline_freshness": {"target": "5m"}}, "pipelines": SLO_PIPELINES})
+    clock: list[datetime] = []
+    daemon = build(config, db_url=url, environ={"HOME": str(root)}, clock=lambda: clock[-1])
+    try:
+        for batch in slo_history(minutes):
+            clock.append(batch[0].observed_at)
+            daemon.runtime.ingest(PollResult(tuple(batch)), "spark-listener")
             daemon.runtime.evaluate(clock[-1])
     finally:
         daemon.store.dispose()

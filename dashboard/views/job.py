@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data
+from dashboard.views._slo import render_slo
 from monitor.text import POLLS, plural
 
 st.title("Job")
@@ -79,16 +80,7 @@ slo = detail.slo
 if slo is not None:
     # the freshness SLO's burn as its newest stored burn-rate finding says it (rules.slo); nothing computed here
     st.markdown("**Freshness SLO**")
-    c1, c2, c3 = st.columns(3)
-    left = slo["budget_left_pct"]
-    c1.metric("error budget left", "spent" if left <= 0 else f"≤ {left:.0f}%",
-              help="what the bad minutes of the last 3 days (at most) leave of the SLO window's budget")
-    c2.metric(f"burn rate ({slo['windows']})", f"{slo['burn_rate']:.1f}×",
-              help="how many times faster than the SLO window allows the budget is spent (1× lasts exactly the "
-                   "window)")
-    c3.metric("burn-rate alert", slo["alert"] + ("" if slo["open"] else " (ended)"),
-              help="page: 1 h & 5 min above 14.4× or 6 h & 30 min above 6×; ticket: 3 days & 6 h above 1×")
-    st.caption(slo["text"])
+    render_slo(slo)
 
 st.header("Findings")
 open_alerts = detail.alerts[detail.alerts["state"].isin(["firing", "pending"])]

@@ -1,7 +1,8 @@
 """Pipelines: jobs chained through topics, files or tables, and where their staleness enters
 (:func:`dashboard.data.pipelines`, from the pipeline facts and the stored ``pipeline_freshness`` findings).
 
-Per pipeline: whether its end is stale and which job the staleness enters at; the graph with each job's
+Per pipeline: whether its end is stale and which job the staleness enters at; its freshness SLO (error
+budget left, burn rate: the stored ``pipeline_slo`` findings); the graph with each job's
 local lag (what it adds) and global lag (how far behind the sources it is) now; both over the period; the
 job that adds the most; the stored findings.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import charts, data
+from dashboard.views._slo import render_slo
 
 st.title("Pipelines")
 views, problem = data.pipelines()
@@ -46,6 +48,17 @@ if view.stale:
         )
 elif view.target_s is not None:
     st.success(f"Fresh: every end is within {data.human_lag(view.target_s)} of its sources.")
+
+st.subheader("Freshness SLO")
+if view.slo is not None:
+    # the newest stored pipeline_slo finding (rules.pipeline_slo): nothing computed here
+    if view.slo["entry"]:
+        st.markdown(f"In the SLO's bad minutes (the end too far behind its sources) the staleness entered at "
+                    f"**`{view.slo['entry']}`**: start there.")
+    render_slo(view.slo)
+else:
+    st.caption("No freshness-SLO burn-rate alert for this pipeline in the period (an SLO is set per pipeline: "
+               "`slo: {freshness: 5m, objective: 99.5%, window: 28d}` on its `pipelines:` entry).")
 
 m1, m2 = st.columns(2)
 m1.metric("adds the most now", view.most_now or "unknown",

@@ -78,13 +78,14 @@ def launch(
 
 def pipelines_json(cfg: Config) -> str:
     """The config's ``pipelines:`` and ``rules.pipeline_freshness.target`` (seconds, ``null``: off) as the
-    JSON the Pipelines page reads (:data:`PIPELINES_ENV`)."""
+    JSON the Pipelines page reads (:data:`PIPELINES_ENV`); each pipeline's ``slo`` is left out (the page
+    shows the SLO from the stored ``pipeline_slo`` findings)."""
     from rules.params import parse_params
     from rules.pipeline import RULE, PipelineParams
 
     params = parse_params(PipelineParams, (cfg.rules.model_extra or {}).get(RULE), f"rules.{RULE}")
     target = None if params.target is None or not params.enabled else params.target.total_seconds()
-    return json.dumps({"target_s": target, "pipelines": [p.model_dump(mode="json") for p in cfg.pipelines]})
+    return json.dumps({"target_s": target, "pipelines": [p.model_dump(mode="json", exclude={"slo"}) for p in cfg.pipelines]})
 
 
 def register(app: typer.Typer) -> None:

@@ -13,10 +13,14 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from monitor.reports import DEFAULT_SINCE
+
+if TYPE_CHECKING:
+    from rules.pipeline import PipelineConfig
 
 __all__ = ["register"]
 
@@ -36,7 +40,7 @@ def register(app: typer.Typer) -> None:
         config: Path | None = typer.Option(None, "-c", "--config", metavar="FILE", help="YAML configuration file."),
     ) -> None:
         """A health report: freshness SLO, late rows and their causes, alerts, state growth, lag, restarts and
-        recommendations, per job."""
+        recommendations, per job; per pipeline, where its staleness enters and its freshness SLO."""
         from monitor.config import database_url, load_config
         from monitor.durations import parse_timedelta
         from monitor.errors import InputError
@@ -50,10 +54,12 @@ def register(app: typer.Typer) -> None:
         period = parse_timedelta(since, what="--since")
         url = db
         rules = None
+        pipelines: tuple[PipelineConfig, ...] = ()
         if config is not None:
             cfg = load_config(config)
             url = url or database_url(cfg, os.environ, str(config))
             rules = cfg.rules.model_dump(by_alias=True, exclude={"overrides"})
+            pipelines = cfg.pipelines
         matchers = parse_matchers(match)
         now = datetime.now(UTC)
         store = open_store(url, environ=os.environ)
@@ -61,7 +67,7 @@ def register(app: typer.Typer) -> None:
             with database_errors(store.engine.url), store.sessions() as session:
                 start, until = data_period(session, period, now)
                 report = collect(session, name, start, until, job=job, matchers=matchers,
-                                 settings=settings_from_rules(rules))
+                                 settings=settings_from_rules(rules, pipelines))
         finally:
             store.dispose()
         if job is not None and not report.jobs:

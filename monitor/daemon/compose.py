@@ -359,7 +359,7 @@ def _reporter(
 def report_jobs(config: Config, runtime: Runtime) -> list[ScheduledJob]:
     """One cron :class:`ScheduledJob` per ``reports[]`` entry (named ``report <name>``): the report for its
     receiver (through the outbox) and/or the detailed report files in its directory."""
-    settings = settings_from_rules(config.rules.model_dump(by_alias=True, exclude={"overrides"}))
+    settings = settings_from_rules(config.rules.model_dump(by_alias=True, exclude={"overrides"}), config.pipelines)
     kinds = {r.name: r.type for r in config.receivers}
     return [
         ScheduledJob(f"report {r.name}", timedelta(0),

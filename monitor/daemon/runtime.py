@@ -128,12 +128,13 @@ class Runtime:
         window = history_window(rules_config)
         horizon = history_horizon if history_horizon is not None else window
         # keep in memory only what the enabled rules read (``lookback`` caps it, except for the rules that must
-        # see their whole window to alert as ``scan`` does: ``freshness_slo``'s 3 days)
-        kept = max(min(lookback, window), whole_window(rules_config))
+        # see their whole window to alert as ``scan`` does: ``freshness_slo``'s and ``pipeline_slo``'s 3 days)
+        evaluator = Evaluator(rules_config, pipelines)
+        kept = max(min(lookback, window), whole_window(rules_config), evaluator.pipeline_window())
         self._histories = JobHistories(sessions, kept, horizon)
         self._polls = PollStage(sessions, self.targets, latest, monotonic, lambda: self.redactor)
         self._evaluation = EvaluateStage(
-            sessions, self._histories, Evaluator(rules_config, pipelines), rule_timing(rules_config), routes, horizon,
+            sessions, self._histories, evaluator, rule_timing(rules_config), routes, horizon,
             self._polls.recent_errors, culprits,
         )  # fmt: skip
         self._delivery = DispatchStage(

@@ -506,11 +506,12 @@ def job_facts(
     )
 
 
-def slo_facts(episodes: Iterable[FindingEpisode]) -> SloFacts | None:
-    """The freshness SLO's burn from the newest stored ``freshness_slo`` episode's details (the rule's
-    :func:`rules.slo.evaluate_slo` ``details``); ``None`` without one, or when its details lack a number
-    (an episode stored by an older version)."""
-    newest = max((e for e in episodes if e.rule == SLO_RULE), key=lambda e: (e.last_at, e.id), default=None)
+def slo_facts(episodes: Iterable[FindingEpisode], rule: str = SLO_RULE) -> SloFacts | None:
+    """The freshness SLO's burn from the newest stored episode of ``rule`` (``freshness_slo``, or a
+    pipeline's ``pipeline_slo``) and its details (:meth:`rules.slo.Burn.details`, plus ``entry_job`` for a
+    pipeline); ``None`` without one, or when its details lack a number (an episode stored by an older
+    version)."""
+    newest = max((e for e in episodes if e.rule == rule), key=lambda e: (e.last_at, e.id), default=None)
     if newest is None:
         return None
     d = newest.details
@@ -524,19 +525,22 @@ def slo_facts(episodes: Iterable[FindingEpisode]) -> SloFacts | None:
         alert=str(d.get("alert", "page")), burn_rate=n[0], burn_factor=n[1], long_window_s=n[2],
         short_window_s=n[3], budget_left_share=n[4], budget_measured_s=n[5], objective=n[6], target_s=n[7],
         window_s=n[8], at=newest.last_at, open=newest.ended_by is None,
+        entry=entry if isinstance(entry := d.get("entry_job"), str) else None,
     )
 
 
 def slo_text(slo: SloFacts) -> str:
     """One line for every surface: ``page: burning 15.0x over 1 h and 5 min (above 14.4x); at most 98% of
-    the error budget of 28 days left (99.5% of minutes within 5 min) · as of 2026-11-29 18:08 UTC``."""
+    the error budget of 28 days left (99.5% of minutes within 5 min) · as of 2026-11-29 18:08 UTC``; a
+    pipeline's adds ``; the staleness entered at `a``` (in most bad minutes) before the ``·``."""
     left = "spent" if slo.budget_left_share <= 0 else f"at most {slo.budget_left_share:.0%} left"
     state = "still burning" if slo.open else "ended"
+    entry = "" if slo.entry is None else f"; the staleness entered at `{slo.entry}`"
     return (
         f"{slo.alert}: burning {slo.burn_rate:.1f}x over {format_duration(slo.long_window_s)} and "
         f"{format_duration(slo.short_window_s)} (above {slo.burn_factor:g}x); error budget of "
         f"{format_duration(slo.window_s)} {left} ({format_objective(slo.objective)} of minutes within "
-        f"{format_duration(slo.target_s)}) · {state} at {slo.at:%Y-%m-%d %H:%M} UTC"
+        f"{format_duration(slo.target_s)}){entry} · {state} at {slo.at:%Y-%m-%d %H:%M} UTC"
     )
 
 

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from monitor.model import Engine, FindingEpisode, Sample, Scope, Severity
+from rules.pipeline import PipelineConfig
 
 __all__ = [
     "BatchPoint",
@@ -46,6 +47,8 @@ class FactsSettings:
             (``future_timestamp``'s; :func:`rules.leaps.find_leap`).
         state_limit_rows / state_limit_bytes: ``rules.state_growth.limit_rows`` / ``limit_bytes``, for the
             time-to-limit projection.
+        pipelines / pipeline_target: the config's ``pipelines:`` section and ``rules.pipeline_freshness.target``
+            (``None``: off), for the reports' pipeline section (:func:`monitor.facts.source.load_pipeline_facts`).
     """
 
     freshness_target: timedelta = timedelta(minutes=15)
@@ -54,6 +57,8 @@ class FactsSettings:
     jump_factor: float = 50.0
     state_limit_rows: int | None = None
     state_limit_bytes: int | None = None
+    pipelines: tuple[PipelineConfig, ...] = ()
+    pipeline_target: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +300,8 @@ class SloFacts:
         objective: the promised share of fresh minutes (``0.995``); ``target_s``: the freshness target;
             ``window_s``: the SLO window, seconds.
         at: the episode's last instant (the data's clock); ``open``: the episode had not ended then.
+        entry: for a pipeline's SLO (``pipeline_slo``), the job where the staleness entered in most bad
+            minutes (its name; ``None``: unknown, or a job's SLO).
     """
 
     alert: str
@@ -309,6 +316,7 @@ class SloFacts:
     window_s: float
     at: datetime
     open: bool
+    entry: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from statistics import fmean
 
+from monitor.facts.compute import slo_facts
+from monitor.facts.model import SloFacts
 from monitor.model import FindingEpisode, JobRef, Sample
 from rules.history import JobHistory, job_history
 from rules.pipeline import (
@@ -32,6 +34,7 @@ from rules.pipeline import (
     node_lags,
     staleness,
 )
+from rules.pipeline_slo import RULE as SLO_RULE
 
 __all__ = ["MAX_POINTS", "LagPoint", "PipelineFacts", "PipelineNodeFacts", "pipeline_facts"]
 
@@ -87,6 +90,8 @@ class PipelineFacts:
         most_now: the job adding the most now (largest local lag), most_period: over the period (largest
             mean local lag); ``None`` when unknown.
         episodes: the stored ``pipeline_freshness`` finding episodes of this pipeline, oldest first.
+        slo: the pipeline's freshness SLO as its newest stored ``pipeline_slo`` episode of the period says it
+            (error budget left, burn rate, where the staleness entered; ``None``: no burn-rate finding).
     """
 
     name: str
@@ -99,6 +104,7 @@ class PipelineFacts:
     most_now: str | None
     most_period: str | None
     episodes: tuple[FindingEpisode, ...]
+    slo: SloFacts | None = None
 
     def node(self, key: str) -> PipelineNodeFacts:
         """The node of ``key``. Raises ``KeyError`` when it is not in the pipeline."""
@@ -141,7 +147,7 @@ def pipeline_facts(
         config: the ``pipelines:`` section.
         target_s: ``rules.pipeline_freshness.target`` in seconds (``None``: off).
         episodes: stored finding episodes of the period; the ``pipeline_freshness`` ones labelled with a
-            pipeline's name are kept on it.
+            pipeline's name are kept on it, the newest ``pipeline_slo`` one gives its ``slo``.
 
     Returns:
         One :class:`PipelineFacts` per pipeline, by name.
@@ -197,7 +203,8 @@ def _one(
         (e for e in episodes if e.rule == RULE and e.labels.get("pipeline") == pipeline.name),
         key=lambda e: (e.first_at, e.id),
     ))  # fmt: skip
+    slo = slo_facts((e for e in episodes if e.labels.get("pipeline") == pipeline.name), SLO_RULE)
     return PipelineFacts(
         pipeline.name, pipeline.configured, tuple(nodes), pipeline.edges, at, target_s, stale, most_now,
-        most_period, mine,
+        most_period, mine, slo,
     )

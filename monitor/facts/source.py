@@ -43,10 +43,13 @@ def data_period(session: Session, length: timedelta, now: datetime) -> tuple[dat
     return until - length, until
 
 
-def settings_from_rules(rules: Mapping[str, Any] | None) -> FactsSettings:
+def settings_from_rules(
+    rules: Mapping[str, Any] | None, pipelines: Sequence[PipelineConfig] = ()
+) -> FactsSettings:
     """:class:`FactsSettings` from the config's ``rules:`` mapping (durations as ``30m`` text, seconds or
     :class:`timedelta`): ``freshness.target``, ``future_timestamp.skew``/``min_jump``/``jump_factor``,
-    ``state_growth.limit_rows``/``limit_bytes``.
+    ``state_growth.limit_rows``/``limit_bytes``, ``pipeline_freshness.target`` (unless disabled); and the
+    config's ``pipelines:`` section.
 
     Raises:
         InputError: a duration that does not parse (the message names ``rules.<rule>.<key>``).
@@ -71,6 +74,8 @@ def settings_from_rules(rules: Mapping[str, Any] | None) -> FactsSettings:
         return None if value is None else int(value)
 
     factor = section("future_timestamp").get("jump_factor")
+    fresh = section("pipeline_freshness")
+    pipeline_on = fresh.get("enabled") is not False and fresh.get("target") is not None
     return FactsSettings(
         freshness_target=duration("freshness", "target", defaults.freshness_target),
         future_skew=duration("future_timestamp", "skew", defaults.future_skew),
@@ -78,6 +83,8 @@ def settings_from_rules(rules: Mapping[str, Any] | None) -> FactsSettings:
         jump_factor=defaults.jump_factor if factor is None else float(factor),
         state_limit_rows=opt_int("state_growth", "limit_rows"),
         state_limit_bytes=opt_int("state_growth", "limit_bytes"),
+        pipelines=tuple(pipelines),
+        pipeline_target=duration("pipeline_freshness", "target", timedelta(0)) if pipeline_on else None,
     )
 
 
@@ -160,7 +167,8 @@ def load_pipeline_facts(
 ) -> list[PipelineFacts]:
     """Every pipeline among the jobs with samples in ``[since, until)`` (:func:`monitor.facts.pipeline.
     pipeline_facts`: the graph from what the jobs report plus ``config``, the ``pipelines:`` section), with
-    its stored ``pipeline_freshness`` episodes of the period; ``target_s``: the rule's target (seconds).
+    its stored ``pipeline_freshness`` episodes of the period and its SLO from the newest ``pipeline_slo`` one;
+    ``target_s``: the rule's target (seconds).
 
     Raises:
         ValueError: a naive time.

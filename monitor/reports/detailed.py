@@ -14,6 +14,9 @@ comes from the job facts (:mod:`monitor.facts`, the one model behind the dashboa
 * **state**: first/last size, the Theil-Sen trend, the size projected 24 h on (never negative: "no
   growth" when flat or falling) and the time to the configured limit;
 * **consumer lag** (offsets, seconds) per partition with Burrow's status; **restarts**;
+* **pipelines** (jobs chained through topics or files, :mod:`monitor.facts.pipeline`): where the staleness
+  enters now and in the period's stored ``pipeline_freshness`` findings, and the pipeline's freshness SLO
+  (error budget left, burn rate) from its newest stored ``pipeline_slo`` finding;
 * **recommendations backed by data**, each saying where its evidence comes from (the progress history;
   ``tidegauge whatif`` over the events gives the exact answer). Rows dropped behind a mis-dated row get no
   delay advice: no delay keeps them; the advice names the row and its remedy.
@@ -31,6 +34,7 @@ from typing import Any
 
 from monitor.alerts.lifecycle import Alert
 from monitor.facts import DropCause, FactsSettings, JobFacts, PartitionLagFacts, slo_text
+from monitor.facts.pipeline import PipelineFacts
 from monitor.model import AlertState, Engine, FindingEpisode, Severity, ensure_utc
 from monitor.text import batch_range, plural
 from monitor.timefmt import BEYOND_RANGE, format_duration, format_instant, format_instant_short, format_lag
@@ -41,6 +45,7 @@ __all__ = [
     "DetailedReport",
     "EpisodeEntry",
     "JobReport",
+    "PipelineReport",
     "Recommendation",
     "ReportSettings",
     "build_detailed_report",
@@ -179,6 +184,73 @@ class JobReport:
 
 
 @dataclass(frozen=True, slots=True)
+class PipelineReport:
+    """One pipeline's section (every value from :class:`monitor.facts.pipeline.PipelineFacts`).
+
+    Attributes:
+        name / configured: the pipeline; whether the ``pipelines:`` section names it.
+        jobs: its jobs' names, sources first.
+        stale_now: where the staleness of each stale end enters now (``the end `b` is 36 s behind its sources;
+            the staleness enters at `a` (adds 33 s)``); ``fresh now (within 5 min)``; or ``not judged (no
+            target: rules.pipeline_freshness.target)``.
+        entered_at: the jobs the period's stored ``pipeline_freshness`` warnings were on (where the staleness
+            entered), with how many episodes each.
+        most_period: the job adding the most over the period (largest mean local lag), ``None``: unknown.
+        slo: the SLO's one line (:func:`monitor.facts.slo_text`), ``None`` without a ``pipeline_slo`` finding.
+        slo_budget_left_pct / slo_burn_rate / slo_alert / slo_entry: its figures (``None`` without one).
+    """
+
+    name: str
+    configured: bool
+    jobs: tuple[str, ...]
+    stale_now: str
+    entered_at: tuple[tuple[str, int], ...]
+    most_period: str | None
+    slo: str | None
+    slo_budget_left_pct: float | None
+    slo_burn_rate: float | None
+    slo_alert: str | None
+    slo_entry: str | None
+
+    @property
+    def entered_text(self) -> str:
+        """``a (2 findings), b (1 finding)``, or ``none`` when no stored finding said where it entered."""
+        if not self.entered_at:
+            return "none"
+        return ", ".join(f"{job} ({plural(n, 'finding')})" for job, n in self.entered_at)
+
+
+def _pipeline_report(p: PipelineFacts) -> PipelineReport:
+    names = {n.key: n.name for n in p.nodes}
+    if p.target_s is None:
+        stale_now = "not judged (no target: set rules.pipeline_freshness.target)"
+    elif not p.stale:
+        stale_now = f"fresh now (every end within {format_duration(p.target_s)} of its sources)"
+    else:
+        parts = []
+        for s in p.stale:
+            entry = p.node(s.entry)
+            adds = "" if entry.now is None or entry.now.local_lag_s is None else (
+                f" (adds {format_lag(entry.now.local_lag_s)})")
+            parts.append(f"the end `{names[s.end]}` is {format_lag(s.end_lag_s)} behind its sources; the staleness "
+                         f"enters at `{names[s.entry]}`{adds}")
+        stale_now = "; ".join(parts)
+    counts: dict[str, int] = {}
+    for e in p.episodes:
+        if e.severity is not Severity.INFO:  # the entry's finding; the jobs after it get INFO
+            job = e.job.name or e.job.job_id
+            counts[job] = counts.get(job, 0) + 1
+    slo = p.slo
+    return PipelineReport(
+        p.name, p.configured, tuple(n.name for n in p.nodes), stale_now,
+        tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        None if p.most_period is None else names.get(p.most_period), None if slo is None else slo_text(slo),
+        None if slo is None else 100.0 * slo.budget_left_share, None if slo is None else slo.burn_rate,
+        None if slo is None else slo.alert, None if slo is None else slo.entry,
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class DetailedReport:
     """A report over ``[since, until)``: ``name``, when generated, and one :class:`JobReport` per job
     (worst health first)."""
@@ -189,6 +261,7 @@ class DetailedReport:
     until: datetime
     jobs: tuple[JobReport, ...]
     outside_period: tuple[str, ...] = ()
+    pipelines: tuple[PipelineReport, ...] = ()
 
     @property
     def outside_note(self) -> str | None:
@@ -214,6 +287,7 @@ class DetailedReport:
             "health": self.health,
             "jobs": [j.to_json() for j in self.jobs],
             "outside_period": list(self.outside_period),
+            "pipelines": [_jsonable(asdict(p)) for p in self.pipelines],
         }
 
 
@@ -432,6 +506,7 @@ def build_detailed_report(
     facts: Iterable[JobFacts],
     alerts: Mapping[tuple[str, str], Sequence[Alert]] | None = None,
     outside_period: Sequence[str] = (),
+    pipelines: Iterable[PipelineFacts] = (),
 ) -> DetailedReport:
     """Build the report (pure) from each job's facts over the period (:func:`monitor.facts.job_facts`).
 
@@ -441,6 +516,7 @@ def build_detailed_report(
         facts: one :class:`monitor.facts.JobFacts` per job.
         alerts: each job's stored alerts by ``(engine, job_id)`` (listed when active in the period).
         outside_period: the names of the selected jobs of the database with nothing in the period.
+        pipelines: the pipelines' facts over the period (:func:`monitor.facts.source.load_pipeline_facts`).
 
     Raises:
         ValueError: a naive time.
@@ -451,4 +527,5 @@ def build_detailed_report(
     by_job = alerts or {}
     jobs = [_job_report(f, by_job.get((f.engine.value, f.job_id), ())) for f in facts]
     jobs.sort(key=lambda j: (-j.worst, -Severity.parse(j.health), j.engine, j.job_id))
-    return DetailedReport(name, end, start, end, tuple(jobs), tuple(outside_period))
+    return DetailedReport(name, end, start, end, tuple(jobs), tuple(outside_period),
+                          tuple(_pipeline_report(p) for p in pipelines))

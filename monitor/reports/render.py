@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from monitor.axes import bulk_range, duration_unit, time_axis_format
 from monitor.facts import DropCause
-from monitor.reports.detailed import DetailedReport, EpisodeEntry, JobReport
+from monitor.reports.detailed import DetailedReport, EpisodeEntry, JobReport, PipelineReport
 from monitor.text import POLLS, batch_range, plain, plural
 from monitor.timefmt import format_instant, format_instant_short, format_lag
 
@@ -126,6 +126,30 @@ def _lag_rows(j: JobReport) -> list[list[str]]:
 _LAG_HEAD = ["topic", "partition", "lag (offsets)", "max", "lag (time)", "status"]
 
 
+def _pipeline_rows(p: PipelineReport) -> list[tuple[str, str]]:
+    """A pipeline's numbers as (label, text) rows, shared by Markdown and HTML."""
+    rows = [
+        ("jobs (sources first)", " → ".join(f"`{j}`" for j in p.jobs)),
+        ("where the staleness enters now", p.stale_now),
+        ("where it entered in the period (pipeline_freshness findings)", p.entered_text),
+        ("adds the most over the period", "unknown" if p.most_period is None else f"`{p.most_period}`"),
+    ]
+    if p.slo is None:
+        rows.append(("freshness SLO", "no burn-rate alert in the period" if p.configured else
+                     "none (an SLO is set on a `pipelines:` entry: slo: {freshness, objective, window})"))
+    else:
+        left = p.slo_budget_left_pct
+        assert left is not None and p.slo_burn_rate is not None
+        rows.append(("freshness SLO error budget left", "spent" if left <= 0 else f"at most {left:.0f} %"))
+        rows.append(("freshness SLO burn rate", f"{p.slo_burn_rate:.1f}x ({p.slo_alert})"))
+        rows.append(("freshness SLO", p.slo))
+    return rows
+
+
+def _pipeline_title(p: PipelineReport) -> str:
+    return f"Pipeline {p.name} ({'configured' if p.configured else 'inferred from what the jobs report'})"
+
+
 def to_json_text(report: DetailedReport) -> str:
     """The report as indented JSON text."""
     return json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
@@ -148,6 +172,10 @@ def to_markdown(report: DetailedReport) -> str:
         out += [report.outside_note, ""]
     if not report.jobs:
         out.append("No job reported in this period.")
+    for p in report.pipelines:
+        out += [f"## {_md_escape(_pipeline_title(p))}", "", "| measure | value |", "|---|---|"]
+        out += [f"| {k} | {_md_escape(v)} |" for k, v in _pipeline_rows(p)]
+        out.append("")
     for j in report.jobs:
         out += [f"## {j.name or j.job_id} ({j.engine}, {_heading_health(j)})", "", f"Job id `{j.job_id}`.", "",
                 "| measure | value |", "|---|---|"]
@@ -267,6 +295,10 @@ def to_html(report: DetailedReport) -> str:
         parts.append(f"<p>{e(report.outside_note)}</p>")
     if not report.jobs:
         parts.append("<p>No job reported in this period.</p>")
+    for p in report.pipelines:
+        parts.append(f"<h2>{e(_pipeline_title(p))}</h2>")
+        parts.append("<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _pipeline_rows(p))
+                     + "</table>")
     for j in report.jobs:
         worst = j.worst.label()
         parts.append(f"<h2 id='job-{e(j.job_id)}'>{e(j.name or j.job_id)} <small>({e(j.engine)}, "

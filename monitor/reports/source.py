@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from monitor.alerts.silences import Matcher, matches_all, parse_matcher
 from monitor.facts import FactsSettings
-from monitor.facts.source import load_period_facts, settings_from_rules
+from monitor.facts.source import load_period_facts, load_pipeline_facts, settings_from_rules
 from monitor.reports.detailed import DetailedReport, build_detailed_report
 from monitor.reports.render import Format, render
 from monitor.store.views import job_summaries
@@ -53,7 +53,9 @@ def collect(
 ) -> DetailedReport:
     """The detailed report of the jobs selected by ``job`` (a job id or name) and ``matchers``, from their
     facts (:func:`monitor.facts.load_period_facts`); the selected jobs of the database with nothing in the
-    period are named in :attr:`DetailedReport.outside_period`.
+    period are named in :attr:`DetailedReport.outside_period`; the pipelines with a selected job
+    (:func:`monitor.facts.source.load_pipeline_facts`, with ``settings.pipelines`` and
+    ``settings.pipeline_target``) in :attr:`DetailedReport.pipelines`.
 
     Raises:
         ValueError: a naive time.
@@ -68,7 +70,15 @@ def collect(
     seen = {(f.engine.value, f.job_id) for f in facts}
     outside = [s.name or s.job_id for s in job_summaries(session)
                if (s.engine, s.job_id) not in seen and wanted(s.engine, s.job_id, s.name)]
-    return build_detailed_report(name, since, until, facts, alerts, outside)
+    cfg = settings or FactsSettings()
+    pipelines = [
+        p for p in load_pipeline_facts(
+            session, since, until, config=cfg.pipelines,
+            target_s=None if cfg.pipeline_target is None else cfg.pipeline_target.total_seconds(),
+        )
+        if any(wanted(n.job.engine.value, n.job.job_id, n.job.name) for n in p.nodes)
+    ]  # fmt: skip
+    return build_detailed_report(name, since, until, facts, alerts, outside, pipelines)
 
 
 def write_files(report: DetailedReport, directory: Path, formats: Iterable[Format]) -> list[Path]:

@@ -5,7 +5,9 @@ starts it (its ``pipelines:`` and target passed in the environment).
 
 Asserted: the page says the pipeline is stale and that the staleness enters at ``chain_a``, shows both jobs
 with what they add, the graph, both charts and the stored findings; no exception element, no console
-error. The screenshot is kept under the test's temp dir (``pipelines.png``).
+error. The screenshot is kept under the test's temp dir (``pipelines.png``). Over the hand-written pipeline
+with a freshness SLO (``seed_pipeline_slo``): the SLO block (error budget left, burn rate, page, where the
+staleness enters), screenshot ``pipelines-slo.png``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 
 from monitor.commands.dashboard import launch, pipelines_json
 from tests.integration.test_demo_browser import _chromium, _free_port, _settle
-from tests.pipeline_seed import seed_pipeline
+from tests.pipeline_seed import PipelineSeed, seed_pipeline, seed_pipeline_slo
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -39,11 +41,12 @@ def _wait_healthy(port: int, proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.5)
 
 
-def test_pipelines_page_names_the_stalled_job(tmp_path: Path) -> None:
+def _pipelines_page(seeded: PipelineSeed, tmp_path: Path, shot: str) -> tuple[str, str]:
+    """The Pipelines page of a dashboard over ``seeded`` in Chromium: its main text and HTML (the screenshot is
+    kept as ``tmp_path / shot``); no exception element, no console error."""
     from playwright.sync_api import sync_playwright
 
     chromium = _chromium()
-    seeded = seed_pipeline(tmp_path, lines=36)
     port = _free_port()
     proc = launch(seeded.url, None, "127.0.0.1", port, os.environ, quiet=True, pipelines=pipelines_json(seeded.config))
     try:
@@ -61,15 +64,28 @@ def test_pipelines_page_names_the_stalled_job(tmp_path: Path) -> None:
                 _settle(page)
                 page.wait_for_selector("svg .node", timeout=30_000)  # the graph rendered
                 body = page.locator("[data-testid='stMain']").inner_text()
-                (tmp_path / "pipelines.txt").write_text(body)
-                page.screenshot(path=str(tmp_path / "pipelines.png"), full_page=True)
+                (tmp_path / shot).with_suffix(".txt").write_text(body)
+                page.screenshot(path=str(tmp_path / shot), full_page=True)
                 assert page.locator("[data-testid='stException']").count() == 0
-                for text in ("Stale:", "enters at chain_a", "chain_b", "staleness enters here",
-                             "Behind the sources (global lag)", "Added by each job (local lag)", "caused by"):
-                    assert text in body or text in page.content(), text
                 assert console == []
+                return body, page.content()
             finally:
                 browser.close()
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_pipelines_page_names_the_stalled_job(tmp_path: Path) -> None:
+    body, content = _pipelines_page(seed_pipeline(tmp_path, lines=36), tmp_path, "pipelines.png")
+    for text in ("Stale:", "enters at chain_a", "chain_b", "staleness enters here",
+                 "Behind the sources (global lag)", "Added by each job (local lag)", "caused by"):
+        assert text in body or text in content, text
+
+
+def test_pipelines_page_shows_the_pipeline_slo(tmp_path: Path) -> None:
+    # the hand-written clicks pipeline (tests/unit/test_pipeline_slo_surfaces.py works out the figures)
+    body, _ = _pipelines_page(seed_pipeline_slo(tmp_path), tmp_path, "pipelines-slo.png")
+    for text in ("Freshness SLO", "error budget left", "≤ 98%", "burn rate (6 h / 30 min)", "14.1×", "page",
+                 "the staleness entered at a: start there", "Fresh: every end is within 5 min of its sources."):
+        assert text in body, text
