@@ -62,13 +62,13 @@ from monitor.store.alert_repo import (
     ReportOutboxItem,
     enqueue_repeats,
     finish_outbox,
-    last_firing_told,
     list_silences,
     open_outbox,
     open_report_outbox,
     outbox_errors,
     retry_outbox,
     seal_outbox,
+    told_in_episode,
 )
 
 __all__ = ["IN_FLIGHT", "DispatchReport", "ReceiverOutcome", "RetryPolicy", "dispatch_due"]
@@ -183,11 +183,6 @@ def _head_of_line(items: Sequence[OutboxItem]) -> list[OutboxItem]:
     return heads
 
 
-def _told_in_episode(told_at: datetime | None, item: OutboxItem) -> bool:
-    fired_at = item.notification.fired_at
-    return told_at is not None and (fired_at is None or told_at >= fired_at)
-
-
 def _plan(
     session: Session,
     notifiers: Mapping[str, Notifier],
@@ -223,8 +218,10 @@ def _plan(
         if i.batch_key is None and i.id not in muted_ids and i.notification.status is NotificationStatus.RESOLVED
     ]  # fmt: skip
     if resolved:
-        told = last_firing_told(session, (OUTBOX_DELIVERED,))
-        orphans = [i for i in resolved if not _told_in_episode(told.get((i.receiver, i.fingerprint)), i)]
+        orphans = [
+            i for i in resolved
+            if not told_in_episode(session, i.receiver, i.fingerprint, i.notification.fired_at)
+        ]  # fmt: skip
         if orphans:
             finish_outbox(session, orphans, OUTBOX_SUPPRESSED, now, error="firing was not delivered")
             report.suppressed += len(orphans)

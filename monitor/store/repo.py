@@ -16,8 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 import zstandard
-from sqlalchemy import Row, Select, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Row, Select, delete, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from monitor.model import Engine, JobRef, PollResult, Sample, SampleKind, Scope, ensure_utc
@@ -31,6 +30,7 @@ from monitor.store.tables import (
     RunRow,
     SampleRow,
 )
+from monitor.store.upsert import insert_ignoring
 
 __all__ = [
     "PurgeCounts",
@@ -129,24 +129,6 @@ def _existing_keys(session: Session, column: Any, keys: Sequence[str]) -> set[st
     for chunk in _chunks(keys):
         found.update(session.scalars(select(column).where(column.in_(chunk))))
     return found
-
-
-def _insert_new(session: Session, row_class: Any, rows: list[dict[str, Any]], conflict: str) -> None:
-    """INSERT rows, ignoring a concurrent writer's identical row on the ``conflict`` column (SQLite and
-    PostgreSQL; other dialects raise IntegrityError on such a race, which rolls the poll back)."""
-    if not rows:
-        return
-    dialect = session.get_bind().dialect.name
-    table = row_class.__table__
-    stmt: Any
-    if dialect == "sqlite":
-        stmt = sqlite.insert(table).on_conflict_do_nothing(index_elements=[conflict])
-    elif dialect == "postgresql":
-        stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=[conflict])
-    else:
-        stmt = insert(table)
-    for chunk in _chunks(rows):
-        session.execute(stmt, list(chunk))
 
 
 def _compress(data: bytes) -> bytes:
@@ -310,7 +292,7 @@ def _save(
         run_pk = jobs.run_pk(sample.job, sample.observed_at)
         sample_rows[key] = {"dedup_key": key, **_sample_values(sample, job_pk, run_pk)}
     existing = _existing_keys(session, SampleRow.dedup_key, list(sample_rows))
-    _insert_new(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], "dedup_key")
+    insert_ignoring(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], ["dedup_key"])
     replaced = 0
     if replace and existing:
         ids: dict[str, int] = {}
@@ -342,8 +324,8 @@ def _save(
             "payload": _compress(data),
         }
     raw_existing = _existing_keys(session, RawDocumentRow.dedup_key, list(raw_rows))
-    _insert_new(
-        session, RawDocumentRow, [v for k, v in raw_rows.items() if k not in raw_existing], "dedup_key"
+    insert_ignoring(
+        session, RawDocumentRow, [v for k, v in raw_rows.items() if k not in raw_existing], ["dedup_key"]
     )
 
     error_rows: dict[str, dict[str, Any]] = {}
@@ -361,11 +343,11 @@ def _save(
             },
         )
     errors_existing = _existing_keys(session, CollectorErrorRow.dedup_key, list(error_rows))
-    _insert_new(
+    insert_ignoring(
         session,
         CollectorErrorRow,
         [v for k, v in error_rows.items() if k not in errors_existing],
-        "dedup_key",
+        ["dedup_key"],
     )
     session.flush()
     return SaveCounts(
