@@ -35,11 +35,13 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -72,8 +74,10 @@ from monitor.config import (
     secret_values,
     storage_options,
 )
+from monitor.daemon.fleet import INGEST_TARGET, Fleet, LeasedResource
 from monitor.daemon.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.daemon.ingest import create_ingest_app
+from monitor.daemon.instance_lock import SqliteRunLock
 from monitor.daemon.runtime import Runtime, StoreCursors, Target
 from monitor.daemon.service import CallbackService, Service, ServiceGroup
 from monitor.daemon.stopping import StopSignals, leave
@@ -97,7 +101,9 @@ __all__ = [
     "Daemon",
     "SchedulerService",
     "build",
+    "build_fleet",
     "build_redactor",
+    "default_instance_name",
     "report_jobs",
     "run",
     "wall_clock",
@@ -533,11 +539,34 @@ def build_redactor(config: Config, db_url: str | None, environ: Mapping[str, str
     return redaction.Redactor(secrets, urls)
 
 
-def _poller(runtime: Runtime, target: Target) -> Callable[[datetime], object]:
+def _poller(runtime: Runtime, target: Target, fleet: Fleet) -> Callable[[datetime], object]:
+    guard = fleet.poll_guard(target.name)
+
     def tick(now: datetime) -> object:
-        return runtime.poll(target, now)
+        with fleet.polling(target.name, now) as held:
+            if not held:  # another instance of the fleet polls it
+                return None
+            return runtime.poll(target, now, guard)
 
     return tick
+
+
+def default_instance_name() -> str:
+    """``host:pid``: the instance name when ``--instance`` is not given."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def build_fleet(
+    config: Config, store: Store, targets: list[Target], name: str, *, ingest: bool
+) -> Fleet:
+    """This instance's :class:`Fleet`: the configured targets (and the ingest endpoint's jobs, when on)
+    and receivers as leases."""
+    resources = [LeasedResource(t.name, t.source.name, t.interval) for t in targets]
+    if ingest:
+        resources.append(LeasedResource(INGEST_TARGET, INGEST_COLLECTOR, timedelta(seconds=5)))
+    interval = timedelta(milliseconds=config.delivery.interval)
+    receivers = [LeasedResource(r.name, None, interval) for r in config.receivers]
+    return Fleet(store.sessions, name, socket.gethostname(), os.getpid(), resources, receivers)
 
 
 def build(
@@ -547,6 +576,7 @@ def build(
     environ: Mapping[str, str],
     clock: Callable[[], datetime] = wall_clock,
     redactor: redaction.Redactor | None = None,
+    instance: str | None = None,
 ) -> Daemon:
     """Wire the daemon's parts (nothing runs until :meth:`Daemon.start`).
 
@@ -557,6 +587,8 @@ def build(
         clock: aware-UTC clock.
         redactor: what stored errors, ``/healthz`` and delivery logs pass through (default:
             :func:`build_redactor`).
+        instance: this instance's name in the fleet (default :func:`default_instance_name`). On SQLite
+            only one instance may run on a file (:class:`SqliteRunLock`).
 
     Raises:
         SchemaOutdatedError: the database schema is not current (run ``tidegauge db upgrade``).
@@ -589,6 +621,7 @@ def build(
         raise
     client = httpx.Client(follow_redirects=False)
     delivery = config.delivery
+    fleet = build_fleet(config, store, targets, instance or default_instance_name(), ingest=token is not None)
     runtime = Runtime(
         sessions=store.sessions,
         targets=targets,
@@ -607,6 +640,7 @@ def build(
             max_age=timedelta(milliseconds=delivery.max_age),
         ),
         redactor=redactor,
+        fleet=fleet,
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(
@@ -616,9 +650,11 @@ def build(
             alerts=runtime.alert_counts,
             collectors=runtime.collector_stats,
             deliveries=runtime.delivery_stats,
+            held=lambda: {fleet.name: len(fleet.held_targets())},
         )
     )
-    jobs = [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t)) for t in targets]
+    jobs = [ScheduledJob("fleet", fleet.interval, fleet.tick, first_delay=fleet.interval)]
+    jobs += [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t, fleet)) for t in targets]
     jobs.append(
         ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate)
     )
@@ -631,6 +667,11 @@ def build(
 
     def health() -> tuple[bool, dict[str, Any]]:
         ok, body = runtime.health()
+        held = fleet.held_targets()
+        body["instance"] = fleet.name
+        body["targets"] = [
+            {**t, "held_since": held[t["name"]].isoformat()} for t in body.get("targets", []) if t["name"] in held
+        ]
         body["scheduler"] = "running" if scheduler.running else "stopped"
         failing = scheduler.failing()
         if failing:
@@ -664,6 +705,8 @@ def build(
             _warm_up()
 
     def _warm_up() -> None:
+        held = fleet.tick(clock())  # hold this instance's share before the first polls
+        log.info("instance %s: holds %d target(s), %d receiver(s)", fleet.name, held["target"], held["receiver"])
         loaded = runtime.seed_latest()
         runtime.load_alert_counts()
         runtime.refresh_outbox_backlog()
@@ -675,10 +718,21 @@ def build(
         for c in clients:
             abandon(c)
 
-    services: list[Service] = [
-        CallbackService("store", stop=store.dispose),
+    def leave() -> None:
+        try:
+            with database_errors(store.engine.url):
+                fleet.leave(clock())
+        except Exception as exc:  # the leases run out on their own
+            log.warning("instance %s could not release its leases (%s); they expire on their own", fleet.name, exc)
+
+    services: list[Service] = [CallbackService("store", stop=store.dispose)]
+    database = store.engine.url.database
+    if store.engine.url.get_backend_name() == "sqlite" and database and database != ":memory:":
+        services.append(SqliteRunLock(Path(database)))
+    services += [
         CallbackService("http clients", stop=close_clients),
         CallbackService("warm-up", start=warm_up),
+        CallbackService("fleet", stop=leave),
         http,
         scheduler,
         CallbackService("pull reads in flight", stop=abandon_reads),
@@ -686,7 +740,9 @@ def build(
     return Daemon(store, runtime, services, http, scheduler)
 
 
-def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIMEOUT_S) -> int:
+def run(
+    config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIMEOUT_S, instance: str | None = None
+) -> int:
     """Build and start the daemon with ``os.environ`` and the wall clock; serve until SIGTERM/SIGINT.
 
     Stopping follows :class:`monitor.daemon.stopping.StopSignals`: the services stop in reverse within
@@ -703,7 +759,7 @@ def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIME
     with StopSignals() as signals:
         redactor = build_redactor(config, db_url, os.environ)
         redaction.install(redactor)
-        daemon = build(config, db_url=db_url, environ=os.environ, redactor=redactor)
+        daemon = build(config, db_url=db_url, environ=os.environ, redactor=redactor, instance=instance)
         if not signals.stop.is_set():
             daemon.start()
             log.info(

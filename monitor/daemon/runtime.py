@@ -37,9 +37,10 @@ from monitor.alerts.routing import Route
 from monitor.alerts.silences import Matcher, Silence
 from monitor.daemon.dispatch import RECEIVER_DEGRADED_AFTER, DispatchStage
 from monitor.daemon.evaluate import EvaluateStage
+from monitor.daemon.fleet import Fleet
 from monitor.daemon.histories import JobHistories
 from monitor.daemon.housekeeping import Housekeeping
-from monitor.daemon.poll import PollStage, StoreCursors, Target, TargetHealth
+from monitor.daemon.poll import LeaseGuard, PollStage, StoreCursors, Target, TargetHealth
 from monitor.daemon.reporting import ReportStage
 from monitor.daemon.tick import JobKey
 from monitor.metrics.exporter import AlertCount, CollectorStat, DeliveryStat
@@ -89,6 +90,8 @@ class Runtime:
         monotonic: monotonic clock (seconds) for poll durations.
         redactor: what collector errors, delivery errors and ``/healthz`` texts pass through before they
             are stored, logged or shown (default: the process's, :func:`monitor.redaction.current`).
+        fleet: this instance's leases (:class:`monitor.daemon.fleet.Fleet`): only the jobs of the targets
+            it holds are evaluated and only the receivers it holds are delivered; ``None``: everything.
 
     Raises:
         ConfigError: invalid rule configuration.
@@ -111,6 +114,7 @@ class Runtime:
         rng: random.Random | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         redactor: Redactor | None = None,
+        fleet: Fleet | None = None,
     ) -> None:
         check_rules(rules_config)
         self._sessions = sessions
@@ -124,12 +128,12 @@ class Runtime:
         self._polls = PollStage(sessions, self.targets, latest, monotonic, lambda: self.redactor)
         self._evaluation = EvaluateStage(
             sessions, self._histories, Evaluator(rules_config), rule_timing(rules_config), routes, horizon,
-            self._polls.recent_errors,
+            self._polls.recent_errors, fleet.evaluation_scope if fleet is not None else None,
         )  # fmt: skip
         self._delivery = DispatchStage(
             sessions, notifiers, http_client, routes, retry_policy or RetryPolicy(),
             rng or random.Random(),  # noqa: S311 - retry jitter, not cryptography
-            lambda: self.redactor,
+            lambda: self.redactor, fleet.held_receivers if fleet is not None else None,
         )  # fmt: skip
         self._reports = ReportStage(sessions)
         self._housekeeping = Housekeeping(sessions, retention)
@@ -151,9 +155,10 @@ class Runtime:
 
     # ------------------------------------------------------------------------------------------- polls
 
-    def poll(self, target: Target, now: datetime) -> PollResult:
-        """Poll ``target`` once and store what it read (:meth:`PollStage.poll`; never raises)."""
-        return self._polls.poll(target, now)
+    def poll(self, target: Target, now: datetime, guard: LeaseGuard | None = None) -> PollResult:
+        """Poll ``target`` once and store what it read (:meth:`PollStage.poll`, ``guard`` the fleet's
+        lease check; never raises)."""
+        return self._polls.poll(target, now, guard)
 
     def ingest(self, result: PollResult, collector: str) -> None:
         """Store what the listener ingest endpoint accepted (:meth:`PollStage.ingest`).
