@@ -559,11 +559,12 @@ def default_instance_name() -> str:
 def build_fleet(
     config: Config, store: Store, targets: list[Target], name: str, *, ingest: bool
 ) -> Fleet:
-    """This instance's :class:`Fleet`: the configured targets (and the ingest endpoint's jobs, when on)
-    and receivers as leases."""
+    """This instance's :class:`Fleet`: the configured targets, the ``ingest`` lease (the listener's jobs,
+    and those of unknown source) and the receivers as leases."""
     resources = [LeasedResource(t.name, t.source.name, t.interval) for t in targets]
-    if ingest:
-        resources.append(LeasedResource(INGEST_TARGET, INGEST_COLLECTOR, timedelta(seconds=5)))
+    # always leased: its holder also evaluates the jobs whose source is unknown (stored by `scan --db`,
+    # by the demo's seeding, or before migration 0006)
+    resources.append(LeasedResource(INGEST_TARGET, INGEST_COLLECTOR if ingest else None, timedelta(seconds=5)))
     interval = timedelta(milliseconds=config.delivery.interval)
     receivers = [LeasedResource(r.name, None, interval) for r in config.receivers]
     return Fleet(store.sessions, name, socket.gethostname(), os.getpid(), resources, receivers)

@@ -60,7 +60,7 @@ class DispatchStage:
         rng: random source of the retry jitter.
         redactor: the redactor of delivery errors (called each time).
         receivers: in a fleet, the receivers this instance delivers at a tick's ``now`` (the leases it
-            holds, :meth:`monitor.daemon.fleet.Fleet.held_receivers`); ``None``: all.
+            holds, :meth:`monitor.daemon.fleet.Fleet.held_receivers`); ``None`` (or a call returning it): all.
     """
 
     def __init__(
@@ -72,7 +72,7 @@ class DispatchStage:
         policy: RetryPolicy,
         rng: random.Random,
         redactor: Callable[[], Redactor],
-        receivers: Callable[[datetime], set[str]] | None = None,
+        receivers: Callable[[datetime], set[str] | None] | None = None,
     ) -> None:
         self._sessions = sessions
         self._receivers = receivers

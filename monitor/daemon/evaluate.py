@@ -178,7 +178,7 @@ class EvaluateStage:
         routes: Sequence[Route],
         horizon: timedelta,
         errors: Callable[[], list[CollectorError]],
-        scope: Callable[[Session, datetime], EvaluationScope] | None = None,
+        scope: Callable[[Session, datetime], EvaluationScope | None] | None = None,
     ) -> None:
         self._sessions = sessions
         self._scope = scope
@@ -325,7 +325,8 @@ class EvaluateStage:
                     for f in self._evaluator.evaluate_job(samples, when, clock=True)
                     if not self._histories.seen_as_history(key)]  # fmt: skip
         findings += self._evaluator.evaluate_targets(errors, when)
-        if scope is not None:
+        if scope is not None:  # e.g. unreachable findings of a target lost while the store was down
+            findings = [f for f in findings if owned(f.job.engine.value, f.job.job_id, f.labels)]
             self._episodes.forget(())
         clock_fold = self._episodes.clock(session, owned if scope is not None else None)
         clock_episodes: dict[str, Episode] = {}

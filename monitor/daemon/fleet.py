@@ -15,8 +15,8 @@ same for receivers.
 * A job is evaluated by the holder of the target its data comes from (:meth:`Fleet.evaluation_scope`,
   inside the evaluation transaction, which locks those lease rows: nobody takes them meanwhile).
 * A receiver is delivered by the holder of its lease only (:meth:`Fleet.held_receivers`).
-* Listener pushes (ingest) are accepted by any instance; their jobs are evaluated by the holder of the
-  ``ingest`` lease.
+* Listener pushes (ingest) are accepted by any instance; their jobs, and jobs of unknown source (stored
+  by ``scan --db`` or before migration 0006), are evaluated by the holder of the ``ingest`` lease.
 
 On SQLite only one instance may run (:func:`monitor.daemon.instance_lock.lock_sqlite`); it holds every lease.
 """
@@ -94,8 +94,8 @@ class EvaluationScope:
     default_target: str | None
 
     def owns_job(self, key: JobKey) -> bool:
-        """Whether this instance evaluates job ``key`` (a job of unknown source goes to the holder of the
-        first target by name)."""
+        """Whether this instance evaluates job ``key`` (a job of unknown source goes to the holder of
+        ``default_target``: the ``ingest`` lease)."""
         target = self.sources.get((key[0].value, key[1]), self.default_target)
         return target is not None and target in self.targets
 
@@ -139,6 +139,9 @@ class Fleet:
         self._held: dict[str, dict[str, _Held]] = {_TARGET: {}, _RECEIVER: {}}
         self._polling: set[str] = set()
         self._defined = False
+        #: whether a :meth:`tick` succeeded: before that (a runtime driven without starting the daemon, as
+        #: tests and the demo's seeding do) evaluation and delivery cover everything, as a lone daemon's
+        self.joined = False
 
     # ------------------------------------------------------------------------------------ the tick
 
@@ -166,6 +169,7 @@ class Fleet:
                 changes += [f"took {kind} {n}" for n in taken] + [f"lost {kind} {n}" for n in lost]
                 changes += [f"released {kind} {n}" for n in released]
         self._defined = True
+        self.joined = True
         for change in changes:
             log.info("instance %s: %s", self.name, change)
         with self._lock:
@@ -262,20 +266,26 @@ class Fleet:
         with self._lock:
             return {n: h.held_since for n, h in sorted(self._held[_TARGET].items())}
 
-    def evaluation_scope(self, session: Session, now: datetime) -> EvaluationScope:
+    def evaluation_scope(self, session: Session, now: datetime) -> EvaluationScope | None:
         """Within the evaluation's transaction: renew (and so lock) the held targets' leases and read
-        which target each job's data comes from."""
+        which target each job's data comes from (``None``: not joined yet, evaluate everything)."""
+        if not self.joined:
+            return None
         with self._lock:
             mine = list(self._held[_TARGET])
         until = {_key(_TARGET, n): now + self._resources[_TARGET][n].ttl for n in mine}
         renewed = {_name(k) for k in renew_leases(session, self.name, list(until), now, until)}
-        configured = sorted(n for n in self._resources[_TARGET] if n != INGEST_TARGET)
-        return EvaluationScope(frozenset(renewed), job_sources(session), configured[0] if configured else None)
+        names = self._resources[_TARGET]
+        default = INGEST_TARGET if INGEST_TARGET in names else min(names, default=None)
+        return EvaluationScope(frozenset(renewed), job_sources(session), default)
 
     # ------------------------------------------------------------------------------------ receivers
 
-    def held_receivers(self, now: datetime) -> set[str]:
-        """Receivers this instance delivers (lease held, unexpired at ``now``)."""
+    def held_receivers(self, now: datetime) -> set[str] | None:
+        """Receivers this instance delivers (lease held, unexpired at ``now``; ``None``: not joined yet,
+        all)."""
+        if not self.joined:
+            return None
         with self._lock:
             return {n for n, h in self._held[_RECEIVER].items() if h.lease_until >= now}
 

@@ -7,13 +7,16 @@ Checked: the instances hold disjoint leases that together are all targets, sprea
 ever polled by two instances at once (no two requests for one target from different instances overlap);
 after ``kill -9`` of one instance its targets are polled again by the others once its leases expire
 (``lease_ttl`` = 15 s here, plus a poll interval); after its restart the targets spread again; ``cluster
-status --format json`` shows it; on SQLite a second ``run`` on the same file refuses with one line, exit 2.
+status --format json`` shows it; the database unreachable from one instance for 20 s (a proxy drops its
+connections) hands its targets to the other and back, never polled by two at once; on SQLite a second ``run`` on the same file refuses with one line, exit 2.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from monitor.store import upgrade
 from tests.conftest import REPO_ROOT
@@ -163,7 +167,7 @@ def test_three_instances_share_targets_survive_a_kill_and_rebalance(
             assert shown <= set(TARGETS)
         doc = _status(status_config)
         assert sorted(i["name"] for i in doc["instances"]) == list(NAMES)
-        assert sum(i["targets"] for i in doc["instances"]) == len(TARGETS)
+        assert sum(i["targets"] for i in doc["instances"]) == len(TARGETS) + 1  # and the "ingest" lease
 
         # kill -9 of b: its targets are polled by a or c again once its leases expire
         victim = "b"
@@ -226,3 +230,104 @@ def test_a_second_run_on_one_sqlite_file_refuses_with_one_line(tmp_path: Path, d
         assert first.terminate() == 0
     finally:
         first.close()
+
+
+class CuttableProxy:
+    """A loopback TCP proxy to PostgreSQL for one instance: :meth:`cut` closes its connections and
+    refuses new ones (the database unreachable from that instance only) until :meth:`restore`."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self._upstream = upstream_port
+        self._server = socket.socket()
+        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(64)
+        self.port = int(self._server.getsockname()[1])
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._cut = False
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            with self._lock:
+                if self._cut:
+                    client.close()
+                    continue
+                upstream = socket.create_connection(("127.0.0.1", self._upstream))
+                self._open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        with self._lock:
+            self._cut = True
+            for s in self._open:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            self._open.clear()
+
+    def restore(self) -> None:
+        with self._lock:
+            self._cut = False
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        self._server.close()
+
+
+def test_database_unreachable_from_one_instance_for_20_s(
+    tmp_path: Path, postgres_url: str, driver: tuple[str, Polls]
+) -> None:
+    """b loses the database for 20 s (a proxy drops its connections): its leases expire, a takes its
+    targets; after recovery b takes its share again, and no target was polled by two at once or held twice."""
+    base, polls = driver
+    upgrade(postgres_url)
+    url = make_url(postgres_url)
+    assert url.port is not None
+    proxy = CuttableProxy(url.port)
+    via_proxy = url.set(port=proxy.port).render_as_string(hide_password=False)
+    daemons: dict[str, DaemonProcess] = {}
+    for name, db in (("a", postgres_url), ("b", via_proxy)):
+        workdir = tmp_path / name
+        workdir.mkdir()
+        config = {**_config(base, name), "database": postgres_url}
+        daemons[name] = DaemonProcess(config, db, workdir, instance=name)
+    status_config = daemons["a"].config_path
+    try:
+        for daemon in daemons.values():
+            daemon.start()
+        before = wait_for("targets spread over a, b", lambda: _spread(_status(status_config), ("a", "b")), 60.0)
+        cut_at = time.monotonic()
+        proxy.cut()
+        wait_for("a holds everything", lambda: _spread(_status(status_config), ("a",)), LEASE_TTL_S + 30.0)
+        time.sleep(max(0.0, 20.0 - (time.monotonic() - cut_at)))  # the outage lasts 20 s
+        proxy.restore()
+        after = wait_for("targets spread over a, b again", lambda: _spread(_status(status_config), ("a", "b")), 90.0)
+        for daemon in daemons.values():
+            assert daemon.terminate() == 0
+    finally:
+        for daemon in daemons.values():
+            daemon.close()
+        proxy.close()
+    assert sorted(before) == sorted(after) == TARGETS
+    assert polls.overlaps() == []
