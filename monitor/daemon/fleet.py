@@ -4,8 +4,8 @@ Every ``tidegauge run`` is an instance (``--instance NAME``, default ``host:pid`
 (scheduled every :attr:`Fleet.interval`) heartbeats in ``fleet_instances`` and keeps this instance's share
 of the leases (:mod:`monitor.store.fleet_repo`): with ``n`` live instances and ``t`` targets it holds at most
 ``ceil(t / n)`` targets, taking free or expired ones (``FOR UPDATE SKIP LOCKED``) and releasing what is over
-its share between two polls of that target, so targets spread evenly as instances join and leave, and the
-same for receivers.
+its share between two polls of that target (down to ``floor(t / n)`` while another live instance holds
+fewer), so targets spread evenly as instances join and leave, and the same for receivers.
 
 * A target is polled only while its lease is held; the poll's write transaction renews the lease
   (:meth:`Fleet.poll_guard`) and stores nothing if it was lost, so a taken-over target resumes from the
@@ -38,6 +38,7 @@ from monitor.store.fleet_repo import (
     acquire_leases,
     define_leases,
     heartbeat,
+    held_counts,
     job_sources,
     leave_fleet,
     list_instances,
@@ -160,12 +161,10 @@ class Fleet:
             if not self._defined:
                 for kind, resources in self._resources.items():
                     define_leases(session, f"{kind}", {_key(kind, n): r.collector for n, r in resources.items()})
-            live = max(1, sum(1 for i in list_instances(session) if i.alive(when)))
-            releases: list[tuple[str, str]] = []
+            live_names = {i.name for i in list_instances(session) if i.alive(when)} | {self.name}
             changes: list[str] = []
             for kind, resources in self._resources.items():
-                released, taken, lost = self._keep_share(session, kind, resources, live, when)
-                releases.extend((kind, n) for n in released)
+                released, taken, lost = self._keep_share(session, kind, resources, live_names, when)
                 changes += [f"took {kind} {n}" for n in taken] + [f"lost {kind} {n}" for n in lost]
                 changes += [f"released {kind} {n}" for n in released]
         self._defined = True
@@ -176,9 +175,13 @@ class Fleet:
             return {kind: len(held) for kind, held in self._held.items()}
 
     def _keep_share(
-        self, session: Session, kind: str, resources: dict[str, LeasedResource], live: int, now: datetime
+        self, session: Session, kind: str, resources: dict[str, LeasedResource], live: set[str], now: datetime
     ) -> tuple[list[str], list[str], list[str]]:
-        """(released, taken, lost) names of ``kind`` in this tick."""
+        """(released, taken, lost) names of ``kind`` in this tick.
+
+        The share is ``ceil(n / live)``: taken up to it; what is over it is given back. While a live
+        instance holds fewer than ``floor(n / live)`` (it joined after the others took everything), the
+        others give back down to ``floor(n / live)`` so that it can take its part."""
         if not resources:
             return [], [], []
         until = {_key(kind, n): now + r.ttl for n, r in resources.items()}
@@ -186,7 +189,11 @@ class Fleet:
             mine = set(self._held[kind])
         renewed = {_name(k) for k in renew_leases(session, self.name, [_key(kind, n) for n in mine], now, until)}
         lost = sorted(mine - renewed)
-        share = math.ceil(len(resources) / live)
+        share = math.ceil(len(resources) / len(live))
+        floor = len(resources) // len(live)
+        counts = held_counts(session, kind, now)
+        starving = any(counts.get(name, 0) < floor for name in live if name != self.name)
+        keep = floor if starving and floor > 0 else share
         taken: list[str] = []
         if len(renewed) < share:
             taken = [_name(k) for k in acquire_leases(session, self.name, kind, share - len(renewed), now, until)]
@@ -199,7 +206,7 @@ class Fleet:
                     held[name].lease_until = until[_key(kind, name)]
             for name in taken:
                 held[name] = _Held(now, until[_key(kind, name)])
-            over = len(held) - share
+            over = len(held) - keep
             released: list[str] = []
             if over > 0:  # give back what is not being polled right now (the rest at a later tick)
                 idle = sorted(n for n in held if n not in self._polling)

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from monitor.store.fleet_tables import FleetInstanceRow, JobSourceRow, LeaseRow
@@ -29,6 +29,7 @@ __all__ = [
     "acquire_leases",
     "define_leases",
     "heartbeat",
+    "held_counts",
     "job_sources",
     "leave_fleet",
     "list_instances",
@@ -136,6 +137,16 @@ def define_leases(session: Session, kind: str, resources: Mapping[str, str | Non
         for name, collector in sorted(resources.items())
     ]
     insert_ignoring(session, LeaseRow, rows, ["name"])
+
+
+def held_counts(session: Session, kind: str, now: datetime) -> dict[str, int]:
+    """Unexpired leases of ``kind`` at ``now`` per holder."""
+    query = (
+        select(LeaseRow.holder, func.count())
+        .where(LeaseRow.kind == kind, LeaseRow.holder.is_not(None), LeaseRow.lease_until >= now)
+        .group_by(LeaseRow.holder)
+    )
+    return {str(holder): int(count) for holder, count in session.execute(query)}
 
 
 def renew_leases(

@@ -81,6 +81,27 @@ def test_three_instances_spread_evenly_and_disjointly(pg_sessions: sessionmaker[
 
 @pytest.mark.integration
 @pytest.mark.postgres
+def test_a_late_joiner_gets_its_part(pg_sessions: sessionmaker[Session]) -> None:
+    """a and b share the 7 targets (4 + 3); c joins with nothing free: a and b give back down to
+    floor(7 / 3) = 2 each, and c takes the rest."""
+    a, b, c = (instance(pg_sessions, n) for n in ("a", "b", "c"))
+    now = T0
+    for _ in range(3):
+        a.tick(now)
+        b.tick(now)
+        now += timedelta(seconds=1)
+    assert sorted(len(m.held_targets()) for m in (a, b)) == [3, 4]
+    for _ in range(3):
+        for member in (c, a, b):
+            member.tick(now)
+        now += timedelta(seconds=1)
+    counts = sorted(len(m.held_targets()) for m in (a, b, c))
+    assert sum(counts) == len(TARGETS)
+    assert counts == [2, 2, 3]
+
+
+@pytest.mark.integration
+@pytest.mark.postgres
 def test_an_instance_that_stops_renewing_loses_its_targets_after_lease_ttl(
     pg_sessions: sessionmaker[Session],
 ) -> None:
