@@ -106,6 +106,11 @@ def _text(doc: dict[str, Any], fleet: _Fleet, now: datetime) -> list[str]:
             f"({_ago(info.last_heartbeat, now)})  {i['targets']} target(s)  {state}"
         )
     leases = {(lease.kind, lease.resource): lease for lease in fleet.leases}
+    then = (
+        "a live instance takes it at its next tick"
+        if live
+        else "no instance is live, so nothing polls or delivers it: start `tidegauge run`"
+    )
     for title, kind, rows in (("targets", "target", doc["targets"]), ("receivers", "receiver", doc["receivers"])):
         unheld = sum(1 for r in rows if r["holder"] is None)
         lines.append(f"{title}: {len(rows) - unheld} held of {len(rows)}")
@@ -116,11 +121,10 @@ def _text(doc: dict[str, Any], fleet: _Fleet, now: datetime) -> list[str]:
                 lines.append(f"{what}  held by {r['holder']} until {r['lease_until']} ({_ago(lease.lease_until, now)})")
             elif lease.holder is not None and lease.lease_until is not None:
                 lines.append(
-                    f"{what}  NOT HELD: the lease of {lease.holder} expired {_ago(lease.lease_until, now)}; "
-                    "a live instance takes it at its next tick (none live? start `tidegauge run`)"
+                    f"{what}  NOT HELD: the lease of {lease.holder} expired {_ago(lease.lease_until, now)}; {then}"
                 )
             else:
-                lines.append(f"{what}  NOT HELD: free; a live instance takes it at its next tick")
+                lines.append(f"{what}  NOT HELD: free; {then}")
     return lines
 
 

@@ -17,6 +17,7 @@ from monitor.commands.cluster import cluster_status
 from monitor.daemon.fleet import Fleet, LeasedResource, lease_ttl
 from monitor.store.fleet_repo import list_instances, list_leases
 from tests.alerting import migrated_sessions, sqlite_url
+from tests.cli import run_cli
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 POLL = timedelta(seconds=2)
@@ -177,3 +178,20 @@ def test_cluster_status_document(pg_sessions: sessionmaker[Session]) -> None:
     assert [i["alive"] for i in gone["instances"]] == [False, False]
     assert {t["holder"] for t in gone["targets"]} == {None}
     assert {t["last_holder"] for t in gone["targets"]} == {"a"}
+
+
+def test_cluster_status_text_says_what_is_not_held_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An instance that stopped long ago (its heartbeat and leases expired): the text says so, per target."""
+    url = sqlite_url(tmp_path)
+    with migrated_sessions(url) as factory:
+        instance(factory, "a").tick(datetime.now(UTC) - timedelta(minutes=5))
+    code, out, err = run_cli(["cluster", "status", "--db", url], capsys)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "instances: 0 live of 1"
+    assert "gone: no heartbeat for" in lines[1]
+    assert lines[2] == "targets: 0 held of 7"
+    assert lines[3].startswith("  t0 (spark-prometheus)  NOT HELD: the lease of a expired ")
+    assert lines[3].endswith("no instance is live, so nothing polls or delivers it: start `tidegauge run`")
