@@ -174,7 +174,8 @@ def test_cluster_status_document(pg_sessions: sessionmaker[Session]) -> None:
         "held_since": "2026-12-01T12:00:00.000000Z", "lease_expired": False,
     }  # fmt: skip
     assert [r["holder"] for r in doc["receivers"]] == ["a"]
-    gone = cluster_status(list_instances(pg_sessions()), list_leases(pg_sessions()), T0 + timedelta(minutes=1))
+    with pg_sessions() as session:
+        gone = cluster_status(list_instances(session), list_leases(session), T0 + timedelta(minutes=1))
     assert [i["alive"] for i in gone["instances"]] == [False, False]
     assert {t["holder"] for t in gone["targets"]} == {None}
     assert {t["last_holder"] for t in gone["targets"]} == {"a"}
