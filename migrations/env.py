@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 # Import every table module, so autogenerate sees all tables on Base.metadata.
 import monitor.store.alert_tables
 import monitor.store.episode_tables
+import monitor.store.fleet_tables
 import monitor.store.tables  # noqa: F401
 from monitor.store.base import Base
 from monitor.store.database import make_engine

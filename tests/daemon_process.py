@@ -61,9 +61,18 @@ class DaemonProcess:
         db_url: database URL (upgraded by the caller).
         workdir: where the config and the log go.
         env: extra environment variables (secrets).
+        instance: ``--instance NAME`` (one of a fleet on one PostgreSQL database).
     """
 
-    def __init__(self, config: dict[str, Any], db_url: str, workdir: Path, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        config: dict[str, Any],
+        db_url: str,
+        workdir: Path,
+        env: Mapping[str, str] | None = None,
+        instance: str | None = None,
+    ):
+        self.instance = instance
         self.config_path = workdir / "config.yaml"
         self.config_path.write_text(yaml.safe_dump(config))
         self.db_url = db_url
@@ -80,8 +89,11 @@ class DaemonProcess:
         log = self.log_path.open("ab")
         log.write(f"\n===== start {self.starts} =====\n".encode())
         log.flush()
+        argv = [sys.executable, "-m", "monitor.cli", "run", "-c", str(self.config_path), "--db", self.db_url]
+        if self.instance:
+            argv += ["--instance", self.instance]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "monitor.cli", "run", "-c", str(self.config_path), "--db", self.db_url],
+            argv,
             cwd=REPO_ROOT,
             env=self.env,
             stdout=log,
@@ -99,6 +111,11 @@ class DaemonProcess:
                 return None
 
         wait_for("the daemon to answer /healthz", ready, ready_timeout_s)
+
+    def health(self) -> dict[str, Any]:
+        """The ``/healthz`` document."""
+        body: dict[str, Any] = httpx.get(f"{self.base}/healthz", timeout=5.0).json()
+        return body
 
     def metrics(self) -> str:
         """The ``/metrics`` text."""

@@ -87,3 +87,22 @@ def running_receiver() -> Iterator[Receiver]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def keys_by_notification(rx: Receiver) -> dict[tuple[str, str, str], set[str]]:
+    """(job id, status, fired_at) of every alert in every webhook request the receiver got (failed ones
+    included) -> the idempotency keys it came under."""
+    keys: dict[tuple[str, str, str], set[str]] = {}
+    with rx.lock:
+        for r in rx.requests:
+            for a in r.json()["alerts"]:
+                keys.setdefault((a["labels"]["job_id"], a["status"], a["fired_at"]), set()).add(
+                    r.headers["idempotency-key"]
+                )
+    return keys
+
+
+def processed_alerts(rx: Receiver) -> list[tuple[str, str]]:
+    """(job id, status) of every alert in the webhook requests the receiver processed (once per key)."""
+    with rx.lock:
+        return [(a["labels"]["job_id"], a["status"]) for r in rx.processed for a in r.json()["alerts"]]

@@ -28,6 +28,7 @@ __all__ = [
     "format_time",
     "notification_key",
     "parse_time",
+    "repeat_key",
 ]
 
 
@@ -175,6 +176,14 @@ def notification_key(receiver: str, fingerprint: str, status: NotificationStatus
     outbox's unique ``(receiver, idempotency_key)`` constraint keeps one row.
     """
     return _digest("notification-v1", receiver, fingerprint, status.value, format_time(at))
+
+
+def repeat_key(receiver: str, fingerprint: str, due_at: datetime) -> str:
+    """Idempotency key of a repeat of a still-firing alert's notification (Alertmanager
+    ``repeat_interval``) to one receiver, due at ``due_at``: a time read from the store (the last
+    notification's outcome time plus the interval), never the tick's clock, so every dispatcher of the
+    fleet that sees the same store makes the same key and the outbox keeps one row."""
+    return _digest("notification-v1", receiver, fingerprint, "repeat", format_time(due_at))
 
 
 def batch_key(receiver: str, row_keys: list[str]) -> str:

@@ -4,13 +4,18 @@ default (shared by ``db``, ``silence``, ``run``); not a command itself."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 
 from monitor.config import database_url, load_config
+from monitor.store import Store, database_errors, open_store
 
-__all__ = ["CONFIG_OPTION", "DB_OPTION", "database_of"]
+__all__ = ["CONFIG_OPTION", "DB_OPTION", "database_of", "with_store"]
+
+T = TypeVar("T")
 
 DB_OPTION = typer.Option(
     None,
@@ -36,3 +41,14 @@ def database_of(db: str | None, config: Path | None) -> str | None:
     if config is None:
         return None
     return database_url(load_config(config), os.environ, str(config))
+
+
+def with_store(db: str | None, config: Path | None, action: Callable[[Store], T]) -> T:
+    """Open the store of ``db``/``config`` (schema must be current), run ``action``, dispose; database
+    errors -> :class:`monitor.errors.StoreError` (one line)."""
+    store = open_store(database_of(db, config), environ=os.environ)
+    try:
+        with database_errors(store.engine.url):
+            return action(store)
+    finally:
+        store.dispose()

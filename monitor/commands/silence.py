@@ -15,27 +15,25 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
 
 import typer
 
 from monitor.alerts.notification import format_time, parse_time
 from monitor.alerts.silences import KNOWN_LABELS, Silence, parse_matcher, unknown_label_names
-from monitor.commands._database import CONFIG_OPTION, DB_OPTION, database_of
+from monitor.commands._database import CONFIG_OPTION, DB_OPTION, with_store
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
-from monitor.store import Store, open_store
+from monitor.store import Store
 from monitor.store.alert_repo import add_silence, expire_silence, list_silences
-from monitor.store.database import database_errors
 
 __all__ = ["register"]
 
-T = TypeVar("T")
 
 _MATCHERS_ARG = typer.Argument(..., help="Matchers: name=value, name!=value, name=~regex, name!~regex.")
+
+
 def _positive_duration(text: str) -> timedelta:
     """``--duration`` of a silence: a positive duration (``30m``, ``2h``, ``1h30m``, ``1d``).
 
@@ -55,16 +53,6 @@ def _time_option(text: str | None, name: str) -> datetime | None:
         return parse_time(text)
     except ValueError:
         raise InputError(f"{name}: expected an ISO 8601 time with offset, e.g. 2026-11-29T18:00:00Z") from None
-
-
-def _with_store(db: str | None, config: Path | None, action: Callable[[Store], T]) -> T:
-    """Open the store (schema must be current), run ``action``, dispose; database errors -> StoreError."""
-    store = open_store(database_of(db, config), environ=os.environ)
-    try:
-        with database_errors(store.engine.url):
-            return action(store)
-    finally:
-        store.dispose()
 
 
 def _row(s: Silence, now: datetime) -> str:
@@ -116,7 +104,7 @@ def register(app: typer.Typer) -> None:
             with store.sessions.begin() as session:
                 add_silence(session, silence, now)
 
-        _with_store(db, config, store_it)
+        with_store(db, config, store_it)
         typer.echo(silence.id)
 
     @silence_app.command("list")
@@ -133,7 +121,7 @@ def register(app: typer.Typer) -> None:
             with store.sessions() as session:
                 return list_silences(session, active_at=None if all_ else now)
 
-        for s in _with_store(db, config, read):
+        for s in with_store(db, config, read):
             if as_json:
                 doc = {
                     "id": s.id, "starts_at": format_time(s.starts_at), "ends_at": format_time(s.ends_at),
@@ -157,7 +145,7 @@ def register(app: typer.Typer) -> None:
             with store.sessions.begin() as session:
                 return expire_silence(session, silence_id, now)
 
-        if not _with_store(db, config, expire):
+        if not with_store(db, config, expire):
             raise InputError(f"no active or pending silence with id {silence_id!r}")
         typer.echo(f"expired {silence_id}")
 

@@ -36,11 +36,13 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -74,8 +76,10 @@ from monitor.config import (
     storage_options,
 )
 from monitor.daemon.culprits import CulpritLocator, CulpritTarget
+from monitor.daemon.fleet import INGEST_TARGET, Fleet, LeasedResource
 from monitor.daemon.ingest import COLLECTOR_NAME as INGEST_COLLECTOR
 from monitor.daemon.ingest import create_ingest_app
+from monitor.daemon.instance_lock import SqliteRunLock
 from monitor.daemon.runtime import Runtime, StoreCursors, Target
 from monitor.daemon.service import CallbackService, Service, ServiceGroup
 from monitor.daemon.stopping import StopSignals, leave
@@ -99,7 +103,9 @@ __all__ = [
     "Daemon",
     "SchedulerService",
     "build",
+    "build_fleet",
     "build_redactor",
+    "default_instance_name",
     "report_jobs",
     "run",
     "wall_clock",
@@ -555,11 +561,35 @@ def build_redactor(config: Config, db_url: str | None, environ: Mapping[str, str
     return redaction.Redactor(secrets, urls)
 
 
-def _poller(runtime: Runtime, target: Target) -> Callable[[datetime], object]:
+def _poller(runtime: Runtime, target: Target, fleet: Fleet) -> Callable[[datetime], object]:
+    guard = fleet.poll_guard(target.name)
+
     def tick(now: datetime) -> object:
-        return runtime.poll(target, now)
+        with fleet.polling(target.name, now) as held:
+            if not held:  # another instance of the fleet polls it
+                return None
+            return runtime.poll(target, now, guard)
 
     return tick
+
+
+def default_instance_name() -> str:
+    """``host:pid``: the instance name when ``--instance`` is not given."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def build_fleet(
+    config: Config, store: Store, targets: list[Target], name: str, *, ingest: bool
+) -> Fleet:
+    """This instance's :class:`Fleet`: the configured targets, the ``ingest`` lease (the listener's jobs,
+    and those of unknown source) and the receivers as leases."""
+    resources = [LeasedResource(t.name, t.source.name, t.interval) for t in targets]
+    # always leased: its holder also evaluates the jobs whose source is unknown (stored by `scan --db`,
+    # by the demo's seeding, or before migration 0006)
+    resources.append(LeasedResource(INGEST_TARGET, INGEST_COLLECTOR if ingest else None, timedelta(seconds=5)))
+    interval = timedelta(milliseconds=config.delivery.interval)
+    receivers = [LeasedResource(r.name, None, interval) for r in config.receivers]
+    return Fleet(store.sessions, name, socket.gethostname(), os.getpid(), resources, receivers)
 
 
 def build(
@@ -569,6 +599,7 @@ def build(
     environ: Mapping[str, str],
     clock: Callable[[], datetime] = wall_clock,
     redactor: redaction.Redactor | None = None,
+    instance: str | None = None,
 ) -> Daemon:
     """Wire the daemon's parts (nothing runs until :meth:`Daemon.start`).
 
@@ -579,6 +610,8 @@ def build(
         clock: aware-UTC clock.
         redactor: what stored errors, ``/healthz`` and delivery logs pass through (default:
             :func:`build_redactor`).
+        instance: this instance's name in the fleet (default :func:`default_instance_name`). On SQLite
+            only one instance may run on a file (:class:`SqliteRunLock`).
 
     Raises:
         SchemaOutdatedError: the database schema is not current (run ``tidegauge db upgrade``).
@@ -611,6 +644,7 @@ def build(
         raise
     client = httpx.Client(follow_redirects=False)
     delivery = config.delivery
+    fleet = build_fleet(config, store, targets, instance or default_instance_name(), ingest=token is not None)
     runtime = Runtime(
         sessions=store.sessions,
         targets=targets,
@@ -631,6 +665,7 @@ def build(
         ),
         redactor=redactor,
         culprits=build_culprits(config, environ),
+        fleet=fleet,
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(
@@ -640,9 +675,11 @@ def build(
             alerts=runtime.alert_counts,
             collectors=runtime.collector_stats,
             deliveries=runtime.delivery_stats,
+            held=lambda: {fleet.name: len(fleet.held_targets())},
         )
     )
-    jobs = [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t)) for t in targets]
+    jobs = [ScheduledJob("fleet", fleet.interval, fleet.tick, first_delay=fleet.interval)]
+    jobs += [ScheduledJob(f"poll {t.name}", t.interval, _poller(runtime, t, fleet)) for t in targets]
     jobs.append(
         ScheduledJob("evaluate", timedelta(milliseconds=config.evaluation_interval), runtime.evaluate)
     )
@@ -655,6 +692,11 @@ def build(
 
     def health() -> tuple[bool, dict[str, Any]]:
         ok, body = runtime.health()
+        held = fleet.held_targets()
+        body["instance"] = fleet.name
+        body["targets"] = [
+            {**t, "held_since": held[t["name"]].isoformat()} for t in body.get("targets", []) if t["name"] in held
+        ]
         body["scheduler"] = "running" if scheduler.running else "stopped"
         failing = scheduler.failing()
         if failing:
@@ -688,6 +730,8 @@ def build(
             _warm_up()
 
     def _warm_up() -> None:
+        held = fleet.tick(clock())  # hold this instance's share before the first polls
+        log.info("instance %s: holds %d target(s), %d receiver(s)", fleet.name, held["target"], held["receiver"])
         loaded = runtime.seed_latest()
         runtime.load_alert_counts()
         runtime.refresh_outbox_backlog()
@@ -699,10 +743,21 @@ def build(
         for c in clients:
             abandon(c)
 
-    services: list[Service] = [
-        CallbackService("store", stop=store.dispose),
+    def leave() -> None:
+        try:
+            with database_errors(store.engine.url):
+                fleet.leave(clock())
+        except Exception as exc:  # the leases run out on their own
+            log.warning("instance %s could not release its leases (%s); they expire on their own", fleet.name, exc)
+
+    services: list[Service] = [CallbackService("store", stop=store.dispose)]
+    database = store.engine.url.database
+    if store.engine.url.get_backend_name() == "sqlite" and database and database != ":memory:":
+        services.append(SqliteRunLock(Path(database)))
+    services += [
         CallbackService("http clients", stop=close_clients),
         CallbackService("warm-up", start=warm_up),
+        CallbackService("fleet", stop=leave),
         http,
         scheduler,
         CallbackService("pull reads in flight", stop=abandon_reads),
@@ -710,7 +765,9 @@ def build(
     return Daemon(store, runtime, services, http, scheduler)
 
 
-def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIMEOUT_S) -> int:
+def run(
+    config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIMEOUT_S, instance: str | None = None
+) -> int:
     """Build and start the daemon with ``os.environ`` and the wall clock; serve until SIGTERM/SIGINT.
 
     Stopping follows :class:`monitor.daemon.stopping.StopSignals`: the services stop in reverse within
@@ -727,7 +784,7 @@ def run(config: Config, *, db_url: str | None, stop_timeout_s: float = STOP_TIME
     with StopSignals() as signals:
         redactor = build_redactor(config, db_url, os.environ)
         redaction.install(redactor)
-        daemon = build(config, db_url=db_url, environ=os.environ, redactor=redactor)
+        daemon = build(config, db_url=db_url, environ=os.environ, redactor=redactor, instance=instance)
         if not signals.stop.is_set():
             daemon.start()
             log.info(

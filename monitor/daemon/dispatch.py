@@ -59,6 +59,8 @@ class DispatchStage:
         policy: retry timing.
         rng: random source of the retry jitter.
         redactor: the redactor of delivery errors (called each time).
+        receivers: in a fleet, the receivers this instance delivers at a tick's ``now`` (the leases it
+            holds, :meth:`monitor.daemon.fleet.Fleet.held_receivers`); ``None`` (or a call returning it): all.
     """
 
     def __init__(
@@ -70,8 +72,10 @@ class DispatchStage:
         policy: RetryPolicy,
         rng: random.Random,
         redactor: Callable[[], Redactor],
+        receivers: Callable[[datetime], set[str] | None] | None = None,
     ) -> None:
         self._sessions = sessions
+        self._receivers = receivers
         self._notifiers = list(notifiers)
         self._client = client
         self._routes = list(routes)
@@ -93,10 +97,11 @@ class DispatchStage:
         when = tick_time(now)
         if self._client is None or not self._notifiers:
             return DispatchReport()
+        only = self._receivers(when) if self._receivers is not None else None
         try:
             report = dispatch_due(
                 self._sessions, self._notifiers, self._client, when,
-                routes=self._routes, policy=self._policy, rng=self._rng, redactor=self._redactor(),
+                routes=self._routes, policy=self._policy, rng=self._rng, redactor=self._redactor(), only=only,
             )  # fmt: skip
         finally:
             self.refresh_outbox_backlog()

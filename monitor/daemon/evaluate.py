@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, step_all
 from monitor.alerts.routing import Route
 from monitor.daemon.culprits import CulpritLocator
+from monitor.daemon.fleet import EvaluationScope
 from monitor.daemon.histories import EVAL_CURSOR, JobHistories
 from monitor.daemon.tick import JobKey, job_target, tick_time
 from monitor.metrics.exporter import AlertCount
@@ -114,11 +115,15 @@ class Episodes:
             fold = self._folds[key] = EpisodeFold(reopen(r) for r in stored if not _is_clock(r.rule, r.labels))
         return fold
 
-    def clock(self, session: Session) -> EpisodeFold:
-        """The fold of the findings judged at the tick's clock."""
+    def clock(self, session: Session, mine: Callable[[str, str, Any], bool] | None = None) -> EpisodeFold:
+        """The fold of the findings judged at the tick's clock (with ``mine``, only the open episodes for
+        which ``mine(engine, job_id, labels)`` holds: a fleet instance folds its own jobs' only)."""
         if self._clock is None:
             stored = load_episodes(session, open_only=True)
-            self._clock = EpisodeFold(reopen(r) for r in stored if _is_clock(r.rule, r.labels))
+            self._clock = EpisodeFold(
+                reopen(r) for r in stored
+                if _is_clock(r.rule, r.labels) and (mine is None or mine(r.job.engine.value, r.job.job_id, r.labels))
+            )  # fmt: skip
         return self._clock
 
     @staticmethod
@@ -169,6 +174,9 @@ class EvaluateStage:
         errors: the recent collector errors (``target_health``'s unreachable targets).
         culprits: locates the record behind Spark future-timestamp jumps and attaches it to the findings
             before they are folded and stepped (:mod:`monitor.daemon.culprits`); none by default.
+        scope: in a fleet (:meth:`monitor.daemon.fleet.Fleet.evaluation_scope`), called in the tick's
+            transaction: only the jobs of the targets this instance holds are evaluated (and their clock
+            alerts and episodes); a job taken over from another instance resumes from its stored cursor.
     """
 
     def __init__(
@@ -181,9 +189,12 @@ class EvaluateStage:
         horizon: timedelta,
         errors: Callable[[], list[CollectorError]],
         culprits: CulpritLocator | None = None,
+        scope: Callable[[Session, datetime], EvaluationScope | None] | None = None,
     ) -> None:
         self._sessions = sessions
         self._culprits = culprits
+        self._scope = scope
+        self._owned: set[JobKey] = set()
         self._histories = histories
         self._evaluator = evaluator
         self._timing = timing
@@ -227,15 +238,20 @@ class EvaluateStage:
         when = tick_time(now)
         errors = self._errors()
         touched: list[JobKey] = []
+        pending: list[JobKey] = []
         try:
             with self._sessions.begin() as session:
                 self._histories.catch_up(session, when)
-                touched = self._histories.pending()
-                out, alerts, evaluated = self._tick(session, when, touched, errors)
+                scope = self._scope(session, when) if self._scope is not None else None
+                if scope is not None:
+                    self._take_over(session, scope)
+                pending = self._histories.pending()
+                touched = pending if scope is None else [k for k in pending if scope.owns_job(k)]
+                out, alerts, evaluated = self._tick(session, when, touched, errors, scope)
         except BaseException:
             self._episodes.forget(touched)
             raise
-        self._histories.done(evaluated, touched)
+        self._histories.done(evaluated, pending)
         self._set_alert_counts(alerts.values())
         with self._lock:
             self._last_at = when
@@ -251,8 +267,20 @@ class EvaluateStage:
             )  # fmt: skip
         return out
 
+    def _take_over(self, session: Session, scope: EvaluationScope) -> None:
+        """Jobs this instance evaluates now but did not at its last tick (a target taken over, or the
+        first tick) continue from their stored cursors and episodes; the clock rules' episodes are re-read
+        every tick (the set of jobs they cover may have changed)."""
+        owned = {k for k in self._histories.all() if scope.owns_job(k)}
+        new = owned - self._owned
+        for key in sorted(new, key=lambda k: (k[0].value, k[1])):
+            self._histories.reload_cursor(session, key)
+        self._episodes.forget(new)
+        self._owned = owned
+
     def _tick(
-        self, session: Session, when: datetime, touched: list[JobKey], errors: list[CollectorError]
+        self, session: Session, when: datetime, touched: list[JobKey], errors: list[CollectorError],
+        scope: EvaluationScope | None = None,
     ) -> tuple[list[AlertEvent], dict[str, Alert], dict[JobKey, tuple[datetime, int]]]:
         """The evaluation inside the tick's transaction: (events, every alert by fingerprint, new cursors)."""
         out: list[AlertEvent] = []
@@ -260,9 +288,21 @@ class EvaluateStage:
         alerts = load_alerts(session)
         per_job: dict[JobKey, dict[str, Alert]] = {}
         clock_alerts: dict[str, Alert] = {}
+
+        def owned(engine: str, job_id: str, labels: Any) -> bool:
+            if scope is None:
+                return True
+            if labels.get("check") == "unreachable":  # job_id is the target
+                return job_id in scope.targets
+            try:
+                return scope.owns_job((Engine(engine), job_id))
+            except ValueError:
+                return False
+
         for fp, alert in alerts.items():
             if _is_clock(alert.rule, alert.labels):
-                clock_alerts[fp] = alert
+                if owned(alert.labels.get("engine", ""), alert.labels.get("job_id", ""), alert.labels):
+                    clock_alerts[fp] = alert
             else:
                 key = _alert_job(alert)
                 if key is not None:
@@ -296,14 +336,18 @@ class EvaluateStage:
                 evaluated[key] = last
                 cursors[job_target(key)] = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
         set_cursors(session, EVAL_CURSOR, cursors, when)  # every job's evaluation cursor in one upsert
-        findings = [f for key, samples in histories.items()
+        findings = [f for key, samples in histories.items() if scope is None or scope.owns_job(key)
                     for f in self._evaluator.evaluate_job(samples, when, clock=True)
                     if not self._histories.seen_as_history(key)]  # fmt: skip
         findings += self._evaluator.evaluate_targets(errors, when)
-        # a pipeline judged on data older than the history horizon (a catch-up, a scanned recording) notifies nobody
+        # a pipeline judged on data older than the history horizon (a catch-up, a scanned recording) notifies
+        # nobody; in a fleet each instance keeps the pipeline findings of the jobs it holds (filtered below)
         findings += [f for f in self._evaluator.evaluate_pipelines(histories.values())
                      if when - f.observed_at <= self._horizon]
-        clock_fold = self._episodes.clock(session)
+        if scope is not None:  # e.g. unreachable findings of a target lost while the store was down
+            findings = [f for f in findings if owned(f.job.engine.value, f.job.job_id, f.labels)]
+            self._episodes.forget(())
+        clock_fold = self._episodes.clock(session, owned if scope is not None else None)
         clock_episodes: dict[str, Episode] = {}
         self._episodes.add(clock_fold, Instant(when, None, findings), clock_episodes)
         self._episodes.record(session, None, clock_episodes.values())

@@ -144,6 +144,18 @@ class JobHistories:
         """The job's evaluation cursor: the last instant replayed, as ``(at, at_count)``."""
         return self._evaluated.get(key)
 
+    def reload_cursor(self, session: Session, key: JobKey) -> None:
+        """Re-read job ``key``'s evaluation cursor from the store and mark it pending: another instance
+        evaluated it meanwhile (a target taken over in a fleet), so the in-memory cursor is stale."""
+        cursor = get_cursor(session, EVAL_CURSOR, job_target(key))
+        at = _parse_time(cursor.get("evaluated_at")) if cursor else None
+        if at is None or cursor is None:
+            self._evaluated.pop(key, None)
+        else:
+            count = cursor.get("at_count")
+            self._evaluated[key] = (at, count if isinstance(count, int) else 0)
+        self._pending.add(key)
+
     def done(self, evaluated: dict[JobKey, tuple[datetime, int]], touched: Iterable[JobKey]) -> None:
         """After a committed evaluation: move the cursors, clear the evaluated jobs and trim."""
         self._evaluated.update(evaluated)

@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from collectors.base import Collector
+from monitor.daemon.fleet import INGEST_TARGET
 from monitor.daemon.tick import tick_time
 from monitor.metrics.exporter import CollectorStat
 from monitor.metrics.latest import LatestSamples
@@ -37,8 +38,19 @@ from monitor.model import CollectorError, ErrorKind, PollResult, Sample
 from monitor.redaction import Redactor
 from monitor.store import get_cursor, get_cursors, save_poll, set_cursors
 from monitor.store.database import is_data_error
+from monitor.store.fleet_repo import record_job_sources
 
-__all__ = ["PollStage", "StoreCursors", "Target", "TargetHealth"]
+__all__ = ["INGEST_SOURCE", "LeaseGuard", "PollStage", "StoreCursors", "Target", "TargetHealth"]
+
+#: The source name of the jobs pushed to the listener ingest endpoint (``job_sources``; its lease's name).
+INGEST_SOURCE = INGEST_TARGET
+
+LeaseGuard = Callable[[Session, datetime], bool]
+"""Run first in a poll's write transaction: ``False`` (the target's lease was lost) stores nothing."""
+
+
+class _LeaseLost(Exception):
+    """The target's lease was lost between the read and the write: the poll is not stored."""
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +190,22 @@ class PollStage:
         self._health = {t.name: TargetHealth(t.source.name, t.name) for t in targets}
         # recent collector errors for target_health (bounded; the rule looks at its own window)
         self._recent_errors: deque[CollectorError] = deque(maxlen=_MAX_RECENT_ERRORS)
+        self._sources: set[tuple[str, str, str]] = set()  # (target, engine, job id) in job_sources
 
-    def poll(self, target: Target, now: datetime) -> PollResult:
+    def _record_sources(self, session: Session, source: str, samples: Sequence[Sample]) -> set[tuple[str, str, str]]:
+        """Record the jobs of ``samples`` as read by ``source`` (once per process); returns the new triples
+        (known only once the transaction commits)."""
+        new = {(source, s.job.engine.value, s.job.job_id) for s in samples} - self._sources
+        if new:
+            record_job_sources(session, source, [(e, j) for _t, e, j in new])
+        return new
+
+    def poll(self, target: Target, now: datetime, guard: LeaseGuard | None = None) -> PollResult:
         """Poll ``target`` once with the tick's ``now`` and store what it read (one transaction).
+
+        With ``guard`` (a fleet: :meth:`monitor.daemon.fleet.Fleet.poll_guard`), the write transaction
+        first renews the target's lease; if it was lost, nothing is stored (no cursor moves, the next holder
+        reads the same data) and an empty result is returned without touching the target's health.
 
         Never raises. Returns:
             What was stored, with the collector errors (quarantined lines, documents, files; an unreadable
@@ -196,12 +221,18 @@ class PollStage:
             with self._collecting(target) as states:  # read first, with no transaction open
                 pieces = [self._redacted(raw_piece) for raw_piece in target.source.iter_poll(when)]
             with self._sessions.begin() as session:  # then write, in one short transaction
+                if guard is not None and not guard(session, when):
+                    raise _LeaseLost(target.name)
                 for stored in self._save_pieces(session, pieces, target, when):
                     samples.extend(stored.samples)  # raw documents stay in the store only
                     errors.extend(stored.errors)
                 if target.cursors is not None:
                     target.cursors.write(session, states, when)
+                sources = self._record_sources(session, target.name, samples)
+            self._sources.update(sources)
             del pieces
+        except _LeaseLost:
+            return PollResult()
         except Exception as exc:
             what = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
             failure = CollectorError(
@@ -333,6 +364,8 @@ class PollStage:
         """
         with self._sessions.begin() as session:
             save_poll(session, result, collector=collector)
+            sources = self._record_sources(session, INGEST_SOURCE, result.samples)
+        self._sources.update(sources)
         self._latest.update(result.samples)
 
     @staticmethod

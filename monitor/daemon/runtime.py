@@ -38,9 +38,10 @@ from monitor.alerts.silences import Matcher, Silence
 from monitor.daemon.culprits import CulpritLocator
 from monitor.daemon.dispatch import RECEIVER_DEGRADED_AFTER, DispatchStage
 from monitor.daemon.evaluate import EvaluateStage
+from monitor.daemon.fleet import Fleet
 from monitor.daemon.histories import JobHistories
 from monitor.daemon.housekeeping import Housekeeping
-from monitor.daemon.poll import PollStage, StoreCursors, Target, TargetHealth
+from monitor.daemon.poll import LeaseGuard, PollStage, StoreCursors, Target, TargetHealth
 from monitor.daemon.reporting import ReportStage
 from monitor.daemon.tick import JobKey
 from monitor.metrics.exporter import AlertCount, CollectorStat, DeliveryStat
@@ -95,6 +96,8 @@ class Runtime:
             are stored, logged or shown (default: the process's, :func:`monitor.redaction.current`).
         culprits: locates the records behind Spark future-timestamp jumps when the evaluate stage runs
             (:mod:`monitor.daemon.culprits`); none by default.
+        fleet: this instance's leases (:class:`monitor.daemon.fleet.Fleet`): only the jobs of the targets
+            it holds are evaluated and only the receivers it holds are delivered; ``None``: everything.
 
     Raises:
         ConfigError: invalid rule configuration.
@@ -119,6 +122,7 @@ class Runtime:
         monotonic: Callable[[], float] = time.monotonic,
         redactor: Redactor | None = None,
         culprits: CulpritLocator | None = None,
+        fleet: Fleet | None = None,
     ) -> None:
         check_rules(rules_config)
         self._sessions = sessions
@@ -135,12 +139,12 @@ class Runtime:
         self._polls = PollStage(sessions, self.targets, latest, monotonic, lambda: self.redactor)
         self._evaluation = EvaluateStage(
             sessions, self._histories, evaluator, rule_timing(rules_config), routes, horizon,
-            self._polls.recent_errors, culprits,
+            self._polls.recent_errors, culprits, fleet.evaluation_scope if fleet is not None else None,
         )  # fmt: skip
         self._delivery = DispatchStage(
             sessions, notifiers, http_client, routes, retry_policy or RetryPolicy(),
             rng or random.Random(),  # noqa: S311 - retry jitter, not cryptography
-            lambda: self.redactor,
+            lambda: self.redactor, fleet.held_receivers if fleet is not None else None,
         )  # fmt: skip
         self._reports = ReportStage(sessions)
         self._housekeeping = Housekeeping(sessions, retention)
@@ -162,9 +166,10 @@ class Runtime:
 
     # ------------------------------------------------------------------------------------------- polls
 
-    def poll(self, target: Target, now: datetime) -> PollResult:
-        """Poll ``target`` once and store what it read (:meth:`PollStage.poll`; never raises)."""
-        return self._polls.poll(target, now)
+    def poll(self, target: Target, now: datetime, guard: LeaseGuard | None = None) -> PollResult:
+        """Poll ``target`` once and store what it read (:meth:`PollStage.poll`, ``guard`` the fleet's
+        lease check; never raises)."""
+        return self._polls.poll(target, now, guard)
 
     def ingest(self, result: PollResult, collector: str) -> None:
         """Store what the listener ingest endpoint accepted (:meth:`PollStage.ingest`).

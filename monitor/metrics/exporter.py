@@ -37,6 +37,7 @@ Metrics (the names :mod:`monitor.metrics.promrules` writes PromQL against):
 ``tidegauge_outbox_depth``                                   gauge    notifications waiting, by ``receiver``
 ``tidegauge_outbox_oldest_age_seconds``                      gauge    age of the oldest waiting one (0: none)
 ``tidegauge_receiver_consecutive_failures``                  gauge    failed sends since the last success
+``tidegauge_fleet_targets_held``                             gauge    targets this ``instance`` holds (a fleet)
 ==========================================================  =======  ==========================================
 
 Delivery counters count since the process started (Prometheus's ``rate()`` handles restarts).
@@ -140,7 +141,9 @@ class TidegaugeCollector(Collector):
         alerts: Callable[[], Iterable[AlertCount]] = lambda: (),
         collectors: Callable[[], Iterable[CollectorStat]] = lambda: (),
         deliveries: Callable[[], Iterable[DeliveryStat]] = lambda: (),
+        held: Callable[[], Mapping[str, int]] = lambda: {},
     ) -> None:
+        self._held = held
         self._latest = latest
         self._now = now
         self._alerts = alerts
@@ -287,3 +290,9 @@ class TidegaugeCollector(Collector):
             streak.add_metric([d.receiver], d.consecutive_failures)
         yield from counters.values()
         yield from (depth, age, streak)
+        held = GaugeMetricFamily(
+            "tidegauge_fleet_targets_held", "Targets whose lease this instance holds.", labels=("instance",)
+        )
+        for instance, count in sorted(self._held().items()):
+            held.add_metric([instance], count)
+        yield held

@@ -22,8 +22,8 @@ A row is marked delivered only after a 2xx, so a crash between send and record r
 with the same ``Idempotency-Key`` (at-least-once; exactly-once for receivers that honour the key). Slack
 incoming webhooks have no idempotency key: there a crash during a send can duplicate that one message
 (never more: batches are sent one at a time and each outcome is committed before the next send), and the
-re-send is logged as a possible duplicate. The dispatcher assumes it is the only one running against the
-database.
+re-send is logged as a possible duplicate. One dispatcher delivers a receiver at a time: in a fleet, the
+holder of the receiver's lease (``only``).
 
 Every error text is stored and logged through the process's redactor (:mod:`monitor.redaction`), so a
 receiver echoing its URL's path or a token in its error body leaks nothing. Log lines name the receiver,
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -62,13 +62,13 @@ from monitor.store.alert_repo import (
     ReportOutboxItem,
     enqueue_repeats,
     finish_outbox,
-    last_firing_told,
     list_silences,
     open_outbox,
     open_report_outbox,
     outbox_errors,
     retry_outbox,
     seal_outbox,
+    told_in_episode,
 )
 
 __all__ = ["IN_FLIGHT", "DispatchReport", "ReceiverOutcome", "RetryPolicy", "dispatch_due"]
@@ -183,11 +183,6 @@ def _head_of_line(items: Sequence[OutboxItem]) -> list[OutboxItem]:
     return heads
 
 
-def _told_in_episode(told_at: datetime | None, item: OutboxItem) -> bool:
-    fired_at = item.notification.fired_at
-    return told_at is not None and (fired_at is None or told_at >= fired_at)
-
-
 def _plan(
     session: Session,
     notifiers: Mapping[str, Notifier],
@@ -195,10 +190,15 @@ def _plan(
     policy: RetryPolicy,
     now: datetime,
     report: DispatchReport,
+    only: Collection[str] | None = None,
 ) -> list[_Batch]:
     silences: list[Silence] = list_silences(session, active_at=now)
+    if only is not None:
+        routes = [r for r in routes if r.receiver in only]
     report.queued_repeats = enqueue_repeats(session, routes, silences, now) if routes else 0
     heads = _head_of_line(open_outbox(session))
+    if only is not None:
+        heads = [i for i in heads if i.receiver in only]
 
     unknown = [i for i in heads if i.receiver not in notifiers]
     if unknown:
@@ -223,8 +223,10 @@ def _plan(
         if i.batch_key is None and i.id not in muted_ids and i.notification.status is NotificationStatus.RESOLVED
     ]  # fmt: skip
     if resolved:
-        told = last_firing_told(session, (OUTBOX_DELIVERED,))
-        orphans = [i for i in resolved if not _told_in_episode(told.get((i.receiver, i.fingerprint)), i)]
+        orphans = [
+            i for i in resolved
+            if not told_in_episode(session, i.receiver, i.fingerprint, i.notification.fired_at)
+        ]  # fmt: skip
         if orphans:
             finish_outbox(session, orphans, OUTBOX_SUPPRESSED, now, error="firing was not delivered")
             report.suppressed += len(orphans)
@@ -324,6 +326,7 @@ def dispatch_due(
     rng: random.Random | None = None,
     on_sent: Callable[[str, int], None] | None = None,
     redactor: Redactor | None = None,
+    only: Collection[str] | None = None,
 ) -> DispatchReport:
     """Deliver every due outbox batch once (see the module docstring for the policy).
 
@@ -338,6 +341,8 @@ def dispatch_due(
         on_sent: optional hook called with (receiver, number of alerts) after each 2xx (metrics).
         redactor: what error texts pass through before they are stored or logged (default: the
             process's, :func:`monitor.redaction.current`).
+        only: deliver only these receivers' rows and repeats, leave the others' alone (a fleet instance
+            delivers the receivers whose lease it holds, :mod:`monitor.daemon.fleet`); ``None``: all.
 
     Returns:
         Counts of what happened.
@@ -357,7 +362,7 @@ def dispatch_due(
     report = DispatchReport()
 
     with session_factory.begin() as session:
-        batches = _plan(session, by_name, routes, policy, now_utc, report)
+        batches = _plan(session, by_name, routes, policy, now_utc, report, only)
 
     redact = (redactor or current()).redact
     for batch in batches:

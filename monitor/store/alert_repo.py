@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from monitor.alerts.lifecycle import Alert, AlertEvent, EventKind, group_key
-from monitor.alerts.notification import AlertNotification, NotificationStatus, notification_key
+from monitor.alerts.notification import AlertNotification, NotificationStatus, notification_key, repeat_key
 from monitor.alerts.report_notification import HealthReport, report_fingerprint, report_key
 from monitor.alerts.routing import Route, routes_for
 from monitor.alerts.silences import Matcher, Silence, is_silenced
 from monitor.model import AlertState, Severity
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow, SilenceRow
+from monitor.store.upsert import insert_ignoring
 
 __all__ = [
     "OUTBOX_DELIVERED",
@@ -38,7 +39,6 @@ __all__ = [
     "enqueue_report",
     "expire_silence",
     "finish_outbox",
-    "last_firing_told",
     "list_silences",
     "load_alerts",
     "open_outbox",
@@ -47,6 +47,7 @@ __all__ = [
     "outbox_errors",
     "retry_outbox",
     "seal_outbox",
+    "told_in_episode",
 ]
 
 OUTBOX_PENDING: Final = "pending"
@@ -138,19 +139,23 @@ def _upsert_alerts(session: Session, alerts: Sequence[Alert]) -> None:
 # --- outbox -----------------------------------------------------------------------------------------
 
 
-def _existing_keys(session: Session, receiver: str, keys: set[str]) -> set[str]:
-    if not keys:
-        return set()
-    query = select(OutboxRow.idempotency_key).where(
-        OutboxRow.receiver == receiver, OutboxRow.idempotency_key.in_(sorted(keys))
-    )
-    return set(session.scalars(query))
+_OUTBOX_KEY: Final = ("receiver", "idempotency_key")  # uq_outbox_receiver_idempotency_key
+
+
+def _queue(session: Session, rows: list[dict[str, Any]]) -> int:
+    """Insert outbox rows, ignoring those whose (receiver, idempotency key) is queued already, by this
+    transaction or a concurrent one (another instance): the unique constraint is the guard, not a read
+    before the write. Returns the number of rows queued."""
+    session.flush()
+    queued = insert_ignoring(session, OutboxRow, rows, _OUTBOX_KEY, count=True)
+    assert queued is not None
+    return queued
 
 
 def _outbox_row(
     receiver: str, notification: AlertNotification, key: str, now: datetime
-) -> OutboxRow:
-    return OutboxRow(
+) -> dict[str, Any]:
+    return dict(
         receiver=receiver,
         fingerprint=notification.fingerprint,
         group_key=notification.group_key,
@@ -208,17 +213,8 @@ def apply_transitions(
                 continue
             key = notification_key(route.receiver, subject.fingerprint, status, event.at)
             wanted.setdefault(route.receiver, []).append((key, notification))
-    queued = 0
-    for receiver, items in wanted.items():
-        existing = _existing_keys(session, receiver, {key for key, _ in items})
-        for key, notification in items:
-            if key in existing:
-                continue
-            existing.add(key)
-            session.add(_outbox_row(receiver, notification, key, now))
-            queued += 1
-    session.flush()
-    return queued
+    rows = [_outbox_row(receiver, n, key, now) for receiver, items in wanted.items() for key, n in items]
+    return _queue(session, rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,25 +308,20 @@ def enqueue_report(session: Session, receiver: str, report: HealthReport, now: d
     ``batch_key`` is the idempotency key). Returns whether a row was queued.
     """
     key = report_key(receiver, report.name, report.scheduled_at)
-    if _existing_keys(session, receiver, {key}):
-        return False
-    session.add(
-        OutboxRow(
-            receiver=receiver,
-            fingerprint=report_fingerprint(report.name),
-            group_key=f"report/{report.name}",
-            status=OUTBOX_REPORT_STATUS,
-            idempotency_key=key,
-            payload=report.to_json(),
-            created_at=now,
-            state=OUTBOX_PENDING,
-            attempts=0,
-            next_attempt_at=now,
-            batch_key=key,
-        )
-    )
-    session.flush()
-    return True
+    row = {
+        "receiver": receiver,
+        "fingerprint": report_fingerprint(report.name),
+        "group_key": f"report/{report.name}",
+        "status": OUTBOX_REPORT_STATUS,
+        "idempotency_key": key,
+        "payload": report.to_json(),
+        "created_at": now,
+        "state": OUTBOX_PENDING,
+        "attempts": 0,
+        "next_attempt_at": now,
+        "batch_key": key,
+    }
+    return _queue(session, [row]) == 1
 
 
 def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
@@ -418,18 +409,71 @@ def finish_outbox(
     session.flush()
 
 
-def last_firing_told(session: Session, outcomes: Sequence[str]) -> dict[tuple[str, str], datetime]:
-    """(receiver, fingerprint) -> time of the latest firing notification that ended with one of
-    ``outcomes`` (from the notification log)."""
+def _episode_start(session: Session, receiver: str, fingerprint: str, fired_at: datetime) -> datetime | None:
+    """When (wall clock) the first firing notification of the episode that fired at ``fired_at`` was
+    queued for ``receiver``; ``None`` if it never was. ``fired_at`` is on the data's clock (a batch's own
+    time), so it is only ever used to make the key, never compared with a delivery time."""
+    key = notification_key(receiver, fingerprint, NotificationStatus.FIRING, fired_at)
+    query = select(OutboxRow.created_at).where(OutboxRow.receiver == receiver, OutboxRow.idempotency_key == key)
+    return session.scalar(query)
+
+
+def _last_firing_outcome(
+    session: Session, receiver: str, fingerprint: str, since: datetime, outcomes: Sequence[str]
+) -> tuple[datetime, str] | None:
+    """(time, outcome) of the latest firing notification to ``receiver`` about ``fingerprint`` that ended
+    at or after ``since`` with one of ``outcomes`` (from the notification log)."""
     query = (
-        select(NotificationLogRow.receiver, NotificationLogRow.fingerprint, func.max(NotificationLogRow.at))
+        select(NotificationLogRow.at, NotificationLogRow.outcome)
         .where(
+            NotificationLogRow.receiver == receiver,
+            NotificationLogRow.fingerprint == fingerprint,
             NotificationLogRow.status == NotificationStatus.FIRING.value,
             NotificationLogRow.outcome.in_(list(outcomes)),
+            NotificationLogRow.at >= since,
         )
-        .group_by(NotificationLogRow.receiver, NotificationLogRow.fingerprint)
+        .order_by(NotificationLogRow.at.desc(), NotificationLogRow.id.desc())
+        .limit(1)
     )
-    return {(receiver, fp): at for receiver, fp, at in session.execute(query)}
+    row = session.execute(query).first()
+    return None if row is None else (row[0], row[1])
+
+
+def told_in_episode(session: Session, receiver: str, fingerprint: str, fired_at: datetime | None) -> bool:
+    """Whether ``receiver`` got (delivered) a firing notification of the episode that fired at ``fired_at``.
+
+    The episode is named by its first firing row's key, and "after it" is measured on one clock: the
+    wall-clock time that row was queued, not ``fired_at`` (the data's clock, which may run ahead of the
+    daemon's). Without ``fired_at`` (an alert stored before it was kept), any delivered firing counts.
+    """
+    start = datetime.min.replace(tzinfo=UTC) if fired_at is None else _episode_start(session, receiver, fingerprint, fired_at)
+    if start is None:
+        return False
+    return _last_firing_outcome(session, receiver, fingerprint, start, (OUTBOX_DELIVERED,)) is not None
+
+
+def _repeat_due(
+    session: Session, receiver: str, fingerprint: str, fired_at: datetime, interval: timedelta
+) -> tuple[str, datetime]:
+    """(idempotency key, due time) of the next firing notification of the episode that fired at
+    ``fired_at``, read from the store only (so every instance computes the same key):
+
+    * never queued for ``receiver`` (a route added since): the episode's own firing key, due now;
+    * its last firing row was suppressed (silenced): a repeat due at that row's end, so a silence that
+      ends is followed by a notification;
+    * its last firing row was delivered or given up: a repeat due ``interval`` after that.
+    """
+    first = notification_key(receiver, fingerprint, NotificationStatus.FIRING, fired_at)
+    start = _episode_start(session, receiver, fingerprint, fired_at)
+    if start is None:
+        return first, datetime.min.replace(tzinfo=UTC)
+    outcomes = (OUTBOX_DELIVERED, OUTBOX_GAVE_UP, OUTBOX_SUPPRESSED)
+    last = _last_firing_outcome(session, receiver, fingerprint, start, outcomes)
+    if last is None:  # still pending (open rows are skipped before) or being finished right now
+        return first, datetime.max.replace(tzinfo=UTC)
+    at, outcome = last
+    due = at if outcome == OUTBOX_SUPPRESSED else at + interval
+    return repeat_key(receiver, fingerprint, due), due
 
 
 def enqueue_repeats(
@@ -441,7 +485,8 @@ def enqueue_repeats(
 
     An alert whose episode has no delivered/given-up firing notification for a receiver (it was silenced
     when it fired, or the route is new) is queued at once, so a silence that ends is followed by a
-    notification. Returns the number of rows queued.
+    notification. Keys come from the store, not from ``now`` (:func:`_repeat_due`): two dispatchers, or
+    two ticks, never queue the same notification under two keys. Returns the number of rows queued.
     """
     firing = load_alerts(session, states=[AlertState.FIRING])
     if not firing or not routes:
@@ -452,28 +497,19 @@ def enqueue_repeats(
             select(OutboxRow.receiver, OutboxRow.fingerprint).where(OutboxRow.state == OUTBOX_PENDING)
         )
     }
-    last_told = last_firing_told(session, (OUTBOX_DELIVERED, OUTBOX_GAVE_UP))
-    queued = 0
+    rows: list[dict[str, Any]] = []
     for fp, alert in sorted(firing.items()):
         labels = alert.all_labels()
-        if is_silenced(labels, silences, now):
+        if alert.fired_at is None or is_silenced(labels, silences, now):
             continue
         notification = AlertNotification.of(alert, NotificationStatus.FIRING)
         for route in routes_for(routes, labels, alert.severity):
             if (route.receiver, fp) in open_pairs:
                 continue
-            last = last_told.get((route.receiver, fp))
-            if last is not None and alert.fired_at is not None and last < alert.fired_at:
-                last = None  # told about an earlier episode only
-            if last is not None and now - last < route.repeat_interval:
-                continue
-            key = notification_key(route.receiver, fp, NotificationStatus.FIRING, now)
-            if _existing_keys(session, route.receiver, {key}):
-                continue
-            session.add(_outbox_row(route.receiver, notification, key, now))
-            queued += 1
-    session.flush()
-    return queued
+            key, due = _repeat_due(session, route.receiver, fp, alert.fired_at, route.repeat_interval)
+            if due <= now:
+                rows.append(_outbox_row(route.receiver, notification, key, now))
+    return _queue(session, rows)
 
 
 # --- silences ---------------------------------------------------------------------------------------

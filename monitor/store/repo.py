@@ -8,7 +8,6 @@ writing and runs inside a SAVEPOINT, so a bad poll leaves the session exactly as
 
 from __future__ import annotations
 
-import functools
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,7 +17,6 @@ from typing import Any, Final
 
 import zstandard
 from sqlalchemy import Row, Select, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from monitor.model import Engine, JobRef, PollResult, Sample, SampleKind, Scope, ensure_utc
@@ -32,6 +30,7 @@ from monitor.store.tables import (
     RunRow,
     SampleRow,
 )
+from monitor.store.upsert import CHUNK, chunks, insert_ignoring, upsert_statement
 
 __all__ = [
     "PurgeCounts",
@@ -55,7 +54,6 @@ __all__ = [
 RAW_CODEC: Final = "zstd"
 _ZSTD_LEVEL: Final = 10
 #: Rows per ``IN (...)`` list / executemany chunk (below SQLite's oldest 999-variable limit).
-_CHUNK: Final = 500
 
 _MEASURES: Final = (
     "batch_id",
@@ -122,34 +120,11 @@ class RawDocument:
 # ----------------------------------------------------------------------------------------------- helpers
 
 
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
-
-
 def _existing_keys(session: Session, column: Any, keys: Sequence[str]) -> set[str]:
     found: set[str] = set()
-    for chunk in _chunks(keys):
+    for chunk in chunks(keys):
         found.update(session.scalars(select(column).where(column.in_(chunk))))
     return found
-
-
-def _insert_new(session: Session, row_class: Any, rows: list[dict[str, Any]], conflict: str) -> None:
-    """INSERT rows, ignoring a concurrent writer's identical row on the ``conflict`` column (SQLite and
-    PostgreSQL; other dialects raise IntegrityError on such a race, which rolls the poll back)."""
-    if not rows:
-        return
-    dialect = session.get_bind().dialect.name
-    table = row_class.__table__
-    stmt: Any
-    if dialect == "sqlite":
-        stmt = sqlite.insert(table).on_conflict_do_nothing(index_elements=[conflict])
-    elif dialect == "postgresql":
-        stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=[conflict])
-    else:
-        stmt = insert(table)
-    for chunk in _chunks(rows):
-        session.execute(stmt, list(chunk))
 
 
 def _compress(data: bytes) -> bytes:
@@ -177,7 +152,7 @@ class _Jobs:
 
     def prefetch(self, jobs: Iterable[JobRef]) -> None:
         """Load the stored rows of ``jobs`` and of their runs with a few ``IN`` queries (per engine, per
-        :data:`_CHUNK` ids), so that a poll of many jobs costs a few statements, not two per job."""
+        :data:`CHUNK` ids), so that a poll of many jobs costs a few statements, not two per job."""
         wanted: dict[str, set[str]] = {}
         runs_of: dict[tuple[str, str], set[str]] = {}
         for job in jobs:
@@ -187,7 +162,7 @@ class _Jobs:
                 runs_of.setdefault(key, set()).add(job.run_id)
         for engine, ids in wanted.items():
             missing = sorted(i for i in ids if (engine, i) not in self._jobs)
-            for chunk in _chunks(missing):
+            for chunk in chunks(missing):
                 for row in self._session.scalars(
                     select(JobRow).where(JobRow.engine == engine, JobRow.job_id.in_(chunk))
                 ):
@@ -204,8 +179,8 @@ class _Jobs:
             return
         job_pks = sorted({pk for pk, _ in pairs})
         run_ids = sorted({run_id for _, run_id in pairs})
-        for pk_chunk in _chunks(job_pks):
-            for run_chunk in _chunks(run_ids):
+        for pk_chunk in chunks(job_pks):
+            for run_chunk in chunks(run_ids):
                 for run in self._session.scalars(
                     select(RunRow).where(RunRow.job_pk.in_(pk_chunk), RunRow.run_id.in_(run_chunk))
                 ):
@@ -360,15 +335,15 @@ def _save(
         run_pk = jobs.run_pk(sample.job, sample.observed_at)
         sample_rows[key] = {"dedup_key": key, **_sample_values(sample, job_pk, run_pk)}
     existing = _existing_keys(session, SampleRow.dedup_key, list(sample_rows))
-    _insert_new(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], "dedup_key")
+    insert_ignoring(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], ["dedup_key"])
     replaced = 0
     if replace and existing:
         ids: dict[str, int] = {}
-        for chunk in _chunks(sorted(existing)):
+        for chunk in chunks(sorted(existing)):
             stmt = select(SampleRow.dedup_key, SampleRow.id).where(SampleRow.dedup_key.in_(chunk))
             ids.update((key, pk) for key, pk in session.execute(stmt))
         updates = [{**sample_rows[k], "id": ids[k]} for k in existing]
-        for chunk in _chunks(updates):
+        for chunk in chunks(updates):
             session.execute(update(SampleRow), list(chunk))
         replaced = len(updates)
 
@@ -392,8 +367,8 @@ def _save(
             "payload": _compress(data),
         }
     raw_existing = _existing_keys(session, RawDocumentRow.dedup_key, list(raw_rows))
-    _insert_new(
-        session, RawDocumentRow, [v for k, v in raw_rows.items() if k not in raw_existing], "dedup_key"
+    insert_ignoring(
+        session, RawDocumentRow, [v for k, v in raw_rows.items() if k not in raw_existing], ["dedup_key"]
     )
 
     error_rows: dict[str, dict[str, Any]] = {}
@@ -411,11 +386,11 @@ def _save(
             },
         )
     errors_existing = _existing_keys(session, CollectorErrorRow.dedup_key, list(error_rows))
-    _insert_new(
+    insert_ignoring(
         session,
         CollectorErrorRow,
         [v for k, v in error_rows.items() if k not in errors_existing],
-        "dedup_key",
+        ["dedup_key"],
     )
     session.flush()
     return SaveCounts(
@@ -441,22 +416,10 @@ def set_cursor(session: Session, collector: str, target: str, state: dict[str, A
     set_cursors(session, collector, {target: state}, now)
 
 
-@functools.cache
-def _cursor_upsert(dialect: str) -> Any:
-    """``INSERT ... ON CONFLICT (collector, target) DO UPDATE`` of ``collector_cursors`` for ``dialect``
-    (``sqlite`` or ``postgresql``), built once (building it costs more than running it)."""
-    table: Any = CollectorCursorRow.__table__
-    stmt = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(table)
-    return stmt.on_conflict_do_update(
-        index_elements=["collector", "target"],
-        set_={"state": stmt.excluded.state, "updated_at": stmt.excluded.updated_at},
-    )
-
-
 def set_cursors(session: Session, collector: str, states: Mapping[str, dict[str, Any]], now: datetime) -> None:
     """Record where ``collector`` stopped reading each target of ``states`` (target -> opaque JSON state), all
     with ``updated_at = now`` (aware UTC), in one batched upsert (``INSERT ... ON CONFLICT (collector, target)
-    DO UPDATE`` as one ``executemany`` per :data:`_CHUNK` targets on SQLite and PostgreSQL; elsewhere one
+    DO UPDATE`` as one ``executemany`` per :data:`CHUNK` targets on SQLite and PostgreSQL; elsewhere one
     ``SELECT`` of the stored targets, then batched inserts and updates).
 
     Save them in the same transaction as the poll they belong to, so a cursor only advances with the data.
@@ -476,13 +439,13 @@ def set_cursors(session: Session, collector: str, states: Mapping[str, dict[str,
     table: Any = CollectorCursorRow.__table__
     dialect = session.get_bind().dialect.name
     if dialect in ("sqlite", "postgresql"):
-        stmt = _cursor_upsert(dialect)
-        for chunk in _chunks(rows):
+        stmt = upsert_statement(dialect, table, ("collector", "target"), ("state", "updated_at"))
+        for chunk in chunks(rows):
             session.execute(stmt, list(chunk))
     else:
         ids = {
             target: pk
-            for chunk in _chunks(sorted(states))
+            for chunk in chunks(sorted(states))
             for target, pk in session.execute(
                 select(CollectorCursorRow.target, CollectorCursorRow.id).where(
                     CollectorCursorRow.collector == collector, CollectorCursorRow.target.in_(chunk)
@@ -491,9 +454,9 @@ def set_cursors(session: Session, collector: str, states: Mapping[str, dict[str,
         }
         new_rows = [row for row in rows if row["target"] not in ids]
         changed = [{"id": ids[row["target"]], **row} for row in rows if row["target"] in ids]
-        for chunk in _chunks(new_rows):
+        for chunk in chunks(new_rows):
             session.execute(insert(table), list(chunk))
-        for chunk in _chunks(changed):
+        for chunk in chunks(changed):
             session.execute(update(CollectorCursorRow), list(chunk))
 
 
@@ -756,7 +719,7 @@ def iter_raw_documents(
         .join(JobRow, RawDocumentRow.job_pk == JobRow.id)
         .outerjoin(run, RawDocumentRow.run_pk == run.id)
         .order_by(RawDocumentRow.observed_at, RawDocumentRow.id)
-        .execution_options(yield_per=_CHUNK)
+        .execution_options(yield_per=CHUNK)
     )
     if job_id is not None:
         stmt = stmt.where(JobRow.job_id == job_id)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,7 +27,7 @@ from sqlalchemy import select
 from monitor.store import make_engine, make_session_factory, upgrade
 from monitor.store.alert_tables import OutboxRow
 from tests.daemon_process import DaemonProcess, free_port, wait_for
-from tests.http_receiver import Receiver, running_receiver
+from tests.http_receiver import Receiver, keys_by_notification, processed_alerts, running_receiver
 from tests.live_eventlog import LiveEventLog
 from tests.rule_samples import only_rules
 
@@ -63,22 +62,6 @@ def _config(tmp_path: Path, webhook_url: str) -> dict[str, Any]:
             {"name": "chat", "type": "slack", "url": {"env": "TG_SLACK_URL"}},
         ],
     }
-
-
-def _webhook_notifications(rx: Receiver) -> dict[tuple[str, str, str], set[str]]:
-    """(job id, status, fired_at) of every alert in every request the receiver got -> the idempotency
-    keys it came under (failed requests included)."""
-    keys: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    with rx.lock:
-        for r in rx.requests:
-            for a in r.json()["alerts"]:
-                keys[(a["labels"]["job_id"], a["status"], a["fired_at"])].add(r.headers["idempotency-key"])
-    return keys
-
-
-def _processed(rx: Receiver) -> list[tuple[str, str]]:
-    with rx.lock:
-        return [(a["labels"]["job_id"], a["status"]) for r in rx.processed for a in r.json()["alerts"]]
 
 
 def _slack_seen(rx: Receiver, names: dict[str, str]) -> list[tuple[str, str]]:
@@ -151,7 +134,7 @@ def test_kill_9_at_random_points_with_a_flaky_receiver_delivers_everything_once(
         chaos_step()
         webhook_rx.fail_status = slack_rx.fail_status = None
         expected = sorted((log.query_id, status) for log in logs for status in ("firing", "resolved"))
-        wait_for("every notification at the webhook", lambda: sorted(_processed(webhook_rx)) == expected, 90.0)
+        wait_for("every notification at the webhook", lambda: sorted(processed_alerts(webhook_rx)) == expected, 90.0)
         wait_for(
             "every notification at Slack",
             lambda: set(_slack_seen(slack_rx, names)) == set(expected) or None,
@@ -164,8 +147,8 @@ def test_kill_9_at_random_points_with_a_flaky_receiver_delivers_everything_once(
 
     assert kills >= 3, "the seed must kill the daemon a few times"
     # every notification delivered, each processed once, and none under two idempotency keys
-    assert sorted(_processed(webhook_rx)) == expected
-    by_notification = _webhook_notifications(webhook_rx)
+    assert sorted(processed_alerts(webhook_rx)) == expected
+    by_notification = keys_by_notification(webhook_rx)
     assert len(by_notification) == len(expected)
     assert {n: keys for n, keys in by_notification.items() if len(keys) != 1} == {}
     # Slack has no key: a kill during a send may show that one message twice, never more

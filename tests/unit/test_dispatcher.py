@@ -6,6 +6,7 @@ variants), a real HTTP receiver on loopback
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,8 @@ from monitor.alerts.silences import Silence, parse_matcher
 from monitor.model import Engine, Finding, JobRef, Severity
 from monitor.notify.dispatcher import DispatchReport, RetryPolicy, dispatch_due
 from monitor.notify.webhook import WebhookNotifier
-from monitor.store.alert_repo import add_silence, apply_transitions, load_alerts
+from monitor.reports.scheduled import build_report
+from monitor.store.alert_repo import add_silence, apply_transitions, enqueue_report, load_alerts
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow
 from monitor.store.database import make_engine, make_session_factory
 from monitor.store.migrate import upgrade
@@ -306,3 +308,69 @@ def test_backoff_is_full_jitter_capped() -> None:
     assert min(draws) >= 0 and max(draws) <= 40 and len(draws) == 50  # spread over [0, 40]
     with pytest.raises(ValueError):
         RetryPolicy(timedelta(minutes=10), timedelta(minutes=5))
+
+
+def test_firing_on_a_data_clock_ahead_of_the_wall_clock_is_queued_once(
+    sessions: sessionmaker[Session], receiver: Receiver, client: httpx.Client
+) -> None:
+    """Issue 16's duplicate page: a job's alert fires at its batch's own time (the data's clock), which may
+    be seconds ahead of the daemon's wall clock; the dispatcher's repeat check compared the delivery time
+    (wall clock) with ``fired_at`` (data clock), took the delivered firing for an earlier episode's and
+    queued the same firing again at the next tick under a key made from that tick's time."""
+    routes = [Route("hook", repeat_interval=timedelta(hours=4))]
+    hook = WebhookNotifier("hook", receiver.url, SECRET)
+    fired_at = T0 + timedelta(seconds=10)  # the batch's trigger time, ahead of the tick's wall clock
+    with sessions.begin() as session:
+        changed, events = step_all({}, [A1], lambda _r: RuleTiming(), fired_at)
+        apply_transitions(session, changed.values(), events, routes, T0)
+    for seconds in (0, 4, 8, 12, 16):
+        dispatch_due(sessions, [hook], client, T0 + timedelta(seconds=seconds), routes=routes, policy=FAST)
+    assert seen(receiver) == [(A1.fingerprint(), "firing")]
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(OutboxRow)) == 1
+
+
+def test_resolved_after_a_firing_on_a_data_clock_ahead_is_sent(
+    sessions: sessionmaker[Session], receiver: Receiver, client: httpx.Client
+) -> None:
+    """The resolved message follows the firing the receiver got, whatever the data's clock says."""
+    routes = [Route("hook")]
+    hook = WebhookNotifier("hook", receiver.url, SECRET)
+    ahead = timedelta(seconds=30)
+    for seconds, findings in ((0, [A1]), (4, []), (8, [])):
+        now = T0 + timedelta(seconds=seconds)
+        with sessions.begin() as session:
+            changed, events = step_all(load_alerts(session), findings, lambda _r: RuleTiming(), now + ahead)
+            apply_transitions(session, changed.values(), events, routes, now)
+        dispatch_due(sessions, [hook], client, now, routes=routes, policy=FAST)
+    assert seen(receiver) == [(A1.fingerprint(), "firing"), (A1.fingerprint(), "resolved")]
+
+
+@pytest.mark.integration
+@pytest.mark.postgres
+def test_two_instances_queueing_the_same_notification_keep_one_row(postgres_url: str) -> None:
+    """Two instances of a fleet run the same scheduled report at once: the second transaction waits for
+    the first's uncommitted row on the unique (receiver, idempotency key) and then inserts nothing (ON
+    CONFLICT DO NOTHING), instead of failing with a unique violation or queueing a second row."""
+    report = build_report("daily", T0, {}, [])
+    with migrated_sessions(postgres_url) as factory:
+        queued: list[bool] = []
+        errors: list[BaseException] = []
+        first = factory.begin()
+        assert enqueue_report(first.__enter__(), "hook", report, T0)
+
+        def second() -> None:
+            try:
+                with factory.begin() as session_b:
+                    queued.append(enqueue_report(session_b, "hook", report, T0 + timedelta(seconds=3)))
+            except BaseException as exc:
+                errors.append(exc)
+
+        worker = threading.Thread(target=second)
+        worker.start()
+        worker.join(timeout=1.0)  # it blocks on the first transaction's uncommitted row
+        first.__exit__(None, None, None)
+        worker.join()
+        assert errors == []
+        assert queued == [False]
+        assert outbox_states(factory) == {"pending": 1}
