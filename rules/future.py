@@ -31,6 +31,7 @@ from rules.remedies import Cause, remedy
 __all__ = [
     "CARRIER",
     "CULPRIT",
+    "KAFKA_RANGES",
     "RULE",
     "UNITS_RULE",
     "FutureParams",
@@ -48,6 +49,15 @@ CARRIER = "carrier_batch_id"
 #: ``details`` key of the located record (:func:`with_culprit`; the shape of
 #: ``collectors.kafka.culprit.Located.to_details``).
 CULPRIT = "culprit"
+#: ``details`` key of a Flink source subtask's finding: the Kafka offsets its reader handed on between the
+#: polls around the watermark's jump, ``[{"topic", "partition", "start", "end"}]`` (``[start, end)``), the
+#: ranges the record is in (from the subtasks' ``extra["kafka_offsets"]``, ``KafkaSourceReader`` ``currentOffset``).
+KAFKA_RANGES = "kafka_offset_ranges"
+#: Polls before the first one ahead whose offsets start the range: the source's watermark follows a record
+#: only at its next periodic emission (``pipeline.auto-watermark-interval``, 200 ms by default), so a poll
+#: may already see the record's offset read and the watermark not yet moved; starting one poll earlier keeps
+#: the record inside the range.
+_POLLS_BEFORE = 2
 UNITS_RULE = "event_time_units"
 #: Event times outside [1971, UNITS_HIGH = 2200) while rows flow are a unit mismatch, not a clock problem.
 UNITS_LOW = datetime(1971, 1, 1, tzinfo=UTC)
@@ -126,6 +136,38 @@ def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
     return None
 
 
+def _kafka_offsets(sample: Sample) -> dict[tuple[str, int], int]:
+    """A Flink subtask sample's Kafka reader position, ``(topic, partition) -> offset of the last record``."""
+    out: dict[tuple[str, int], int] = {}
+    entries = sample.extra.get("kafka_offsets")
+    for e in entries if isinstance(entries, list) else []:
+        if isinstance(e, Mapping) and isinstance(e.get("topic"), str):
+            part, offset = e.get("partition"), e.get("offset")
+            if isinstance(part, int) and isinstance(offset, int) and not isinstance(offset, bool):
+                out[(e["topic"], part)] = offset
+    return out
+
+
+def _kafka_ranges(samples: Sequence[Sample], skew: timedelta) -> list[dict[str, Any]] | None:
+    """The Kafka offsets a source subtask read from before its watermark went ahead to the first poll that
+    saw it ahead (``[start, end)`` per partition, :data:`KAFKA_RANGES` shape), ``None`` when the subtask
+    reports no Kafka offsets; a partition the earlier polls did not report is left out (where its reading
+    started is not known)."""
+    k = len(samples) - 1
+    while k > 0 and ahead(samples[k - 1], skew) is not None:
+        k -= 1
+    end = _kafka_offsets(samples[k])
+    if not end:
+        return None
+    before = [_kafka_offsets(s) for s in samples[max(0, k - _POLLS_BEFORE) : k]]
+    out: list[dict[str, Any]] = []
+    for (topic, part), last in sorted(end.items()):
+        start = next((b[(topic, part)] for b in before if (topic, part) in b), None)
+        if start is not None and last > start:
+            out.append({"topic": topic, "partition": part, "start": start + 1, "end": last + 1})
+    return out
+
+
 def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> list[Finding]:
     out: list[Finding] = []
     flink = history.engine is Engine.FLINK
@@ -138,6 +180,10 @@ def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> 
             continue
         newest = samples[-1]
         name = flink_scope_name(job, newest) if flink else scope_name(scope)
+        details: dict[str, Any] = {"ahead_seconds": (value - newest.observed_at).total_seconds()}
+        ranges = _kafka_ranges(samples, params.skew) if flink else None
+        if ranges is not None:
+            details[KAFKA_RANGES] = ranges
         out.append(
             Finding(
                 RULE,
@@ -149,7 +195,7 @@ def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> 
                 f"timestamp moved it. {_jump_remedy(history.engine, newest, params.skew)}",
                 now,
                 scope=scope,
-                details={"ahead_seconds": (value - newest.observed_at).total_seconds()},
+                details=details,
             )
         )
     return out
