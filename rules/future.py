@@ -32,6 +32,7 @@ __all__ = [
     "CARRIER",
     "CULPRIT",
     "KAFKA_RANGES",
+    "KAFKA_RANGES_FROM_START",
     "RULE",
     "UNITS_RULE",
     "FutureParams",
@@ -53,6 +54,9 @@ CULPRIT = "culprit"
 #: polls around the watermark's jump, ``[{"topic", "partition", "start", "end"}]`` (``[start, end)``), the
 #: ranges the record is in (from the subtasks' ``extra["kafka_offsets"]``, ``KafkaSourceReader`` ``currentOffset``).
 KAFKA_RANGES = "kafka_offset_ranges"
+#: ``details`` key: the partitions of :data:`KAFKA_RANGES` searched from offset 0 (``["topic[p]"]``): no poll
+#: before the jump reported where their reader was.
+KAFKA_RANGES_FROM_START = "kafka_ranges_from_log_start"
 #: Polls before the first one ahead whose offsets start the range: the source's watermark follows a record
 #: only at its next periodic emission (``pipeline.auto-watermark-interval``, 200 ms by default), so a poll
 #: may already see the record's offset read and the watermark not yet moved; starting one poll earlier keeps
@@ -148,11 +152,13 @@ def _kafka_offsets(sample: Sample) -> dict[tuple[str, int], int]:
     return out
 
 
-def _kafka_ranges(samples: Sequence[Sample], skew: timedelta) -> list[dict[str, Any]] | None:
+def _kafka_ranges(samples: Sequence[Sample], skew: timedelta) -> tuple[list[dict[str, Any]], list[str]] | None:
     """The Kafka offsets a source subtask read from before its watermark went ahead to the first poll that
-    saw it ahead (``[start, end)`` per partition, :data:`KAFKA_RANGES` shape), ``None`` when the subtask
-    reports no Kafka offsets; a partition the earlier polls did not report is left out (where its reading
-    started is not known)."""
+    saw it ahead (``[start, end)`` per partition, :data:`KAFKA_RANGES` shape), and the partitions whose
+    start is not known (no earlier poll in the history reported them: a one-shot check, or a jump older than
+    the history): those are searched from offset 0 (the log's start; ListOffsets maxTimestamp finds the
+    record without reading when the event time is the record timestamp). ``None`` when the subtask reports
+    no Kafka offsets."""
     k = len(samples) - 1
     while k > 0 and ahead(samples[k - 1], skew) is not None:
         k -= 1
@@ -161,11 +167,15 @@ def _kafka_ranges(samples: Sequence[Sample], skew: timedelta) -> list[dict[str, 
         return None
     before = [_kafka_offsets(s) for s in samples[max(0, k - _POLLS_BEFORE) : k]]
     out: list[dict[str, Any]] = []
+    unknown: list[str] = []
     for (topic, part), last in sorted(end.items()):
         start = next((b[(topic, part)] for b in before if (topic, part) in b), None)
-        if start is not None and last > start:
-            out.append({"topic": topic, "partition": part, "start": start + 1, "end": last + 1})
-    return out
+        if start is None:
+            unknown.append(f"{topic}[{part}]")
+        first = 0 if start is None else start + 1
+        if last + 1 > first:
+            out.append({"topic": topic, "partition": part, "start": first, "end": last + 1})
+    return out, unknown
 
 
 def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> list[Finding]:
@@ -181,9 +191,11 @@ def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> 
         newest = samples[-1]
         name = flink_scope_name(job, newest) if flink else scope_name(scope)
         details: dict[str, Any] = {"ahead_seconds": (value - newest.observed_at).total_seconds()}
-        ranges = _kafka_ranges(samples, params.skew) if flink else None
-        if ranges is not None:
-            details[KAFKA_RANGES] = ranges
+        read = _kafka_ranges(samples, params.skew) if flink else None
+        if read is not None:
+            details[KAFKA_RANGES] = read[0]
+            if read[1]:
+                details[KAFKA_RANGES_FROM_START] = read[1]
         out.append(
             Finding(
                 RULE,

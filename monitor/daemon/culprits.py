@@ -80,8 +80,8 @@ def locate_flink(target: CulpritTarget, finding: Finding, locate: Locate = locat
     ranges = ranges_of(finding.details.get(KAFKA_RANGES))
     if not ranges:
         return _failed(
-            target, (), f"{where}: the offsets its Kafka reader read before the watermark jumped are not known (the "
-            "polls before the jump reported no offsets of its partitions, or are no longer in the history)",
+            target, (), f"{where}: its Kafka reader's offsets did not move between the polls around the watermark's "
+            "jump (nothing read to search)",
         )  # fmt: skip
     try:
         found = locate(
