@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from collectors.flink import FlinkRestCollector
 from collectors.flink.responses import (
     MAX_KAFKA_PARTITIONS,
     VertexInfo,
@@ -33,9 +31,9 @@ from rules.future import KAFKA_RANGES, KAFKA_RANGES_FROM_START, RULE
 from rules.registry import evaluate
 from rules.replay import Instant
 from tests.cli import run_cli
-from tests.flink_replay import mock_transport
+from tests.flink_replay import KAFKA_CULPRIT, mock_transport, replay_polls
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flink" / "real-2.3.0" / "kafka_culprit"
+FIXTURES = KAFKA_CULPRIT
 TOPIC = "orders-flink-e3cf7aa8"
 JID = "89c53a895d92a309bbc898a62d9b0713"
 SOURCE = "cbc357ccb763df2852fee8c4fc7d55f2"
@@ -48,17 +46,7 @@ def _poll(n: int) -> dict[str, Any]:
 
 
 def _replay(polls: range) -> list[Sample]:
-    """The recorded polls through the REST collector, each at its recorded clock."""
-    current: dict[str, Any] = {}
-    samples: list[Sample] = []
-    with httpx.Client(transport=mock_transport(current)) as client:
-        collector = FlinkRestCollector("http://jm:8081", client, metric_list_every=1)
-        for n in polls:
-            doc = _poll(n)
-            current.clear()
-            current.update(doc["routes"])
-            samples.extend(collector.poll(datetime.fromisoformat(doc["now"])).samples)
-    return samples
+    return [s for result in replay_polls(polls) for s in result.samples]
 
 
 def _jump(samples: list[Sample]) -> Finding:
