@@ -324,7 +324,9 @@ def evaluate_future(params: FutureParams, history: JobHistory, now: datetime) ->
     emits ``max timestamp - delay - 1``, so one future-dated record moves the source's watermark and every
     operator downstream inherits it). The job-level check on Flink reads the job watermark (the last
     vertex's minimum input watermark); ``watermarkLag`` going negative is the same jump seen from the
-    source. Values from year 2200 on are left to ``event_time_units``. ``now`` stamps findings.
+    source. A Flink source subtask whose samples carry its Kafka reader's offsets (``extra["kafka_offsets"]``)
+    gets :data:`KAFKA_RANGES`: the offsets read around the jump, where the record is. Values from year 2200
+    on are left to ``event_time_units``. ``now`` stamps findings.
     """
     found = _skew_finding(params, history, now) or _leap_finding(params, history, now) or _jump_finding(params, history, now)
     return ([found] if found is not None else []) + _scope_finding(params, history, now)
