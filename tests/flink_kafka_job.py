@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.flink_cluster import FlinkCluster, compile_job
-from tests.maven_jars import cache_root, copy_dependencies
+from tests.maven_jars import MavenUnavailable, cache_root, copy_dependencies
 
 __all__ = ["CONNECTOR_VERSION", "KAFKA_JOB_CLASS", "connector_jar", "submit_kafka_job"]
 
@@ -31,6 +31,15 @@ def connector_jar() -> Path:
 
 
 def submit_kafka_job(cluster: FlinkCluster, work: Path, bootstrap: str, topic: str) -> str:
-    """Compile the Kafka job with the connector bundled, upload and run it on ``cluster``; its job id."""
-    jar = compile_job(cluster.home, [_SOURCE], work, bundled=[connector_jar()])
+    """Compile the Kafka job with the connector bundled, upload and run it on ``cluster``; its job id.
+
+    Maven or the connector missing: :func:`tests.dependencies.missing` (a skip, a failure under ``make test``).
+    """
+    from tests.dependencies import missing
+
+    try:
+        connector = connector_jar()
+    except MavenUnavailable as exc:
+        missing(f"Flink's Kafka connector {CONNECTOR_VERSION} (Maven Central)", str(exc))
+    jar = compile_job(cluster.home, [_SOURCE], work, bundled=[connector])
     return cluster.run_jar(cluster.upload_jar(jar), KAFKA_JOB_CLASS, bootstrap, topic)
