@@ -442,10 +442,10 @@ class FlinkPrometheusTarget(HttpReadBounds):
 
 
 class LocateEventTime(_Model):
-    """Where a Spark query's future-timestamp jump names the Kafka record that caused it (the culprit
-    record, :mod:`collectors.kafka.culprit`): read in this cluster, read-only, when the daemon evaluates.
+    """Where a Spark query's or Flink job's future-timestamp jump names the Kafka record that caused it (the
+    culprit record, :mod:`collectors.kafka.culprit`): read in this cluster, read-only, when the daemon evaluates.
 
-    ``jobs``: Spark query names or ids whose Kafka sources are in this cluster (empty: every Spark query);
+    ``jobs``: Spark query or Flink job names or ids whose Kafka sources are in this cluster (empty: every job);
     ``event_time_field``: the JSON path of the event time in the record value (``payload.ts``; default the
     record timestamp); ``max_bytes``: keys and values read at most per jump (default 1 MiB); ``timeout``:
     bound of each request and of the read (default 5s).

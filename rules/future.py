@@ -31,6 +31,8 @@ from rules.remedies import Cause, remedy
 __all__ = [
     "CARRIER",
     "CULPRIT",
+    "KAFKA_RANGES",
+    "KAFKA_RANGES_FROM_START",
     "RULE",
     "UNITS_RULE",
     "FutureParams",
@@ -48,6 +50,18 @@ CARRIER = "carrier_batch_id"
 #: ``details`` key of the located record (:func:`with_culprit`; the shape of
 #: ``collectors.kafka.culprit.Located.to_details``).
 CULPRIT = "culprit"
+#: ``details`` key of a Flink source subtask's finding: the Kafka offsets its reader handed on between the
+#: polls around the watermark's jump, ``[{"topic", "partition", "start", "end"}]`` (``[start, end)``), the
+#: ranges the record is in (from the subtasks' ``extra["kafka_offsets"]``, ``KafkaSourceReader`` ``currentOffset``).
+KAFKA_RANGES = "kafka_offset_ranges"
+#: ``details`` key: the partitions of :data:`KAFKA_RANGES` searched from offset 0 (``["topic[p]"]``): no poll
+#: before the jump reported where their reader was.
+KAFKA_RANGES_FROM_START = "kafka_ranges_from_log_start"
+#: Polls before the first one ahead whose offsets start the range: the source's watermark follows a record
+#: only at its next periodic emission (``pipeline.auto-watermark-interval``, 200 ms by default), so a poll
+#: may already see the record's offset read and the watermark not yet moved; starting one poll earlier keeps
+#: the record inside the range.
+_POLLS_BEFORE = 2
 UNITS_RULE = "event_time_units"
 #: Event times outside [1971, UNITS_HIGH = 2200) while rows flow are a unit mismatch, not a clock problem.
 UNITS_LOW = datetime(1971, 1, 1, tzinfo=UTC)
@@ -126,6 +140,44 @@ def _skew_finding(params: FutureParams, history: JobHistory, now: datetime) -> F
     return None
 
 
+def _kafka_offsets(sample: Sample) -> dict[tuple[str, int], int]:
+    """A Flink subtask sample's Kafka reader position, ``(topic, partition) -> offset of the last record``."""
+    out: dict[tuple[str, int], int] = {}
+    entries = sample.extra.get("kafka_offsets")
+    for e in entries if isinstance(entries, list) else []:
+        if isinstance(e, Mapping) and isinstance(e.get("topic"), str):
+            part, offset = e.get("partition"), e.get("offset")
+            if isinstance(part, int) and isinstance(offset, int) and not isinstance(offset, bool):
+                out[(e["topic"], part)] = offset
+    return out
+
+
+def _kafka_ranges(samples: Sequence[Sample], skew: timedelta) -> tuple[list[dict[str, Any]], list[str]] | None:
+    """The Kafka offsets a source subtask read from before its watermark went ahead to the first poll that
+    saw it ahead (``[start, end)`` per partition, :data:`KAFKA_RANGES` shape), and the partitions whose
+    start is not known (no earlier poll in the history reported them: a one-shot check, or a jump older than
+    the history): those are searched from offset 0 (the log's start; ListOffsets maxTimestamp finds the
+    record without reading when the event time is the record timestamp). ``None`` when the subtask reports
+    no Kafka offsets."""
+    k = len(samples) - 1
+    while k > 0 and ahead(samples[k - 1], skew) is not None:
+        k -= 1
+    end = _kafka_offsets(samples[k])
+    if not end:
+        return None
+    before = [_kafka_offsets(s) for s in samples[max(0, k - _POLLS_BEFORE) : k]]
+    out: list[dict[str, Any]] = []
+    unknown: list[str] = []
+    for (topic, part), last in sorted(end.items()):
+        start = next((b[(topic, part)] for b in before if (topic, part) in b), None)
+        if start is None:
+            unknown.append(f"{topic}[{part}]")
+        first = 0 if start is None else start + 1
+        if last + 1 > first:
+            out.append({"topic": topic, "partition": part, "start": first, "end": last + 1})
+    return out, unknown
+
+
 def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> list[Finding]:
     out: list[Finding] = []
     flink = history.engine is Engine.FLINK
@@ -138,6 +190,12 @@ def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> 
             continue
         newest = samples[-1]
         name = flink_scope_name(job, newest) if flink else scope_name(scope)
+        details: dict[str, Any] = {"ahead_seconds": (value - newest.observed_at).total_seconds()}
+        read = _kafka_ranges(samples, params.skew) if flink else None
+        if read is not None:
+            details[KAFKA_RANGES] = read[0]
+            if read[1]:
+                details[KAFKA_RANGES_FROM_START] = read[1]
         out.append(
             Finding(
                 RULE,
@@ -149,7 +207,7 @@ def _scope_finding(params: FutureParams, history: JobHistory, now: datetime) -> 
                 f"timestamp moved it. {_jump_remedy(history.engine, newest, params.skew)}",
                 now,
                 scope=scope,
-                details={"ahead_seconds": (value - newest.observed_at).total_seconds()},
+                details=details,
             )
         )
     return out
@@ -266,7 +324,9 @@ def evaluate_future(params: FutureParams, history: JobHistory, now: datetime) ->
     emits ``max timestamp - delay - 1``, so one future-dated record moves the source's watermark and every
     operator downstream inherits it). The job-level check on Flink reads the job watermark (the last
     vertex's minimum input watermark); ``watermarkLag`` going negative is the same jump seen from the
-    source. Values from year 2200 on are left to ``event_time_units``. ``now`` stamps findings.
+    source. A Flink source subtask whose samples carry its Kafka reader's offsets (``extra["kafka_offsets"]``)
+    gets :data:`KAFKA_RANGES`: the offsets read around the jump, where the record is. Values from year 2200
+    on are left to ``event_time_units``. ``now`` stamps findings.
     """
     found = _skew_finding(params, history, now) or _leap_finding(params, history, now) or _jump_finding(params, history, now)
     return ([found] if found is not None else []) + _scope_finding(params, history, now)

@@ -30,6 +30,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -318,8 +319,11 @@ class FlinkCluster:
         raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what} (last error: {last_exc})")
 
 
-def compile_job(home: Path, sources: Sequence[Path], out_dir: Path) -> Path:
+def compile_job(home: Path, sources: Sequence[Path], out_dir: Path, bundled: Sequence[Path] = ()) -> Path:
     """Compile Java ``sources`` with ``javac --release 17`` against ``lib/*.jar`` and pack them into a jar.
+
+    ``bundled`` jars (a connector, e.g. ``flink-sql-connector-kafka``) are on the compile class path and
+    unpacked into the job's jar (a fat jar, as a Maven shade build would make).
 
     Returns:
         The jar path (``out_dir/job.jar``).
@@ -329,7 +333,11 @@ def compile_job(home: Path, sources: Sequence[Path], out_dir: Path) -> Path:
     """
     classes = out_dir / "classes"
     classes.mkdir(parents=True, exist_ok=True)
-    classpath = os.pathsep.join(str(p) for p in sorted((home / "lib").glob("*.jar")))
+    classpath = os.pathsep.join([*(str(p) for p in sorted((home / "lib").glob("*.jar"))), *map(str, bundled)])
+    for jar_path in bundled:
+        with zipfile.ZipFile(jar_path) as zf:
+            keep = [n for n in zf.namelist() if n != "META-INF/MANIFEST.MF" and not n.endswith((".SF", ".RSA", ".DSA"))]
+            zf.extractall(classes, keep)
     proc = subprocess.run(
         ["javac", "--release", "17", "-nowarn", "-cp", classpath, "-d", str(classes), *map(str, sources)],
         capture_output=True,

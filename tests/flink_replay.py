@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-__all__ = ["STANDALONE", "load", "mock_transport", "standalone_routes"]
+from monitor.model import PollResult
+
+__all__ = ["KAFKA_CULPRIT", "STANDALONE", "load", "mock_transport", "replay_polls", "standalone_routes"]
 
 STANDALONE = Path(__file__).resolve().parent / "fixtures" / "flink" / "real-2.3.0" / "standalone"
+#: Recorded polls of a Flink job reading Kafka with a record dated 2099 (``poll-NN.json``; README there).
+KAFKA_CULPRIT = STANDALONE.parent / "kafka_culprit"
 
 
 def load(name: str, folder: Path = STANDALONE) -> Any:
@@ -70,3 +75,20 @@ def mock_transport(
         return httpx.Response(200, json=routes[key])
 
     return httpx.MockTransport(handler)
+
+
+def replay_polls(polls: range, folder: Path = KAFKA_CULPRIT) -> list[PollResult]:
+    """Recorded polls (``folder/poll-NN.json``: ``{"now", "routes"}``) through the REST collector
+    (``metric_list_every=1``, as recorded), each at its recorded clock."""
+    from collectors.flink import FlinkRestCollector
+
+    current: dict[str, Any] = {}
+    out: list[PollResult] = []
+    with httpx.Client(transport=mock_transport(current)) as client:
+        collector = FlinkRestCollector("http://jm:8081", client, metric_list_every=1)
+        for n in polls:
+            doc = json.loads((folder / f"poll-{n:02d}.json").read_text())
+            current.clear()
+            current.update(doc["routes"])
+            out.append(collector.poll(datetime.fromisoformat(doc["now"])))
+    return out

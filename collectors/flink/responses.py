@@ -22,6 +22,13 @@ Vertex metric ids are ``<subtask>.<metric>`` (task scope: ``0.numRecordsIn``, ``
 group's sanitized names (``Source: seq`` -> ``Source__seq``, at most 80 characters). Split-scope ids
 (``<op>.split.<n>.watermark.currentWatermark``) are not read.
 
+A Kafka source (flink-connector-kafka ``KafkaSourceReaderMetrics``) adds, per topic partition its reader
+was assigned, ``<subtask>.<source>.KafkaSourceReader.topic.<topic>.partition.<p>.currentOffset`` (the
+offset of the last record the reader handed on, ``-1`` before the first) and ``.committedOffset``:
+:func:`select_metric_ids` asks for the ``currentOffset`` ids, at most :data:`MAX_KAFKA_PARTITIONS` per
+subtask (the first by topic and partition), and :func:`subtask_metrics` reads them into
+:attr:`SubtaskMetrics.kafka_offsets` (the culprit of a future-timestamp jump lies between two polls' offsets).
+
 Every parser raises :class:`monitor.errors.InputError` naming the endpoint when the document has the wrong
 shape; the collector turns that into an error entry for the job or vertex.
 
@@ -47,6 +54,8 @@ __all__ = [
     "DEFAULT_MAX_JOBS",
     "DEFAULT_MAX_PARALLELISM",
     "FLINK_MAX_PARALLELISM",
+    "KAFKA_OFFSET_METRIC",
+    "MAX_KAFKA_PARTITIONS",
     "OPERATOR_METRICS",
     "TASK_METRICS",
     "CheckpointStats",
@@ -56,6 +65,7 @@ __all__ = [
     "SubtaskMetrics",
     "VertexInfo",
     "check_parallelism",
+    "kafka_partition_of",
     "parse_backpressure",
     "parse_checkpoints",
     "parse_exceptions",
@@ -106,6 +116,28 @@ OPERATOR_METRICS = frozenset(
         "numLateRecordsDropped",
     }
 )
+
+#: The Kafka source reader's per-partition offset gauge (``KafkaSourceReaderMetrics.CURRENT_OFFSET_METRIC_GAUGE``).
+KAFKA_OFFSET_METRIC = "currentOffset"
+#: Partitions' ``currentOffset`` read per subtask at most (one id each in the ``?get=`` URLs: a source
+#: reading thousands of partitions is read for its first ones, by topic and partition).
+MAX_KAFKA_PARTITIONS = 64
+#: ``KafkaSourceReaderMetrics.KAFKA_SOURCE_READER_METRIC_GROUP`` + ``TOPIC_GROUP`` (a key-value group).
+_KAFKA_TOPIC_GROUP = ".KafkaSourceReader.topic."
+_KAFKA_PARTITION_GROUP = ".partition."
+
+
+def kafka_partition_of(operator: str) -> tuple[str, int] | None:
+    """``"Source__in.KafkaSourceReader.topic.orders.v1.partition.3"`` -> ``("orders.v1", 3)``: the topic
+    partition of a ``KafkaSourceReaderMetrics`` offset gauge's group (operator part of a vertex metric id);
+    ``None`` for any other group. A topic may hold dots: the partition group is the last one."""
+    _, found, rest = operator.partition(_KAFKA_TOPIC_GROUP)
+    if not found:
+        return None
+    topic, found, part = rest.rpartition(_KAFKA_PARTITION_GROUP)
+    if not found or not topic or not part.isascii() or not part.isdigit() or len(part) > 10:
+        return None
+    return topic, int(part)
 
 
 def _expect(doc: Any, kind: type, endpoint: str, what: str = "response") -> Any:
@@ -327,9 +359,11 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
     narrowed to what :func:`subtask_metrics` reads (shorter URLs: URL
     handling is most of a poll's cost): ``currentOutputWatermark`` of the chain's last operator (all
     operators' if none matches its name), ``numRecordsOut`` of the source operator, and the source and
-    window metrics of any operator.
+    window metrics of any operator. Kafka sources' ``currentOffset`` gauges: at most
+    :data:`MAX_KAFKA_PARTITIONS` per subtask.
     """
     chosen: list[tuple[str, str | None, str]] = []
+    offsets: dict[int, list[tuple[str, str | None, str]]] = {}
     for metric_id in ids:
         parts = _split_id(metric_id)
         if parts is None:
@@ -339,6 +373,10 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
             continue  # a subtask the vertex has not: never asked for (a list of them would cost requests)
         if (operator is None and name in TASK_METRICS) or (operator is not None and name in OPERATOR_METRICS):
             chosen.append((metric_id, operator, name))
+        elif operator is not None and name == KAFKA_OFFSET_METRIC and kafka_partition_of(operator) is not None:
+            offsets.setdefault(index, []).append((metric_id, operator, name))
+    for index_ids in offsets.values():  # the first partitions by topic and partition, per subtask
+        chosen.extend(sorted(index_ids, key=lambda c: kafka_partition_of(c[1] or "") or ("", 0))[:MAX_KAFKA_PARTITIONS])
     if vertex is not None:
         last = _key(vertex.operator_names[-1])
         first = _key(vertex.operator_names[0])
@@ -384,6 +422,8 @@ class SubtaskMetrics:
         late_records_dropped: sum of ``numLateRecordsDropped`` over the window operators (cumulative).
         backpressure_ratio: ``backPressuredTimeMsPerSecond`` / 1000.
         operator_output_watermarks: each operator's ``currentOutputWatermark`` by metric name.
+        kafka_offsets: a Kafka source reader's ``currentOffset`` per ``(topic, partition)``: the offset of
+            the last record it handed on (``-1``: none yet; ``KafkaPartitionSplitRecords``).
     """
 
     subtask: int
@@ -400,6 +440,7 @@ class SubtaskMetrics:
     late_records_dropped: int | None = None
     backpressure_ratio: float | None = None
     operator_output_watermarks: dict[str, Watermark] = field(default_factory=dict)
+    kafka_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -454,6 +495,10 @@ def subtask_metrics(values: Mapping[str, str], vertex: VertexInfo) -> dict[int, 
             sub.late_records_dropped = _add(sub.late_records_dropped, parse_long(raw))
         elif name == "numRecordsOut" and source_key is not None and _key(operator) == source_key:
             sub.source_records_out = parse_long(raw)
+        elif name == KAFKA_OFFSET_METRIC and (where := kafka_partition_of(operator)) is not None:
+            offset = parse_long(raw)
+            if offset is not None and offset >= -1 and len(sub.kafka_offsets) < MAX_KAFKA_PARTITIONS:
+                sub.kafka_offsets[where] = offset
     last = _key(vertex.operator_names[-1])
     for sub in out.values():
         marks = sub.operator_output_watermarks

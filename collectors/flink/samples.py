@@ -231,6 +231,12 @@ def subtask_sample(
     }
     if sub.watermark_lag_ms is not None:
         extra["watermark_lag_ms"] = sub.watermark_lag_ms
+    if sub.kafka_offsets:
+        # the Kafka source reader's position: ``rules.future`` takes the offsets read between two polls
+        extra["kafka_offsets"] = [
+            {"topic": topic, "partition": part, "offset": offset}
+            for (topic, part), offset in sorted(sub.kafka_offsets.items())
+        ]
     return Sample(
         ref,
         now,

@@ -47,6 +47,7 @@ __all__ = [
     "event_time_of",
     "locate_culprit",
     "parse_field_path",
+    "ranges_of",
 ]
 
 #: Bytes of keys and values read at most by one locate (8 MiB).
@@ -175,6 +176,23 @@ def batch_ranges(
         for (topic, part), end in sorted(end_offsets.items())
         if (topic, part) in start_offsets and 0 <= start_offsets[(topic, part)] < end
     ]
+    return tuple(out)
+
+
+def ranges_of(entries: Any) -> tuple[OffsetRange, ...]:
+    """Ranges from their JSON form ``[{"topic", "partition", "start", "end"}]`` (a finding's details: a Flink
+    source subtask's offsets read around its watermark's jump, ``rules.future.KAFKA_RANGES``, or
+    :meth:`Located.to_details`'s ``ranges``). Entries of another shape and empty ranges are left out."""
+    out: list[OffsetRange] = []
+    for e in entries if isinstance(entries, list) else []:
+        if not isinstance(e, Mapping) or not isinstance(e.get("topic"), str):
+            continue
+        part, start, end = e.get("partition"), e.get("start"), e.get("end")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (part, start, end)):
+            continue
+        assert isinstance(part, int) and isinstance(start, int) and isinstance(end, int)
+        if 0 <= start < end:
+            out.append(OffsetRange(e["topic"], part, start, end))
     return tuple(out)
 
 

@@ -11,6 +11,13 @@ read bound: too large, too deeply nested, a redirect to another host, no answer 
 error of one job or vertex is printed on stderr and in the report and does not change the exit code.
 Every read is bounded as the daemon's (:class:`collectors.http.ReadLimits`, defaults); ``--deadline``
 bounds each poll.
+
+``--locate-event-time --kafka BOOTSTRAP`` names the Kafka record behind each source subtask's
+future-timestamp jump: the offsets its ``KafkaSourceReader`` handed on between the polls around the jump
+(``currentOffset``; the finding's ``details["kafka_offset_ranges"]``) are searched in that cluster, read-only,
+as ``check kafka --locate-event-time`` does (:func:`monitor.daemon.culprits.locate_flink`), with the same
+security options; the record is attached to the finding (message and ``culprit`` in the JSON). Exit code 2
+when a jump's record could not be located.
 """
 
 from __future__ import annotations
@@ -27,14 +34,19 @@ import typer
 from collectors.flink import FlinkRestCollector
 from collectors.flink.responses import DEFAULT_MAX_JOBS
 from collectors.http import DEFAULT_READ_LIMITS, ReadLimits, make_client
+from collectors.kafka.admin import require_client
+from collectors.kafka.culprit import DEFAULT_MAX_BYTES, parse_field_path
 from monitor.commands._check_errors import json_error_document
+from monitor.commands._kafka_options import kafka_options
 from monitor.commands.scan import _parse_fail_on
 from monitor.config import load_config
+from monitor.daemon.culprits import CulpritTarget, locate_flink
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
 from monitor.model import CollectorError, Engine, Sample, Severity
 from monitor.reports.flink import build_check_report, render_json, render_text
 from rules.config import RulesConfig
+from rules.future import with_culprit
 from rules.registry import evaluate
 
 __all__ = ["add_flink", "run_check_flink"]
@@ -54,10 +66,12 @@ def run_check_flink(
     transport: httpx.BaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    culprits: CulpritTarget | None = None,
 ) -> int:
     """Poll, judge and print; returns the exit code (see the module docstring). ``limits`` bound every
     read and each poll, ``max_jobs`` the jobs polled (:class:`~collectors.flink.FlinkRestCollector`); ``transport`` replaces the network, ``clock`` (aware UTC) and ``sleep`` the wall
-    clock (tests).
+    clock (tests). ``culprits``: the Kafka cluster where future-timestamp jumps' records are located (exit
+    code 2 when one is not).
 
     Raises:
         InputError: the JobManager could not be read at all (one line per error; exit code 2 via the CLI).
@@ -89,10 +103,17 @@ def run_check_flink(
     for s in samples:
         history.setdefault((s.job.engine, s.job.job_id), []).append(s)
     findings = evaluate(rules, history, now)
+    not_located = 0
+    if culprits is not None:
+        located = [(f, locate_flink(culprits, f)) for f in findings]
+        not_located = sum(1 for _, c in located if c is not None and c.get("record") is None)
+        findings = [with_culprit(f, c) if c is not None else f for f, c in located]
     report = build_check_report(samples, findings, errors)
     for line in report["errors"]:
         print(f"tidegauge: warning: {line}", file=sys.stderr)
     typer.echo(render_json(report) if fmt == "json" else render_text(report))
+    if not_located:
+        return 2
     if fail_on is not None and any(f.severity >= fail_on for f in findings):
         return 1
     return 0
@@ -162,6 +183,31 @@ def add_flink(group: typer.Typer) -> None:
         max_jobs: int = typer.Option(
             DEFAULT_MAX_JOBS, "--max-jobs", min=1, help="Poll at most this many jobs (running first, then newest)."
         ),
+        locate_event_time: bool = typer.Option(
+            False, "--locate-event-time", help="Name the Kafka record behind each source subtask's future-timestamp "
+            "jump (topic, partition, offset, key, timestamp, event time), read-only in the --kafka cluster.",
+        ),
+        kafka: str | None = typer.Option(
+            None, "--kafka", metavar="BOOTSTRAP", help="With --locate-event-time: the Kafka cluster the sources read."
+        ),
+        event_time_field: str | None = typer.Option(
+            None, "--event-time-field", metavar="PATH", help="With --locate-event-time: the JSON field of the record "
+            "value holding the event time (payload.ts or $.payload.ts); default: the record timestamp.",
+        ),
+        max_bytes: int = typer.Option(
+            DEFAULT_MAX_BYTES, "--max-bytes", help="With --locate-event-time: read at most this many bytes of records."
+        ),
+        security_protocol: str = typer.Option(
+            "PLAINTEXT", "--security-protocol", help="With --kafka: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."
+        ),
+        sasl_mechanism: str | None = typer.Option(
+            None, "--sasl-mechanism", help="With --kafka: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."
+        ),
+        sasl_username: str | None = typer.Option(None, "--sasl-username", help="With --kafka: the SASL user."),
+        sasl_password_env: str | None = typer.Option(
+            None, "--sasl-password-env", metavar="VAR", help="With --kafka: environment variable holding the SASL password."
+        ),
+        ssl_ca: str | None = typer.Option(None, "--ssl-ca", help="With --kafka: CA certificate file (PEM)."),
     ) -> None:
         """Poll a Flink JobManager's REST API and print per job its vertices, each subtask's input/output watermark, idle subtasks, late drops and the findings.
 
@@ -170,6 +216,8 @@ def add_flink(group: typer.Typer) -> None:
         A check that cannot run (the JobManager unreachable, a bad option) prints {"error": "..."} under --format json.
 
         Exit codes: 0 ok, 1 a finding reached --fail-on, 2 the JobManager could not be read.
+
+        --locate-event-time --kafka BOOTSTRAP [--event-time-field PATH] names the Kafka record behind each source subtask's future-timestamp jump, from the offsets its Kafka reader read between the polls around the jump (exit code 2 when one cannot be located).
         """
         if fmt not in ("text", "json"):
             raise InputError(f"--format: unknown format {fmt!r} (allowed: text, json)")
@@ -199,6 +247,25 @@ def add_flink(group: typer.Typer) -> None:
                 token = os.environ.get(token_env)
                 if not token:
                     raise InputError(f"--token-env: environment variable {token_env} is not set")
+            culprits = None
+            if locate_event_time:
+                if kafka is None:
+                    raise InputError("--locate-event-time needs --kafka BOOTSTRAP: the cluster the Flink sources read")
+                if max_bytes < 1:
+                    raise InputError(f"--max-bytes: expected a positive number of bytes, got {max_bytes}")
+                if event_time_field is not None:
+                    try:
+                        parse_field_path(event_time_field)
+                    except ValueError as exc:
+                        raise InputError(f"--event-time-field: {exc}") from None
+                require_client("check flink --locate-event-time")
+                options = kafka_options(
+                    kafka, timeout=timeout, security_protocol=security_protocol, sasl_mechanism=sasl_mechanism,
+                    sasl_username=sasl_username, sasl_password_env=sasl_password_env, ssl_ca=ssl_ca,
+                )  # fmt: skip
+                culprits = CulpritTarget(options, event_time_field=event_time_field, max_bytes=max_bytes)
+            elif kafka is not None or event_time_field is not None:
+                raise InputError("--kafka and --event-time-field go with --locate-event-time")
             code = run_check_flink(
                 url,
                 fmt=fmt,
@@ -209,5 +276,6 @@ def add_flink(group: typer.Typer) -> None:
                 timeout_s=timeout_s,
                 limits=limits,
                 max_jobs=max_jobs,
+                culprits=culprits,
             )
         raise typer.Exit(code=code)

@@ -13,7 +13,6 @@ and sets the exit code as ``tidegauge scan`` does: 0 no finding reached ``--fail
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from monitor.commands._check_culprit import render_json as render_located_json
 from monitor.commands._check_culprit import render_text as render_located_text
 from monitor.commands._check_errors import json_error_document
 from monitor.commands._check_flink import add_flink
+from monitor.commands._kafka_options import kafka_options as _options
 from monitor.commands.scan import _parse_fail_on
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
@@ -212,45 +212,6 @@ def register(app: typer.Typer) -> None:
 
     add_flink(group)
     app.add_typer(group, name="check")
-
-
-def _options(
-    bootstrap: str,
-    *,
-    timeout: str,
-    security_protocol: str,
-    sasl_mechanism: str | None,
-    sasl_username: str | None,
-    sasl_password_env: str | None,
-    ssl_ca: str | None,
-    **kw: Any,
-) -> KafkaOptions:
-    """The cluster of ``check kafka`` from its options (the lag collector's :class:`KafkaOptions`).
-
-    Raises:
-        InputError: a bad option, or the SASL password variable not set.
-    """
-    security = {"security.protocol": security_protocol}
-    secrets: dict[str, str] = {}
-    if sasl_mechanism:
-        security["sasl.mechanism"] = sasl_mechanism
-    if sasl_username:
-        security["sasl.username"] = sasl_username
-    if sasl_password_env:
-        value = os.environ.get(sasl_password_env)
-        if not value:
-            raise InputError(f"--sasl-password-env: environment variable {sasl_password_env} is not set")
-        secrets["sasl.password"] = value
-    if ssl_ca:
-        security["ssl.ca.location"] = ssl_ca
-    try:
-        return KafkaOptions(
-            cluster="check", bootstrap_servers=bootstrap,
-            request_timeout_s=parse_timedelta(timeout, what="--timeout").total_seconds(),
-            security=security, secrets=secrets, **kw,
-        )  # fmt: skip
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
 
 
 def _locate(

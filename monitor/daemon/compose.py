@@ -495,7 +495,7 @@ def _flink_collector(
 
 
 def build_culprits(config: Config, environ: Mapping[str, str]) -> CulpritLocator | None:
-    """The locator of the records behind Spark future-timestamp jumps: one
+    """The locator of the records behind Spark and Flink future-timestamp jumps: one
     :class:`~monitor.daemon.culprits.CulpritTarget` per ``targets.kafka[]`` with ``locate_event_time``
     (its connection and security settings, its ``timeout`` as the request timeout); ``None`` without one.
 

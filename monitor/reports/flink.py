@@ -11,7 +11,7 @@ JSON shape::
       "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms",
       "output_watermark_ms", "source_idle_ms", "idle_ms", "records_in", "records_out",
       "backpressure_ratio", "end_of_input"}]}]}],
-     "findings": [{"rule", "severity", "job", "vertex", "vertex_id", "subtask", "message"}],
+     "findings": [{"rule", "severity", "job", "vertex", "vertex_id", "subtask", "message", "culprit"?}],
      "errors": ["<endpoint>: <message>", ...]}
 """
 
@@ -109,6 +109,8 @@ def build_check_report(
             "subtask": f.scope.subtask,
             "message": f.message,
             "labels": dict(f.labels),
+            # the located record of a future-timestamp jump (``check flink --locate-event-time``)
+            **({"culprit": f.details["culprit"]} if "culprit" in f.details else {}),
         }
         for f in findings
     ]
