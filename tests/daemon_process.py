@@ -149,3 +149,18 @@ class DaemonProcess:
     def log(self) -> str:
         """What the daemon wrote so far."""
         return self.log_path.read_text() if self.log_path.exists() else ""
+
+
+def outbox_states(db_url: str) -> list[str]:
+    """The state of every outbox row in the database at ``db_url`` (a daemon's, read from outside it)."""
+    from sqlalchemy import select
+
+    from monitor.store import make_engine, make_session_factory
+    from monitor.store.alert_tables import OutboxRow
+
+    engine = make_engine(db_url)
+    try:
+        with make_session_factory(engine)() as s:
+            return list(s.scalars(select(OutboxRow.state)))
+    finally:
+        engine.dispose()

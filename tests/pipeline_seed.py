@@ -14,9 +14,13 @@ The config: ``pipeline_freshness`` with a 15 s target, and the ``pipelines:`` se
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+import pytest
 
 from monitor.config import Config
 from monitor.daemon.compose import build
@@ -105,3 +109,20 @@ def seed_pipeline_slo(root: Path, minutes: int = 71) -> PipelineSeed:
     finally:
         daemon.store.dispose()
     return PipelineSeed(url, config, clock[-1])
+
+
+@contextmanager
+def dashboard_on(seed: PipelineSeed, monkeypatch: pytest.MonkeyPatch) -> Iterator[PipelineSeed]:
+    """The dashboard (under Streamlit's AppTest) pointed at ``seed``'s database and pipelines, with Streamlit's
+    caches cleared before and after."""
+    import streamlit as st
+
+    from dashboard import data
+    from monitor.commands.dashboard import pipelines_json
+
+    monkeypatch.setenv(data.DB_ENV, seed.url)
+    monkeypatch.setenv(data.PIPELINES_ENV, pipelines_json(seed.config))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield seed
+    st.cache_resource.clear()

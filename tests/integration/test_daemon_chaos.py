@@ -22,11 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from monitor.store import make_engine, make_session_factory, upgrade
-from monitor.store.alert_tables import OutboxRow
-from tests.daemon_process import DaemonProcess, free_port, wait_for
+from monitor.store import upgrade
+from tests.daemon_process import DaemonProcess, free_port, outbox_states, wait_for
 from tests.http_receiver import Receiver, keys_by_notification, processed_alerts, running_receiver
 from tests.live_eventlog import LiveEventLog
 from tests.rule_samples import only_rules
@@ -74,15 +72,6 @@ def _slack_seen(rx: Receiver, names: dict[str, str]) -> list[tuple[str, str]]:
             job = next(job_id for job_id in names if job_id in text)
             out.append((job, status))
     return out
-
-
-def _outbox_states(db_url: str) -> list[str]:
-    engine = make_engine(db_url)
-    try:
-        with make_session_factory(engine)() as s:
-            return list(s.scalars(select(OutboxRow.state)))
-    finally:
-        engine.dispose()
 
 
 def test_kill_9_at_random_points_with_a_flaky_receiver_delivers_everything_once(
@@ -140,7 +129,7 @@ def test_kill_9_at_random_points_with_a_flaky_receiver_delivers_everything_once(
             lambda: set(_slack_seen(slack_rx, names)) == set(expected) or None,
             90.0,
         )
-        wait_for("the outbox to drain", lambda: set(_outbox_states(db_url)) == {"delivered"}, 30.0)
+        wait_for("the outbox to drain", lambda: set(outbox_states(db_url)) == {"delivered"}, 30.0)
         assert daemon.terminate() == 0
     finally:
         daemon.close()
@@ -155,7 +144,7 @@ def test_kill_9_at_random_points_with_a_flaky_receiver_delivers_everything_once(
     slack = _slack_seen(slack_rx, names)
     assert set(slack) == set(expected)
     assert len(slack) - len(expected) <= kills
-    assert sorted(_outbox_states(db_url)) == ["delivered"] * (2 * len(expected))
+    assert sorted(outbox_states(db_url)) == ["delivered"] * (2 * len(expected))
     # log lines name rule, job and receiver (a kill between a commit and its log line may drop one line,
     # so not every job is required here; tests/integration/test_daemon_alerts.py checks each without kills)
     lines = daemon.log().splitlines()

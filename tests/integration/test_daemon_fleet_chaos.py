@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from monitor.store import make_engine, make_session_factory, upgrade
-from monitor.store.alert_tables import OutboxRow
-from tests.daemon_process import DaemonProcess, free_port, wait_for
+from monitor.store import upgrade
+from tests.daemon_process import DaemonProcess, free_port, outbox_states, wait_for
 from tests.http_receiver import keys_by_notification, processed_alerts, running_receiver
 from tests.live_eventlog import LiveEventLog
 from tests.rule_samples import only_rules
@@ -52,15 +50,6 @@ def _config(tmp_path: Path, webhook_url: str, db_url: str) -> dict[str, Any]:
         "delivery": {"interval": "500ms", "initial_backoff": "200ms", "max_backoff": "1s"},
         "receivers": [{"name": "ops", "type": "webhook", "url": webhook_url, "secret": {"env": "TG_WEBHOOK_SECRET"}}],
     }
-
-
-def _outbox_states(db_url: str) -> list[str]:
-    engine = make_engine(db_url)
-    try:
-        with make_session_factory(engine)() as s:
-            return list(s.scalars(select(OutboxRow.state)))
-    finally:
-        engine.dispose()
 
 
 def test_kills_in_a_fleet_with_a_flaky_receiver_deliver_every_notification_once_by_key(
@@ -122,7 +111,7 @@ def test_kills_in_a_fleet_with_a_flaky_receiver_deliver_every_notification_once_
                 240.0,
                 0.5,
             )
-            wait_for("the outbox to drain", lambda: set(_outbox_states(postgres_url)) == {"delivered"}, 60.0, 0.5)
+            wait_for("the outbox to drain", lambda: set(outbox_states(postgres_url)) == {"delivered"}, 60.0, 0.5)
             for daemon in daemons.values():
                 assert daemon.terminate() == 0
         finally:
@@ -135,7 +124,7 @@ def test_kills_in_a_fleet_with_a_flaky_receiver_deliver_every_notification_once_
     by_notification = keys_by_notification(webhook_rx)
     assert len(by_notification) == len(expected)
     assert {n: keys for n, keys in by_notification.items() if len(keys) != 1} == {}
-    assert sorted(_outbox_states(postgres_url)) == ["delivered"] * len(expected)
+    assert sorted(outbox_states(postgres_url)) == ["delivered"] * len(expected)
     # the work was shared: several instances evaluated jobs, and targets changed hands after the kills
     evaluators = [n for n, text in logs_by_instance.items() if f"alert {STALL} firing for spark job " in text]
     assert len(evaluators) >= 2, evaluators

@@ -16,18 +16,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboard import data
-from monitor.commands.dashboard import pipelines_json
 from monitor.facts import slo_text
 from monitor.facts.source import load_pipeline_facts, settings_from_rules
 from monitor.model import Severity
 from monitor.reports.render import to_html, to_markdown
 from monitor.reports.source import collect
 from monitor.store import load_episodes, open_store
-from tests.pipeline_seed import PipelineSeed, seed_pipeline_slo
+from tests.pipeline_seed import PipelineSeed, dashboard_on, seed_pipeline_slo
 from tests.rule_samples import T0
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -98,12 +95,8 @@ def test_facts_and_the_report_show_budget_burn_and_entry(seeded: PipelineSeed) -
 
 @pytest.fixture
 def app_env(seeded: PipelineSeed, monkeypatch: pytest.MonkeyPatch) -> Iterator[PipelineSeed]:
-    monkeypatch.setenv(data.DB_ENV, seeded.url)
-    monkeypatch.setenv(data.PIPELINES_ENV, pipelines_json(seeded.config))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield seeded
-    st.cache_resource.clear()
+    with dashboard_on(seeded, monkeypatch) as seed:
+        yield seed
 
 
 def test_pipelines_page_shows_the_slo(app_env: PipelineSeed) -> None:

@@ -10,14 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboard import data
 from monitor.commands.dashboard import pipelines_json
 from monitor.model import Severity
 from monitor.store import load_episodes, open_store
-from tests.pipeline_seed import PipelineSeed, seed_pipeline
+from tests.pipeline_seed import PipelineSeed, dashboard_on, seed_pipeline
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 A_ID = "1b9eaaeb-5778-417b-afff-5fa9b52e21a3"
@@ -31,12 +29,8 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> PipelineSeed:
 
 @pytest.fixture
 def app_env(seeded: PipelineSeed, monkeypatch: pytest.MonkeyPatch) -> Iterator[PipelineSeed]:
-    monkeypatch.setenv(data.DB_ENV, seeded.url)
-    monkeypatch.setenv(data.PIPELINES_ENV, pipelines_json(seeded.config))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield seeded
-    st.cache_resource.clear()
+    with dashboard_on(seeded, monkeypatch) as seed:
+        yield seed
 
 
 def test_the_daemon_stores_the_entry_and_links_the_downstream_job(seeded: PipelineSeed) -> None:
