@@ -98,7 +98,7 @@ def test_every_rule_accepts_its_defaults_and_common_keys() -> None:
     validate(rules(data))
     # twelve batch-time rules (consumer_lag_seconds and freshness_slo among them), checkpoint_failures,
     # no_progress and the cross-job pipeline_freshness
-    assert len(RULES) == 15
+    assert len(RULES) == 16  # + late_rows_dropped (Flink's cumulative numLateRecordsDropped)
 
 
 def test_override_applies_only_to_matching_jobs() -> None:
