@@ -398,7 +398,8 @@ def _no_watermark(
     else:
         body = (
             "The job has no watermark either: the operator downstream takes the minimum over its input channels "
-            "(StatusWatermarkValve) and this channel has none, so event-time windows never fire. "
+            "(StatusWatermarkValve) and this channel has none, so this subtask pins the job's event time: "
+            "event-time windows never fire. "
             f"{remedy(Engine.FLINK, Cause.HOLDING_INPUT)} "
         )
     return Finding(
