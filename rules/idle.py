@@ -336,17 +336,18 @@ def _no_watermark(
 ) -> Finding | None:
     """The ``no_watermark`` finding of a source subtask that reads records (raw ``sourceIdleTime``,
     ``extra["source_idle_ms"]``, known and below ``idle_for``) but has no watermark while a sibling has one
-    (at the newest poll with a job watermark, else at the last two) (see the module docstring: ``TimestampsAndWatermarksOperator``,
-    ``WatermarksWithIdleness``, ``StatusWatermarkValve``, ``WindowOperator``); else ``None``."""
+    (at the newest poll with a job watermark, else at the last two); else ``None``. Semantics: see the
+    module docstring (``TimestampsAndWatermarksOperator``, ``WatermarksWithIdleness``,
+    ``StatusWatermarkValve``, ``WindowOperator``)."""
     # with a job watermark one poll suffices (the valve already leaves the channel out: it has been marked
     # idle with no watermark); without one, a subtask may just not have emitted its first watermark yet
     polls = 1 if job_wm is not None else 2
-    if len(samples) < polls or any(
-        s.watermark is not None or s.watermark_end_of_input for s in samples[-polls:]
-    ):
+    if samples[-1].watermark is not None or samples[-1].watermark_end_of_input:
         return None
     source_idle_ms = samples[-1].extra.get("source_idle_ms")
     if not isinstance(source_idle_ms, int) or source_idle_ms >= idle_for.total_seconds() * 1000:
+        return None
+    if len(samples) < polls:
         return None
     since = samples[-polls].observed_at
     marked: list[tuple[Scope, datetime]] = []
@@ -378,9 +379,10 @@ def _no_watermark(
         else "at the newest poll"
     )
     head = (
-        f"{flink_scope_name(job, newest)} emits no watermark (Long.MIN_VALUE {seen}) while {sibling_text}, though the source reads records (sourceIdleTime "
-        f"{source_idle_ms} ms): no record reaches its watermark assigner (a filter or flatMap chained in front of "
-        "assignTimestampsAndWatermarks drops them all, or the split it reads holds nothing the job keeps). "
+        f"{flink_scope_name(job, newest)} emits no watermark (Long.MIN_VALUE {seen}) while {sibling_text}, "
+        f"though the source reads records (sourceIdleTime {source_idle_ms} ms): no record reaches its watermark "
+        "assigner (a filter or flatMap chained in front of assignTimestampsAndWatermarks drops them all, or the "
+        "split it reads holds nothing the job keeps). "
     )
     fix = (
         "Check the operators between the source and assignTimestampsAndWatermarks (or assign watermarks in the "
