@@ -26,6 +26,20 @@ subtasks of the same vertex, and findings name the job, the vertex and the subta
   channels out of the minimum): ``INFO``; one whose watermark is not the lowest holds nothing: ``INFO``. (A
   subtask with no watermark that took part in the minimum would leave the job without one, so this needs
   no second poll.)
+* a source subtask that *reads* records (its own ``sourceIdleTime`` below ``for``) but has no watermark
+  (``Long.MIN_VALUE``) while a sibling subtask of the vertex has one (at the newest poll when the job has a
+  watermark: the valve already leaves the channel out; else at the last two polls, as a subtask may not have
+  emitted its first watermark yet): no record
+  reaches its watermark assigner (a filter or flatMap chained in front of ``assignTimestampsAndWatermarks``
+  drops them all), so ``TimestampsAndWatermarksOperator`` never emits a watermark for it; ``WARNING``
+  (``labels.check = no_watermark``), judged without waiting ``for`` (the subtask is not idle as a source).
+  With a job watermark, ``withIdleness`` is what keeps the windows moving (``WatermarksWithIdleness`` marks
+  the channel ``WatermarkStatus.IDLE`` and ``StatusWatermarkValve`` leaves it out of the minimum); when
+  records reach the assigner again the channel turns active with its own, lower watermark, which the valve
+  does not let lower the operator's (an active channel rejoins the minimum only once it has caught up), so its
+  records are judged against the advanced watermark and those behind it are dropped as late by
+  ``WindowOperator`` (``numLateRecordsDropped``). Without a job watermark it pins the minimum and windows
+  do not fire. This subtask gets no ``idle_source`` finding of the other kinds.
 * every source subtask idle and the job's watermark flat: event time is frozen (``labels.check =
   all_inputs_idle``, ``WARNING``). ``withIdleness`` cannot help: with all channels idle the valve emits no
   watermark, so windows wait for data;
@@ -230,6 +244,10 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
             if newest.watermark_end_of_input:
                 out.append(_end_of_input(history, scope, newest, job, now))
                 continue
+            unseen = _no_watermark(history, scope, samples, subtasks, idle_for, job, job_wm, now)
+            if unseen is not None:
+                out.append(unseen)
+                continue
             idle = _idle(samples, idle_for)
             if idle is None:
                 continue
@@ -253,7 +271,11 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
             sibling_text = ", ".join(f"subtask {s.subtask}" for s in siblings[:5]) + (
                 " ..." if len(siblings) > 5 else ""
             )
-            wm_text = "no watermark at all (Long.MIN_VALUE)" if own is None else f"watermark {format_instant_short(own)}"
+            wm_text = (
+                "no watermark at all (Long.MIN_VALUE)"
+                if own is None
+                else f"watermark {format_instant_short(own)}"
+            )
             if holding:
                 consequence = (
                     f"it has {wm_text}, and the operator downstream takes the minimum over its input channels "
@@ -300,6 +322,104 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
                 )
             )
     return out
+
+
+def _no_watermark(
+    history: JobHistory,
+    scope: Scope,
+    samples: list[Sample],
+    subtasks: dict[Scope, list[Sample]],
+    idle_for: timedelta,
+    job: str,
+    job_wm: datetime | None,
+    now: datetime,
+) -> Finding | None:
+    """The ``no_watermark`` finding of a source subtask that reads records (raw ``sourceIdleTime``,
+    ``extra["source_idle_ms"]``, known and below ``idle_for``) but has no watermark while a sibling has one
+    (at the newest poll with a job watermark, else at the last two); else ``None``. Semantics: see the
+    module docstring (``TimestampsAndWatermarksOperator``, ``WatermarksWithIdleness``,
+    ``StatusWatermarkValve``, ``WindowOperator``)."""
+    # with a job watermark one poll suffices (the valve already leaves the channel out: it has been marked
+    # idle with no watermark); without one, a subtask may just not have emitted its first watermark yet
+    polls = 1 if job_wm is not None else 2
+    if samples[-1].watermark is not None or samples[-1].watermark_end_of_input:
+        return None
+    source_idle_ms = samples[-1].extra.get("source_idle_ms")
+    if not isinstance(source_idle_ms, int) or source_idle_ms >= idle_for.total_seconds() * 1000:
+        return None
+    if len(samples) < polls:
+        return None
+    since = samples[-polls].observed_at
+    marked: list[tuple[Scope, datetime]] = []
+    for other, other_samples in subtasks.items():
+        window = tail_since(other_samples, since)
+        if other != scope and len(window) >= polls and all(s.watermark is not None for s in window):
+            wm = window[-1].watermark
+            assert wm is not None
+            marked.append((other, wm))
+    if not marked:
+        return None
+    newest = samples[-1]
+    sibling_text = ", ".join(
+        f"subtask {s.subtask} has {format_instant_short(wm)}"
+        for s, wm in sorted(marked, key=lambda m: m[0].subtask or 0)[:5]
+    )
+    # how many of the newest polls in a row read the subtask (its sourceIdleTime known: a cold REST metric
+    # store answers nothing at all) and found no watermark
+    n_polls = 0
+    for sample in reversed(samples):
+        if sample.watermark is not None or not isinstance(sample.extra.get("source_idle_ms"), int):
+            break
+        n_polls += 1
+    if n_polls < polls:
+        return None
+    seen = (
+        f"at the last {n_polls} polls, since {format_instant_short(samples[-n_polls].observed_at)} at least"
+        if n_polls > 1
+        else "at the newest poll"
+    )
+    head = (
+        f"{flink_scope_name(job, newest)} emits no watermark (Long.MIN_VALUE {seen}) while {sibling_text}, "
+        f"though the source reads records (sourceIdleTime {source_idle_ms} ms): no record reaches its watermark "
+        "assigner (a filter or flatMap chained in front of assignTimestampsAndWatermarks drops them all, or the "
+        "split it reads holds nothing the job keeps). "
+    )
+    fix = (
+        "Check the operators between the source and assignTimestampsAndWatermarks (or assign watermarks in the "
+        "source with fromSource(source, strategy, ...)), and whether this subtask should receive these records."
+    )
+    if job_wm is not None:
+        body = (
+            f"The windows still advance (job watermark {format_instant_short(job_wm)}) only because withIdleness marks "
+            "the subtask idle (WatermarksWithIdleness sends WatermarkStatus.IDLE and StatusWatermarkValve leaves idle "
+            "channels out of the minimum). When records reach its assigner again, they are judged against that advanced "
+            "watermark: the subtask's own watermark starts far behind and does not pull the windows back, so every "
+            "record behind the job's watermark (beyond allowedLateness) is dropped as late by the windows "
+            "(numLateRecordsDropped) or goes to the late side output. "
+        )
+    else:
+        body = (
+            "The job has no watermark either: the operator downstream takes the minimum over its input channels "
+            "(StatusWatermarkValve) and this channel has none, so this subtask pins the job's event time: "
+            "event-time windows never fire. "
+            f"{remedy(Engine.FLINK, Cause.HOLDING_INPUT)} "
+        )
+    return Finding(
+        rule=RULE,
+        severity=Severity.WARNING,
+        job=history.job,
+        message=head + body + fix,
+        observed_at=now,
+        scope=scope,
+        labels={"check": "no_watermark"},
+        details={
+            "vertex": newest.extra.get("vertex"),
+            "subtask": scope.subtask,
+            "source_idle_ms": source_idle_ms,
+            "holding_watermark": job_wm is None,
+            "marked_idle": job_wm is not None,
+        },
+    )
 
 
 def _end_of_input(history: JobHistory, scope: Scope, newest: Sample, job: str, now: datetime) -> Finding:

@@ -8,6 +8,12 @@ late (``isElementLate``: ``timestamp + allowedLateness <= watermark``) it is dro
 ``numLateRecordsDropped`` — or, with ``sideOutputLateData``, sent to the side output and the counter stays
 0. A sliding-window element late for only some of its windows is not added to those and not counted.
 
+``late_rows_dropped`` (Flink only, :func:`evaluate_late_total`) reads the counter itself: ``WindowOperator``'s
+``numLateRecordsDropped`` counts from when the subtask's task last started (a restart resets it), so the
+newest poll's value is every record dropped since then, whether or not one was dropped between the last two
+polls; a job whose windows dropped records early and none since is reported with both figures (the drops
+between polls alone, what ``late_drop_surge`` judges, are 0 there).
+
 Spark semantics followed: stateful operators (``StateStoreSaveExec``, ``StreamingDeduplicateExec``,
 stream-stream joins) drop input rows whose event time is older than the watermark the batch runs with and
 count them in ``StateOperatorProgress.numRowsDroppedByWatermark`` (``numLateInputs`` before Spark 3.1;
@@ -31,7 +37,14 @@ from rules.jumps import Jump, batch_name, find_jump
 from rules.params import Duration, RuleParams
 from rules.remedies import Cause, remedy
 
-__all__ = ["SURGE_RULE", "LateSurgeParams", "evaluate_late_surge"]
+__all__ = [
+    "RULE",
+    "SURGE_RULE",
+    "LateSurgeParams",
+    "LateTotalParams",
+    "evaluate_late_surge",
+    "evaluate_late_total",
+]
 
 SURGE_RULE = "late_drop_surge"
 _DROPPED = attrgetter("dropped_by_watermark")
@@ -102,9 +115,7 @@ def _jump_cause(jump: Jump, known: Sequence[Sample], engine: Engine) -> str:
             f"urgent problem is that {jump.describe()}: every row after it is behind the watermark. "
             f"{jump.remedy(engine)}"
         )
-    earlier = (
-        f"; the {_rows_at(before)}, before it, were late by the job's own delay" if before else ""
-    )
+    earlier = f"; the {_rows_at(before)}, before it, were late by the job's own delay" if before else ""
     return (
         f"{_rows_at(after)} because {jump.describe()}: they are behind a watermark a mis-dated row set, not "
         f"late{earlier}. {jump.remedy(engine)}"
@@ -153,7 +164,9 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
             + remedy(history.engine, Cause.LATE_DROPS)
         )
     else:
-        cause = f"rows arrive later than the watermark delay allows. {remedy(history.engine, Cause.LATE_DROPS)}"
+        cause = (
+            f"rows arrive later than the watermark delay allows. {remedy(history.engine, Cause.LATE_DROPS)}"
+        )
     unit = "polls" if history.engine is Engine.FLINK else "batches"
     counted = len([b for b in known if b.dropped_by_watermark])
     if rows:
@@ -176,5 +189,95 @@ def evaluate_late_surge(params: LateSurgeParams, history: JobHistory, now: datet
             observed_at=now,
             batch_id=newest.batch_id,
             details=details,
+        )
+    ]
+
+
+class LateTotalParams(RuleParams):
+    """``late_rows_dropped`` parameters: ``min_dropped`` (default 1), the fewest records dropped since the
+    tasks started that are reported."""
+
+    min_dropped: int = Field(1, ge=1)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def evaluate_late_total(params: LateTotalParams, history: JobHistory, now: datetime) -> list[Finding]:
+    """Current ``late_rows_dropped`` finding of a Flink job (job scope): its window vertices have dropped at
+    least ``min_dropped`` late records since their tasks started.
+
+    Reads each window subtask's newest sample: ``extra["late_records_dropped"]`` is ``WindowOperator``'s
+    ``numLateRecordsDropped`` counter (cumulative since the task started, reset by a restart) and
+    ``dropped_by_watermark`` its rise since the previous poll (``None`` when unknown: a first poll, or a
+    vertex the REST metric store did not refresh). Both are said per vertex: "8 since the tasks started, none
+    between the last two polls". Severity ``WARNING`` when records were dropped between the last two polls,
+    ``INFO`` when all drops are older (they are lost all the same, and the figure is the only trace:
+    ``WindowOperator`` drops them without a log line). Other engines: ``[]`` (Spark's progress has no
+    cumulative counter; ``late_drop_surge`` judges its per-batch drops).
+
+    ``details``: ``{"dropped_total": int, "dropped_recent": int | None, "vertices": [{"vertex", "dropped_total",
+    "dropped_recent"}]}``.
+    """
+    if history.engine is not Engine.FLINK or not history.batches:
+        return []
+    per_vertex: dict[str, list[int | None]] = {}
+    for scope, samples in history.series.items():
+        newest = samples[-1]
+        total = newest.extra.get("late_records_dropped")
+        if not isinstance(total, int):
+            continue
+        vertex = str(newest.extra.get("vertex") or scope.operator)
+        agg = per_vertex.setdefault(vertex, [0, 0])
+        agg[0] = (agg[0] or 0) + total
+        recent = newest.dropped_by_watermark
+        agg[1] = None if agg[1] is None or recent is None else agg[1] + recent
+    total_all = sum(t or 0 for t, _ in per_vertex.values())
+    if total_all < params.min_dropped:
+        return []
+    recents = [r for _, r in per_vertex.values()]
+    recent_all = None if any(r is None for r in recents) else sum(r or 0 for r in recents)
+    parts: list[str] = []
+    rows: list[dict[str, object]] = []
+    for vertex, (total, recent) in sorted(per_vertex.items(), key=lambda kv: -(kv[1][0] or 0)):
+        if not total:
+            continue
+        if recent is None:
+            recent_text = "recent unknown"
+        elif recent == 0:
+            recent_text = "none between the last two polls"
+        else:
+            recent_text = f"{recent} between the last two polls"
+        parts.append(f"`{vertex}` {total} ({recent_text})")
+        rows.append({"vertex": vertex, "dropped_total": total, "dropped_recent": recent})
+    job = history.job.name or history.job.job_id
+    if recent_all:
+        when = f"{recent_all} of them between the last two polls: records are still arriving late"
+    elif recent_all == 0:
+        when = (
+            "none of them between the last two polls (they were dropped earlier, e.g. while the job caught up or "
+            "after an idle input resumed; the records are lost all the same)"
+        )
+    else:
+        when = (
+            "how many of them between the last two polls is unknown (one poll only, or the REST metric store "
+            "was not refreshed in between)"
+        )
+    message = (
+        f"the windows of job `{job}` have dropped {_plural(total_all, 'late record')} since their tasks "
+        f"started (WindowOperator's numLateRecordsDropped), {when}. By window vertex: "
+        + "; ".join(parts)
+        + ". They were behind the watermark by more than the window's allowed lateness. "
+        + remedy(Engine.FLINK, Cause.LATE_DROPS)
+    )
+    return [
+        Finding(
+            rule=RULE,
+            severity=Severity.WARNING if recent_all else Severity.INFO,
+            job=history.job,
+            message=message,
+            observed_at=now,
+            details={"dropped_total": total_all, "dropped_recent": recent_all, "vertices": rows},
         )
     ]

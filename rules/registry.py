@@ -15,6 +15,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       idle_source: {for: 5m}
       state_growth: {window: 30m, metric: rows, limit_rows: 10000000, critical_within: 1h}
       late_drop_surge: {window: 10m, max_share: 0.01, min_dropped: 1}
+      late_rows_dropped: {min_dropped: 1}
       consumer_lag: {window_samples: 10, allowed_lag: 0}
       consumer_lag_seconds: {threshold: 5m, critical: 30m}
       falling_behind: {trigger_interval: 30s, batches: 3, backpressure_ratio: 0.5, for: 1m}
@@ -118,6 +119,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(idle.RULE, idle.IdleParams, idle.evaluate_idle, consumes_for=True),
         RuleSpec(state_growth.RULE, state_growth.StateGrowthParams, state_growth.evaluate_state_growth),
         RuleSpec(late.SURGE_RULE, late.LateSurgeParams, late.evaluate_late_surge),
+        RuleSpec(late.RULE, late.LateTotalParams, late.evaluate_late_total),
         RuleSpec(consumer_lag.RULE, consumer_lag.LagParams, consumer_lag.evaluate_lag),
         RuleSpec(consumer_lag.SECONDS_RULE, consumer_lag.LagSecondsParams, consumer_lag.evaluate_lag_seconds),
         RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),

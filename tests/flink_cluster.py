@@ -102,7 +102,7 @@ class FlinkCluster:
     Attributes:
         home: ``FLINK_HOME`` (the installed ``pyflink/`` folder).
         work: the temporary directory holding ``conf/``, ``log/``, ``tmp/``.
-        slots: task slots of the task manager (the test job's five modes take 7; the rest is free for
+        slots: task slots of the task manager (the test job's six modes take 9; the rest is free for
             other tests sharing the session cluster).
         extra_config: more ``config.yaml`` keys (flat, e.g. ``{"metrics.fetcher.update-interval": 1000}``).
     """
@@ -396,7 +396,7 @@ def cluster_fixture(tmp_root: Path) -> Iterator[FlinkCluster]:
 
 
 #: The test job's modes (tests/flink_job/tidegauge/TestJob.java); each runs as its own job ``tg-<mode>``.
-TEST_JOB_MODES = ("idle", "idle-withidleness", "late", "future", "failing")
+TEST_JOB_MODES = ("idle", "idle-withidleness", "idle-late", "late", "future", "failing")
 TEST_JOB_SOURCE = Path(__file__).resolve().parent / "flink_job" / "tidegauge" / "TestJob.java"
 
 

@@ -97,8 +97,9 @@ def test_every_rule_accepts_its_defaults_and_common_keys() -> None:
     data = {name: {"enabled": True, "severity": "info", "keep_firing_for": "1m"} for name in RULES}
     validate(rules(data))
     # twelve batch-time rules (consumer_lag_seconds and freshness_slo among them), checkpoint_failures,
-    # no_progress and the cross-job pipeline_freshness and pipeline_slo
-    assert len(RULES) == 16
+    # no_progress, the cross-job pipeline_freshness and pipeline_slo, and late_rows_dropped (Flink's
+    # cumulative numLateRecordsDropped)
+    assert len(RULES) == 17
 
 
 def test_override_applies_only_to_matching_jobs() -> None:

@@ -26,6 +26,10 @@ import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindo
  *       input watermark (the min over its channels, StatusWatermarkValve) stays Long.MIN_VALUE.
  *   <li>{@code idle-withidleness}: the same with {@code withIdleness(2 s)}: subtask 1 is marked idle and
  *       the window's watermark advances with subtask 0.
+ *   <li>{@code idle-late}: {@code idle-withidleness} (subtask 1 reads records but the filter passes none to
+ *       its watermark assigner) with two window vertices ({@code window-2s}, {@code window-4s}) fed the same
+ *       stream; records 30 to 80 of every 5th are dated 30 s in the past and dropped as late by both windows
+ *       (WindowOperator's numLateRecordsDropped), after which no record is late.
  *   <li>{@code late}: parallelism 1; from record 30 on every 5th record is dated 30 s in the past, beyond
  *       the 2 s window's allowed lateness (1 s): WindowOperator drops it and counts numLateRecordsDropped.
  *   <li>{@code future}: parallelism 1; record 50 is dated 3 h in the future: the watermark jumps there and
@@ -57,6 +61,8 @@ public final class TestJob {
             long ts = now;
             if (mode.equals("late") && seen >= 30 && seen % 5 == 0) {
                 ts = now - 30_000L;
+            } else if (mode.equals("idle-late") && seen >= 30 && seen <= 80 && seen % 5 == 0) {
+                ts = now - 30_000L;
             } else if (mode.equals("future") && seen == 50) {
                 ts = now + 3L * 3600_000L;
             } else if (mode.equals("failing") && seen == 30) {
@@ -72,6 +78,21 @@ public final class TestJob {
         public boolean filter(Tuple2<Integer, Long> value) {
             return getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() != 1;
         }
+    }
+
+    /** A keyed tumbling event-time window of {@code seconds} with 1 s allowed lateness, named window-Ns. */
+    static DataStream<Tuple2<Integer, Long>> window(DataStream<Tuple2<Integer, Long>> timed, int seconds) {
+        return timed
+                .keyBy(new KeySelector<Tuple2<Integer, Long>, Integer>() {
+                    @Override
+                    public Integer getKey(Tuple2<Integer, Long> value) {
+                        return value.f0;
+                    }
+                })
+                .window(TumblingEventTimeWindows.of(Duration.ofSeconds(seconds)))
+                .allowedLateness(Duration.ofSeconds(1))
+                .reduce((ReduceFunction<Tuple2<Integer, Long>>) (a, b) -> Tuple2.of(a.f0, Math.max(a.f1, b.f1)))
+                .name("window-" + seconds + "s");
     }
 
     public static void main(String[] args) throws Exception {
@@ -97,21 +118,14 @@ public final class TestJob {
         WatermarkStrategy<Tuple2<Integer, Long>> strategy = WatermarkStrategy
                 .<Tuple2<Integer, Long>>forBoundedOutOfOrderness(Duration.ofSeconds(1))
                 .withTimestampAssigner((SerializableTimestampAssigner<Tuple2<Integer, Long>>) (e, t) -> e.f1);
-        if (mode.equals("idle-withidleness")) {
+        if (mode.equals("idle-withidleness") || mode.equals("idle-late")) {
             strategy = strategy.withIdleness(Duration.ofSeconds(2));
         }
-        stamped.assignTimestampsAndWatermarks(strategy)
-                .keyBy(new KeySelector<Tuple2<Integer, Long>, Integer>() {
-                    @Override
-                    public Integer getKey(Tuple2<Integer, Long> value) {
-                        return value.f0;
-                    }
-                })
-                .window(TumblingEventTimeWindows.of(Duration.ofSeconds(2)))
-                .allowedLateness(Duration.ofSeconds(1))
-                .reduce((ReduceFunction<Tuple2<Integer, Long>>) (a, b) -> Tuple2.of(a.f0, Math.max(a.f1, b.f1)))
-                .name("window-2s")
-                .sinkTo(new DiscardingSink<>()).name("discard");
+        DataStream<Tuple2<Integer, Long>> timed = stamped.assignTimestampsAndWatermarks(strategy);
+        window(timed, 2).sinkTo(new DiscardingSink<>()).name("discard");
+        if (mode.equals("idle-late")) {
+            window(timed, 4).sinkTo(new DiscardingSink<>()).name("discard-4s");
+        }
         env.execute("tg-" + mode);
     }
 }
