@@ -186,7 +186,10 @@ def holding_input(series: dict[Scope, list[Sample]], since: datetime, engine: En
 
     Flink (``StatusWatermarkValve``): the input watermark is the minimum over input channels; the subtask
     whose newest watermark is the lowest (or ``None``: it never emitted one) while a sibling's is higher
-    holds it. Spark (``WatermarkTracker`` with the ``min`` policy): per-source progress has no watermark,
+    holds it (source subtasks are compared among themselves where the job has them: a downstream vertex
+    trails its inputs by the metric store's sampling). A source subtask with no watermark while a downstream (non-source) vertex has one does not hold
+    it: the valve left it out as idle (``WatermarkStatus.IDLE``, e.g. ``withIdleness``), or the downstream
+    watermark would be ``Long.MIN_VALUE`` too (rule ``idle_source`` says ``no_watermark`` for it). Spark (``WatermarkTracker`` with the ``min`` policy): per-source progress has no watermark,
     so the source that brought no rows since ``since`` while a sibling did holds it.
     """
     if engine is Engine.SPARK:
@@ -199,9 +202,15 @@ def holding_input(series: dict[Scope, list[Sample]], since: datetime, engine: En
     newest = {scope: samples[-1].watermark for scope, samples in series.items() if samples}
     if len(newest) < 2:
         return None
-    if any(wm is None for wm in newest.values()) and any(wm is not None for wm in newest.values()):
+    downstream_advances = any(wm is not None for scope, wm in newest.items() if not scope.source)
+    if not downstream_advances and any(wm is None for wm in newest.values()) and any(
+        wm is not None for wm in newest.values()
+    ):
         return next(scope for scope, wm in newest.items() if wm is None)
-    known = {scope: wm for scope, wm in newest.items() if wm is not None}
+    # a downstream vertex always trails its inputs by a poll's sampling: compare source subtasks among
+    # themselves where the job has them
+    sources = {scope: wm for scope, wm in newest.items() if scope.source}
+    known = {scope: wm for scope, wm in (sources or newest).items() if wm is not None}
     if len(known) >= 2 and len(set(known.values())) > 1:
         return min(known, key=lambda scope: known[scope])
     return None

@@ -15,6 +15,7 @@ import pytest
 
 from monitor.commands._check_flink import run_check_flink
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope, Severity
+from rules.common import holding_input
 from rules.history import job_history
 from rules.idle import IdleParams, evaluate_idle
 from rules.late import LateTotalParams, evaluate_late_total
@@ -171,3 +172,31 @@ def test_late_total_recent_drops_warn_and_other_engines_are_left_out() -> None:
     assert evaluate_late_total(LateTotalParams(), job_history(zero), T0) == []
     spark = [Sample(JobRef(Engine.SPARK, "q", "q"), T0, SampleKind.PROGRESS, "p", dropped_by_watermark=5)]
     assert evaluate_late_total(LateTotalParams(), job_history(spark), T0) == []
+
+
+def test_who_holds_the_minimum_leaves_out_an_idle_excluded_subtask(capsys: pytest.CaptureFixture[str]) -> None:
+    # subtask 1 without a watermark pins the minimum only while no downstream vertex advances past it
+    t1 = T0 + timedelta(seconds=11)
+    window = Sample(JOB, T0, SampleKind.GAUGE, "flink_rest", scope=Scope(subtask=0, operator="v1"), watermark=None)
+    pinned = job_history([_src(T0, 0, WM), _src(T0, 1, None), window])
+    held = holding_input(pinned.series, T0, Engine.FLINK)
+    assert held is not None and held.subtask == 1
+    advanced = job_history([_src(T0, 0, WM), _src(T0, 1, None), _win(T0, 0, 0, 0)])
+    assert holding_input(advanced.series, T0, Engine.FLINK) is None
+    # between source subtasks the lower one holds it; a window vertex trailing by the sampling does not
+    lower = WM - timedelta(seconds=30)
+    skew = job_history([_src(t1, 0, WM), _src(t1, 1, lower), _win(t1, 0, 0, 0)])
+    held = holding_input(skew.series, t1, Engine.FLINK)
+    assert held is not None and held.subtask == 1 and held.source == "Source: s"
+    # the recorded withIdleness job: the text report no longer says subtask 1 holds the minimum
+    polls, exchanges = load_exchanges(REAL / "idle_late")
+    run_check_flink(
+        "http://jm:8081",
+        fmt="text",
+        interval=timedelta(seconds=11),
+        clock=replay_clock(polls),
+        transport=replay_transport(exchanges),
+        sleep=lambda _s: None,
+    )
+    text = capsys.readouterr().out
+    assert "holds the minimum watermark" not in text and "subtask 1 emits no watermark" in text
