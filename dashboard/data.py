@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -47,9 +47,19 @@ from monitor.store import Store, load_episodes, load_samples, open_store
 from monitor.store.alert_repo import add_silence as store_add_silence
 from monitor.store.alert_repo import expire_silence as store_expire_silence
 from monitor.store.alert_repo import list_silences, load_alerts
-from monitor.store.views import job_runs, job_summaries, newest_sample_time, series, stored_reports
+from monitor.store.views import (
+    JobSummary,
+    job_runs,
+    job_summaries,
+    newest_sample_time,
+    series,
+    stored_reports,
+)
 from monitor.text import batch_range, plain, plural
 from monitor.timefmt import format_duration, format_lag
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = [
     "REPORT_PERIODS",
@@ -72,7 +82,6 @@ __all__ = [
     "human_lag",
     "job_detail",
     "now",
-    "period_since",
     "pipelines",
     "report_files",
     "report_json",
@@ -189,13 +198,6 @@ def _episode_row(e: FindingEpisode) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def period_since() -> datetime:
-    """The start of the period the pages show episodes of: :data:`PERIOD` before the newest stored sample
-    (before :func:`now` on an empty store)."""
-    with _store().sessions() as session:
-        return data_period(session, PERIOD, now())[0]
-
-
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def episodes(
     engine: str | None = None, job_id: str | None = None, since: datetime | None = None, until: datetime | None = None
@@ -225,23 +227,38 @@ def _worst_by_job(found: list[FindingEpisode]) -> dict[tuple[str, str], FindingE
 def fleet() -> pd.DataFrame:
     """One row per job: ``engine, job_id, name, health`` (:func:`monitor.facts.job_health`: the worst
     firing severity now), ``severity``, ``period_health``/``period_severity``/``worst_episode`` (the worst
-    finding episode since :func:`period_since`; ``ok``/0/``""`` without one), ``firing, pending,
+    finding episode in the :data:`PERIOD` before the newest stored sample; ``ok``/0/``""`` without one), ``firing, pending,
     worst_rule, observed_at`` (its newest sample),
     ``freshness_s`` (:class:`monitor.facts.FreshnessFacts` ``last_s``: the newest batch's processing time
     minus its watermark), ``num_input_rows, state`` (text: rows, or Flink's checkpointed bytes), ``lag``
     (text: the Kafka group's offsets behind), ``freshness_series`` (the facts' freshness per batch over
     :data:`SPARK_WINDOW`, seconds), ``runs, stale`` (no sample for :data:`STALE_AFTER`)."""
-    since_period = period_since()
     with _store().sessions() as session:
-        summaries = job_summaries(session)
-        worst_of = _worst_by_job(load_episodes(session, since=since_period))
-        by_job: dict[tuple[str, str], list[Any]] = {}
-        for a in load_alerts(session).values():
-            by_job.setdefault((a.labels.get("engine", ""), a.labels.get("job_id", "")), []).append(a)
-        recent = {}
-        for s in summaries:
-            since, until = _job_window(s.observed_at, SPARK_WINDOW)
-            recent[(s.engine, s.job_id)] = load_job_facts(session, Engine(s.engine), s.job_id, since, until)
+        since_period = data_period(session, PERIOD, now())[0]
+        rows = _fleet_rows(session, job_summaries(session), since_period)
+    return pd.DataFrame(rows, columns=_FLEET_COLUMNS)
+
+
+_FLEET_COLUMNS = [
+    "engine", "job_id", "name", "health", "severity", "period_health", "period_severity", "worst_episode",
+    "worst_episode_message", "firing", "pending", "worst_rule", "observed_at", "freshness_s", "input_rows_per_second",
+    "num_input_rows", "state", "lag", "freshness_series", "runs", "stale",
+]
+
+
+def _fleet_rows(session: Session, summaries: list[JobSummary], since_period: datetime) -> list[dict[str, Any]]:
+    """:func:`fleet`'s rows for ``summaries`` (:func:`monitor.store.views.job_summaries` entries), read in
+    ``session``: one moment's data for every column (the Job page reads its row and its facts together)."""
+    one = summaries[0] if len(summaries) == 1 else None
+    worst_of = _worst_by_job(load_episodes(session, since=since_period, engine=None if one is None else one.engine,
+                                           job_id=None if one is None else one.job_id))
+    by_job: dict[tuple[str, str], list[Any]] = {}
+    for a in load_alerts(session).values():
+        by_job.setdefault((a.labels.get("engine", ""), a.labels.get("job_id", "")), []).append(a)
+    recent = {}
+    for s in summaries:
+        since, until = _job_window(s.observed_at, SPARK_WINDOW)
+        recent[(s.engine, s.job_id)] = load_job_facts(session, Engine(s.engine), s.job_id, since, until)
     at = now()
     rows = []
     for s in summaries:
@@ -279,12 +296,7 @@ def fleet() -> pd.DataFrame:
                 "stale": s.observed_at is None or at - s.observed_at > STALE_AFTER,
             }
         )
-    columns = ["engine", "job_id", "name", "health", "severity", "period_health", "period_severity", "worst_episode",
-               "worst_episode_message",
-               "firing", "pending", "worst_rule", "observed_at",
-               "freshness_s", "input_rows_per_second", "num_input_rows", "state", "lag", "freshness_series", "runs",
-               "stale"]
-    return pd.DataFrame(rows, columns=columns)
+    return rows
 
 
 @dataclass(frozen=True)
@@ -315,7 +327,8 @@ class JobDetail:
             ahead (empty unless growing).
         trigger_ms: the median spacing of the job's batches (its trigger interval, as observed).
         inferred_delay_s: the watermark delay inferred from the batches.
-        episodes: the job's finding episodes since :func:`period_since` (:func:`episodes` columns).
+        episodes: the job's finding episodes in the :data:`PERIOD` before the newest stored sample
+            (:func:`episodes` columns).
         slo: the freshness SLO's newest burn-rate finding (:class:`monitor.facts.SloFacts`) as ``alert,
             burn_rate, windows, budget_left_pct, open, text``; ``None`` without one in the window.
     """
@@ -375,16 +388,19 @@ def _owned(extra: dict[str, Any]) -> str:
 def job_detail(engine: str, job_id: str) -> JobDetail | None:
     """The job's data over the last :data:`JOB_WINDOW` (from its newest sample); ``None``: no such job in
     this database."""
-    summaries = fleet()
-    match = summaries[(summaries["engine"] == engine) & (summaries["job_id"] == job_id)]
-    if match.empty:
-        return None
-    summary = match.iloc[0].to_dict()
-    newest = summary["observed_at"]
-    since, until = _job_window(None if newest is None or pd.isna(newest) else newest.to_pydatetime(), JOB_WINDOW)
     members = None
+    # one session: the header row, the facts, the findings and the alerts are read at one moment (a header
+    # from a cached fleet read before the newest poll disagreed with the findings evaluated on that poll)
     with _store().sessions() as session:
+        mine = [s for s in job_summaries(session) if s.engine == engine and s.job_id == job_id]
+        if not mine:
+            return None
+        since_period = data_period(session, PERIOD, now())[0]
+        (summary,) = _fleet_rows(session, mine, since_period)
+        since, until = _job_window(mine[0].observed_at, JOB_WINDOW)
         facts = load_job_facts(session, Engine(engine), job_id, since, until)
+        found = load_episodes(session, engine=engine, job_id=job_id, since=since_period)
+        all_alerts = _alert_frame(session)
         durations = series(session, ["batch_duration_ms"], since=since, until=until, job_id=job_id, engine=engine)
         runs = job_runs(session, engine, job_id)
         if engine == "kafka":  # the collector's member count, as Burrow / the exporter reported it
@@ -440,7 +456,6 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
         [(r.run_id, pd.Timestamp(r.first_seen), pd.Timestamp(r.last_seen)) for r in runs],
         columns=["run_id", "first_seen", "last_seen"],
     )
-    all_alerts = alerts()
     job_alerts = all_alerts[(all_alerts["engine"] == engine) & (all_alerts["job_id"] == job_id)]
     hold = facts.holding_min
     return JobDetail(
@@ -451,7 +466,8 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
         holding_min=None if hold is None else {"name": plain(hold.name), "reason": hold.reason},
         state_unit=state.unit, state_slope_per_h=state.slope_per_h, state_growing=state.growing,
         state_projected_24h=state.projected_24h, state_projection=projection, trigger_ms=facts.batch_spacing_ms,
-        inferred_delay_s=facts.inferred_delay_s, episodes=episodes(engine, job_id, since=period_since()),
+        inferred_delay_s=facts.inferred_delay_s,
+        episodes=pd.DataFrame([_episode_row(e) for e in found], columns=_EPISODE_COLUMNS),
         slo=_slo(facts.slo),
     )
 
@@ -478,8 +494,13 @@ def alerts() -> pd.DataFrame:
     that an active silence mutes now (the dispatcher's test, :func:`monitor.alerts.silences.is_silenced` on
     :meth:`~monitor.alerts.lifecycle.Alert.all_labels`), the silence's matchers and comment, else ``""``."""
     with _store().sessions() as session:
-        stored = list(load_alerts(session).values())
-        active = [x for x in list_silences(session) if x.active(now())]
+        return _alert_frame(session)
+
+
+def _alert_frame(session: Session) -> pd.DataFrame:
+    """:func:`alerts` read in ``session``."""
+    stored = list(load_alerts(session).values())
+    active = [x for x in list_silences(session) if x.active(now())]
     at = now()
     rows = []
     for a in stored:
