@@ -66,6 +66,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -155,6 +156,14 @@ class _JobResult:
     skipped: bool = False  # the poll's deadline ran out before the job's turn
 
 
+
+def _segment(flink_id: str) -> str:
+    """A job or vertex id as one URL path segment, percent-encoded (RFC 3986): Flink prints its ``JobID`` and
+    ``JobVertexID`` as 32 hex digits, but an id read from a hostile or broken endpoint may hold ``/``, ``?``
+    or control characters, which must not change the request or make the URL unbuildable (the endpoint
+    then answers 404, a named error for that job)."""
+    return quote(flink_id, safe="")
+
 class FlinkRestCollector(PollsOnce):
     """Poll one Flink JobManager's REST API (see the module docstring for what is read and emitted).
 
@@ -214,11 +223,21 @@ class FlinkRestCollector(PollsOnce):
 
     def _get(self, path: str, budget: Deadline, state: _JobState | None = None) -> Any:
         url: str | httpx.URL = self.base_url + path
-        if state is not None:
-            cached = state.urls.get(path)
-            if cached is None:
-                cached = state.urls[path] = httpx.URL(self.base_url + path)
-            url = cached
+        try:
+            if state is not None:
+                cached = state.urls.get(path)
+                if cached is None:
+                    cached = state.urls[path] = httpx.URL(self.base_url + path)
+                url = cached
+            else:
+                httpx.URL(url)  # the same check as the request's own
+        except httpx.InvalidURL as exc:  # a metric id with a control character, from the endpoint's own answer
+            raise _Failed(
+                f"cannot request {path[:200]!r}: {exc} (an id in the endpoint's earlier answer is not URL-safe)",
+                self._cluster,
+                False,
+                ErrorKind.FIELD,
+            ) from None
         doc = get_json(self._client, url, self._limits, budget)
         if isinstance(doc, HttpFailure):
             raise _Failed(doc.message, safe_url(url), doc.retryable, doc.kind)
@@ -298,7 +317,7 @@ class FlinkRestCollector(PollsOnce):
         if budget.expired():
             result.skipped = True
             return result
-        path = f"/jobs/{job.jid}"
+        path = f"/jobs/{_segment(job.jid)}"
         state = self._state(job.jid)
         relist = state.polls_since_list % self._list_every == 0
         state.polls_since_list += 1
@@ -399,7 +418,7 @@ class FlinkRestCollector(PollsOnce):
         return detail
 
     def _restarts(self, jid: str, now: datetime, result: _JobResult, budget: Deadline) -> int | None:
-        path = f"/jobs/{jid}/metrics?get=numRestarts"
+        path = f"/jobs/{_segment(jid)}/metrics?get=numRestarts"
         try:
             values = self._parse(parse_metric_values, self._get(path, budget, self._state(jid)), path)
         except _Failed as exc:
@@ -410,7 +429,7 @@ class FlinkRestCollector(PollsOnce):
     def _checkpoints(
         self, jid: str, now: datetime, result: _JobResult, budget: Deadline
     ) -> CheckpointStats | None:
-        path = f"/jobs/{jid}/checkpoints"
+        path = f"/jobs/{_segment(jid)}/checkpoints"
         try:
             stats: CheckpointStats = self._parse(
                 parse_checkpoints, self._get(path, budget, self._state(jid)), path
@@ -424,7 +443,7 @@ class FlinkRestCollector(PollsOnce):
     def _exceptions(
         self, jid: str, now: datetime, result: _JobResult, budget: Deadline
     ) -> list[ExceptionEntry]:
-        path = f"/jobs/{jid}/exceptions?maxExceptions=5"
+        path = f"/jobs/{_segment(jid)}/exceptions?maxExceptions=5"
         try:
             entries: list[ExceptionEntry] = self._parse(parse_exceptions, self._get(path, budget), path)
         except _Failed as exc:
@@ -435,7 +454,7 @@ class FlinkRestCollector(PollsOnce):
     def _vertex(
         self, jid: str, vertex: VertexInfo, state: _JobState, relist: bool, budget: Deadline
     ) -> dict[int, SubtaskMetrics]:
-        base = f"/jobs/{jid}/vertices/{vertex.id}/metrics"
+        base = f"/jobs/{_segment(jid)}/vertices/{_segment(vertex.id)}/metrics"
         ids = state.metric_ids.get(vertex.id)
         if ids is None or relist:
             ids = select_metric_ids(self._parse(parse_metric_ids, self._get(base, budget), base), vertex)
