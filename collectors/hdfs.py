@@ -53,6 +53,7 @@ from typing import Any, BinaryIO
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from collectors.http import ReadLimits
+from collectors.jsontext import json_text
 from collectors.storage import (
     DEFAULT_STORE_LIMITS,
     Entry,
@@ -255,8 +256,8 @@ def _remote_exception(response: Any) -> tuple[str, str]:
         return "", ""
     try:
         remote = response.json()["RemoteException"]
-        exception, message = str(remote["exception"]), str(remote.get("message", ""))
-    except (ValueError, KeyError, TypeError):
+        exception, message = json_text(remote["exception"]), json_text(remote.get("message"))
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):  # not a RemoteException object
         return "", ""
     return exception, _OUT_OF_RANGE if _OUT_OF_RANGE in message else ""
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.flink.values import Watermark, parse_double, parse_epoch_ms, parse_long, parse_watermark
+from collectors.jsontext import json_text
 from monitor.errors import InputError
 from monitor.model import check_text
 
@@ -291,7 +292,7 @@ def parse_job_detail(doc: Any, endpoint: str, max_parallelism: int = DEFAULT_MAX
                 id=_field(v, "id", where, str),
                 name=_field(v, "name", where, str),
                 parallelism=check_parallelism(_field(v, "parallelism", where, int), where, max_parallelism),
-                status=str(v.get("status", "UNKNOWN")),
+                status=json_text(v.get("status"), "UNKNOWN"),
             )
         )
     stamps = doc.get("timestamps") if isinstance(doc.get("timestamps"), dict) else {}
@@ -599,7 +600,7 @@ def parse_exceptions(doc: Any, endpoint: str) -> list[ExceptionEntry]:
     out: list[ExceptionEntry] = []
     for i, e in enumerate(entries):
         _expect(e, dict, f"{endpoint}: exceptionHistory.entries[{i}]", "entry")
-        trace = _display(str(e.get("stacktrace") or e.get("exceptionName") or ""))
+        trace = _display(json_text(e.get("stacktrace")) or json_text(e.get("exceptionName")))
         first = trace.strip().splitlines()[0][:300] if trace.strip() else ""
         task = e.get("taskName")
         causes = [
@@ -609,10 +610,10 @@ def parse_exceptions(doc: Any, endpoint: str) -> list[ExceptionEntry]:
         ]
         out.append(
             ExceptionEntry(
-                name=_display(str(e.get("exceptionName") or "")),
+                name=_display(json_text(e.get("exceptionName"))),
                 message=first,
                 timestamp_ms=_time_ms(e.get("timestamp")),
-                task=_display(str(task)) if task else None,
+                task=_display(json_text(task)) or None,
                 root_cause=(causes[-1] if causes else first)[:300],
             )
         )

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from collectors.exposition import parse_exposition
+from collectors.jsontext import json_text
 from collectors.kafka.lag import GroupLag, PartitionLag, TopicPartition
 from monitor.errors import InputError
 from monitor.model import INT64_MAX
@@ -338,7 +339,7 @@ def parse_burrow_response(doc: Mapping[str, Any], where: str = "burrow") -> Expo
     status = doc.get("status")
     if not isinstance(status, Mapping) or not isinstance(status.get("partitions"), list):
         raise InputError(f"{where}: field status.partitions: missing (not a Burrow consumer status/lag response)")
-    group = str(status.get("group", ""))
+    group = json_text(status.get("group"))
     lag = GroupLag(group)
     per_status: dict[TopicPartition, str] = {}
     for i, p in enumerate(status["partitions"]):

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.jsontext import json_text
 from collectors.kafka.lag import TopicPartition
 from monitor.errors import InputError
 
@@ -90,5 +91,5 @@ def source_offsets(progress: Mapping[str, Any], where: str = "progress") -> list
             and isinstance(v, int | float | str) and str(v).replace(".", "", 1).lstrip("-").isdigit()
         }
         start = _offsets(src.get("startOffset"), f"{where}: sources[{i}]", "startOffset") or {}
-        out.append(SparkKafkaSource(str(src.get("description", "")), end, latest, metrics, start))
+        out.append(SparkKafkaSource(json_text(src.get("description")), end, latest, metrics, start))
     return out
