@@ -51,6 +51,7 @@ from monitor.model import (
     Scope,
     Severity,
     ensure_utc,
+    ms_to_datetime,
     worst_episode,
 )
 from monitor.timefmt import format_duration, is_beyond_range, seconds_between
@@ -75,8 +76,11 @@ __all__ = [
     "state_facts",
 ]
 
-#: Burrow's statuses from best to worst (``UNKNOWN`` below ``OK``: it never makes a group worse).
-LAG_STATUS_ORDER: dict[LagStatus, int] = {"UNKNOWN": -1, "OK": 0, "WARN": 1, "STALL": 2, "REWIND": 3, "STOP": 4}
+#: Burrow's statuses from best to worst (``UNKNOWN`` below ``OK``: it never makes a group worse;
+#: ``NEVER_COMMITTED`` above ``OK`` and below Burrow's errors).
+LAG_STATUS_ORDER: dict[LagStatus, int] = {
+    "UNKNOWN": -1, "OK": 0, "NEVER_COMMITTED": 1, "WARN": 2, "STALL": 3, "REWIND": 4, "STOP": 5,
+}
 
 
 def _rank(values: Sequence[float], p: float) -> float | None:
@@ -233,7 +237,8 @@ def freshness_facts(
 
 
 def partition_status(finding_status: str | None, lag: int | None, polls: int) -> LagStatus:
-    """A partition's Burrow status: its ``consumer_lag`` finding's (WARN, STALL, STOP, REWIND), else ``OK``;
+    """A partition's Burrow status: its ``consumer_lag`` finding's (WARN, STALL, STOP, REWIND, or
+    NEVER_COMMITTED: a live member owns it, never committed, records wait), else ``OK``;
     ``UNKNOWN`` when its lag is unknown (no committed offset, deleted topic), or when fewer than two polls
     were made and it is behind (one observation is no trend). A lag of 1 is a transactional producer's
     commit marker, never behind."""
@@ -274,7 +279,10 @@ def _lag_facts(
         secs = [p.lag_seconds for p in s.points if p.lag_seconds is not None]
         newest = s.points[-1]
         polls = len(series.get(s.scope, ()))
+        earliest, latest, reset, since, oldest = _uncommitted(s.newest)
         out.append(PartitionLagFacts(
+            waiting_if_earliest=earliest, waiting_if_latest=latest, auto_offset_reset=reset,
+            uncommitted_since=since, oldest_waiting=oldest,
             topic=str(s.scope.source), partition=int(s.scope.partition or 0), lag_offsets=newest.lag_offsets,
             lag_offsets_max=max(lags) if lags else None, lag_seconds=newest.lag_seconds,
             lag_seconds_max=max(secs) if secs else None,
@@ -283,6 +291,24 @@ def _lag_facts(
         ))
     out.sort(key=lambda p: (-LAG_STATUS_ORDER[p.status], p.topic, p.partition))
     return tuple(out), group_status(p.status for p in out)
+
+
+def _uncommitted(
+    sample: Sample,
+) -> tuple[int | None, int | None, str | None, datetime | None, datetime | None]:
+    """The never-committed numbers of a partition's newest sample (the collector's ``uncommitted_*`` fields,
+    :mod:`collectors.kafka.collector`): ``(waiting_if_earliest, waiting_if_latest, auto_offset_reset,
+    uncommitted_since, oldest_waiting)`` as :class:`PartitionLagFacts` holds them; all ``None`` when it has none."""
+    extra = sample.extra
+    earliest, latest, since = (extra.get(k) for k in ("uncommitted_if_earliest", "uncommitted_if_latest",
+                                                      "uncommitted_since_ms"))
+    if (sample.committed_offset is not None or not isinstance(earliest, int) or not isinstance(latest, int)
+            or not isinstance(since, int)):
+        return None, None, None, None, None
+    oldest = extra.get("oldest_waiting_ms")
+    reset = extra.get("auto_offset_reset")
+    return (earliest, latest, reset if isinstance(reset, str) else None, ms_to_datetime(since),
+            ms_to_datetime(oldest) if isinstance(oldest, int) else None)
 
 
 # ------------------------------------------------------------------------------------------------ health
