@@ -196,15 +196,23 @@ if engine == "kafka":
         behind = "" if pd.isna(most["lag_seconds"]) else f", {data.human_lag(most['lag_seconds'])} behind in time"
         st.warning(f"Most lag: **{most['topic']} partition {int(most['partition'])}**: "
                    f"{data.count_text(most['lag_offsets'])} offsets behind{behind}; status {most['status']}")
+    never = lag[lag["waiting"] != ""]
+    for _, row in never.iterrows():
+        st.warning(f"**{row['topic']} partition {int(row['partition'])}** is owned by a live member but the group has "
+                   f"never committed an offset on it: records waiting: {row['waiting']}. Until the consumer commits, "
+                   "a restart or a rebalance starts it over from its auto.offset.reset (see the consumer_lag finding).")
     table = pd.DataFrame({
         "topic": lag["topic"], "partition": lag["partition"].astype(int), "status (Burrow)": lag["status"],
-        "lag (offsets)": [data.count_text(v) for v in lag["lag_offsets"]],
+        "lag (offsets)": ["never committed" if w else data.count_text(v) for v, w in zip(lag["lag_offsets"], lag["waiting"],
+                                                                                         strict=True)],
         "max in window": [data.count_text(v) for v in lag["lag_offsets_max"]],
         "lag (time)": [data.human_lag(v) for v in lag["lag_seconds"]],
         "max (time)": [data.human_lag(v) for v in lag["lag_seconds_max"]],
     })
     if (lag["owned"] == "yes").any():  # the lag source reports partition owners (the admin API, Burrow)
         table["owned by a live member"] = lag["owned"]
+    if not never.empty:
+        table["records waiting (never committed)"] = lag["waiting"]
     st.dataframe(table, hide_index=True, width="stretch")
     parts = scopes[scopes["partition"].notna()].copy()
     parts["series"] = parts["source"].astype(str) + " partition " + parts["partition"].astype(int).astype(str)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from confluent_kafka import Producer, TopicPartition
 
-from collectors.kafka import KafkaLagCollector, KafkaOptions
+from collectors.kafka import KafkaLagCollector, KafkaOptions, group_samples
 from collectors.kafka.admin import KafkaAdminSource
 from collectors.kafka.lag import group_lag
 from monitor.model import datetime_to_ms
@@ -81,10 +81,48 @@ def test_stable_group_with_a_partition_never_committed_has_unknown_lag(kafka_bro
     assert g.state == "Stable" and g.members == 1
     p0, p1 = g.partitions
     assert (p0.lag, p0.assigned) == (0, True)
-    # not log_end + 1 (8), not -1, not 0: unknown; the group total skips it and says so
-    assert p1.committed is None and p1.lag is None and p1.note == "no committed offset" and p1.assigned
+    # not log_end + 1 (8), not -1, not 0: unknown; the group total skips it and says how many records wait
+    assert p1.committed is None and p1.lag is None and p1.assigned
+    assert p1.note == (
+        "never committed: 7 record(s) wait if auto.offset.reset=earliest, 0 if latest "
+        "(the group's setting is not visible to tidegauge)"
+    )
     assert g.lag == 0 and g.unknown_partitions == 1
-    assert any("without a committed offset" in n for n in g.notes)
+    assert any("1 partition(s) owned by a live member were never committed" in n for n in g.notes)
+
+
+def test_a_member_that_never_commits_while_records_wait_is_a_finding(kafka_broker: KafkaBroker) -> None:
+    """The issue-17 case on the real broker: a live member owns partition 1, reads it and never commits it
+    while a producer writes (tests/kafka_never_committed.py); two polls of the collector on a fake clock
+    six minutes apart; the consumer_lag rule's finding carries both readings of auto.offset.reset."""
+    from monitor.model import Severity
+    from rules.consumer_lag import LagParams, evaluate_lag
+    from rules.history import job_history
+    from tests.kafka_never_committed import AFTER, BEFORE, FIRST_RECORD_MS, member, produce_more
+
+    topic, group = unique("never"), unique("g")
+    c = collector(kafka_broker, group, lag_seconds="exact")
+    samples = []
+    with member(kafka_broker.bootstrap, topic, group):
+        g1 = only_group(c, T0)
+        samples += list(group_samples("test", g1, T0))
+        produce_more(kafka_broker.bootstrap, topic)
+        later = T0 + timedelta(minutes=6)
+        g2 = only_group(c, later)
+        samples += list(group_samples("test", g2, later))
+    assert (g2.state, g2.members, g2.lag) == ("Stable", 1, 0)  # partition 0 committed and caught up
+    u = g2.partitions[1].uncommitted
+    assert u is not None and g2.partitions[1].committed is None
+    # earliest: every record of the partition (12 + 7); latest: the 7 produced after the first poll
+    assert (u.if_earliest, u.if_latest, u.since_ms, u.oldest_record_ms) == (
+        BEFORE + AFTER, AFTER, datetime_to_ms(T0), FIRST_RECORD_MS,
+    )
+    h = job_history(samples)
+    assert h is not None
+    [f] = evaluate_lag(LagParams(), h, later)
+    assert (f.severity, f.scope.partition, f.details["status"]) == (Severity.WARNING, 1, "NEVER_COMMITTED")
+    assert (f.details["waiting_if_earliest"], f.details["waiting_if_latest"]) == (19, 7)
+    assert f.details["oldest_waiting"] == "2026-11-29T11:00Z"
 
 
 def test_transaction_marker_leaves_lag_one_that_is_caught_up(kafka_broker: KafkaBroker) -> None:

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -285,3 +286,60 @@ def test_check_kafka_report() -> None:
     text = render_text(report)
     assert "status NEVER_COMMITTED" in text
     assert "never committed: 360 record(s) wait if auto.offset.reset=earliest, 60 if latest" in text
+
+
+def seed_store(root: Path) -> str:
+    """A SQLite store holding seven polls of the fake group (partition 1 owned, never committed, 10 records
+    produced a minute): what the daemon's Kafka collector stores. Returns its URL (used by the dashboard
+    test below and for the page's screenshot)."""
+    from monitor.model import PollResult
+    from monitor.store import open_store, save_poll, upgrade
+
+    url = f"sqlite:///{root / 'never-committed.db'}"
+    upgrade(url)
+    store = open_store(url)
+    try:
+        with store.sessions.begin() as session:
+            save_poll(session, PollResult(samples=tuple(polls(broker(), 60, 10, 7, lag_seconds="exact"))))
+    finally:
+        store.engine.dispose()
+    return url
+
+
+def test_dashboard_job_page_shows_the_never_committed_partition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import data
+
+    url = seed_store(tmp_path)
+    monkeypatch.setenv(data.DB_ENV, url)
+    monkeypatch.setattr(data, "now", lambda: T0 + timedelta(minutes=6, seconds=5))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    try:
+        at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "views" / "job.py"),
+                               default_timeout=60)
+        at.query_params["engine"] = "kafka"
+        at.query_params["job_id"] = "prod/g"
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert next(m.value for m in at.metric if m.label == "group status (Burrow)") == "NEVER_COMMITTED"
+        waiting = ("360 if auto.offset.reset is earliest (oldest 2026-11-29 11:50:00 UTC) · 60 if latest "
+                   "(produced since 2026-11-29 12:00:00 UTC)")
+        assert [w.value for w in at.warning if "never committed" in w.value] == [
+            f"**t partition 1** is owned by a live member but the group has never committed an offset on it: records "
+            f"waiting: {waiting}. Until the consumer commits, a restart or a rebalance starts it over from its "
+            "auto.offset.reset (see the consumer_lag finding)."
+        ]
+        table = next(d.value for d in at.dataframe if "status (Burrow)" in d.value.columns)
+        rows = {r["partition"]: r for r in table.to_dict("records")}
+        assert (rows[1]["status (Burrow)"], rows[1]["lag (offsets)"], rows[1]["records waiting (never committed)"]) == (
+            "NEVER_COMMITTED", "never committed", waiting,
+        )
+        assert (rows[0]["status (Burrow)"], rows[0]["lag (offsets)"], rows[0]["records waiting (never committed)"]) == (
+            "OK", "0", "",
+        )
+    finally:
+        st.cache_resource.clear()
+        st.cache_data.clear()
