@@ -38,7 +38,7 @@ from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
-from monitor.facts import FactsSettings, PartitionLagFacts, SloFacts, job_health, slo_text
+from monitor.facts import FactsSettings, SloFacts, job_health, slo_text, waiting_text
 from monitor.facts.pipeline import PipelineFacts
 from monitor.facts.source import data_period, load_job_facts, load_pipeline_facts
 from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
@@ -302,7 +302,7 @@ class JobDetail:
             backpressure_pct, end_of_input``.
         lag: per Kafka partition, worst Burrow status first: ``topic, partition, status, lag_offsets,
             lag_offsets_max, lag_seconds, lag_seconds_max, owned`` (a live member owns it: ``yes``/``no``/
-            ``unknown``), ``waiting`` (a partition owned and never committed: :func:`waiting_text`, else ``""``); ``lag_status``: the group's status; ``members``: the group's member count as the
+            ``unknown``), ``waiting`` (a partition owned and never committed: :func:`monitor.facts.waiting_text`, else ``""``); ``lag_status``: the group's status; ``members``: the group's member count as the
             collector last saw it (``None``: unknown).
         runs: ``run_id, first_seen, last_seen``; ``restarts``: when the job restarted in the window.
         alerts: the job's alerts (:func:`alerts` columns).
@@ -513,22 +513,6 @@ def alerts() -> pd.DataFrame:
         frame["_s"] = frame["severity"].map({"critical": 0, "warning": 1, "info": 2, "ok": 3})
         frame = frame.sort_values(["_o", "_s", "active_at"], ascending=[True, True, False]).drop(columns=["_o", "_s"])
     return frame.reset_index(drop=True)
-
-
-def waiting_text(p: PartitionLagFacts) -> str:
-    """What waits on a partition a live member owns but the group never committed (its facts' numbers,
-    :class:`monitor.facts.PartitionLagFacts`), for the lag table: ``"1,200 if auto.offset.reset is earliest
-    (oldest 2026-11-30 07:50:00 UTC) · 300 if latest (produced since 2026-11-30 08:00:00 UTC)"``, one
-    reading when the target gives the setting; ``""`` for any other partition."""
-    if p.waiting_if_earliest is None or p.waiting_if_latest is None:
-        return ""
-    oldest = "" if p.oldest_waiting is None else f" (oldest {_when(p.oldest_waiting, '')})"
-    since = f"produced since {_when(p.uncommitted_since, 'unknown')}"
-    if p.auto_offset_reset == "earliest":
-        return f"{p.waiting_if_earliest:,} (auto.offset.reset earliest){oldest}"
-    if p.auto_offset_reset == "latest":
-        return f"{p.waiting_if_latest:,} (auto.offset.reset latest; {since})"
-    return f"{p.waiting_if_earliest:,} if auto.offset.reset is earliest{oldest} · {p.waiting_if_latest:,} if latest ({since})"
 
 
 def _when(value: Any, missing: str) -> str:

@@ -277,6 +277,8 @@ def _check_kafka(
     require_client("check kafka")
     if lag_seconds not in ("exact", "interpolated", "none"):
         raise InputError(f"--lag-seconds: {lag_seconds!r} (allowed: exact, interpolated, none)")
+    if auto_offset_reset not in (None, "earliest", "latest"):
+        raise InputError(f"--auto-offset-reset: {auto_offset_reset!r} (allowed: earliest, latest)")
     interval_s = parse_timedelta(interval, what="--interval").total_seconds() if interval else None
     options = _options(
         bootstrap, timeout=timeout, security_protocol=security_protocol, sasl_mechanism=sasl_mechanism,

@@ -54,7 +54,7 @@ from monitor.model import (
     ms_to_datetime,
     worst_episode,
 )
-from monitor.timefmt import format_duration, is_beyond_range, seconds_between
+from monitor.timefmt import format_duration, format_instant_short, is_beyond_range, seconds_between
 from rules.batches import UNITS_HIGH, inferred_delay, real_watermark
 from rules.common import flink_scope_name, holding_input, is_epoch, scope_name
 from rules.consumer_lag import LagParams, evaluate_lag
@@ -74,6 +74,7 @@ __all__ = [
     "job_health",
     "partition_status",
     "state_facts",
+    "waiting_text",
 ]
 
 #: Burrow's statuses from best to worst (``UNKNOWN`` below ``OK``: it never makes a group worse;
@@ -309,6 +310,22 @@ def _uncommitted(
     reset = extra.get("auto_offset_reset")
     return (earliest, latest, reset if isinstance(reset, str) else None, ms_to_datetime(since),
             ms_to_datetime(oldest) if isinstance(oldest, int) else None)
+
+
+def waiting_text(p: PartitionLagFacts) -> str:
+    """What waits on a partition a live member owns but the group never committed (its facts' numbers), for
+    the dashboard's lag table and the reports: ``"1,200 if auto.offset.reset is earliest (oldest
+    2026-11-30T07:50Z) · 300 if latest (produced since 2026-11-30T08:00Z)"``, one reading when the target
+    gives the setting; ``""`` for any other partition."""
+    if p.waiting_if_earliest is None or p.waiting_if_latest is None:
+        return ""
+    oldest = "" if p.oldest_waiting is None else f" (oldest {format_instant_short(p.oldest_waiting)})"
+    since = "" if p.uncommitted_since is None else f"produced since {format_instant_short(p.uncommitted_since)}"
+    if p.auto_offset_reset == "earliest":
+        return f"{p.waiting_if_earliest:,} (auto.offset.reset earliest){oldest}"
+    if p.auto_offset_reset == "latest":
+        return f"{p.waiting_if_latest:,} (auto.offset.reset latest; {since})"
+    return f"{p.waiting_if_earliest:,} if auto.offset.reset is earliest{oldest} · {p.waiting_if_latest:,} if latest ({since})"
 
 
 # ------------------------------------------------------------------------------------------------ health

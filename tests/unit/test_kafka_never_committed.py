@@ -325,8 +325,8 @@ def test_dashboard_job_page_shows_the_never_committed_partition(tmp_path: Path, 
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert next(m.value for m in at.metric if m.label == "group status (Burrow)") == "NEVER_COMMITTED"
-        waiting = ("360 if auto.offset.reset is earliest (oldest 2026-11-29 11:50:00 UTC) · 60 if latest "
-                   "(produced since 2026-11-29 12:00:00 UTC)")
+        waiting = ("360 if auto.offset.reset is earliest (oldest 2026-11-29T11:50Z) · 60 if latest "
+                   "(produced since 2026-11-29T12:00Z)")
         assert [w.value for w in at.warning if "never committed" in w.value] == [
             f"**t partition 1** is owned by a live member but the group has never committed an offset on it: records "
             f"waiting: {waiting}. Until the consumer commits, a restart or a rebalance starts it over from its "
@@ -343,3 +343,45 @@ def test_dashboard_job_page_shows_the_never_committed_partition(tmp_path: Path, 
     finally:
         st.cache_resource.clear()
         st.cache_data.clear()
+
+
+def test_waiting_text_and_the_detailed_report_rows() -> None:
+    from dataclasses import replace
+
+    from monitor.facts import waiting_text
+    from monitor.reports.detailed import _job_report
+    from monitor.reports.render import _lag_rows
+
+    f = job_facts(polls(broker(), 60, 10, 7, lag_seconds="exact"), MIN_TIME, T0 + timedelta(minutes=6, seconds=1))
+    p1 = next(p for p in f.lag if p.partition == 1)
+    assert waiting_text(replace(p1, auto_offset_reset="earliest")) == (
+        "360 (auto.offset.reset earliest) (oldest 2026-11-29T11:50Z)"
+    )
+    assert waiting_text(replace(p1, auto_offset_reset="latest")) == (
+        "60 (auto.offset.reset latest; produced since 2026-11-29T12:00Z)"
+    )
+    j = _job_report(f, [])
+    assert _lag_rows(j)[0] == [
+        "t", "1", "never committed: 360 if auto.offset.reset is earliest (oldest 2026-11-29T11:50Z) · 60 if latest "
+        "(produced since 2026-11-29T12:00Z) waiting", "unknown", "unknown", "NEVER_COMMITTED",
+    ]
+    lag = j.to_json()["lag"][0]
+    assert (lag["waiting_if_earliest"], lag["waiting_if_latest"], lag["uncommitted_since"]) == (
+        360, 60, "2026-11-29T12:00:00.000Z",
+    )
+
+
+def test_the_setting_reaches_the_collector_from_the_config_and_the_cli_refuses_a_bad_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from monitor.config import parse_config
+    from monitor.daemon.compose import kafka_options
+    from tests.cli import run_cli
+
+    cfg = parse_config({"targets": {"kafka": [{"name": "prod", "bootstrap_servers": "k1:9092",
+                                               "auto_offset_reset": "latest"}]}})
+    assert kafka_options(cfg.targets.kafka[0], {}, "targets.kafka[0]").auto_offset_reset == "latest"
+    assert parse_config({"targets": {"kafka": [{"name": "p", "bootstrap_servers": "k1:9092"}]}}).targets.kafka[0] \
+        .auto_offset_reset is None
+    code, _out, err = run_cli(["check", "kafka", "127.0.0.1:9", "--auto-offset-reset", "none"], capsys)
+    assert code == 2 and "--auto-offset-reset: 'none' (allowed: earliest, latest)" in err
