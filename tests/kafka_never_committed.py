@@ -12,7 +12,9 @@ until it owns both partitions, reads the records of both and commits partition 0
 Run ``python -m tests.kafka_never_committed OUT.json`` to record (starts the test broker,
 tests/kafka_broker.py): each poll's AdminClient answers as plain JSON (``describe_consumer_groups``,
 ``list_consumer_group_offsets`` for all partitions and for both partitions named, ``list_offsets``
-earliest/latest, and the timestamp of the record at partition 1's log start).
+earliest/latest, and the timestamp of the record at partition 1's log start). What it shows: asked for all
+the group's partitions, ``OffsetFetch`` leaves the never-committed one out; asked by name, the broker's
+``-1`` comes back from confluent-kafka as ``-1001`` (librdkafka's ``RD_KAFKA_OFFSET_INVALID``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from collectors.kafka.admin import KafkaAdminSource, RecordTime
 from collectors.kafka.options import KafkaOptions
-from tests.kafka_clients import admin, consumer, create_topic, produce
+from tests.kafka_clients import admin, create_topic, polling_member, produce
 
 __all__ = ["AFTER", "BEFORE", "FIRST_RECORD_MS", "RecordedSource", "member", "produce_more", "record_poll"]
 
@@ -55,28 +57,18 @@ def member(bootstrap: str, topic: str, group: str) -> Iterator[None]:
     create_topic(bootstrap, topic, 2)
     produce(bootstrap, topic, 4, partition=0, timestamp_ms=FIRST_RECORD_MS, step_ms=1000)
     produce(bootstrap, topic, BEFORE, partition=1, timestamp_ms=FIRST_RECORD_MS, step_ms=1000)
-    c = consumer(bootstrap, group)  # enable.auto.commit false, auto.offset.reset earliest
-    c.subscribe([topic])
-    stop = threading.Event()
     ready = threading.Event()
 
-    def run() -> None:
-        while not stop.is_set():
-            msg = c.poll(0.2)
-            if msg is not None and msg.error() is None and msg.partition() == 0 and msg.offset() == 3:
-                c.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
-                ready.set()
+    def commit_partition_0(c: Any, msg: Any) -> None:
+        if msg.partition() == 0 and msg.offset() == 3:
+            c.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+            ready.set()
 
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    try:
+    # enable.auto.commit false, auto.offset.reset earliest (tests.kafka_clients.consumer)
+    with polling_member(bootstrap, group, topic, commit_partition_0):
         if not ready.wait(90):
             raise AssertionError("the member did not get its partitions and read partition 0 within 90 s")
         yield
-    finally:
-        stop.set()
-        t.join(10)
-        c.close()
 
 
 def produce_more(bootstrap: str, topic: str) -> None:
@@ -185,7 +177,7 @@ class RecordedSource(KafkaAdminSource):
     """:class:`KafkaAdminSource` (its real parsing of the client's result objects) over recorded polls:
     :meth:`next_poll` moves to the next one. ``offsets``: which recorded ``list_consumer_group_offsets``
     answer to give (``all``: the partitions the group committed; ``named``: both partitions asked for,
-    ``-1`` for the one never committed)."""
+    ``-1001`` for the one never committed)."""
 
     def __init__(self, options: KafkaOptions, polls: list[dict[str, Any]], offsets: str = "all") -> None:
         super().__init__(options)
@@ -222,7 +214,7 @@ def main(out: str) -> None:
 
         doc = {
             "provenance": {
-                "kafka": KAFKA_VERSION, "client": f"confluent-kafka {confluent_kafka.version()[0]} "
+                "kafka": KAFKA_VERSION, "client": f"confluent-kafka {confluent_kafka.version()} "
                 f"(librdkafka {confluent_kafka.libversion()[0]})",
                 "recorded_with": "python -m tests.kafka_never_committed OUT.json",
                 "scenario": (f"topic {topic} (2 partitions): 4 records on partition 0, {BEFORE} on partition 1; "

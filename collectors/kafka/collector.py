@@ -24,7 +24,9 @@ owned and never committed ``uncommitted_if_earliest``, ``uncommitted_if_latest``
 (``Scope(source=topic)``: the summed lag, the max lag in seconds) and one for the group (job scope:
 ``lag_offsets`` the sum of known partition lags, ``lag_seconds`` the max; ``extra``: ``state``,
 ``members``, ``unknown_partitions``, ``skew_partitions``, ``lost_records``, ``notes``; with partitions owned
-and never committed ``uncommitted_partitions``, ``uncommitted_if_earliest``, ``uncommitted_if_latest``).
+and never committed ``uncommitted_partitions``, ``uncommitted_if_earliest``, ``uncommitted_if_latest``;
+``group_type`` when the broker says; from the second poll of a group on, its rebalance churn since the previous
+poll, :mod:`collectors.kafka.churn`: ``rebalanced``, ``members_joined``, ``members_left``, ``partitions_moved``).
 
 A group that cannot be read is a :class:`~monitor.model.CollectorError` naming it, not a failed poll; an
 unreachable cluster is one error for the target. The tables live in this object: after a restart the
@@ -39,6 +41,7 @@ from datetime import datetime
 
 from collectors.base import PollsOnce
 from collectors.kafka.admin import GroupDescription, KafkaAdminSource, KafkaUnreachable, RecordTime
+from collectors.kafka.churn import Membership, churn
 from collectors.kafka.interpolation import OffsetTimeTable
 from collectors.kafka.lag import GroupLag, PartitionLag, TopicPartition, group_lag
 from collectors.kafka.options import KafkaOptions
@@ -53,6 +56,7 @@ from monitor.model import (
     SampleKind,
     Scope,
     datetime_to_ms,
+    ms_to_datetime,
 )
 
 __all__ = ["COLLECTOR_NAME", "KafkaLagCollector", "Snapshot", "group_samples", "groups_samples"]
@@ -86,6 +90,8 @@ class KafkaLagCollector(PollsOnce):
         self._topics_seen: dict[str, set[str]] = {}
         #: (group, topic, partition) -> (since_ms, log_end_then): the first poll that saw it owned and uncommitted
         self._uncommitted_first: dict[tuple[str, str, int], tuple[int, int]] = {}
+        #: group -> its members and partition owners at the previous poll (rebalance churn)
+        self._membership: dict[str, Membership] = {}
 
     def close(self) -> None:
         """Release the client."""
@@ -153,6 +159,9 @@ class KafkaLagCollector(PollsOnce):
                 if not any(p.topic == topic for p in lag.partitions):
                     lag.notes.append(f"topic {topic} was deleted since the last poll")
             self._topics_seen[gid] = {p.topic for p in lag.partitions if p.note != "topic deleted"}
+            membership = Membership(frozenset(desc.member_ids), dict(desc.owners), desc.state)
+            lag.group_type, lag.churn = desc.group_type, churn(self._membership.get(gid), membership)
+            self._membership[gid] = membership
             snap.groups.append(lag)
         self._lag_seconds(snap, log_offsets, now)
         return snap
@@ -208,6 +217,10 @@ class KafkaLagCollector(PollsOnce):
         for p in waiting:
             rec = times.get((p.topic, p.partition))
             if p.uncommitted is not None and rec is not None and rec.timestamp_ms is not None:
+                try:  # a producer may set any timestamp: one outside the model's range is not kept
+                    ms_to_datetime(rec.timestamp_ms)
+                except ValueError:
+                    continue
                 p.uncommitted.oldest_record_ms = rec.timestamp_ms
         for p in rows:
             key = (p.topic, p.partition)
@@ -347,6 +360,11 @@ def group_samples(cluster: str, lag: GroupLag, now: datetime, collector: str = C
         "lost_records": lag.lost_records,
         "notes": list(lag.notes),
     }
+    if lag.group_type is not None:
+        whole["group_type"] = lag.group_type
+    if lag.churn is not None:
+        whole.update(rebalanced=lag.churn.rebalanced, members_joined=lag.churn.joined, members_left=lag.churn.left,
+                     partitions_moved=lag.churn.moved)
     if lag.uncommitted:
         whole.update(
             uncommitted_partitions=len(lag.uncommitted),

@@ -4,8 +4,10 @@ Pure functions over what the AdminClient returned (:mod:`collectors.kafka.admin`
 usual exporters get wrong are decided here, once:
 
 - **no committed offset** (the group commits on other partitions of the topic, or a member owns the
-  partition, but never committed this one; ``OffsetFetch`` answers ``-1``, which the AdminClient's
-  ``list_consumer_group_offsets`` hands back as offset ``-1``): the lag is *unknown* (``None``), not
+  partition, but never committed this one; ``OffsetFetch`` answers ``-1`` for a partition asked by name,
+  which confluent-kafka's ``list_consumer_group_offsets`` hands back as ``-1001``, librdkafka's
+  ``OFFSET_INVALID``, and leaves the partition out when all the group's partitions are asked for, as
+  tidegauge does; recorded in tests/fixtures/kafka/never-committed): the lag is *unknown* (``None``), not
   ``log_end + 1`` (kafka_exporter's ``-1`` arithmetic), not ``-1`` and not ``0``. Group totals skip such
   partitions and count them (``unknown_partitions``);
 - **never committed while a live member owns it** (:class:`Uncommitted`): where the consumer starts is
@@ -39,8 +41,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from monitor.model import INT64_MAX
+
+if TYPE_CHECKING:
+    from collectors.kafka.churn import Churn
 
 __all__ = ["GroupLag", "PartitionLag", "TopicPartition", "Uncommitted", "group_lag", "partition_lag"]
 
@@ -200,6 +206,9 @@ class GroupLag:
         partitions: per-partition lag, sorted by topic and partition.
         error: why the group could not be read (one line), else ``None``; then ``partitions`` is empty.
         notes: what a reader should know (partitions skipped by the totals, deleted topics, ...).
+        group_type: ``classic`` or ``consumer`` (KIP-848), ``None`` when the broker does not say.
+        churn: what changed since the collector's previous poll of the group
+            (:class:`collectors.kafka.churn.Churn`), ``None`` on its first poll.
     """
 
     group: str
@@ -208,6 +217,8 @@ class GroupLag:
     partitions: list[PartitionLag] = field(default_factory=list)
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    group_type: str | None = None
+    churn: Churn | None = None
 
     @property
     def lag(self) -> int | None:

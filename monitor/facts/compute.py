@@ -51,13 +51,12 @@ from monitor.model import (
     Scope,
     Severity,
     ensure_utc,
-    ms_to_datetime,
     worst_episode,
 )
 from monitor.timefmt import format_duration, format_instant_short, is_beyond_range, seconds_between
 from rules.batches import UNITS_HIGH, inferred_delay, real_watermark
 from rules.common import flink_scope_name, holding_input, is_epoch, scope_name
-from rules.consumer_lag import LagParams, evaluate_lag
+from rules.consumer_lag import LagParams, evaluate_lag, sample_instant
 from rules.history import JobHistory, job_history
 from rules.leaps import find_leap
 from rules.slo import RULE as SLO_RULE
@@ -301,15 +300,14 @@ def _uncommitted(
     :mod:`collectors.kafka.collector`): ``(waiting_if_earliest, waiting_if_latest, auto_offset_reset,
     uncommitted_since, oldest_waiting)`` as :class:`PartitionLagFacts` holds them; all ``None`` when it has none."""
     extra = sample.extra
-    earliest, latest, since = (extra.get(k) for k in ("uncommitted_if_earliest", "uncommitted_if_latest",
-                                                      "uncommitted_since_ms"))
-    if (sample.committed_offset is not None or not isinstance(earliest, int) or not isinstance(latest, int)
-            or not isinstance(since, int)):
+    earliest, latest = extra.get("uncommitted_if_earliest"), extra.get("uncommitted_if_latest")
+    since = sample_instant(extra.get("uncommitted_since_ms"))
+    if sample.committed_offset is not None or not isinstance(earliest, int) or not isinstance(latest, int) \
+            or since is None:
         return None, None, None, None, None
-    oldest = extra.get("oldest_waiting_ms")
     reset = extra.get("auto_offset_reset")
-    return (earliest, latest, reset if isinstance(reset, str) else None, ms_to_datetime(since),
-            ms_to_datetime(oldest) if isinstance(oldest, int) else None)
+    return (earliest, latest, reset if isinstance(reset, str) else None, since,
+            sample_instant(extra.get("oldest_waiting_ms")))
 
 
 def waiting_text(p: PartitionLagFacts) -> str:

@@ -10,11 +10,13 @@ status is the worst of its partitions' (Burrow's group status), ``UNKNOWN`` when
 JSON (``--format json``)::
 
     {"groups": [{"group", "state", "members", "status", "lag", "lag_seconds", "unknown_partitions",
-                 "skew_partitions", "lost_records", "uncommitted_partitions", "notes", "error",
+                 "skew_partitions", "lost_records", "uncommitted_partitions", "group_type", "churn", "notes", "error",
                  "partitions": [{"topic", "partition", "committed", "log_start", "log_end", "lag",
                                  "lag_seconds", "lag_seconds_min", "lag_seconds_method", "lost", "skew",
                                  "assigned", "status", "note", "uncommitted"}]}],
 
+``churn`` is ``null`` after one poll; with ``--interval``, what changed between the two polls:
+``{"rebalanced", "members_joined", "members_left", "partitions_moved"}`` (:mod:`collectors.kafka.churn`).
 ``uncommitted`` is ``null`` unless a live member owns the partition and the group never committed it:
 ``{"waiting_if_earliest", "waiting_if_latest", "auto_offset_reset", "since", "oldest_waiting"}`` (records;
 ISO-8601 UTC times; ``auto_offset_reset`` ``null`` when the target does not give it:
@@ -114,7 +116,11 @@ def render_json(report: KafkaReport) -> str:
             "group": g.group, "state": g.state, "members": g.members, "status": report.group_status(g),
             "lag": g.lag, "lag_seconds": _num(g.lag_seconds), "unknown_partitions": g.unknown_partitions,
             "skew_partitions": g.skew_partitions, "lost_records": g.lost_records,
-            "uncommitted_partitions": len(g.uncommitted), "notes": g.notes,
+            "uncommitted_partitions": len(g.uncommitted), "group_type": g.group_type,
+            "churn": None if g.churn is None else {
+                "rebalanced": g.churn.rebalanced, "members_joined": g.churn.joined, "members_left": g.churn.left,
+                "partitions_moved": g.churn.moved},
+            "notes": g.notes,
             "error": g.error, "partitions": [_partition_json(report, g.group, p) for p in g.partitions],
         }
         for g in report.groups

@@ -38,7 +38,7 @@ from rules.history import JobHistory
 from rules.params import Duration, RuleParams
 from rules.remedies import Cause, remedy
 
-__all__ = ["RULE", "SEVERITY", "LagParams", "evaluate_lag"]
+__all__ = ["RULE", "SEVERITY", "LagParams", "evaluate_lag", "sample_instant"]
 
 RULE = "consumer_lag"
 
@@ -151,19 +151,27 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def sample_instant(value: object) -> datetime | None:
+    """An epoch-ms value of a sample's ``extra`` (``uncommitted_since_ms``, ``oldest_waiting_ms``) as an aware
+    UTC datetime; ``None`` when it is not an integer or is outside the model's time range (a record
+    timestamp can be anything a producer set)."""
+    count = _count(value)
+    try:
+        return ms_to_datetime(count)
+    except ValueError:
+        return None
+
+
 def _never_committed(params: LagParams, history: JobHistory, scope: Scope, sample: Sample, now: datetime) -> Finding | None:
     """The ``NEVER_COMMITTED`` finding of a partition's newest observation (the module docstring), or ``None``
     when it was committed, no live member owns it, or no record waits under the reading(s) that apply."""
     extra = sample.extra
     earliest, latest = _count(extra.get("uncommitted_if_earliest")), _count(extra.get("uncommitted_if_latest"))
-    since_ms = _count(extra.get("uncommitted_since_ms"))
-    if sample.committed_offset is not None or not _owned(sample) or not earliest or latest is None or since_ms is None:
+    since = sample_instant(extra.get("uncommitted_since_ms"))
+    if sample.committed_offset is not None or not _owned(sample) or not earliest or latest is None or since is None:
         return None
     reset = extra.get("auto_offset_reset")
-    since = ms_to_datetime(since_ms)
-    oldest_ms = _count(extra.get("oldest_waiting_ms"))
-    oldest = ms_to_datetime(oldest_ms) if oldest_ms is not None else None
-    assert since is not None
+    oldest = sample_instant(extra.get("oldest_waiting_ms"))
     seen = f"first seen owned and uncommitted at {format_instant_short(since)}"
     if_earliest = f"{earliest:,} record(s) wait from the log start" + (
         f" (the oldest written {format_instant_short(oldest)})" if oldest is not None else ""

@@ -347,3 +347,61 @@ def test_sasl_plain_listener_and_a_wrong_password_never_shown(kafka_broker: Kafk
     (err,) = over_sasl("wrong-password-xyz").poll(T0).errors
     assert "SASL_PLAINTEXT" in err.target
     assert "wrong-password-xyz" not in err.message + err.target
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_rebalance_churn_of_members_coming_and_going(kafka_broker: KafkaBroker, protocol: str) -> None:
+    """Members join and leave a group between polls of the collector (classic protocol, and KIP-848's
+    consumer protocol, which Kafka 4.x brokers serve): each poll after a change says so; the
+    rebalance_churn rule fires once more polls than max_rebalances saw one."""
+    from monitor.model import Severity
+    from rules.consumer_lag import ChurnParams, evaluate_churn
+    from rules.history import job_history
+    from tests.kafka_clients import polling_member
+
+    topic, group = unique("churn"), unique("g")
+    create_topic(kafka_broker.bootstrap, topic, 4)
+    produce(kafka_broker.bootstrap, topic, 8, partition=0)
+    conf = {"group.protocol": "consumer"} if protocol == "consumer" else {}
+    if protocol == "classic":
+        conf["session.timeout.ms"] = 6000
+    c = collector(kafka_broker, group, lag_seconds="none")
+    samples = []
+    clock = iter(T0 + timedelta(minutes=i) for i in range(20))
+
+    def settled(members: int) -> None:
+        """Poll (on the fake clock) once the group is Stable with ``members`` members that own all 4 partitions."""
+        deadline = time.monotonic() + 90
+        while True:
+            desc = c.source.describe([group])[group]
+            assert not isinstance(desc, str), desc
+            if (desc.state, desc.members, len(desc.assigned)) == ("Stable", members, 4 if members else 0):
+                break
+            assert time.monotonic() < deadline, f"group not settled with {members} member(s): {desc}"
+            time.sleep(0.5)
+        now = next(clock)
+        g = only_group(c, now)
+        samples.extend(group_samples("test", g, now))
+
+    with polling_member(kafka_broker.bootstrap, group, topic, **conf):
+        settled(1)  # first poll: nothing to compare
+        with polling_member(kafka_broker.bootstrap, group, topic, **conf):
+            settled(2)  # a second member joined, partitions moved to it
+            with polling_member(kafka_broker.bootstrap, group, topic, **conf):
+                settled(3)
+            settled(2)  # one left (close: LeaveGroup), its partitions moved
+        settled(1)
+        settled(1)  # nothing changed
+    whole = [s for s in samples if s.scope.is_job()]
+    assert whole[0].extra["group_type"] == protocol
+    assert "rebalanced" not in whole[0].extra
+    flags = [(s.extra["rebalanced"], s.extra["members_joined"], s.extra["members_left"]) for s in whole[1:]]
+    assert flags == [(True, 1, 0), (True, 1, 0), (True, 0, 1), (True, 0, 1), (False, 0, 0)]
+    assert all(s.extra["partitions_moved"] > 0 for s in whole[1:5]) and whole[5].extra["partitions_moved"] == 0
+    h = job_history(samples)
+    assert h is not None
+    [f] = evaluate_churn(ChurnParams(max_rebalances=3), h, whole[-1].observed_at)
+    assert f.severity is Severity.WARNING and (f.details["rebalances"], f.details["members_joined"],
+                                               f.details["members_left"]) == (4, 2, 2)
+    assert f.details["group_type"] == protocol
+    assert evaluate_churn(ChurnParams(max_rebalances=4), h, whole[-1].observed_at) == []

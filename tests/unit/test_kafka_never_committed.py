@@ -385,3 +385,20 @@ def test_the_setting_reaches_the_collector_from_the_config_and_the_cli_refuses_a
         .auto_offset_reset is None
     code, _out, err = run_cli(["check", "kafka", "127.0.0.1:9", "--auto-offset-reset", "none"], capsys)
     assert code == 2 and "--auto-offset-reset: 'none' (allowed: earliest, latest)" in err
+
+
+def test_a_record_timestamp_outside_the_time_range_is_not_kept_nor_read() -> None:
+    from dataclasses import replace
+
+    b = broker()
+    b.record_ms[("t", 1)] = 9_223_372_036_854_775_807  # Long.MAX_VALUE, as a producer may set it
+    c = collector(b, lag_seconds="exact")
+    u = c.snapshot(T0).groups[0].partitions[1].uncommitted
+    assert u is not None and u.oldest_record_ms is None and u.if_earliest == 300
+    samples = polls(broker(), 60, 10, 2, lag_seconds="none")
+    bad = [replace(s, extra={**s.extra, "oldest_waiting_ms": 10**19}) if s.scope.partition == 1 else s
+           for s in samples]
+    [f] = findings(bad, T0 + timedelta(minutes=1))
+    assert f.details["oldest_waiting"] is None
+    f2 = job_facts(bad, MIN_TIME, T0 + timedelta(minutes=1, seconds=1))
+    assert next(p for p in f2.lag if p.partition == 1).oldest_waiting is None
