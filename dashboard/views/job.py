@@ -53,7 +53,7 @@ runs = "" if engine == "kafka" else f" · {plural(len(detail.restarts), 'restart
 st.caption(f"{engine} job `{s['job_id']}`{runs} · health **{s['health']}** now, **{s['period_health']}** over the "
            f"last {data.PERIOD.days} days" + (" · **stopped reporting**" if s["stale"] else ""))
 newest = b.iloc[-1] if not b.empty else None
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3, m4 = st.columns([1, 1, 2, 1] if engine == "kafka" else 4)  # a Burrow status can be long
 if engine == "kafka":
     m1.metric("lag (offsets)", data.count_text(None if newest is None else newest["lag_offsets"]),
               help="the group's records behind the log end, summed over its partitions")
@@ -192,7 +192,7 @@ if engine == "kafka":
         st.info("No partition lag stored for this group in the window shown.")
         st.stop()
     most = lag.sort_values("lag_offsets", ascending=False, na_position="last").iloc[0]
-    if not pd.isna(most["lag_offsets"]):
+    if not pd.isna(most["lag_offsets"]) and most["lag_offsets"] > 0:
         behind = "" if pd.isna(most["lag_seconds"]) else f", {data.human_lag(most['lag_seconds'])} behind in time"
         st.warning(f"Most lag: **{most['topic']} partition {int(most['partition'])}**: "
                    f"{data.count_text(most['lag_offsets'])} offsets behind{behind}; status {most['status']}")
@@ -212,7 +212,7 @@ if engine == "kafka":
     if (lag["owned"] == "yes").any():  # the lag source reports partition owners (the admin API, Burrow)
         table["owned by a live member"] = lag["owned"]
     if not never.empty:
-        table["records waiting (never committed)"] = lag["waiting"]
+        table["records waiting (never committed)"] = lag["waiting_short"]
     st.dataframe(table, hide_index=True, width="stretch")
     parts = scopes[scopes["partition"].notna()].copy()
     parts["series"] = parts["source"].astype(str) + " partition " + parts["partition"].astype(int).astype(str)

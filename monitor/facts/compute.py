@@ -310,13 +310,19 @@ def _uncommitted(
             sample_instant(extra.get("oldest_waiting_ms")))
 
 
-def waiting_text(p: PartitionLagFacts) -> str:
+def waiting_text(p: PartitionLagFacts, *, short: bool = False) -> str:
     """What waits on a partition a live member owns but the group never committed (its facts' numbers), for
-    the dashboard's lag table and the reports: ``"1,200 if auto.offset.reset is earliest (oldest
-    2026-11-30T07:50Z) · 300 if latest (produced since 2026-11-30T08:00Z)"``, one reading when the target
-    gives the setting; ``""`` for any other partition."""
+    the dashboard and the reports: ``"1,200 if auto.offset.reset is earliest (oldest 2026-11-30T07:50Z) ·
+    300 if latest (produced since 2026-11-30T08:00Z)"``, one reading when the target gives the setting;
+    ``short``: the numbers only (``"1,200 if earliest · 300 if latest"``, ``"1,200 (earliest)"``); ``""``
+    for any other partition."""
     if p.waiting_if_earliest is None or p.waiting_if_latest is None:
         return ""
+    if short:
+        if p.auto_offset_reset in ("earliest", "latest"):
+            count = p.waiting_if_earliest if p.auto_offset_reset == "earliest" else p.waiting_if_latest
+            return f"{count:,} ({p.auto_offset_reset})"
+        return f"{p.waiting_if_earliest:,} if earliest · {p.waiting_if_latest:,} if latest"
     oldest = "" if p.oldest_waiting is None else f" (oldest {format_instant_short(p.oldest_waiting)})"
     since = "" if p.uncommitted_since is None else f"produced since {format_instant_short(p.uncommitted_since)}"
     if p.auto_offset_reset == "earliest":

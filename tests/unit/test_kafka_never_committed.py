@@ -335,8 +335,9 @@ def test_dashboard_job_page_shows_the_never_committed_partition(tmp_path: Path, 
         table = next(d.value for d in at.dataframe if "status (Burrow)" in d.value.columns)
         rows = {r["partition"]: r for r in table.to_dict("records")}
         assert (rows[1]["status (Burrow)"], rows[1]["lag (offsets)"], rows[1]["records waiting (never committed)"]) == (
-            "NEVER_COMMITTED", "never committed", waiting,
+            "NEVER_COMMITTED", "never committed", "360 if earliest · 60 if latest",
         )
+        assert not [w for w in at.warning if w.value.startswith("Most lag")]  # the most lag is 0: nothing to say
         assert (rows[0]["status (Burrow)"], rows[0]["lag (offsets)"], rows[0]["records waiting (never committed)"]) == (
             "OK", "0", "",
         )
@@ -360,6 +361,9 @@ def test_waiting_text_and_the_detailed_report_rows() -> None:
     assert waiting_text(replace(p1, auto_offset_reset="latest")) == (
         "60 (auto.offset.reset latest; produced since 2026-11-29T12:00Z)"
     )
+    assert waiting_text(replace(p1, auto_offset_reset="latest"), short=True) == "60 (latest)"
+    assert waiting_text(replace(p1, auto_offset_reset="earliest"), short=True) == "360 (earliest)"
+    assert waiting_text(next(p for p in f.lag if p.partition == 0)) == ""
     j = _job_report(f, [])
     assert _lag_rows(j)[0] == [
         "t", "1", "never committed: 360 if auto.offset.reset is earliest (oldest 2026-11-29T11:50Z) · 60 if latest "
