@@ -38,7 +38,7 @@ from dashboard.whatif_flink import FlinkWhatIf, flink_whatif
 from monitor.alerts.silences import Silence, parse_matcher
 from monitor.durations import parse_timedelta
 from monitor.errors import InputError
-from monitor.facts import FactsSettings, SloFacts, job_health, slo_text
+from monitor.facts import FactsSettings, SloFacts, job_health, slo_text, waiting_text
 from monitor.facts.pipeline import PipelineFacts
 from monitor.facts.source import data_period, load_job_facts, load_pipeline_facts
 from monitor.model import AlertState, Engine, FindingEpisode, worst_episode
@@ -314,7 +314,8 @@ class JobDetail:
             backpressure_pct, end_of_input``.
         lag: per Kafka partition, worst Burrow status first: ``topic, partition, status, lag_offsets,
             lag_offsets_max, lag_seconds, lag_seconds_max, owned`` (a live member owns it: ``yes``/``no``/
-            ``unknown``); ``lag_status``: the group's status; ``members``: the group's member count as the
+            ``unknown``), ``waiting`` / ``waiting_short`` (a partition owned and never committed: :func:`monitor.facts.waiting_text`,
+            else ``""``); ``lag_status``: the group's status; ``members``: the group's member count as the
             collector last saw it (``None``: unknown).
         runs: ``run_id, first_seen, last_seen``; ``restarts``: when the job restarted in the window.
         alerts: the job's alerts (:func:`alerts` columns).
@@ -432,9 +433,10 @@ def job_detail(engine: str, job_id: str) -> JobDetail | None:
     lag = pd.DataFrame(
         [{"topic": p.topic, "partition": p.partition, "status": p.status, "lag_offsets": p.lag_offsets,
           "lag_offsets_max": p.lag_offsets_max, "lag_seconds": p.lag_seconds, "lag_seconds_max": p.lag_seconds_max,
-          "owned": owned.get((p.topic, p.partition), "unknown")} for p in facts.lag],
+          "owned": owned.get((p.topic, p.partition), "unknown"), "waiting": waiting_text(p),
+          "waiting_short": waiting_text(p, short=True)} for p in facts.lag],
         columns=["topic", "partition", "status", "lag_offsets", "lag_offsets_max", "lag_seconds", "lag_seconds_max",
-                 "owned"],
+                 "owned", "waiting", "waiting_short"],
     )
     causes = _times(pd.DataFrame(
         [{"batch_id": c.batch_id, "observed_at": c.observed_at, "event_time_max": c.event_time_max,

@@ -474,6 +474,9 @@ class KafkaTarget(_Model):
     ``max_record_fetches`` fetches per poll) or ``none``. Security settings are librdkafka's
     (``security_protocol``: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; ``sasl_mechanism``: PLAIN,
     SCRAM-SHA-256, SCRAM-SHA-512); ``sasl_password`` and ``ssl_key_password`` are secret references.
+    ``auto_offset_reset`` (``earliest``/``latest``, optional): the watched groups' consumer setting, which
+    the broker does not publish; with it, a partition a live member owns but never committed is reported
+    with the one reading that applies instead of both (:class:`collectors.kafka.lag.Uncommitted`).
     """
 
     name: str
@@ -486,6 +489,7 @@ class KafkaTarget(_Model):
     concurrency: int = Field(16, ge=1, le=256)
     lag_seconds: Literal["interpolated", "exact", "none"] = "interpolated"
     max_record_fetches: int = Field(100, ge=0)
+    auto_offset_reset: Literal["earliest", "latest"] | None = None
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] | None = None
     sasl_username: str | None = None

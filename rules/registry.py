@@ -16,8 +16,9 @@ Configuration (every key optional; each rule's keys are documented on its parame
       state_growth: {window: 30m, metric: rows, limit_rows: 10000000, critical_within: 1h}
       late_drop_surge: {window: 10m, max_share: 0.01, min_dropped: 1}
       late_rows_dropped: {min_dropped: 1}
-      consumer_lag: {window_samples: 10, allowed_lag: 0}
+      consumer_lag: {window_samples: 10, allowed_lag: 0, never_committed_after: 5m}
       consumer_lag_seconds: {threshold: 5m, critical: 30m}
+      rebalance_churn: {max_rebalances: 3, window: 15m}
       falling_behind: {trigger_interval: 30s, batches: 3, backpressure_ratio: 0.5, for: 1m}
       freshness: {target: 15m}
       freshness_slo: {freshness: 5m, objective: 99.5%, window: 28d}
@@ -122,6 +123,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(late.RULE, late.LateTotalParams, late.evaluate_late_total),
         RuleSpec(consumer_lag.RULE, consumer_lag.LagParams, consumer_lag.evaluate_lag),
         RuleSpec(consumer_lag.SECONDS_RULE, consumer_lag.LagSecondsParams, consumer_lag.evaluate_lag_seconds),
+        RuleSpec(consumer_lag.CHURN_RULE, consumer_lag.ChurnParams, consumer_lag.evaluate_churn),
         RuleSpec(behind.RULE, behind.BehindParams, behind.evaluate_behind, consumes_for=True),
         RuleSpec(freshness.RULE, freshness.FreshnessParams, freshness.evaluate_freshness),
         RuleSpec(slo.RULE, slo.SloParams, slo.evaluate_slo, whole_window=True),

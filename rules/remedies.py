@@ -75,6 +75,10 @@ class Cause(enum.StrEnum):
     """A consumer stopped committing."""
     OFFSETS_REWOUND = "offsets_rewound"
     """A group's committed offsets went back."""
+    NEVER_COMMITTED = "never_committed"
+    """A live member owns a partition the group never committed while records wait."""
+    REBALANCE_CHURN = "rebalance_churn"
+    """A consumer group rebalances again and again."""
     FAILED = "failed"
     """The job failed."""
     RESTARTED = "restarted"
@@ -198,6 +202,19 @@ REMEDIES: Mapping[Cause, Mapping[Engine, str]] = {
     },
     Cause.OFFSETS_REWOUND: {
         _K: "Confirm the reset was intended.",
+    },
+    Cause.NEVER_COMMITTED: {
+        _K: "Make the consumer commit after it processes records (enable.auto.commit, or commitSync/commitAsync): "
+        "until it does, a restart or a rebalance starts this partition over from auto.offset.reset, re-reading "
+        "every record (earliest) or skipping the ones produced meanwhile (latest). If it keeps its offsets "
+        "outside Kafka (seek() on assignment), this is expected: exclude the group from this target.",
+    },
+    Cause.REBALANCE_CHURN: {
+        _K: "Find why members come and go: consumers whose processing of one poll's records exceeds "
+        "max.poll.interval.ms (lower max.poll.records or process faster), missed heartbeats (session.timeout.ms, "
+        "long GC pauses), crash-looping or autoscaled instances. Static membership (group.instance.id) keeps a "
+        "restarting member's partitions; a cooperative assignor or the consumer protocol (group.protocol=consumer) "
+        "pauses only the partitions that move.",
     },
     Cause.FAILED: {
         _S: "Fix the cause and restart the query: it resumes from its checkpoint.",

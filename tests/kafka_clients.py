@@ -4,9 +4,11 @@ the one session broker is shared without interference."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -20,6 +22,7 @@ __all__ = [
     "commit",
     "consume",
     "create_topic",
+    "polling_member",
     "produce",
     "produce_orders_with_future",
     "unique",
@@ -116,4 +119,32 @@ def commit(bootstrap: str, group: str, offsets: Iterable[tuple[str, int, int]]) 
     try:
         c.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
     finally:
+        c.close()
+
+
+@contextmanager
+def polling_member(
+    bootstrap: str, group: str, topic: str, on_message: Callable[[Consumer, Any], None] | None = None, **conf: Any
+) -> Iterator[Consumer]:
+    """A live member of ``group`` subscribed to ``topic``: a thread polls it (so it heartbeats, joins
+    rebalances and keeps its partitions) until the block ends, then it leaves the group (``close``).
+    ``on_message(consumer, msg)`` runs in that thread for each record; ``conf``: more consumer settings
+    (e.g. ``{"group.protocol": "consumer"}`` for KIP-848)."""
+    c = consumer(bootstrap, group, **conf)
+    c.subscribe([topic])
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            msg = c.poll(0.2)
+            if msg is not None and msg.error() is None and on_message is not None:
+                on_message(c, msg)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        yield c
+    finally:
+        stop.set()
+        t.join(10)
         c.close()

@@ -85,12 +85,18 @@ _WITH_DETAIL = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL"}
 
 @dataclass(frozen=True, slots=True)
 class GroupDescription:
-    """What ``DescribeGroups`` says of one group: state, member count and the partitions members own."""
+    """What ``DescribeGroups`` (classic) / ``ConsumerGroupDescribe`` (KIP-848) says of one group: state,
+    member count and the partitions members own; ``member_ids`` and ``owners`` (partition -> member id) for
+    rebalance churn (:mod:`collectors.kafka.churn`); ``group_type`` ``classic``/``consumer`` (the
+    protocol), ``None`` when the broker does not say."""
 
     group: str
     state: str
     members: int
     assigned: tuple[TopicPartition, ...] = ()
+    member_ids: tuple[str, ...] = ()
+    owners: tuple[tuple[TopicPartition, str], ...] = ()
+    group_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,12 +227,17 @@ class KafkaAdminSource:
             except Exception as exc:
                 out[gid] = f"describe failed: {error_text(exc)}"
                 continue
-            assigned: list[TopicPartition] = []
+            owners: dict[TopicPartition, str] = {}
             for m in d.members:
                 if m.assignment is not None:
-                    assigned.extend((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
+                    owners.update(((tp.topic, tp.partition), str(m.member_id)) for tp in m.assignment.topic_partitions)
             state = _STATES.get(getattr(d.state, "name", str(d.state)), str(d.state))
-            out[gid] = GroupDescription(gid, state, len(d.members), tuple(sorted(set(assigned))))
+            kind = getattr(getattr(d, "type", None), "name", None)
+            out[gid] = GroupDescription(
+                gid, state, len(d.members), tuple(sorted(owners)),
+                member_ids=tuple(sorted(str(m.member_id) for m in d.members)), owners=tuple(sorted(owners.items())),
+                group_type=kind.lower() if kind in ("CLASSIC", "CONSUMER") else None,
+            )  # fmt: skip
         return out
 
     def committed(self, groups: Iterable[str]) -> dict[str, dict[TopicPartition, int | None] | str]:

@@ -10,15 +10,23 @@ A poll (:meth:`KafkaLagCollector.snapshot`), in this order:
    read *after* the committed offsets, so lag is never negative except after a truncation (the lag
    arithmetic still clamps and counts it: :mod:`collectors.kafka.lag`);
 4. lag in seconds (:mod:`collectors.kafka.interpolation` from the per-partition tables this collector
-   keeps across polls, or the exact record timestamps, :meth:`~collectors.kafka.admin.KafkaAdminSource.record_times`).
+   keeps across polls, or the exact record timestamps, :meth:`~collectors.kafka.admin.KafkaAdminSource.record_times`);
+   for a partition a live member owns but the group never committed (:class:`~collectors.kafka.lag.Uncommitted`),
+   the first poll that saw it so (kept across polls, like the tables) and the timestamp of the record at
+   its log-start offset (the same probe, unless ``lag_seconds`` is ``none``).
 
 Samples (``Engine.KAFKA``, kind ``GAUGE``, collector ``kafka-lag``, ``job_id`` ``cluster/group``, the
 poll's ``now`` as ``observed_at``): one per partition (``scope = Scope(source=topic, partition=p)``:
 ``committed_offset``, ``log_end_offset``, ``lag_offsets``, ``lag_seconds``; ``extra``: ``log_start_offset``,
-``lost``, ``skew``, ``assigned``, ``lag_seconds_min``, ``lag_seconds_method``, ``note``), one per topic
+``lost``, ``skew``, ``assigned``, ``lag_seconds_min``, ``lag_seconds_method``, ``note``; for a partition
+owned and never committed ``uncommitted_if_earliest``, ``uncommitted_if_latest`` (records), ``uncommitted_since_ms``,
+``oldest_waiting_ms`` (epoch ms) and ``auto_offset_reset`` when the target gives it), one per topic
 (``Scope(source=topic)``: the summed lag, the max lag in seconds) and one for the group (job scope:
 ``lag_offsets`` the sum of known partition lags, ``lag_seconds`` the max; ``extra``: ``state``,
-``members``, ``unknown_partitions``, ``skew_partitions``, ``lost_records``, ``notes``).
+``members``, ``unknown_partitions``, ``skew_partitions``, ``lost_records``, ``notes``; with partitions owned
+and never committed ``uncommitted_partitions``, ``uncommitted_if_earliest``, ``uncommitted_if_latest``;
+``group_type`` when the broker says; from the second poll of a group on, its rebalance churn since the previous
+poll, :mod:`collectors.kafka.churn`: ``rebalanced``, ``members_joined``, ``members_left``, ``partitions_moved``).
 
 A group that cannot be read is a :class:`~monitor.model.CollectorError` naming it, not a failed poll; an
 unreachable cluster is one error for the target. The tables live in this object: after a restart the
@@ -33,6 +41,7 @@ from datetime import datetime
 
 from collectors.base import PollsOnce
 from collectors.kafka.admin import GroupDescription, KafkaAdminSource, KafkaUnreachable, RecordTime
+from collectors.kafka.churn import Membership, churn
 from collectors.kafka.interpolation import OffsetTimeTable
 from collectors.kafka.lag import GroupLag, PartitionLag, TopicPartition, group_lag
 from collectors.kafka.options import KafkaOptions
@@ -47,6 +56,7 @@ from monitor.model import (
     SampleKind,
     Scope,
     datetime_to_ms,
+    ms_to_datetime,
 )
 
 __all__ = ["COLLECTOR_NAME", "KafkaLagCollector", "Snapshot", "group_samples", "groups_samples"]
@@ -78,6 +88,10 @@ class KafkaLagCollector(PollsOnce):
         self.source = source or KafkaAdminSource(options)
         self.tables: dict[TopicPartition, OffsetTimeTable] = {}
         self._topics_seen: dict[str, set[str]] = {}
+        #: (group, topic, partition) -> (since_ms, log_end_then): the first poll that saw it owned and uncommitted
+        self._uncommitted_first: dict[tuple[str, str, int], tuple[int, int]] = {}
+        #: group -> its members and partition owners at the previous poll (rebalance churn)
+        self._membership: dict[str, Membership] = {}
 
     def close(self) -> None:
         """Release the client."""
@@ -137,15 +151,43 @@ class KafkaLagCollector(PollsOnce):
                 assigned=desc.assigned,
                 partitions_of=partitions_of,
                 log_offsets=log_offsets,
+                first_seen=self._first_seen(gid, desc.assigned, offsets, log_offsets, now),
+                auto_offset_reset=self.options.auto_offset_reset,
             )
             gone = sorted(self._topics_seen.get(gid, set()) - set(partitions_of))
             for topic in gone:
                 if not any(p.topic == topic for p in lag.partitions):
                     lag.notes.append(f"topic {topic} was deleted since the last poll")
             self._topics_seen[gid] = {p.topic for p in lag.partitions if p.note != "topic deleted"}
+            membership = Membership(frozenset(desc.member_ids), dict(desc.owners), desc.state)
+            lag.group_type, lag.churn = desc.group_type, churn(self._membership.get(gid), membership)
+            self._membership[gid] = membership
             snap.groups.append(lag)
         self._lag_seconds(snap, log_offsets, now)
         return snap
+
+    def _first_seen(
+        self,
+        group: str,
+        assigned: Iterable[TopicPartition],
+        committed: Mapping[TopicPartition, int | None],
+        log_offsets: Mapping[TopicPartition, tuple[int | None, int | None]],
+        now: datetime,
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        """``(since_ms, log_end_then)`` per partition of ``group`` owned and without a committed offset: kept
+        from the first poll that saw it so; forgotten once it is committed or no longer owned (a later
+        sighting starts again)."""
+        now_ms = datetime_to_ms(now)
+        assert now_ms is not None
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        for topic, partition in assigned:
+            end = log_offsets.get((topic, partition), (None, None))[1]
+            if committed.get((topic, partition)) is not None or end is None or end < 0:
+                continue
+            out[(topic, partition)] = self._uncommitted_first.setdefault((group, topic, partition), (now_ms, end))
+        for key in [k for k in self._uncommitted_first if k[0] == group and (k[1], k[2]) not in out]:
+            del self._uncommitted_first[key]
+        return out
 
     def _lag_seconds(
         self, snap: Snapshot, log_offsets: dict[TopicPartition, tuple[int | None, int | None]], now: datetime
@@ -164,13 +206,22 @@ class KafkaLagCollector(PollsOnce):
             probe = sorted((p for p in rows if p.lag), key=lambda p: -(p.lag or 0))
         else:
             probe = [p for p in rows if p.lag == 1]
-        probe = probe[: self.options.max_record_fetches]
+        waiting = [p for g in snap.groups for p in g.partitions if p.uncommitted is not None and p.uncommitted.if_earliest]
+        probe = (waiting + probe)[: self.options.max_record_fetches]
         wanted = {(p.topic, p.partition): max(p.committed or 0, p.log_start or 0) for p in probe}
         times: dict[TopicPartition, RecordTime] = {}
         if wanted:
             times = self.source.record_times(wanted, self.options.request_timeout_s)
             snap.record_fetches = len(wanted)
         probed = set(wanted)
+        for p in waiting:
+            rec = times.get((p.topic, p.partition))
+            if p.uncommitted is not None and rec is not None and rec.timestamp_ms is not None:
+                try:  # a producer may set any timestamp: one outside the model's range is not kept
+                    ms_to_datetime(rec.timestamp_ms)
+                except ValueError:
+                    continue
+                p.uncommitted.oldest_record_ms = rec.timestamp_ms
         for p in rows:
             key = (p.topic, p.partition)
             rec = times.get(key)
@@ -272,6 +323,14 @@ def group_samples(cluster: str, lag: GroupLag, now: datetime, collector: str = C
             extra["note"] = p.note
         if p.lag_seconds_note is not None:
             extra["lag_seconds_note"] = p.lag_seconds_note
+        if p.uncommitted is not None:
+            u = p.uncommitted
+            extra.update(uncommitted_if_earliest=u.if_earliest, uncommitted_if_latest=u.if_latest,
+                         uncommitted_since_ms=u.since_ms)
+            if u.oldest_record_ms is not None:
+                extra["oldest_waiting_ms"] = u.oldest_record_ms
+            if u.auto_offset_reset is not None:
+                extra["auto_offset_reset"] = u.auto_offset_reset
         yield Sample(
             job=job, observed_at=now, kind=SampleKind.GAUGE, collector=collector,
             scope=Scope(source=p.topic, partition=p.partition), committed_offset=p.committed,
@@ -293,6 +352,25 @@ def group_samples(cluster: str, lag: GroupLag, now: datetime, collector: str = C
             lag_seconds=max(secs) if secs else None,
             extra={"unknown_partitions": sum(1 for r in rows if r.lag is None)},
         )
+    whole: dict[str, object] = {
+        "state": lag.state,
+        "members": lag.members,
+        "unknown_partitions": lag.unknown_partitions,
+        "skew_partitions": lag.skew_partitions,
+        "lost_records": lag.lost_records,
+        "notes": list(lag.notes),
+    }
+    if lag.group_type is not None:
+        whole["group_type"] = lag.group_type
+    if lag.churn is not None:
+        whole.update(rebalanced=lag.churn.rebalanced, members_joined=lag.churn.joined, members_left=lag.churn.left,
+                     partitions_moved=lag.churn.moved)
+    if lag.uncommitted:
+        whole.update(
+            uncommitted_partitions=len(lag.uncommitted),
+            uncommitted_if_earliest=min(sum(u.if_earliest for u in lag.uncommitted), INT64_MAX),
+            uncommitted_if_latest=min(sum(u.if_latest for u in lag.uncommitted), INT64_MAX),
+        )
     yield Sample(
         job=job,
         observed_at=now,
@@ -300,12 +378,5 @@ def group_samples(cluster: str, lag: GroupLag, now: datetime, collector: str = C
         collector=COLLECTOR_NAME,
         lag_offsets=lag.lag,
         lag_seconds=lag.lag_seconds,
-        extra={
-            "state": lag.state,
-            "members": lag.members,
-            "unknown_partitions": lag.unknown_partitions,
-            "skew_partitions": lag.skew_partitions,
-            "lost_records": lag.lost_records,
-            "notes": list(lag.notes),
-        },
+        extra=whole,
     )

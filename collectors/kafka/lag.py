@@ -3,10 +3,22 @@
 Pure functions over what the AdminClient returned (:mod:`collectors.kafka.admin`); no I/O. The cases the
 usual exporters get wrong are decided here, once:
 
-- **no committed offset** (the group has a member assigned to the partition, or commits on other
-  partitions of the topic, but never committed this one; the broker answers ``-1``): the lag is *unknown*
-  (``None``), not ``log_end + 1`` (kafka_exporter's ``-1`` arithmetic), not ``-1`` and not ``0``. Group
-  totals skip such partitions and count them (``unknown_partitions``);
+- **no committed offset** (the group commits on other partitions of the topic, or a member owns the
+  partition, but never committed this one; ``OffsetFetch`` answers ``-1`` for a partition asked by name,
+  which confluent-kafka's ``list_consumer_group_offsets`` hands back as ``-1001``, librdkafka's
+  ``OFFSET_INVALID``, and leaves the partition out when all the group's partitions are asked for, as
+  tidegauge does; recorded in tests/fixtures/kafka/never-committed): the lag is *unknown* (``None``), not
+  ``log_end + 1`` (kafka_exporter's ``-1`` arithmetic), not ``-1`` and not ``0``. Group totals skip such
+  partitions and count them (``unknown_partitions``);
+- **never committed while a live member owns it** (:class:`Uncommitted`): where the consumer starts is
+  its ``auto.offset.reset`` (``ConsumerConfig.AUTO_OFFSET_RESET_CONFIG``), which the group does not
+  publish, so both readings are given: ``earliest`` — every record from the log-start offset waits
+  (``log_end - log_start``, ``ListOffsets`` earliest/latest); ``latest`` — the consumer started at the log
+  end of its first fetch, so the records produced since wait (``log_end`` now minus the log end at the
+  first poll that saw the partition owned and uncommitted, a lower bound: records produced between its
+  first fetch and that poll are not counted). A target may say which applies (``auto_offset_reset``).
+  "Wait" is the group's view: a consumer that reads but never commits starts again from there after a
+  restart or a rebalance;
 - **negative lag** (the committed offset was read after the log-end offset and the consumer committed in
   between, or the two reads hit different replicas): clamped to ``0`` and counted as ``skew``, never a
   number below zero;
@@ -29,13 +41,65 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from monitor.model import INT64_MAX
 
-__all__ = ["GroupLag", "PartitionLag", "TopicPartition", "group_lag", "partition_lag"]
+if TYPE_CHECKING:
+    from collectors.kafka.churn import Churn
+
+__all__ = ["GroupLag", "PartitionLag", "TopicPartition", "Uncommitted", "group_lag", "partition_lag"]
 
 TopicPartition = tuple[str, int]
 """``(topic, partition)``."""
+
+#: ``auto.offset.reset`` values whose start position tidegauge can read off the log offsets.
+AUTO_OFFSET_RESETS = ("earliest", "latest")
+
+
+@dataclass(slots=True)
+class Uncommitted:
+    """Records waiting on a partition a live member owns but the group never committed (the module
+    docstring: both ``auto.offset.reset`` readings).
+
+    Attributes:
+        if_earliest: ``log_end - log_start`` records (``auto.offset.reset=earliest``).
+        if_latest: records produced since ``since_ms`` (``auto.offset.reset=latest``): ``log_end`` now minus
+            ``log_end_then``; a lower bound (see the module docstring).
+        since_ms: the first poll that saw the partition owned and uncommitted (epoch ms).
+        log_end_then: the log-end offset at that poll.
+        oldest_record_ms: the timestamp of the record at the log-start offset (epoch ms, the record-timestamp
+            probe), ``None`` when not read: how long records wait if ``earliest``.
+        auto_offset_reset: ``earliest``/``latest`` when the target says which applies, else ``None``
+            (unknown: both readings apply).
+    """
+
+    if_earliest: int
+    if_latest: int
+    since_ms: int
+    log_end_then: int
+    oldest_record_ms: int | None = None
+    auto_offset_reset: str | None = None
+
+    @property
+    def waiting(self) -> int:
+        """The records waiting under the reading that applies; with the setting unknown, the smaller (the
+        ``latest`` reading, which holds under both)."""
+        if self.auto_offset_reset == "earliest":
+            return self.if_earliest
+        return self.if_latest
+
+    def describe(self) -> str:
+        """One line for a partition's note: ``never committed: 1,200 records wait if auto.offset.reset=earliest,
+        300 if latest (the group's setting is not visible to tidegauge)``."""
+        if self.auto_offset_reset == "earliest":
+            return f"never committed: {self.if_earliest:,} record(s) wait (auto.offset.reset=earliest)"
+        if self.auto_offset_reset == "latest":
+            return f"never committed: {self.if_latest:,} record(s) produced since it was assigned wait (auto.offset.reset=latest)"
+        return (
+            f"never committed: {self.if_earliest:,} record(s) wait if auto.offset.reset=earliest, "
+            f"{self.if_latest:,} if latest (the group's setting is not visible to tidegauge)"
+        )
 
 
 @dataclass(slots=True)
@@ -55,6 +119,8 @@ class PartitionLag:
             :mod:`collectors.kafka.records`), ``None`` when unknown; ``lag_seconds_min`` a lower bound
             when only that is known; ``lag_seconds_method`` ``"interpolated"``/``"exact"``.
         note: why a value is unknown, in a few words (``no committed offset``, ``topic deleted``, ...).
+        uncommitted: the records waiting when a live member owns the partition and the group never
+            committed it (:class:`Uncommitted`), else ``None``.
     """
 
     topic: str
@@ -71,6 +137,7 @@ class PartitionLag:
     lag_seconds_method: str | None = None
     note: str | None = None
     lag_seconds_note: str | None = None
+    uncommitted: Uncommitted | None = None
 
 
 def partition_lag(
@@ -82,10 +149,16 @@ def partition_lag(
     *,
     topic_exists: bool = True,
     assigned: bool = False,
+    first_seen: tuple[int, int] | None = None,
+    auto_offset_reset: str | None = None,
 ) -> PartitionLag:
     """One partition's lag in records (the rules in the module docstring).
 
-    ``committed``/``log_start``/``log_end`` below 0 (Kafka's ``-1`` "none") are unknown.
+    ``committed``/``log_start``/``log_end`` below 0 (Kafka's ``-1`` "none") are unknown. ``first_seen``:
+    ``(since_ms, log_end_then)`` of the first poll that saw the partition owned and uncommitted (the
+    caller keeps it across polls); with it, an ``assigned`` partition without a committed offset whose
+    log offsets are known gets :attr:`PartitionLag.uncommitted`. ``auto_offset_reset``: the group's setting
+    when the user gave it (``earliest``/``latest``), else ``None``.
     """
     c = committed if committed is not None and committed >= 0 else None
     start = log_start if log_start is not None and log_start >= 0 else None
@@ -96,6 +169,14 @@ def partition_lag(
         return row
     if c is None:
         row.note = "no committed offset"
+        if assigned and first_seen is not None and start is not None and end is not None:
+            since_ms, end_then = first_seen
+            row.uncommitted = Uncommitted(
+                if_earliest=max(0, end - start), if_latest=max(0, end - end_then), since_ms=since_ms,
+                log_end_then=end_then, auto_offset_reset=auto_offset_reset,
+            )
+            if row.uncommitted.if_earliest:
+                row.note = row.uncommitted.describe()
         return row
     if end is None:
         row.note = "log-end offset unknown"
@@ -125,6 +206,9 @@ class GroupLag:
         partitions: per-partition lag, sorted by topic and partition.
         error: why the group could not be read (one line), else ``None``; then ``partitions`` is empty.
         notes: what a reader should know (partitions skipped by the totals, deleted topics, ...).
+        group_type: ``classic`` or ``consumer`` (KIP-848), ``None`` when the broker does not say.
+        churn: what changed since the collector's previous poll of the group
+            (:class:`collectors.kafka.churn.Churn`), ``None`` on its first poll.
     """
 
     group: str
@@ -133,6 +217,8 @@ class GroupLag:
     partitions: list[PartitionLag] = field(default_factory=list)
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    group_type: str | None = None
+    churn: Churn | None = None
 
     @property
     def lag(self) -> int | None:
@@ -162,6 +248,27 @@ class GroupLag:
         """Records lost to retention before the group read them, over all partitions (at most int64's maximum)."""
         return min(sum(p.lost for p in self.partitions), INT64_MAX)
 
+    @property
+    def uncommitted(self) -> list[Uncommitted]:
+        """The partitions owned by a live member, never committed, with records in them."""
+        return [p.uncommitted for p in self.partitions if p.uncommitted is not None and p.uncommitted.if_earliest]
+
+    def uncommitted_note(self) -> str:
+        """The group's note on them: how many partitions, the records waiting under each reading."""
+        rows = self.uncommitted
+        earliest = min(sum(u.if_earliest for u in rows), INT64_MAX)
+        latest = min(sum(u.if_latest for u in rows), INT64_MAX)
+        reset = rows[0].auto_offset_reset if rows else None
+        head = f"{len(rows)} partition(s) owned by a live member were never committed by the group"
+        if reset == "earliest":
+            return f"{head}: {earliest:,} record(s) wait (auto.offset.reset=earliest), not in the lag total"
+        if reset == "latest":
+            return f"{head}: {latest:,} record(s) produced since they were assigned wait (auto.offset.reset=latest), not in the lag total"
+        return (
+            f"{head}: {earliest:,} record(s) wait if its auto.offset.reset is earliest, {latest:,} if latest "
+            "(tidegauge cannot see the group's setting: set auto_offset_reset on the target); not in the lag total"
+        )
+
     def topic_lag(self) -> dict[str, int | None]:
         """Per topic: the sum of its known partition lags (``None`` when none is known)."""
         out: dict[str, int | None] = {}
@@ -182,6 +289,8 @@ def group_lag(
     assigned: Iterable[TopicPartition],
     partitions_of: Mapping[str, int],
     log_offsets: Mapping[TopicPartition, tuple[int | None, int | None]],
+    first_seen: Mapping[TopicPartition, tuple[int, int]] | None = None,
+    auto_offset_reset: str | None = None,
 ) -> GroupLag:
     """Build a group's :class:`GroupLag`.
 
@@ -190,6 +299,8 @@ def group_lag(
         assigned: partitions its members own now (``DescribeGroups``).
         partitions_of: topic -> partition count from the cluster metadata (a topic absent is deleted).
         log_offsets: ``(log_start, log_end)`` per partition.
+        first_seen: per partition owned and uncommitted, ``(since_ms, log_end_then)`` of the first poll
+            that saw it so (:func:`partition_lag`); ``auto_offset_reset``: the group's, when known.
 
     The partitions judged are every partition of every topic the group has committed on or is assigned
     (so a partition of such a topic without a commit shows as unknown lag), plus committed partitions of
@@ -216,12 +327,17 @@ def group_lag(
                 end,
                 topic_exists=exists,
                 assigned=(topic, partition) in owned,
+                first_seen=(first_seen or {}).get((topic, partition)),
+                auto_offset_reset=auto_offset_reset,
             )
         )
+    if out.uncommitted:
+        out.notes.append(out.uncommitted_note())
     unknown = [p for p in out.partitions if p.note == "no committed offset"]
     if unknown:
         out.notes.append(
-            f"{len(unknown)} partition(s) without a committed offset: lag unknown, left out of the total"
+            f"{len(unknown)} partition(s) without a committed offset (no live member owns them, or they hold "
+            "no record yet): lag unknown, left out of the total"
         )
     for topic in sorted(deleted):
         out.notes.append(f"topic {topic} was deleted: its committed offsets have no lag")

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from collectors.kafka.lag import AUTO_OFFSET_RESETS
+
 __all__ = ["KafkaOptions", "LagSecondsMethod"]
 
 LagSecondsMethod = Literal["interpolated", "exact", "none"]
@@ -39,6 +41,9 @@ class KafkaOptions:
         table_points: points kept per partition for interpolation.
         security: librdkafka security settings (see the module docstring); secrets in ``secrets``.
         secrets: ``sasl.password`` / ``ssl.key.password`` values (never shown).
+        auto_offset_reset: the watched groups' ``auto.offset.reset`` (Kafka ``ConsumerConfig``:
+            ``earliest`` or ``latest``) when the user knows it; ``None`` (default): unknown, so a partition a
+            member owns but never committed is read both ways (:class:`collectors.kafka.lag.Uncommitted`).
     """
 
     cluster: str
@@ -53,6 +58,7 @@ class KafkaOptions:
     table_points: int = 60
     security: dict[str, str] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
+    auto_offset_reset: str | None = None
 
     def __post_init__(self) -> None:
         for pattern in (*self.include, *self.exclude):
@@ -62,6 +68,8 @@ class KafkaOptions:
                 raise ValueError(f"invalid group regular expression {pattern!r}: {exc}") from None
         if self.lag_seconds not in ("interpolated", "exact", "none"):
             raise ValueError(f"lag_seconds must be interpolated, exact or none, not {self.lag_seconds!r}")
+        if self.auto_offset_reset is not None and self.auto_offset_reset not in AUTO_OFFSET_RESETS:
+            raise ValueError(f"auto_offset_reset must be earliest or latest, not {self.auto_offset_reset!r}")
 
     def client_config(self) -> dict[str, str]:
         """The librdkafka configuration (with secrets: hand it to the client only)."""

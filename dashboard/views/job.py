@@ -53,7 +53,7 @@ runs = "" if engine == "kafka" else f" · {plural(len(detail.restarts), 'restart
 st.caption(f"{engine} job `{s['job_id']}`{runs} · health **{s['health']}** now, **{s['period_health']}** over the "
            f"last {data.PERIOD.days} days" + (" · **stopped reporting**" if s["stale"] else ""))
 newest = b.iloc[-1] if not b.empty else None
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3, m4 = st.columns([1, 1, 2, 1] if engine == "kafka" else 4)  # a Burrow status can be long
 if engine == "kafka":
     m1.metric("lag (offsets)", data.count_text(None if newest is None else newest["lag_offsets"]),
               help="the group's records behind the log end, summed over its partitions")
@@ -192,19 +192,27 @@ if engine == "kafka":
         st.info("No partition lag stored for this group in the window shown.")
         st.stop()
     most = lag.sort_values("lag_offsets", ascending=False, na_position="last").iloc[0]
-    if not pd.isna(most["lag_offsets"]):
+    if not pd.isna(most["lag_offsets"]) and most["lag_offsets"] > 0:
         behind = "" if pd.isna(most["lag_seconds"]) else f", {data.human_lag(most['lag_seconds'])} behind in time"
         st.warning(f"Most lag: **{most['topic']} partition {int(most['partition'])}**: "
                    f"{data.count_text(most['lag_offsets'])} offsets behind{behind}; status {most['status']}")
+    never = lag[lag["waiting"] != ""]
+    for _, row in never.iterrows():
+        st.warning(f"**{row['topic']} partition {int(row['partition'])}** is owned by a live member but the group has "
+                   f"never committed an offset on it: records waiting: {row['waiting']}. Until the consumer commits, "
+                   "a restart or a rebalance starts it over from its auto.offset.reset (see the consumer_lag finding).")
     table = pd.DataFrame({
         "topic": lag["topic"], "partition": lag["partition"].astype(int), "status (Burrow)": lag["status"],
-        "lag (offsets)": [data.count_text(v) for v in lag["lag_offsets"]],
+        "lag (offsets)": ["never committed" if w else data.count_text(v) for v, w in zip(lag["lag_offsets"], lag["waiting"],
+                                                                                         strict=True)],
         "max in window": [data.count_text(v) for v in lag["lag_offsets_max"]],
         "lag (time)": [data.human_lag(v) for v in lag["lag_seconds"]],
         "max (time)": [data.human_lag(v) for v in lag["lag_seconds_max"]],
     })
     if (lag["owned"] == "yes").any():  # the lag source reports partition owners (the admin API, Burrow)
         table["owned by a live member"] = lag["owned"]
+    if not never.empty:
+        table["records waiting (never committed)"] = lag["waiting_short"]
     st.dataframe(table, hide_index=True, width="stretch")
     parts = scopes[scopes["partition"].notna()].copy()
     parts["series"] = parts["source"].astype(str) + " partition " + parts["partition"].astype(int).astype(str)

@@ -142,6 +142,10 @@ def register(app: typer.Typer) -> None:
             "exact", "--lag-seconds", help="Lag in seconds: exact (read the record at the committed offset), interpolated or none."
         ),
         threshold: str | None = typer.Option(None, "--threshold", help="Report groups more than this far behind (e.g. 5m)."),
+        auto_offset_reset: str | None = typer.Option(
+            None, "--auto-offset-reset", help="The groups' auto.offset.reset (earliest or latest), if you know it: a "
+            "partition a member owns but never committed is then read one way instead of both."
+        ),
         fail_on: str | None = typer.Option(
             None, "--fail-on", help="Exit with code 1 if a finding is at least this severe: info, warning or critical."
         ),
@@ -204,6 +208,7 @@ def register(app: typer.Typer) -> None:
                 lag_seconds=lag_seconds, threshold=threshold, fail_on=fail_on, timeout=timeout,
                 security_protocol=security_protocol, sasl_mechanism=sasl_mechanism, sasl_username=sasl_username,
                 sasl_password_env=sasl_password_env, ssl_ca=ssl_ca, spark_progress=list(spark_progress),
+                auto_offset_reset=auto_offset_reset,
             )  # fmt: skip
         for line in errors:
             print(f"tidegauge: error: {line}", file=sys.stderr)
@@ -262,6 +267,7 @@ def _check_kafka(
     sasl_password_env: str | None,
     ssl_ca: str | None,
     spark_progress: list[Path],
+    auto_offset_reset: str | None = None,
 ) -> tuple[int, str, list[str]]:
     """``check kafka`` from its options: see :func:`run_check` (returns the same).
 
@@ -271,11 +277,14 @@ def _check_kafka(
     require_client("check kafka")
     if lag_seconds not in ("exact", "interpolated", "none"):
         raise InputError(f"--lag-seconds: {lag_seconds!r} (allowed: exact, interpolated, none)")
+    if auto_offset_reset not in (None, "earliest", "latest"):
+        raise InputError(f"--auto-offset-reset: {auto_offset_reset!r} (allowed: earliest, latest)")
     interval_s = parse_timedelta(interval, what="--interval").total_seconds() if interval else None
     options = _options(
         bootstrap, timeout=timeout, security_protocol=security_protocol, sasl_mechanism=sasl_mechanism,
         sasl_username=sasl_username, sasl_password_env=sasl_password_env, ssl_ca=ssl_ca,
         groups=tuple(groups), include=tuple(include), exclude=tuple(exclude), lag_seconds=lag_seconds,
+        auto_offset_reset=auto_offset_reset,
     )  # fmt: skip
     return run_check(
         options, interval_s=interval_s, threshold=threshold, fail_on=fail_on, fmt=fmt,

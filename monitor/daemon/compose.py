@@ -545,6 +545,7 @@ def kafka_options(target: KafkaTarget, environ: Mapping[str, str], where: str) -
         exclude=tuple(target.exclude),
         lag_seconds=target.lag_seconds,
         max_record_fetches=target.max_record_fetches,
+        auto_offset_reset=target.auto_offset_reset,
         request_timeout_s=target.timeout / 1000.0,
         concurrency=target.concurrency,
         security=security,

@@ -26,6 +26,7 @@ from monitor.facts.compute import (
     slo_facts,
     slo_text,
     state_facts,
+    waiting_text,
 )
 from monitor.facts.model import (
     BatchPoint,
@@ -70,4 +71,5 @@ __all__ = [
     "slo_facts",
     "slo_text",
     "state_facts",
+    "waiting_text",
 ]

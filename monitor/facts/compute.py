@@ -53,10 +53,10 @@ from monitor.model import (
     ensure_utc,
     worst_episode,
 )
-from monitor.timefmt import format_duration, is_beyond_range, seconds_between
+from monitor.timefmt import format_duration, format_instant_short, is_beyond_range, seconds_between
 from rules.batches import UNITS_HIGH, inferred_delay, real_watermark
 from rules.common import flink_scope_name, holding_input, is_epoch, scope_name
-from rules.consumer_lag import LagParams, evaluate_lag
+from rules.consumer_lag import LagParams, evaluate_lag, sample_instant
 from rules.history import JobHistory, job_history
 from rules.leaps import find_leap
 from rules.slo import RULE as SLO_RULE
@@ -73,10 +73,14 @@ __all__ = [
     "job_health",
     "partition_status",
     "state_facts",
+    "waiting_text",
 ]
 
-#: Burrow's statuses from best to worst (``UNKNOWN`` below ``OK``: it never makes a group worse).
-LAG_STATUS_ORDER: dict[LagStatus, int] = {"UNKNOWN": -1, "OK": 0, "WARN": 1, "STALL": 2, "REWIND": 3, "STOP": 4}
+#: Burrow's statuses from best to worst (``UNKNOWN`` below ``OK``: it never makes a group worse;
+#: ``NEVER_COMMITTED`` above ``OK`` and below Burrow's errors).
+LAG_STATUS_ORDER: dict[LagStatus, int] = {
+    "UNKNOWN": -1, "OK": 0, "NEVER_COMMITTED": 1, "WARN": 2, "STALL": 3, "REWIND": 4, "STOP": 5,
+}
 
 
 def _rank(values: Sequence[float], p: float) -> float | None:
@@ -233,7 +237,8 @@ def freshness_facts(
 
 
 def partition_status(finding_status: str | None, lag: int | None, polls: int) -> LagStatus:
-    """A partition's Burrow status: its ``consumer_lag`` finding's (WARN, STALL, STOP, REWIND), else ``OK``;
+    """A partition's Burrow status: its ``consumer_lag`` finding's (WARN, STALL, STOP, REWIND, or
+    NEVER_COMMITTED: a live member owns it, never committed, records wait), else ``OK``;
     ``UNKNOWN`` when its lag is unknown (no committed offset, deleted topic), or when fewer than two polls
     were made and it is behind (one observation is no trend). A lag of 1 is a transactional producer's
     commit marker, never behind."""
@@ -274,7 +279,10 @@ def _lag_facts(
         secs = [p.lag_seconds for p in s.points if p.lag_seconds is not None]
         newest = s.points[-1]
         polls = len(series.get(s.scope, ()))
+        earliest, latest, reset, since, oldest = _uncommitted(s.newest)
         out.append(PartitionLagFacts(
+            waiting_if_earliest=earliest, waiting_if_latest=latest, auto_offset_reset=reset,
+            uncommitted_since=since, oldest_waiting=oldest,
             topic=str(s.scope.source), partition=int(s.scope.partition or 0), lag_offsets=newest.lag_offsets,
             lag_offsets_max=max(lags) if lags else None, lag_seconds=newest.lag_seconds,
             lag_seconds_max=max(secs) if secs else None,
@@ -283,6 +291,45 @@ def _lag_facts(
         ))
     out.sort(key=lambda p: (-LAG_STATUS_ORDER[p.status], p.topic, p.partition))
     return tuple(out), group_status(p.status for p in out)
+
+
+def _uncommitted(
+    sample: Sample,
+) -> tuple[int | None, int | None, str | None, datetime | None, datetime | None]:
+    """The never-committed numbers of a partition's newest sample (the collector's ``uncommitted_*`` fields,
+    :mod:`collectors.kafka.collector`): ``(waiting_if_earliest, waiting_if_latest, auto_offset_reset,
+    uncommitted_since, oldest_waiting)`` as :class:`PartitionLagFacts` holds them; all ``None`` when it has none."""
+    extra = sample.extra
+    earliest, latest = extra.get("uncommitted_if_earliest"), extra.get("uncommitted_if_latest")
+    since = sample_instant(extra.get("uncommitted_since_ms"))
+    if sample.committed_offset is not None or not isinstance(earliest, int) or not isinstance(latest, int) \
+            or since is None:
+        return None, None, None, None, None
+    reset = extra.get("auto_offset_reset")
+    return (earliest, latest, reset if isinstance(reset, str) else None, since,
+            sample_instant(extra.get("oldest_waiting_ms")))
+
+
+def waiting_text(p: PartitionLagFacts, *, short: bool = False) -> str:
+    """What waits on a partition a live member owns but the group never committed (its facts' numbers), for
+    the dashboard and the reports: ``"1,200 if auto.offset.reset is earliest (oldest 2026-11-30T07:50Z) ·
+    300 if latest (produced since 2026-11-30T08:00Z)"``, one reading when the target gives the setting;
+    ``short``: the numbers only (``"1,200 if earliest · 300 if latest"``, ``"1,200 (earliest)"``); ``""``
+    for any other partition."""
+    if p.waiting_if_earliest is None or p.waiting_if_latest is None:
+        return ""
+    if short:
+        if p.auto_offset_reset in ("earliest", "latest"):
+            count = p.waiting_if_earliest if p.auto_offset_reset == "earliest" else p.waiting_if_latest
+            return f"{count:,} ({p.auto_offset_reset})"
+        return f"{p.waiting_if_earliest:,} if earliest · {p.waiting_if_latest:,} if latest"
+    oldest = "" if p.oldest_waiting is None else f" (oldest {format_instant_short(p.oldest_waiting)})"
+    since = "" if p.uncommitted_since is None else f"produced since {format_instant_short(p.uncommitted_since)}"
+    if p.auto_offset_reset == "earliest":
+        return f"{p.waiting_if_earliest:,} (auto.offset.reset earliest){oldest}"
+    if p.auto_offset_reset == "latest":
+        return f"{p.waiting_if_latest:,} (auto.offset.reset latest; {since})"
+    return f"{p.waiting_if_earliest:,} if auto.offset.reset is earliest{oldest} · {p.waiting_if_latest:,} if latest ({since})"
 
 
 # ------------------------------------------------------------------------------------------------ health

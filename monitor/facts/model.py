@@ -31,8 +31,9 @@ __all__ = [
     "StateFacts",
 ]
 
-#: Burrow's partition statuses plus ``UNKNOWN`` (:class:`rules.consumer_lag.burrow.LagStatus` values).
-LagStatus = Literal["UNKNOWN", "OK", "WARN", "STALL", "STOP", "REWIND"]
+#: Burrow's partition statuses plus ``UNKNOWN`` and ``NEVER_COMMITTED`` (:class:`rules.consumer_lag.burrow.LagStatus`
+#: values).
+LagStatus = Literal["UNKNOWN", "OK", "NEVER_COMMITTED", "WARN", "STALL", "STOP", "REWIND"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +240,13 @@ class FreshnessFacts:
 @dataclass(frozen=True, slots=True)
 class PartitionLagFacts:
     """One Kafka partition's lag: newest and largest in offsets and seconds, Burrow's status
-    (:mod:`rules.consumer_lag.burrow`) and the series."""
+    (:mod:`rules.consumer_lag.burrow`) and the series.
+
+    ``waiting_if_earliest`` / ``waiting_if_latest``: on a partition a live member owns but the group never
+    committed, the records waiting under each reading of the group's ``auto.offset.reset`` as the newest poll
+    counted them (:class:`collectors.kafka.lag.Uncommitted`), ``auto_offset_reset`` the reading the target
+    gives (``None``: unknown, both apply), ``uncommitted_since`` when it was first seen so and
+    ``oldest_waiting`` the timestamp of the record at the log start; all ``None`` otherwise."""
 
     topic: str
     partition: int
@@ -249,6 +256,11 @@ class PartitionLagFacts:
     lag_seconds_max: float | None
     status: LagStatus
     points: tuple[ScopePoint, ...]
+    waiting_if_earliest: int | None = None
+    waiting_if_latest: int | None = None
+    auto_offset_reset: str | None = None
+    uncommitted_since: datetime | None = None
+    oldest_waiting: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """What ``tidegauge check kafka`` prints: per group, topic and partition the offsets, the lag in records
 and seconds and the Burrow status; then the findings of the lag rules.
 
-The status of a partition is its ``consumer_lag`` finding's (WARN, STALL, STOP, REWIND), else ``OK``;
+The status of a partition is its ``consumer_lag`` finding's (WARN, STALL, STOP, REWIND, or NEVER_COMMITTED:
+a live member owns it, the group never committed it, and records wait), else ``OK``;
 ``UNKNOWN`` when its lag is unknown (no committed offset, deleted topic) or when only one poll was made
 and the partition is behind (one observation is no trend: poll twice with ``--interval``). A group's
 status is the worst of its partitions' (Burrow's group status), ``UNKNOWN`` when none is known.
@@ -9,10 +10,17 @@ status is the worst of its partitions' (Burrow's group status), ``UNKNOWN`` when
 JSON (``--format json``)::
 
     {"groups": [{"group", "state", "members", "status", "lag", "lag_seconds", "unknown_partitions",
-                 "skew_partitions", "lost_records", "notes", "error",
+                 "skew_partitions", "lost_records", "uncommitted_partitions", "group_type", "churn", "notes", "error",
                  "partitions": [{"topic", "partition", "committed", "log_start", "log_end", "lag",
                                  "lag_seconds", "lag_seconds_min", "lag_seconds_method", "lost", "skew",
-                                 "assigned", "status", "note"}]}],
+                                 "assigned", "status", "note", "uncommitted"}]}],
+
+``churn`` is ``null`` after one poll; with ``--interval``, what changed between the two polls:
+``{"rebalanced", "members_joined", "members_left", "partitions_moved"}`` (:mod:`collectors.kafka.churn`).
+``uncommitted`` is ``null`` unless a live member owns the partition and the group never committed it:
+``{"waiting_if_earliest", "waiting_if_latest", "auto_offset_reset", "since", "oldest_waiting"}`` (records;
+ISO-8601 UTC times; ``auto_offset_reset`` ``null`` when the target does not give it:
+:class:`collectors.kafka.lag.Uncommitted`).
      "findings": [{"rule", "severity", "job_id", "group", "topic", "partition", "message", "details"}],
      "polls": N, "errors": [...]}
 """
@@ -26,8 +34,8 @@ from typing import Any
 
 from collectors.kafka import GroupLag, PartitionLag
 from monitor.facts import group_status, partition_status
-from monitor.model import Finding, Severity
-from monitor.timefmt import format_lag
+from monitor.model import Finding, Severity, ms_to_datetime
+from monitor.timefmt import format_instant, format_lag
 
 __all__ = ["KafkaReport", "render_json", "render_text"]
 
@@ -69,6 +77,20 @@ def _num(v: float | None) -> float | None:
     return None if v is None else round(v, 3)
 
 
+def _instant(epoch_ms: int | None) -> str | None:
+    at = ms_to_datetime(epoch_ms)
+    return None if at is None else format_instant(at)
+
+
+def _uncommitted_json(p: PartitionLag) -> dict[str, Any] | None:
+    u = p.uncommitted
+    if u is None:
+        return None
+    return {"waiting_if_earliest": u.if_earliest, "waiting_if_latest": u.if_latest,
+            "auto_offset_reset": u.auto_offset_reset, "since": _instant(u.since_ms),
+            "oldest_waiting": _instant(u.oldest_record_ms)}
+
+
 def _partition_json(report: KafkaReport, group: str, p: PartitionLag) -> dict[str, Any]:
     return {
         "topic": p.topic, "partition": p.partition, "committed": p.committed, "log_start": p.log_start,
@@ -76,6 +98,7 @@ def _partition_json(report: KafkaReport, group: str, p: PartitionLag) -> dict[st
         "lag_seconds_min": _num(p.lag_seconds_min), "lag_seconds_method": p.lag_seconds_method,
         "lost": p.lost, "skew": p.skew, "assigned": p.assigned, "status": report.partition_status(group, p),
         "note": "; ".join(n for n in (p.note, p.lag_seconds_note) if n) or None,
+        "uncommitted": _uncommitted_json(p),
     }
 
 
@@ -92,7 +115,12 @@ def render_json(report: KafkaReport) -> str:
         {
             "group": g.group, "state": g.state, "members": g.members, "status": report.group_status(g),
             "lag": g.lag, "lag_seconds": _num(g.lag_seconds), "unknown_partitions": g.unknown_partitions,
-            "skew_partitions": g.skew_partitions, "lost_records": g.lost_records, "notes": g.notes,
+            "skew_partitions": g.skew_partitions, "lost_records": g.lost_records,
+            "uncommitted_partitions": len(g.uncommitted), "group_type": g.group_type,
+            "churn": None if g.churn is None else {
+                "rebalanced": g.churn.rebalanced, "members_joined": g.churn.joined, "members_left": g.churn.left,
+                "partitions_moved": g.churn.moved},
+            "notes": g.notes,
             "error": g.error, "partitions": [_partition_json(report, g.group, p) for p in g.partitions],
         }
         for g in report.groups

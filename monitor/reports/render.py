@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from monitor.axes import bulk_range, duration_unit, time_axis_format
-from monitor.facts import DropCause
+from monitor.facts import DropCause, waiting_text
 from monitor.reports.detailed import DetailedReport, EpisodeEntry, JobReport, PipelineReport
 from monitor.text import POLLS, batch_range, plain, plural
 from monitor.timefmt import format_instant, format_instant_short, format_lag
@@ -119,8 +119,9 @@ def _cause_text(c: DropCause) -> str:
 
 
 def _lag_rows(j: JobReport) -> list[list[str]]:
-    return [[p.topic, str(p.partition), _n(p.lag_offsets), _n(p.lag_offsets_max), format_lag(p.lag_seconds),
-             p.status] for p in j.lag]
+    return [[p.topic, str(p.partition),
+             f"never committed: {waiting_text(p)} waiting" if waiting_text(p) else _n(p.lag_offsets),
+             _n(p.lag_offsets_max), format_lag(p.lag_seconds), p.status] for p in j.lag]
 
 
 _LAG_HEAD = ["topic", "partition", "lag (offsets)", "max", "lag (time)", "status"]

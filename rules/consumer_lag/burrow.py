@@ -24,6 +24,8 @@ tidegauge additions (the issue's rules, each documented where applied):
 - negative lag from sampling skew (committed offset read after the log-end offset) is clamped to 0 by
   :func:`compute_lag` and so is never growth;
 - a partition without a committed offset has *unknown* lag (``None``), status ``UNKNOWN``, never a number;
+  when a live member owns it and records wait the ``consumer_lag`` rule reports it as ``NEVER_COMMITTED``
+  (:mod:`rules.consumer_lag.rule`: Burrow has no window of commits to judge there);
 - a constant residual lag of 1 (a transactional producer's commit marker occupies one offset after the
   last record, so a caught-up consumer stays 1 behind the log-end offset) is treated as caught up: when the
   current lag and every known lag in the window are ``<= 1`` the partition is OK.
@@ -45,10 +47,13 @@ __all__ = [
 
 
 class LagStatus(enum.StrEnum):
-    """Burrow's partition statuses plus ``UNKNOWN`` (no committed offset: lag cannot be computed)."""
+    """Burrow's partition statuses plus ``UNKNOWN`` (no committed offset: lag cannot be computed) and
+    ``NEVER_COMMITTED`` (a live member owns the partition, never committed, while records wait; set by the
+    ``consumer_lag`` rule, never by :func:`evaluate_partition`)."""
 
     UNKNOWN = "UNKNOWN"
     OK = "OK"
+    NEVER_COMMITTED = "NEVER_COMMITTED"
     WARN = "WARN"
     STALL = "STALL"
     STOP = "STOP"

@@ -7,6 +7,15 @@ committed offset (:attr:`Sample.committed_offset`) and the partition's log-end o
 (:attr:`Sample.log_end_offset`); Burrow's window of commits is the partition's last ``window_samples``
 observations with a known committed offset, each stamped with its ``observed_at`` (a monitor that polls sees
 an unchanged commit again on each poll, as Burrow sees a consumer re-committing the same offset).
+
+A partition a live member owns but the group never committed (``OffsetFetch`` answers ``-1``) has no such
+window; when records wait on it (the collector's ``uncommitted_*`` sample fields,
+:class:`collectors.kafka.lag.Uncommitted`) it is ``NEVER_COMMITTED``: both readings of the group's
+``auto.offset.reset`` (Kafka ``ConsumerConfig``; the broker does not publish it) unless the target gives it.
+``WARNING`` once records wait under the reading(s) that apply for longer than ``never_committed_after``
+(with the setting unknown: the ``latest`` reading, the records produced since the partition was first seen
+owned and uncommitted, which wait under both); ``INFO`` before that, or when records wait only if
+``earliest``.
 """
 
 from __future__ import annotations
@@ -15,8 +24,8 @@ from datetime import datetime, timedelta
 
 from pydantic import Field
 
-from monitor.model import Engine, Finding, Sample, Scope, Severity, datetime_to_ms
-from monitor.timefmt import format_instant_short
+from monitor.model import Engine, Finding, Sample, Scope, Severity, datetime_to_ms, ms_to_datetime
+from monitor.timefmt import format_duration, format_instant_short
 from rules.common import scope_name
 from rules.consumer_lag.burrow import (
     CommitObservation,
@@ -29,7 +38,7 @@ from rules.history import JobHistory
 from rules.params import Duration, RuleParams
 from rules.remedies import Cause, remedy
 
-__all__ = ["RULE", "SEVERITY", "LagParams", "evaluate_lag"]
+__all__ = ["RULE", "SEVERITY", "LagParams", "evaluate_lag", "sample_instant"]
 
 RULE = "consumer_lag"
 
@@ -50,11 +59,14 @@ class LagParams(RuleParams):
         allowed_lag: lag at or below which a partition is never in error (Burrow ``allowed-lag``).
         max_age: observations older than this before the group's newest one are not in the window
             (default 15m; with 15 s polls the 10-observation window spans 2.5 min).
+        never_committed_after: records waiting longer than this on a partition a live member owns but the
+            group never committed make a ``WARNING`` (default 5m; before that the finding is ``INFO``).
     """
 
     window_samples: int = Field(10, ge=2)
     allowed_lag: int = Field(0, ge=0)
     max_age: Duration = timedelta(minutes=15)
+    never_committed_after: Duration = timedelta(minutes=5)
 
     def history_needed(self) -> tuple[timedelta, timedelta]:
         """``max_age`` of per-partition observations."""
@@ -135,10 +147,84 @@ def _message(scope: Scope, result: PartitionLagEvaluation, window: list[Sample])
     )
 
 
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def sample_instant(value: object) -> datetime | None:
+    """An epoch-ms value of a sample's ``extra`` (``uncommitted_since_ms``, ``oldest_waiting_ms``) as an aware
+    UTC datetime; ``None`` when it is not an integer or is outside the model's time range (a record
+    timestamp can be anything a producer set)."""
+    count = _count(value)
+    try:
+        return ms_to_datetime(count)
+    except ValueError:
+        return None
+
+
+def _never_committed(params: LagParams, history: JobHistory, scope: Scope, sample: Sample, now: datetime) -> Finding | None:
+    """The ``NEVER_COMMITTED`` finding of a partition's newest observation (the module docstring), or ``None``
+    when it was committed, no live member owns it, or no record waits under the reading(s) that apply."""
+    extra = sample.extra
+    earliest, latest = _count(extra.get("uncommitted_if_earliest")), _count(extra.get("uncommitted_if_latest"))
+    since = sample_instant(extra.get("uncommitted_since_ms"))
+    if sample.committed_offset is not None or not _owned(sample) or not earliest or latest is None or since is None:
+        return None
+    reset = extra.get("auto_offset_reset")
+    oldest = sample_instant(extra.get("oldest_waiting_ms"))
+    seen = f"first seen owned and uncommitted at {format_instant_short(since)}"
+    if_earliest = f"{earliest:,} record(s) wait from the log start" + (
+        f" (the oldest written {format_instant_short(oldest)})" if oldest is not None else ""
+    )
+    if_latest = (
+        f"{latest:,} record(s) produced since it was {seen} wait" if latest else f"no record was produced since it was {seen}"
+    )
+    if reset == "earliest":
+        count, start, readings = earliest, oldest or since, f"auto.offset.reset=earliest: {if_earliest}"
+    elif reset == "latest":
+        if not latest:
+            return None
+        count, start, readings = latest, since, f"auto.offset.reset=latest: {if_latest}"
+    else:
+        count, start = latest, since  # the records that wait under both readings
+        readings = (
+            f"if the group's auto.offset.reset is earliest, {if_earliest}; if latest, {if_latest} "
+            "(tidegauge cannot see the setting: give auto_offset_reset on the Kafka target for one reading)"
+        )
+    waited = max(timedelta(0), now - start)
+    warn = count > 0 and waited > params.never_committed_after
+    tail = (
+        f"records have waited {format_duration(waited)}, longer than {format_duration(params.never_committed_after)}"
+        if warn else "records wait only if it reads from the earliest offset" if not count
+        else f"records have waited {format_duration(waited)} so far"
+    )
+    message = (
+        f"{scope_name(scope)}: never committed — a live member of the group owns this partition but the group has "
+        f"no committed offset on it (OffsetFetch answers -1); {readings}; {tail}. "
+        + remedy(Engine.KAFKA, Cause.NEVER_COMMITTED)
+    )
+    return Finding(
+        rule=RULE,
+        severity=Severity.WARNING if warn else Severity.INFO,
+        job=history.job,
+        message=message,
+        observed_at=now,
+        scope=scope,
+        details={
+            "status": LagStatus.NEVER_COMMITTED.value, "lag": None, "waiting_if_earliest": earliest,
+            "waiting_if_latest": latest, "auto_offset_reset": reset if reset in ("earliest", "latest") else None,
+            "uncommitted_since": format_instant_short(since),
+            "oldest_waiting": None if oldest is None else format_instant_short(oldest),
+            "waited_seconds": max(0.0, waited.total_seconds()),
+        },
+    )
+
+
 def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[Finding]:
     """Current ``consumer_lag`` findings of one Kafka consumer group: one per partition whose Burrow status
     is WARN (``WARNING``), STALL, STOP or REWIND (``CRITICAL``), judged at ``now`` (STOP compares ``now``
-    with the window). A partition without a committed offset is UNKNOWN (no finding): unknown lag is not 0.
+    with the window), or NEVER_COMMITTED (``WARNING`` or ``INFO``, the module docstring). Any other
+    partition without a committed offset is UNKNOWN (no finding): unknown lag is not 0.
     """
     if history.engine is not Engine.KAFKA:
         return []
@@ -147,6 +233,11 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
     out: list[Finding] = []
     for scope, samples in history.series.items():
         if scope.partition is None:
+            continue
+        newest_poll = samples[-1].observed_at == history.batches[-1].observed_at if history.batches else True
+        never = _never_committed(params, history, scope, samples[-1], now) if newest_poll else None
+        if never is not None:
+            out.append(never)
             continue
         window = _window(samples, params.window_samples, params.max_age)
         if len(window) < 2 and (not window or _owned(window[-1])):

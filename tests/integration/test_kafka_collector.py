@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from confluent_kafka import Producer, TopicPartition
 
-from collectors.kafka import KafkaLagCollector, KafkaOptions
+from collectors.kafka import KafkaLagCollector, KafkaOptions, group_samples
 from collectors.kafka.admin import KafkaAdminSource
 from collectors.kafka.lag import group_lag
 from monitor.model import datetime_to_ms
@@ -81,10 +81,48 @@ def test_stable_group_with_a_partition_never_committed_has_unknown_lag(kafka_bro
     assert g.state == "Stable" and g.members == 1
     p0, p1 = g.partitions
     assert (p0.lag, p0.assigned) == (0, True)
-    # not log_end + 1 (8), not -1, not 0: unknown; the group total skips it and says so
-    assert p1.committed is None and p1.lag is None and p1.note == "no committed offset" and p1.assigned
+    # not log_end + 1 (8), not -1, not 0: unknown; the group total skips it and says how many records wait
+    assert p1.committed is None and p1.lag is None and p1.assigned
+    assert p1.note == (
+        "never committed: 7 record(s) wait if auto.offset.reset=earliest, 0 if latest "
+        "(the group's setting is not visible to tidegauge)"
+    )
     assert g.lag == 0 and g.unknown_partitions == 1
-    assert any("without a committed offset" in n for n in g.notes)
+    assert any("1 partition(s) owned by a live member were never committed" in n for n in g.notes)
+
+
+def test_a_member_that_never_commits_while_records_wait_is_a_finding(kafka_broker: KafkaBroker) -> None:
+    """The issue-17 case on the real broker: a live member owns partition 1, reads it and never commits it
+    while a producer writes (tests/kafka_never_committed.py); two polls of the collector on a fake clock
+    six minutes apart; the consumer_lag rule's finding carries both readings of auto.offset.reset."""
+    from monitor.model import Severity
+    from rules.consumer_lag import LagParams, evaluate_lag
+    from rules.history import job_history
+    from tests.kafka_never_committed import AFTER, BEFORE, FIRST_RECORD_MS, member, produce_more
+
+    topic, group = unique("never"), unique("g")
+    c = collector(kafka_broker, group, lag_seconds="exact")
+    samples = []
+    with member(kafka_broker.bootstrap, topic, group):
+        g1 = only_group(c, T0)
+        samples += list(group_samples("test", g1, T0))
+        produce_more(kafka_broker.bootstrap, topic)
+        later = T0 + timedelta(minutes=6)
+        g2 = only_group(c, later)
+        samples += list(group_samples("test", g2, later))
+    assert (g2.state, g2.members, g2.lag) == ("Stable", 1, 0)  # partition 0 committed and caught up
+    u = g2.partitions[1].uncommitted
+    assert u is not None and g2.partitions[1].committed is None
+    # earliest: every record of the partition (12 + 7); latest: the 7 produced after the first poll
+    assert (u.if_earliest, u.if_latest, u.since_ms, u.oldest_record_ms) == (
+        BEFORE + AFTER, AFTER, datetime_to_ms(T0), FIRST_RECORD_MS,
+    )
+    h = job_history(samples)
+    assert h is not None
+    [f] = evaluate_lag(LagParams(), h, later)
+    assert (f.severity, f.scope.partition, f.details["status"]) == (Severity.WARNING, 1, "NEVER_COMMITTED")
+    assert (f.details["waiting_if_earliest"], f.details["waiting_if_latest"]) == (19, 7)
+    assert f.details["oldest_waiting"] == "2026-11-29T11:00Z"
 
 
 def test_transaction_marker_leaves_lag_one_that_is_caught_up(kafka_broker: KafkaBroker) -> None:
@@ -309,3 +347,61 @@ def test_sasl_plain_listener_and_a_wrong_password_never_shown(kafka_broker: Kafk
     (err,) = over_sasl("wrong-password-xyz").poll(T0).errors
     assert "SASL_PLAINTEXT" in err.target
     assert "wrong-password-xyz" not in err.message + err.target
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_rebalance_churn_of_members_coming_and_going(kafka_broker: KafkaBroker, protocol: str) -> None:
+    """Members join and leave a group between polls of the collector (classic protocol, and KIP-848's
+    consumer protocol, which Kafka 4.x brokers serve): each poll after a change says so; the
+    rebalance_churn rule fires once more polls than max_rebalances saw one."""
+    from monitor.model import Severity
+    from rules.consumer_lag import ChurnParams, evaluate_churn
+    from rules.history import job_history
+    from tests.kafka_clients import polling_member
+
+    topic, group = unique("churn"), unique("g")
+    create_topic(kafka_broker.bootstrap, topic, 4)
+    produce(kafka_broker.bootstrap, topic, 8, partition=0)
+    conf = {"group.protocol": "consumer"} if protocol == "consumer" else {}
+    if protocol == "classic":
+        conf["session.timeout.ms"] = 6000
+    c = collector(kafka_broker, group, lag_seconds="none")
+    samples = []
+    clock = iter(T0 + timedelta(minutes=i) for i in range(20))
+
+    def settled(members: int) -> None:
+        """Poll (on the fake clock) once the group is Stable with ``members`` members that own all 4 partitions."""
+        deadline = time.monotonic() + 90
+        while True:
+            desc = c.source.describe([group])[group]
+            assert not isinstance(desc, str), desc
+            if (desc.state, desc.members, len(desc.assigned)) == ("Stable", members, 4 if members else 0):
+                break
+            assert time.monotonic() < deadline, f"group not settled with {members} member(s): {desc}"
+            time.sleep(0.5)
+        now = next(clock)
+        g = only_group(c, now)
+        samples.extend(group_samples("test", g, now))
+
+    with polling_member(kafka_broker.bootstrap, group, topic, **conf):
+        settled(1)  # first poll: nothing to compare
+        with polling_member(kafka_broker.bootstrap, group, topic, **conf):
+            settled(2)  # a second member joined, partitions moved to it
+            with polling_member(kafka_broker.bootstrap, group, topic, **conf):
+                settled(3)
+            settled(2)  # one left (close: LeaveGroup), its partitions moved
+        settled(1)
+        settled(1)  # nothing changed
+    whole = [s for s in samples if s.scope.is_job()]
+    assert whole[0].extra["group_type"] == protocol
+    assert "rebalanced" not in whole[0].extra
+    flags = [(s.extra["rebalanced"], s.extra["members_joined"], s.extra["members_left"]) for s in whole[1:]]
+    assert flags == [(True, 1, 0), (True, 1, 0), (True, 0, 1), (True, 0, 1), (False, 0, 0)]
+    assert all(s.extra["partitions_moved"] > 0 for s in whole[1:5]) and whole[5].extra["partitions_moved"] == 0
+    h = job_history(samples)
+    assert h is not None
+    [f] = evaluate_churn(ChurnParams(max_rebalances=3), h, whole[-1].observed_at)
+    assert f.severity is Severity.WARNING and (f.details["rebalances"], f.details["members_joined"],
+                                               f.details["members_left"]) == (4, 2, 2)
+    assert f.details["group_type"] == protocol
+    assert evaluate_churn(ChurnParams(max_rebalances=4), h, whole[-1].observed_at) == []

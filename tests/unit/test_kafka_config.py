@@ -23,6 +23,7 @@ def kafka(**fields: object) -> dict[str, object]:
         ({"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "u"},
          "sasl_mechanism SCRAM-SHA-512 needs sasl_username and sasl_password"),
         ({"lag_seconds": "guess"}, "targets.kafka[0].lag_seconds"),
+        ({"auto_offset_reset": "none"}, "targets.kafka[0].auto_offset_reset"),
         ({"sasl_password": "hunter2"}, "targets.kafka[0].sasl_password: a secret is never written in the config"),
     ],
 )

@@ -96,10 +96,10 @@ def test_invalid_params_name_rule_and_param(case: int, data: dict[str, object], 
 def test_every_rule_accepts_its_defaults_and_common_keys() -> None:
     data = {name: {"enabled": True, "severity": "info", "keep_firing_for": "1m"} for name in RULES}
     validate(rules(data))
-    # twelve batch-time rules (consumer_lag_seconds and freshness_slo among them), checkpoint_failures,
-    # no_progress, the cross-job pipeline_freshness and pipeline_slo, and late_rows_dropped (Flink's
-    # cumulative numLateRecordsDropped)
-    assert len(RULES) == 17
+    # thirteen batch-time rules (consumer_lag_seconds, rebalance_churn and freshness_slo among them),
+    # checkpoint_failures, no_progress, the cross-job pipeline_freshness and pipeline_slo, and
+    # late_rows_dropped (Flink's cumulative numLateRecordsDropped)
+    assert len(RULES) == 18
 
 
 def test_override_applies_only_to_matching_jobs() -> None:
