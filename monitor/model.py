@@ -243,6 +243,9 @@ class SampleKind(enum.StrEnum):
     ``PROGRESS``: one micro-batch's progress (Spark ``QueryProgressEvent``) or one poll of a running job.
     ``IDLE``: Spark's ``QueryIdleEvent`` (the query ran no batch; ``batch_id`` repeats the last one).
     ``STARTED`` / ``TERMINATED``: lifecycle events (a new ``run_id`` for the same job id is a restart).
+    ``BATCH_STARTED``: Spark 4.2+'s ``QueryExecutionStartEvent``, posted when a trigger (micro-batch) starts;
+    ``observed_at`` is the trigger's start, the same instant the batch's progress later carries as its
+    ``timestamp``; it names no batch id.
     ``GAUGE``: a scrape of instantaneous gauges (Spark PrometheusServlet, Flink metrics, Kafka lag).
     """
 
@@ -250,6 +253,7 @@ class SampleKind(enum.StrEnum):
     IDLE = "idle"
     STARTED = "started"
     TERMINATED = "terminated"
+    BATCH_STARTED = "batch_started"
     GAUGE = "gauge"
 
 

@@ -30,11 +30,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice, pairwise
 
-from monitor.model import Sample
+from monitor.model import Sample, SampleKind
 from monitor.timefmt import format_duration
 from rules.history import JobHistory
 
-__all__ = ["TRIGGER_EXTRA", "Cadence", "TriggerKind", "report_at", "report_cadence", "trigger_kind"]
+__all__ = [
+    "TRIGGER_EXTRA",
+    "Cadence",
+    "TriggerKind",
+    "report_at",
+    "report_cadence",
+    "running_batch",
+    "trigger_kind",
+]
 
 #: The :attr:`monitor.model.Sample.extra` key in which a Spark collector says which trigger ran the batch
 #: (a :class:`TriggerKind` value), when the batch's own report shows it.
@@ -126,3 +134,26 @@ def report_cadence(history: JobHistory) -> Cadence:
     gap = _median([b - a for a, b in pairwise(recent) if b > a])
     durations = [timedelta(milliseconds=s.batch_duration_ms) for s in batches if s.batch_duration_ms]
     return Cadence(trigger_kind(batches), gap, _median(durations))
+
+
+def running_batch(history: JobHistory) -> Sample | None:
+    """The newest trigger that started and has not reported (Spark 4.2+ ``QueryExecutionStartEvent``,
+    :attr:`monitor.model.SampleKind.BATCH_STARTED`), ``None`` when every start has its report or the job
+    has none.
+
+    Spark (``ProgressContext``): the start event and the batch's progress carry the same instant (the
+    trigger's start, ``currentTriggerStartTimestamp``) and the progress is posted when the batch finishes;
+    an idle event (``QueryIdleEvent``) likewise carries the start of the trigger that ran no batch. So a
+    start is finished when a batch or idle report at or after its instant exists, and running otherwise.
+    """
+    started = next((s for s in reversed(history.lifecycle) if s.kind is SampleKind.BATCH_STARTED), None)
+    if started is None:
+        return None
+    if history.batches and history.batches[-1].observed_at >= started.observed_at:
+        return None
+    if history.idle and history.idle[-1].observed_at >= started.observed_at:
+        return None
+    later = (s for s in reversed(history.lifecycle) if s.observed_at > started.observed_at)
+    if any(s.kind is SampleKind.TERMINATED for s in later):
+        return None  # the run ended after the start: the batch is not running any more
+    return started

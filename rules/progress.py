@@ -22,7 +22,7 @@ from pydantic import Field
 
 from monitor.model import Engine, Finding, Severity
 from monitor.timefmt import format_duration, format_instant_short
-from rules.cadence import Cadence, TriggerKind, report_at, report_cadence
+from rules.cadence import Cadence, TriggerKind, report_at, report_cadence, running_batch
 from rules.history import JobHistory
 from rules.params import RuleParams
 from rules.remedies import Cause, remedy
@@ -67,10 +67,13 @@ def evaluate_no_progress(params: NoProgressParams, history: JobHistory, now: dat
     """The ``no_progress`` finding (``WARNING``) of a Spark query that has not terminated and whose newest
     report (batch or idle event) is older than :func:`silence_threshold` at ``now``. A batch's report is
     dated when Spark posted it (:func:`rules.cadence.report_at`: its start plus its ``batchDuration``), so a
-    real-time-mode batch of 5 minutes is not 5 minutes of silence. The registry does not run it for a
-    terminated query."""
+    real-time-mode batch of 5 minutes is not 5 minutes of silence. A batch started since the newest report
+    (Spark 4.2+ ``QueryExecutionStartEvent``) is ``batch_running``'s finding, not this one. The registry
+    does not run it for a terminated query."""
     if history.engine is not Engine.SPARK or not history.batches or history.newest_at is None:
         return []
+    if running_batch(history) is not None:
+        return []  # the driver reported a batch start since: a batch is running (rule batch_running)
     last = history.batches[-1]
     silence = now - max(history.newest_at, report_at(last))
     cadence = report_cadence(history)
