@@ -88,7 +88,8 @@ def evaluate_batch_running(params: BatchRunningParams, history: JobHistory, now:
     if cadence.kind is TriggerKind.REAL_TIME and usual is not None:
         expected = f"in real-time mode each batch runs for {format_duration(usual)}"
     elif usual is not None:
-        expected = f"its batches usually take {format_duration(usual)}"
+        took = format_duration(usual) if usual >= timedelta(seconds=1) else "under a second"
+        expected = f"its batches usually take {took}"
     else:
         expected = "no earlier batch of this run has reported"
     what_to_do = remedy(history.engine, Cause.BATCH_RUNNING, batch=name if batch_id is not None else "the running batch")
