@@ -24,38 +24,24 @@ Spark semantics followed:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice, pairwise
 
-from monitor.model import Sample, SampleKind
+from monitor.model import TRIGGER_EXTRA, Sample, SampleKind, TriggerKind
 from monitor.timefmt import format_duration
 from rules.history import JobHistory
 
 __all__ = [
-    "TRIGGER_EXTRA",
     "Cadence",
-    "TriggerKind",
     "report_at",
     "report_cadence",
     "running_batch",
     "trigger_kind",
 ]
 
-#: The :attr:`monitor.model.Sample.extra` key in which a Spark collector says which trigger ran the batch
-#: (a :class:`TriggerKind` value), when the batch's own report shows it.
-TRIGGER_EXTRA = "trigger"
-
 _RECENT = 21  # reports whose spacing is the usual one (the newest ones)
-
-
-class TriggerKind(enum.StrEnum):
-    """How a Spark query runs its batches (Spark's ``Trigger`` implementations)."""
-
-    MICRO_BATCH = "micro_batch"  # ProcessingTimeTrigger, AvailableNowTrigger, OneTimeTrigger
-    REAL_TIME = "real_time"  # RealTimeTrigger (Spark 4.1+)
 
 
 def report_at(sample: Sample) -> datetime:
@@ -69,8 +55,10 @@ def report_at(sample: Sample) -> datetime:
 
 def trigger_kind(batches: Sequence[Sample]) -> TriggerKind:
     """The trigger of the query whose job batches (oldest first) are ``batches``: ``REAL_TIME`` when the
-    newest batch that names its trigger says ``real_time`` (:data:`TRIGGER_EXTRA`, set by the Spark progress parser from
-    the batch's own report, :func:`collectors.spark.progress.parse_progress`), else ``MICRO_BATCH``. Only
+    newest batch that names its trigger says ``real_time`` (:data:`monitor.model.TRIGGER_EXTRA`, set by the
+    Spark event-log collector when the run's plan has a ``RealTimeStreamScanExec``), else ``MICRO_BATCH``
+    (the listener push and the Prometheus servlet carry no plan: there a real-time query reads as a
+    micro-batch one). Only
     the newest few batches are read: a restart may change the trigger."""
     for sample in islice(reversed(batches), _RECENT):
         said = sample.extra.get(TRIGGER_EXTRA)

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from monitor.model import Finding, Sample, Severity
+from monitor.model import Finding, Sample, Severity, TriggerKind
 from monitor.timefmt import format_duration, format_instant_short
-from rules.cadence import TriggerKind, report_cadence
+from rules.cadence import report_cadence
 from rules.common import is_epoch
 from rules.history import JobHistory
 from rules.jumps import find_jump

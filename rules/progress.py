@@ -20,9 +20,9 @@ from datetime import datetime, timedelta
 
 from pydantic import Field
 
-from monitor.model import Engine, Finding, Severity
+from monitor.model import Engine, Finding, Severity, TriggerKind
 from monitor.timefmt import format_duration, format_instant_short
-from rules.cadence import Cadence, TriggerKind, report_at, report_cadence, running_batch
+from rules.cadence import Cadence, report_at, report_cadence, running_batch
 from rules.history import JobHistory
 from rules.params import RuleParams
 from rules.remedies import Cause, remedy
