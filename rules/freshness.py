@@ -89,12 +89,12 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
         details["trigger"] = cadence.kind.value
         details["unreported_seconds"] = unreported.total_seconds()
         allowed = (
-            f" (the query runs in real-time mode: Spark reports the watermark once per {format_duration(unreported)} "
-            f"batch, at its end, so {format_duration(unreported)} of this is not counted)"
+            f"; the query runs in real-time mode, where Spark reports the watermark once per "
+            f"{format_duration(unreported)} batch, at its end, so {format_duration(unreported)} of this is not counted"
         )
     head = (
         f"the watermark {format_instant_short(watermark)} is {format_duration(behind)} behind processing time "
-        f"(target {format_duration(params.target)}){allowed}: results after it are not final yet."
+        f"(target {format_duration(params.target)}{allowed}): results after it are not final yet."
     )
     jump = find_jump(history)
     if jump is not None:
