@@ -95,13 +95,19 @@ class Cadence:
             return self.batch_duration
         return self.report_gap
 
-    def unreported(self) -> timedelta:
-        """How long Spark may run without a report by design: one batch in real-time mode (a batch's
-        progress, and the watermark it ran with, come only at its end), nothing for micro-batch triggers."""
-        if self.kind is TriggerKind.REAL_TIME:
-            spacing = self.spacing
-            return spacing if spacing is not None else timedelta(0)
-        return timedelta(0)
+    def unreported_at(self, batch: Sample, at: datetime) -> timedelta:
+        """How much of ``at - watermark of batch`` is Spark's reporting rather than the data's, when ``at``
+        comes from another clock than ``batch``'s own time (a pipeline's newest observation).
+
+        Real-time mode: once ``batch`` has reported (``at >= report_at(batch)``) the next batch runs with a
+        watermark computed from ``batch``'s rows (``MicroBatchExecution.markMicroBatchEnd`` updates the
+        ``WatermarkTracker`` before the next batch is constructed), which Spark reports only at that batch's
+        end: about one batch duration of event time newer. So one batch duration then, nothing before.
+        Micro-batch triggers: nothing (the next watermark comes with the next, prompt, report).
+        """
+        if self.kind is not TriggerKind.REAL_TIME or self.batch_duration is None or at < report_at(batch):
+            return timedelta(0)
+        return self.batch_duration
 
     def describe(self) -> str:
         """For messages: ``"it usually reports every 10 s"`` or ``"in real-time mode it reports once per

@@ -5,11 +5,12 @@ Semantics followed: the watermark is the engine's claim that no event older than
 event times after it are not final. ``now - watermark`` is the data's end-to-end delay as the job sees it
 (Flink's ``watermarkLag`` metric measures the same thing per source).
 
-Real-time mode (Spark ``RealTimeTrigger``, 4.1+): a batch runs with the watermark fixed at its start and its
-progress, which carries that watermark, is posted only at its end (``ProgressContext.finishTrigger``), while
-the next batch already runs with a newer one. So the newest reported watermark is older than the one Spark
-uses by up to one batch duration by construction: that much (:meth:`rules.cadence.Cadence.unreported`) is
-not counted against the target.
+Judged at each batch's own time. Spark's progress ``timestamp`` is the trigger's start
+(``ProgressContext.constructNewProgress``), the instant the batch's watermark took effect, so a query in
+real-time mode (``RealTimeTrigger``, Spark 4.1+), whose progress arrives only at the end of each long batch,
+is judged as of when its watermark held, not at the report's arrival: its reporting does not make it stale
+(shown on a recorded real-time-mode query, ``tests/unit/test_real_time_mode.py``). Where another job's clock
+judges it (a pipeline), :meth:`rules.cadence.Cadence.unreported_at` allows for the batch running unreported.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from monitor.model import Finding, Sample, Severity, TriggerKind
+from monitor.model import Finding, Sample, Severity
 from monitor.timefmt import format_duration, format_instant_short
-from rules.cadence import report_cadence
 from rules.common import is_epoch
 from rules.history import JobHistory
 from rules.jumps import find_jump
@@ -64,9 +64,7 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
     freshness unknown: ``watermark_stall``/``idle_source`` report that). Spark's initial 1970 watermark is
     "not computed yet", not a 56-year delay, and is skipped the same way. When the watermark rests on a
     mis-dated row (:func:`rules.jumps.find_jump`), the finding names that row (``details["caused_by"]``) and
-    gives its remedy: no delay brings such a watermark back. In real-time mode one batch duration of the
-    delay is Spark's reporting, not the data's (:meth:`rules.cadence.Cadence.unreported`): the finding
-    holds when ``now - watermark - batch duration > target``.
+    gives its remedy: no delay brings such a watermark back.
     """
     if params.target is None:
         return []
@@ -76,25 +74,15 @@ def evaluate_freshness(params: FreshnessParams, history: JobHistory, now: dateti
     if watermark is None:
         return []
     behind = now - watermark
-    cadence = report_cadence(history)
-    unreported = cadence.unreported()
-    if behind - unreported <= params.target:
+    if behind <= params.target:
         return []
     details: dict[str, object] = {
         "behind_seconds": behind.total_seconds(),
         "target_seconds": params.target.total_seconds(),
     }
-    allowed = ""
-    if cadence.kind is TriggerKind.REAL_TIME:
-        details["trigger"] = cadence.kind.value
-        details["unreported_seconds"] = unreported.total_seconds()
-        allowed = (
-            f"; the query runs in real-time mode, where Spark reports the watermark once per "
-            f"{format_duration(unreported)} batch, at its end, so {format_duration(unreported)} of this is not counted"
-        )
     head = (
         f"the watermark {format_instant_short(watermark)} is {format_duration(behind)} behind processing time "
-        f"(target {format_duration(params.target)}{allowed}): results after it are not final yet."
+        f"(target {format_duration(params.target)}): results after it are not final yet."
     )
     jump = find_jump(history)
     if jump is not None:
