@@ -1,8 +1,8 @@
 """How often a Spark query reports, by its trigger: the one place that decides "what batch spacing to expect".
 
-``no_progress`` (how long a silence is normal), ``freshness`` (how old the reported watermark may be by
-construction) and ``batch_running`` (how long a batch may run) read :func:`report_cadence`; none of them
-measures the spacing of reports on its own.
+``no_progress`` (how long a silence is normal), ``batch_running`` (how long a batch may run) and the
+pipeline's lags (how much of a real-time job's watermark age is its reporting, :mod:`rules.pipeline`) read
+:func:`report_cadence`; none of them measures the spacing of reports on its own.
 
 Spark semantics followed:
 
@@ -58,9 +58,12 @@ def trigger_kind(batches: Sequence[Sample]) -> TriggerKind:
     newest batch that names its trigger says ``real_time`` (:data:`monitor.model.TRIGGER_EXTRA`, set by the
     Spark event-log collector when the run's plan has a ``RealTimeStreamScanExec``), else ``MICRO_BATCH``
     (the listener push and the Prometheus servlet carry no plan: there a real-time query reads as a
-    micro-batch one). Only
-    the newest few batches are read: a restart may change the trigger."""
+    micro-batch one). Only the newest few batches of the newest run are read: a restart may change the
+    trigger."""
+    run = batches[-1].job.run_id if batches else None
     for sample in islice(reversed(batches), _RECENT):
+        if sample.job.run_id != run:
+            break
         said = sample.extra.get(TRIGGER_EXTRA)
         if said is not None:
             return TriggerKind.REAL_TIME if said == TriggerKind.REAL_TIME.value else TriggerKind.MICRO_BATCH

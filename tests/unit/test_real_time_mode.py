@@ -127,3 +127,17 @@ def test_freshness_only_on_the_real_stall(samples: list[Sample]) -> None:
     # watermark falls behind: 25 s at batch 5 (03:22:19.082), more after -> over a 20 s target
     found = _replayed(samples, {"freshness": {"target": "20s"}})
     assert found == {k: ["freshness"] for k in range(5, 10)}
+
+
+def test_a_restart_in_micro_batch_mode_is_read_as_such(samples: list[Sample]) -> None:
+    # the recorded real-time run, then the query restarted (new run id) with a micro-batch trigger: the
+    # newest run's unmarked batches decide, not the older run's marks
+    batches = _batches(samples)
+    restarted = [
+        dataclasses.replace(b, job=dataclasses.replace(b.job, run_id="r2"), batch_id=10 + i, extra={},
+                            observed_at=b.observed_at + timedelta(minutes=10))
+        for i, b in enumerate(batches[:3])
+    ]  # fmt: skip
+    history = job_history([*batches, *restarted])
+    assert history is not None
+    assert report_cadence(history).kind is TriggerKind.MICRO_BATCH
