@@ -29,6 +29,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_TIME",
     "MIN_TIME",
+    "TRIGGER_EXTRA",
     "UTC",
     "AlertState",
     "CollectorError",
@@ -44,6 +45,7 @@ __all__ = [
     "SampleKind",
     "Scope",
     "Severity",
+    "TriggerKind",
     "check_finite",
     "check_int64",
     "check_name",
@@ -237,12 +239,28 @@ class Engine(enum.StrEnum):
     KAFKA = "kafka"
 
 
+class TriggerKind(enum.StrEnum):
+    """How a Spark query runs its batches (Spark's ``Trigger`` implementations), as a collector saw it in
+    the batch's own report (:data:`TRIGGER_EXTRA`)."""
+
+    MICRO_BATCH = "micro_batch"  # ProcessingTimeTrigger, AvailableNowTrigger, OneTimeTrigger
+    REAL_TIME = "real_time"  # RealTimeTrigger (Spark 4.1+): long batches, one report at each batch's end
+
+
+#: The :attr:`Sample.extra` key in which a Spark collector says which trigger ran the batch (a
+#: :class:`TriggerKind` value), when what it read shows it.
+TRIGGER_EXTRA = "trigger"
+
+
 class SampleKind(enum.StrEnum):
     """What kind of observation a sample is.
 
     ``PROGRESS``: one micro-batch's progress (Spark ``QueryProgressEvent``) or one poll of a running job.
     ``IDLE``: Spark's ``QueryIdleEvent`` (the query ran no batch; ``batch_id`` repeats the last one).
     ``STARTED`` / ``TERMINATED``: lifecycle events (a new ``run_id`` for the same job id is a restart).
+    ``BATCH_STARTED``: Spark 4.2+'s ``QueryExecutionStartEvent``, posted when a trigger (micro-batch) starts;
+    ``observed_at`` is the trigger's start, the same instant the batch's progress later carries as its
+    ``timestamp``; it names no batch id.
     ``GAUGE``: a scrape of instantaneous gauges (Spark PrometheusServlet, Flink metrics, Kafka lag).
     """
 
@@ -250,6 +268,7 @@ class SampleKind(enum.StrEnum):
     IDLE = "idle"
     STARTED = "started"
     TERMINATED = "terminated"
+    BATCH_STARTED = "batch_started"
     GAUGE = "gauge"
 
 
@@ -427,7 +446,9 @@ class Sample:
         extra: small engine-specific extras (kept JSON-serializable). Rules read only these documented
             keys: from the Kafka lag collector ``assigned`` (a live group member owns the partition:
             ``consumer_lag`` tells STALL from STOP by it) and ``lag_seconds_min`` (a lower bound when
-            ``lag_seconds`` is unknown: ``consumer_lag_seconds``); for messages and lifecycle context
+            ``lag_seconds`` is unknown: ``consumer_lag_seconds``); from the Spark event-log collector
+            ``trigger`` (``"real_time"`` on the batches of a run whose plan has Spark's
+            ``RealTimeStreamScanExec``: ``rules.cadence`` reads the trigger from it); for messages and lifecycle context
             ``exception`` (the failure of a terminated Spark query / the root cause of a Flink job's last
             failure), ``vertex`` (a Flink vertex's name), ``running_since_ms`` (when the Flink job's current
             attempt began running, epoch ms) and ``checkpoint_failure`` (Flink's latest checkpoint failure

@@ -4,6 +4,13 @@ Semantics followed: the watermark is the engine's claim that no event older than
 (Spark ``eventTime.watermark``; Flink ``currentInputWatermark``/``currentOutputWatermark``), so results for
 event times after it are not final. ``now - watermark`` is the data's end-to-end delay as the job sees it
 (Flink's ``watermarkLag`` metric measures the same thing per source).
+
+Judged at each batch's own time. Spark's progress ``timestamp`` is the trigger's start
+(``ProgressContext.constructNewProgress``), the instant the batch's watermark took effect, so a query in
+real-time mode (``RealTimeTrigger``, Spark 4.1+), whose progress arrives only at the end of each long batch,
+is judged as of when its watermark held, not at the report's arrival: its reporting does not make it stale
+(shown on a recorded real-time-mode query, ``tests/unit/test_real_time_mode.py``). Where another job's clock
+judges it (a pipeline), :meth:`rules.cadence.Cadence.unreported_at` allows for the batch running unreported.
 """
 
 from __future__ import annotations

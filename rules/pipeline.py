@@ -50,8 +50,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from monitor.errors import ConfigError
-from monitor.model import Engine, Finding, JobRef, Sample, Severity
+from monitor.model import TRIGGER_EXTRA, Engine, Finding, JobRef, Sample, Severity, TriggerKind
 from monitor.timefmt import format_duration, format_instant_short
+from rules.cadence import report_cadence
 from rules.freshness import job_watermark
 from rules.history import JobHistory
 from rules.params import Duration, RuleParams
@@ -457,7 +458,8 @@ def node_lags(pipeline: Pipeline, histories: Mapping[str, JobHistory], at: datet
 
     The watermark is :func:`rules.freshness.job_watermark` (the job's newest, or the minimum over its
     subtasks when all are known; Spark's "no watermark yet" 1970 is none); the consumer lag is the newest
-    job-scope ``lag_seconds``.
+    job-scope ``lag_seconds``. A Spark job in real-time mode has run a batch unreported since its newest
+    report: :meth:`rules.cadence.Cadence.unreported_at` of it is not counted.
     """
     out: dict[str, NodeLag] = {}
     for node in pipeline.nodes:
@@ -470,7 +472,8 @@ def node_lags(pipeline: Pipeline, histories: Mapping[str, JobHistory], at: datet
             continue
         wm = job_watermark(batch, newest)
         if wm is not None:
-            g = (at - wm).total_seconds()
+            unreported = _unreported(hist, batch, at)
+            g = max(0.0, (at - wm - unreported).total_seconds()) if unreported else (at - wm).total_seconds()
             local = g if up is None else max(0.0, g - up)
             out[node.key] = NodeLag(node.key, g, local, "watermark", wm, seen)
             continue
@@ -481,6 +484,15 @@ def node_lags(pipeline: Pipeline, histories: Mapping[str, JobHistory], at: datet
         else:
             out[node.key] = NodeLag(node.key, None, None, None, None, seen)
     return out
+
+
+def _unreported(hist: JobHistory | None, batch: Sample | None, at: datetime) -> timedelta:
+    """A Spark job in real-time mode reports its watermark only at the end of each long batch
+    (:meth:`rules.cadence.Cadence.unreported_at`); 0 for every other job (read from the batch's mark first:
+    the pipeline SLO asks at every minute)."""
+    if hist is None or batch is None or batch.extra.get(TRIGGER_EXTRA) != TriggerKind.REAL_TIME.value:
+        return timedelta(0)
+    return report_cadence(hist).unreported_at(batch, at)
 
 
 def _as_of(hist: JobHistory, at: datetime) -> tuple[Sample | None, list[Sample], datetime | None]:

@@ -5,6 +5,8 @@ Semantics followed (Spark ``StreamingQueryListener``): a running query reports e
 ``spark.sql.streaming.noDataProgressEventInterval`` (10 s by default); it ends with a
 ``QueryTerminatedEvent``. A query that reports nothing for many trigger intervals and never terminated
 is hung (a stuck batch, a lost driver killed without a clean stop) or no longer written to its event log.
+In real-time mode (``RealTimeTrigger``, Spark 4.1+) a query reports once per batch, at the batch's end, so a
+silence of one batch duration is its normal rhythm (:mod:`rules.cadence` decides the spacing to expect).
 Flink and Kafka targets that stop answering are collector errors (``target_health``), not this rule.
 
 This is the one rule judged at the evaluation tick's ``now`` (processing time) instead of at a batch's
@@ -15,12 +17,12 @@ recorded log never runs it.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from itertools import islice, pairwise
 
 from pydantic import Field
 
-from monitor.model import Engine, Finding, Severity
+from monitor.model import Engine, Finding, Severity, TriggerKind
 from monitor.timefmt import format_duration, format_instant_short
+from rules.cadence import Cadence, report_at, report_cadence, running_batch
 from rules.history import JobHistory
 from rules.params import RuleParams
 from rules.remedies import Cause, remedy
@@ -46,31 +48,39 @@ class NoProgressParams(RuleParams):
         return self.for_ if self.for_ is not None else timedelta(minutes=5)
 
 
-def _usual_gap(history: JobHistory) -> timedelta | None:
-    times = sorted(s.observed_at for s in (*history.batches[-21:], *history.idle[-21:]))
-    gaps = sorted(b - a for a, b in pairwise(islice(times, max(0, len(times) - 21), None)) if b > a)
-    return gaps[len(gaps) // 2] if gaps else None
+def _threshold(params: NoProgressParams, cadence: Cadence) -> timedelta:
+    if cadence.kind is TriggerKind.REAL_TIME and cadence.spacing is not None:
+        # RealTimeTrigger: the next report is due one batch after the newest one, whatever the data does
+        return cadence.spacing + params.min_silence()
+    gap = cadence.report_gap
+    return max(params.min_silence(), gap * params.intervals) if gap is not None else params.min_silence()
 
 
 def silence_threshold(params: NoProgressParams, history: JobHistory) -> timedelta:
-    """``max(for, intervals x usual gap between reports)``: how long a job may be silent."""
-    gap = _usual_gap(history)
-    return max(params.min_silence(), gap * params.intervals) if gap is not None else params.min_silence()
+    """How long a job may be silent after its newest report (:func:`rules.cadence.report_cadence` decides
+    the spacing): ``max(for, intervals x usual gap between reports)`` for micro-batch triggers; in real-time
+    mode one batch duration (the next report is due then) plus ``for``."""
+    return _threshold(params, report_cadence(history))
 
 
 def evaluate_no_progress(params: NoProgressParams, history: JobHistory, now: datetime) -> list[Finding]:
     """The ``no_progress`` finding (``WARNING``) of a Spark query that has not terminated and whose newest
-    report (batch or idle event) is older than :func:`silence_threshold` at ``now``. The registry does not
-    run it for a terminated query."""
+    report (batch or idle event) is older than :func:`silence_threshold` at ``now``. A batch's report is
+    dated when Spark posted it (:func:`rules.cadence.report_at`: its start plus its ``batchDuration``), so a
+    real-time-mode batch of 5 minutes is not 5 minutes of silence. A batch started since the newest report
+    (Spark 4.2+ ``QueryExecutionStartEvent``) is ``batch_running``'s finding, not this one. The registry
+    does not run it for a terminated query."""
     if history.engine is not Engine.SPARK or not history.batches or history.newest_at is None:
         return []
-    silence = now - history.newest_at
-    threshold = silence_threshold(params, history)
+    if running_batch(history) is not None:
+        return []  # the driver reported a batch start since: a batch is running (rule batch_running)
+    last = history.batches[-1]
+    silence = now - max(history.newest_at, report_at(last))
+    cadence = report_cadence(history)
+    threshold = _threshold(params, cadence)
     if silence <= threshold:
         return []
-    last = history.batches[-1]
-    gap = _usual_gap(history)
-    usual = f" (it usually reports every {format_duration(gap)})" if gap is not None else ""
+    usual = f" ({cadence.describe()})" if cadence.describe() else ""
     return [
         Finding(
             rule=RULE,

@@ -25,6 +25,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       target_health: {restart_window: 15m, error_window: 2m, min_errors: 2}
       checkpoint_failures: {window: 15m, min_failures: 1}
       no_progress: {for: 5m, intervals: 10}
+      batch_running: {for: 5m, durations: 10}
       pipeline_freshness: {target: 5m}
       pipeline_slo: {}          # on for each pipelines: entry with an slo: (rules.pipeline_slo)
       overrides:
@@ -61,6 +62,7 @@ from rules import (
     pipeline,
     pipeline_slo,
     progress,
+    running,
     slo,
     stall,
     state_growth,
@@ -130,6 +132,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(health.RULE, health.HealthParams, health.evaluate_health),
         RuleSpec(checkpoints.RULE, checkpoints.CheckpointParams, checkpoints.evaluate_checkpoints),
         RuleSpec(progress.RULE, progress.NoProgressParams, progress.evaluate_no_progress, clock=True),
+        RuleSpec(running.RULE, running.BatchRunningParams, running.evaluate_batch_running, clock=True),
         RuleSpec(pipeline.RULE, pipeline.PipelineParams, lambda *_: [], clock=True, jobs=True),
         RuleSpec(pipeline_slo.RULE, RuleParams, lambda *_: [], clock=True, jobs=True),
     )
@@ -309,7 +312,8 @@ def _with_severity(findings: list[Finding], params: RuleParams) -> list[Finding]
 
 def is_terminated(history: JobHistory) -> bool:
     """Whether the job terminated (Spark ``QueryTerminatedEvent``) after its newest batch: no batch came
-    since (a restart's ``QueryStartedEvent`` alone is not progress). A terminated job's conditions no
+    since (a restart's ``QueryStartedEvent`` alone is not progress; a batch start, Spark 4.2+'s
+    ``QueryExecutionStartEvent``, is). A terminated job's conditions no
     longer hold (its alerts resolve, reason "terminated"), except its failure (``target_health``
     ``check=failed``)."""
     newest_batch = history.batches[-1].observed_at if history.batches else None
@@ -318,6 +322,8 @@ def is_terminated(history: JobHistory) -> bool:
             return False
         if sample.kind is SampleKind.TERMINATED:
             return True
+        if sample.kind is SampleKind.BATCH_STARTED:
+            return False  # (Spark 4.2+ QueryExecutionStartEvent) a batch started since: the query runs
     return False
 
 

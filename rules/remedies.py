@@ -87,6 +87,8 @@ class Cause(enum.StrEnum):
     """The monitor cannot read the target."""
     NO_PROGRESS = "no_progress"
     """A running query stopped reporting."""
+    BATCH_RUNNING = "batch_running"
+    """A batch started and has not finished for much longer than the query's batches take."""
     CHECKPOINT_FAILURES = "checkpoint_failures"
     """Checkpoints fail while the job runs."""
 
@@ -237,6 +239,11 @@ REMEDIES: Mapping[Cause, Mapping[Engine, str]] = {
     Cause.NO_PROGRESS: {
         _S: "The driver may be hung in a batch, or gone without a clean stop (killed, lost host), or no longer "
         "writing its event log: check the driver and the streaming query's status.",
+    },
+    Cause.BATCH_RUNNING: {
+        _S: "In the Spark UI's Jobs page open the running job of {batch} (its description names the query and "
+        "`batch = <id>`) and its slowest stage: a task stuck on a slow or blocked sink or source, one skewed partition, or tasks "
+        "waiting for lost executors. A thread dump of the driver (jstack) shows what the batch waits on.",
     },
     Cause.CHECKPOINT_FAILURES: {
         _F: "Look for back-pressure delaying the barriers (consider unaligned checkpoints), a checkpoint timeout "

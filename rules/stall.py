@@ -8,6 +8,13 @@ evict state when the watermark moved; a flat watermark across no-data batches, o
 (``QueryIdleEvent``, no batch at all), is expected and is not a stall. With several inputs Spark takes the
 minimum watermark (``spark.sql.streaming.multipleWatermarkPolicy=min``): one input without new event
 times holds the global watermark even though other inputs deliver rows.
+
+Real-time mode (``RealTimeTrigger``, Spark 4.1+) keeps these semantics: each long batch runs with the
+watermark fixed at its start, ``MicroBatchExecution.markMicroBatchEnd`` updates the ``WatermarkTracker``
+from the batch's rows and the next batch runs with it. Only the reports come late (one per batch, at its
+end), and the rule judges each batch at its own start, so the trigger changes nothing here: a watermark that
+advances once per batch is never flat, and rows whose event times stop advancing are a stall in either mode
+(both shown on the recorded real-time-mode query, ``tests/unit/test_real_time_mode.py``).
 """
 
 from __future__ import annotations

@@ -78,7 +78,17 @@ from collectors.storage import (
     open_storage,
 )
 from monitor.errors import ProgressFormatError
-from monitor.model import MAX_ID_CHARS, CollectorError, ErrorKind, JobRef, PollResult, Sample, check_name
+from monitor.model import (
+    MAX_ID_CHARS,
+    TRIGGER_EXTRA,
+    CollectorError,
+    ErrorKind,
+    JobRef,
+    PollResult,
+    Sample,
+    TriggerKind,
+    check_name,
+)
 
 __all__ = [
     "BOMB_MIN_BYTES",
@@ -89,6 +99,7 @@ __all__ = [
     "LINE_START",
     "MARKER",
     "MARKER_WINDOW",
+    "REAL_TIME_SCAN",
     "CursorStore",
     "EventLogCollector",
     "EventLogFile",
@@ -100,6 +111,11 @@ __all__ = [
 
 COLLECTOR_NAME = "spark-eventlog"
 MARKER = b"StreamingQueryListener$Query"
+#: In the physical plan Spark logs for each batch (``SparkListenerSQLExecutionStart``): the scan node of a
+#: query in real-time mode (``RealTimeStreamScanExec``, planned by ``MicroBatchExecution`` for a
+#: ``RealTimeTrigger``, Spark 4.1+). The execution's description names the run (``runId = <uuid>``).
+REAL_TIME_SCAN = b"RealTimeStreamScan"
+_RUN_ID_IN_DESCRIPTION = re.compile(rb"runId = ([0-9a-fA-F-]{36})")
 MARKER_WINDOW = 200
 LINE_START = b'{"Event":'
 LINE_END = b"}"
@@ -574,6 +590,7 @@ class EventLogCollector:
         self.more_to_read = False
         self.waiting_files: list[str] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
+        self._real_time_runs: set[str] = set()  # run ids whose batches plan a RealTimeStreamScanExec
         self._run_names: dict[tuple[str, str | None], str] = {}
         self._live: dict[str, _Live] = {}
         # per root: its discovery (or why it cannot be read at all), the files seen by the last poll, and
@@ -983,6 +1000,12 @@ class EventLogCollector:
         find = data.find
         rfind = data.rfind
         count = data.count
+        scan = find(REAL_TIME_SCAN, 0, end)
+        while scan >= 0:  # (one C-speed search per chunk; none in a micro-batch query's log)
+            line_end = find(b"\n", scan, end)
+            line_end = end if line_end < 0 else line_end
+            self._note_real_time(data[rfind(b"\n", 0, scan) + 1 : line_end])
+            scan = find(REAL_TIME_SCAN, line_end, end)
         pos = 0
         counted_pos = 0
         line_no = base_line_no  # lines before counted_pos
@@ -1047,6 +1070,18 @@ class EventLogCollector:
             marker = line.find(MARKER, 0, MARKER_WINDOW + len(MARKER))
             if 0 <= marker <= MARKER_WINDOW:
                 self._parse_line(log_file, line, line_no, now, result)
+            elif REAL_TIME_SCAN in line:
+                self._note_real_time(line)
+
+    def _note_real_time(self, line: bytes) -> None:
+        """Remember the run of a ``SparkListenerSQLExecutionStart`` line whose plan has a
+        ``RealTimeStreamScanExec`` (its description's ``runId = <uuid>``): that run's batches are marked
+        ``extra["trigger"] = "real_time"`` (:meth:`_parse_line`)."""
+        if MARKER in line[: MARKER_WINDOW + len(MARKER)]:
+            return  # a streaming event whose text happens to name the node
+        found = _RUN_ID_IN_DESCRIPTION.search(line)
+        if found is not None:
+            self._real_time_runs.add(found.group(1).decode("ascii").lower())
 
     def _parse_line(
         self, log_file: EventLogFile, line: bytes, line_no: int, now: datetime, result: _FileRead
@@ -1085,6 +1120,11 @@ class EventLogCollector:
         if not samples:
             return
         first = samples[0]
+        if first.job.run_id is not None and first.job.run_id.lower() in self._real_time_runs:
+            samples = [
+                dataclasses.replace(s, extra={**s.extra, TRIGGER_EXTRA: TriggerKind.REAL_TIME.value}) if s.scope.is_job() else s
+                for s in samples
+            ]
         key = (first.job.job_id, first.job.run_id)
         if first.job.name is not None:
             self._run_names[key] = first.job.name

@@ -9,7 +9,8 @@ Python listeners must be added with ``spark.streams.addListener``: the Spark set
 ``spark.sql.streaming.streamingQueryListeners`` only takes JVM class names (it instantiates them by
 reflection in the JVM), so it cannot load this class.
 
-Each ``QueryStartedEvent`` / ``QueryProgressEvent`` / ``QueryIdleEvent`` / ``QueryTerminatedEvent`` is
+Each ``QueryStartedEvent`` / ``QueryProgressEvent`` / ``QueryIdleEvent`` / ``QueryTerminatedEvent`` (and,
+from Spark 4.2, ``QueryExecutionStartEvent``) is
 serialized in the same envelope Spark writes to its event log (``{"Event": "org.apache.spark.sql.
 streaming.StreamingQueryListener$QueryProgressEvent", "progress": {...}}``; the progress object is
 ``event.progress.json``, i.e. Spark's own ``StreamingQueryProgress.json``), so the ingest side parses both
@@ -78,6 +79,7 @@ _EVENT_STARTED = EVENT_PREFIX + "QueryStartedEvent"
 _EVENT_PROGRESS = EVENT_PREFIX + "QueryProgressEvent"
 _EVENT_IDLE = EVENT_PREFIX + "QueryIdleEvent"
 _EVENT_TERMINATED = EVENT_PREFIX + "QueryTerminatedEvent"
+_EVENT_EXECUTION_START = EVENT_PREFIX + "QueryExecutionStartEvent"
 
 _LOG = logging.getLogger("tidegauge.listener")
 _STOP = object()  # sentinel put on the queue by close()
@@ -289,6 +291,11 @@ class TidegaugeListener(StreamingQueryListener):
         """Queue ``QueryTerminatedEvent`` (it has no timestamp; the ingest side uses its receive time)."""
         self._offer(lambda: _terminated_json(event))
 
+    def onQueryExecutionStart(self, event: Any) -> None:
+        """Queue Spark 4.2+'s ``QueryExecutionStartEvent`` (a trigger started: ``id``, ``runId``, ``name``,
+        ``timestamp``; PySpark before 4.2 never calls it)."""
+        self._offer(lambda: _started_json(event, _EVENT_EXECUTION_START))
+
     def _offer(self, build: Callable[[], str]) -> None:
         try:
             if self._closed:
@@ -460,15 +467,16 @@ def _uuid_text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _started_json(event: QueryStartedEvent) -> str:
-    document = {
-        "Event": _EVENT_STARTED,
+def _started_json(event: Any, name: str = _EVENT_STARTED) -> str:
+    document: dict[str, Any] = {
+        "Event": name,
         "id": _uuid_text(event.id),
         "runId": _uuid_text(event.runId),
         "name": event.name,
         "timestamp": event.timestamp,
-        "jobTags": sorted(getattr(event, "jobTags", None) or ()),
     }
+    if name == _EVENT_STARTED:
+        document["jobTags"] = sorted(getattr(event, "jobTags", None) or ())
     return json.dumps(document, separators=(",", ":"))
 
 

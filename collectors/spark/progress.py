@@ -56,6 +56,7 @@ from monitor.model import (
 )
 
 __all__ = [
+    "EVENT_EXECUTION_START",
     "EVENT_IDLE",
     "EVENT_PROGRESS",
     "EVENT_STARTED",
@@ -75,7 +76,10 @@ EVENT_STARTED = _PREFIX + "QueryStartedEvent"
 EVENT_PROGRESS = _PREFIX + "QueryProgressEvent"
 EVENT_IDLE = _PREFIX + "QueryIdleEvent"
 EVENT_TERMINATED = _PREFIX + "QueryTerminatedEvent"
-STREAMING_EVENT_NAMES = (EVENT_STARTED, EVENT_PROGRESS, EVENT_IDLE, EVENT_TERMINATED)
+#: Spark 4.2+ (``StreamingQueryListener.onQueryExecutionStart``): a trigger started; ``id``, ``runId``,
+#: ``name``, ``timestamp`` (the trigger's start), no batch id.
+EVENT_EXECUTION_START = _PREFIX + "QueryExecutionStartEvent"
+STREAMING_EVENT_NAMES = (EVENT_STARTED, EVENT_PROGRESS, EVENT_IDLE, EVENT_TERMINATED, EVENT_EXECUTION_START)
 
 
 #: Deepest nesting of arrays/objects accepted in one document. Spark's deepest (a listener event's
@@ -612,6 +616,12 @@ def _extra(progress: Mapping[str, Any], ops: int, sources: int, where: str, fiel
     return extra
 
 
+_LIFECYCLE_KINDS = {
+    EVENT_STARTED: SampleKind.STARTED,
+    EVENT_TERMINATED: SampleKind.TERMINATED,
+    EVENT_EXECUTION_START: SampleKind.BATCH_STARTED,
+}
+
 #: The public entry (checks the document unless ``checked``); :func:`parse_listener_event`, already inside
 #: the same checks, calls :func:`_parse_progress` itself.
 parse_progress = _values_checked(_parse_progress)
@@ -633,7 +643,9 @@ def parse_listener_event(
     ``event["Event"]`` must be one of :data:`STREAMING_EVENT_NAMES`. Progress and idle events carry a
     ``progress`` object (idle events in Spark 3.5+/4 carry ``id``, ``runId``, ``timestamp`` only: then a
     single ``IDLE`` sample without quantities is returned). Started/terminated events give one lifecycle
-    sample each (``observed_at`` = the event's ``timestamp``). Spark's ``QueryTerminatedEvent`` has no
+    sample each (``observed_at`` = the event's ``timestamp``), as does Spark 4.2+'s
+    ``QueryExecutionStartEvent`` (a ``BATCH_STARTED`` sample at the trigger's start; Spark gives it the
+    ``id``, ``runId``, ``name`` and ``timestamp`` of ``QueryStartedEvent``). Spark's ``QueryTerminatedEvent`` has no
     timestamp: ``fallback_time`` (e.g. the last progress time of that run, or the time the event was
     received) is used then; likewise it has no name: ``fallback_name`` (the name the run's other events
     carried) names the samples of an event without one (absent, null or not a string). Unless ``checked`` (the event came from :func:`load_json`), the whole event is
@@ -679,9 +691,9 @@ def parse_listener_event(
                 collector=collector,
             )
         ]
-    if name in (EVENT_STARTED, EVENT_TERMINATED):
+    if name in (EVENT_STARTED, EVENT_TERMINATED, EVENT_EXECUTION_START):
         job = _job(event, where, "", app_id, fallback_name)
-        kind = SampleKind.STARTED if name == EVENT_STARTED else SampleKind.TERMINATED
+        kind = _LIFECYCLE_KINDS[name]
         extra: dict[str, Any] = {}
         if name == EVENT_TERMINATED and event.get("exception"):
             extra["exception"] = _text(str(event.get("exception"))[:2000], field_at(where, "exception"))

@@ -50,10 +50,10 @@ class LatestSamples:
         self._max = max_batches_remembered
 
     def update(self, samples: Iterable[Sample]) -> None:
-        """Record samples; lifecycle samples (started/terminated) update nothing but the job's presence."""
+        """Record samples; lifecycle samples (started/terminated, batch starts) update nothing but the job's presence."""
         with self._lock:
             for s in samples:
-                if s.kind in (SampleKind.STARTED, SampleKind.TERMINATED):
+                if s.kind in (SampleKind.STARTED, SampleKind.TERMINATED, SampleKind.BATCH_STARTED):
                     continue
                 key = SeriesKey(s.job.engine, s.job.job_id, s.scope)
                 state = self._series.get(key)

@@ -306,3 +306,27 @@ def test_a_configured_severity_is_the_entry_s_the_downstream_jobs_stay_info() ->
     assert sorted((f.job.name or "", f.severity) for f in found) == [
         ("chain_a", Severity.CRITICAL), ("chain_b", Severity.INFO),
     ]
+
+
+@pytest.mark.parametrize(("trigger", "stale"), [("real_time", False), (None, True)])
+def test_a_real_time_mode_job_is_not_stale_by_its_reporting(trigger: str | None, stale: bool) -> None:
+    # Spark `a` in real-time mode, 10-min batches: batch 1 started 12:00 with watermark 11:59:50 and reported at
+    # 12:10; at 12:15 (group `g`'s newest poll: the pipeline's clock) `a` has run batch 2 since 12:10 with a
+    # watermark about 10 min newer, reported only at its end. 15 min 10 s - 10 min = 5 min 10 s: under the
+    # 6-min target. The same batches without the real-time mark read 15 min 10 s behind: stale.
+    a, g = _job(Engine.SPARK, "a", "a"), _job(Engine.KAFKA, "g", "g")
+    extra = {} if trigger is None else {"trigger": trigger}
+    a_batches = [
+        Sample(a, T0 + timedelta(minutes=m), watermark=T0 + timedelta(minutes=m, seconds=-10), num_input_rows=1,
+               batch_id=i, batch_duration_ms=600_000, extra=extra)
+        for i, m in enumerate((-10, 0))
+    ] + [Sample(a, T0, scope=Scope(source="KafkaV2[Subscribe[in]]"), num_input_rows=1, batch_id=1)]
+    poll = T0 + timedelta(minutes=15)
+    histories = {
+        "a": a_batches,
+        "g": [Sample(g, poll, lag_seconds=1.0), Sample(g, poll, scope=Scope(source="out", partition=0), lag_seconds=1.0)],
+    }
+    config = parse_pipelines([{"name": "p", "jobs": [{"job": "a", "writes": ["out"]}]}])
+    evaluator = Evaluator(RulesConfig.model_validate({"pipeline_freshness": {"target": "6m"}}), config)
+    found = evaluator.evaluate_pipelines(histories.values())
+    assert [f.job.job_id for f in found if f.severity is Severity.WARNING] == (["a"] if stale else [])

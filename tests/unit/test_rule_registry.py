@@ -34,7 +34,7 @@ def stalled(job: JobRef = SPARK) -> list[Sample]:
 # (case, rules section, expected ConfigError text)
 BAD: list[tuple[int, dict[str, object], str]] = [
     # 1. a rule that does not exist: named, with the list of rules
-    (1, {"watermark_stal": {"for": "10m"}}, "rules.watermark_stal: unknown rule (rules are: checkpoint_failures, consumer_lag,"),
+    (1, {"watermark_stal": {"for": "10m"}}, "rules.watermark_stal: unknown rule (rules are: batch_running, checkpoint_failures, consumer_lag,"),
     # 2. a parameter the rule does not have
     (
         2,
@@ -97,9 +97,9 @@ def test_every_rule_accepts_its_defaults_and_common_keys() -> None:
     data = {name: {"enabled": True, "severity": "info", "keep_firing_for": "1m"} for name in RULES}
     validate(rules(data))
     # thirteen batch-time rules (consumer_lag_seconds, rebalance_churn and freshness_slo among them),
-    # checkpoint_failures, no_progress, the cross-job pipeline_freshness and pipeline_slo, and
-    # late_rows_dropped (Flink's cumulative numLateRecordsDropped)
-    assert len(RULES) == 18
+    # checkpoint_failures, no_progress, batch_running (Spark 4.2+ batch starts), the cross-job
+    # pipeline_freshness and pipeline_slo, and late_rows_dropped (Flink's cumulative numLateRecordsDropped)
+    assert len(RULES) == 19
 
 
 def test_override_applies_only_to_matching_jobs() -> None:

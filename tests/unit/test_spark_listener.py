@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -60,6 +61,7 @@ def test_event_names_match_the_shared_parser() -> None:
     assert progress.EVENT_PROGRESS == EVENT_PREFIX + "QueryProgressEvent"
     assert progress.EVENT_IDLE == EVENT_PREFIX + "QueryIdleEvent"
     assert progress.EVENT_TERMINATED == EVENT_PREFIX + "QueryTerminatedEvent"
+    assert progress.EVENT_EXECUTION_START == EVENT_PREFIX + "QueryExecutionStartEvent"
 
 
 def test_module_imports_only_stdlib_and_pyspark() -> None:
@@ -133,6 +135,24 @@ def test_delivers_every_kind_of_event_to_the_ingest_endpoint(
     raw_progress = stored[0].raw[1][3]
     assert raw_progress == next(e for e in lines if e["Event"] == progress.EVENT_PROGRESS)
     assert samples[-1].observed_at == _RECEIVED  # terminated: no timestamp in Spark's event
+
+
+def test_delivers_a_batch_start_of_spark_4_2(ingest: tuple[str, list[PollResult]]) -> None:
+    # Spark 4.2's QueryExecutionStartEvent (StreamingQueryListener.scala: id, runId, name, timestamp); the
+    # installed PySpark 4.3.0 has no class for it, so an object with its four fields stands in.
+    base_url, stored = ingest
+    event = SimpleNamespace(
+        id=QUERY_ID, runId="7e6d1f8c-5c4b-4e57-9a51-0f1e2d3c4b5a", name="wm_gt", timestamp="2026-11-29T11:36:12.000Z"
+    )
+    listener = _listener(base_url)
+    listener.onQueryExecutionStart(event)
+    listener.close(flush_timeout_s=30)
+    assert listener.stats()["sent"] == 1
+    (sample,) = [s for r in stored for s in r.samples]
+    assert sample.kind is SampleKind.BATCH_STARTED
+    assert sample.observed_at == datetime(2026, 11, 29, 11, 36, 12, tzinfo=UTC)
+    assert (sample.job.job_id, sample.job.run_id, sample.job.name) == (QUERY_ID, event.runId, "wm_gt")
+    assert sample.batch_id is None  # Spark's event names no batch
 
 
 def test_monitor_down_connection_refused(lines: list[dict[str, Any]]) -> None:
