@@ -29,12 +29,12 @@ from monitor.daemon.fleet import EvaluationScope
 from monitor.daemon.histories import EVAL_CURSOR, JobHistories
 from monitor.daemon.tick import JobKey, job_target, tick_time
 from monitor.metrics.exporter import AlertCount
-from monitor.model import CollectorError, Engine, FindingEpisode, RuleTiming
+from monitor.model import CollectorError, Engine, Finding, FindingEpisode, RuleTiming, Sample
 from monitor.store import load_episodes, record_episodes, set_cursors
 from monitor.store.alert_repo import apply_transitions, load_alerts
 from rules.episodes import CAUSED_BY, Episode, EpisodeFold, held, link, reopen, to_record
 from rules.registry import RULES, Evaluator
-from rules.replay import Instant, replay
+from rules.replay import Instant, ReplayState, replay, resume
 
 __all__ = ["Episodes", "EvaluateStage"]
 
@@ -275,6 +275,8 @@ class EvaluateStage:
         new = owned - self._owned
         for key in sorted(new, key=lambda k: (k[0].value, k[1])):
             self._histories.reload_cursor(session, key)
+        for key in self._owned - owned:
+            self._histories.drop_replay(key)  # another instance evaluates it now
         self._episodes.forget(new)
         self._owned = owned
 
@@ -314,7 +316,7 @@ class EvaluateStage:
             last = self._histories.evaluated(key)
             fold = self._episodes.job(session, key)
             episodes: dict[str, Episode] = {}
-            for instant in replay(self._evaluator, histories[key], last):
+            for instant in replay(self._evaluator, histories[key], last, self._kept(key, histories[key])):
                 if self._culprits:
                     instant = self._culprits.attach(session, key, histories[key], instant)
                 historical = when - instant.at > self._horizon
@@ -336,9 +338,9 @@ class EvaluateStage:
                 evaluated[key] = last
                 cursors[job_target(key)] = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
         set_cursors(session, EVAL_CURSOR, cursors, when)  # every job's evaluation cursor in one upsert
-        findings = [f for key, samples in histories.items() if scope is None or scope.owns_job(key)
-                    for f in self._evaluator.evaluate_job(samples, when, clock=True)
-                    if not self._histories.seen_as_history(key)]  # fmt: skip
+        findings = [f for key, samples in histories.items()
+                    if (scope is None or scope.owns_job(key)) and not self._histories.seen_as_history(key)
+                    for f in self._clock_findings(key, samples, when, evaluated.get(key))]  # fmt: skip
         findings += self._evaluator.evaluate_targets(errors, when)
         # a pipeline judged on data older than the history horizon (a catch-up, a scanned recording) notifies
         # nobody; in a fleet each instance keeps the pipeline findings of the jobs it holds (filtered below)
@@ -358,6 +360,31 @@ class EvaluateStage:
             alerts.update(changed)
             out.extend(events)
         return out, alerts, evaluated
+
+    def _kept(self, key: JobKey, samples: Sequence[Sample]) -> ReplayState | None:
+        """Job ``key``'s replay state kept across ticks, or ``None`` (a fresh one at each tick, as before)
+        when its rules read further back than the histories keep (``lookback`` capped below the rules'
+        window): then the window a tick rebuilds depends on what the list still holds, which a kept
+        rolling history would not reproduce."""
+        if not samples or self._evaluator.lookback(samples[-1].job) > self._histories.lookback:
+            return None
+        return self._histories.replay_state(key)
+
+    def _clock_findings(
+        self, key: JobKey, samples: Sequence[Sample], when: datetime, cursor: tuple[datetime, int] | None
+    ) -> list[Finding]:
+        """The clock rules' findings of job ``key`` at ``when``: on its kept rolling history when that
+        holds every sample (the job evaluated up to its newest one: the same split history
+        :meth:`Evaluator.evaluate_job` would build, without rebuilding it), else from ``samples``.
+        ``cursor``: the job's evaluation cursor moved by this tick (``None``: not moved, the stored one)."""
+        state = self._kept(key, samples)
+        if state is not None:
+            last = cursor if cursor is not None else self._histories.evaluated(key)
+            start = resume(self._evaluator, samples, last, state)
+            history = state.history()
+            if start == len(samples) and history is not None:
+                return self._evaluator.evaluate_history(history, when, clock=True)
+        return self._evaluator.evaluate_job(samples, when, clock=True)
 
     def alert_counts(self) -> list[AlertCount]:
         """Alerts by rule, severity and state as of the last evaluation."""
