@@ -113,14 +113,17 @@ def _kafka(second: int) -> list[Sample]:
 def _samples_until(start_s: int, end_s: int) -> list[Sample]:
     """Every job's samples observed in ``[start_s, end_s)`` (seconds after T0), in time order."""
     out: list[Sample] = []
-    for second in range(start_s, end_s, 30):
+    for second in range(0, END_S + 1, 30):
+        if not start_s <= second < end_s:
+            continue
         out += _steady(second) + _quiet(second) + _flink(second) + _kafka(second)
     return out
 
 
-LATE = Sample(STEADY_1, _t(33 * 60 + 10), SampleKind.PROGRESS, "spark-eventlog", Scope(source="kafka[late]"),
-              66, num_input_rows=7)  # fmt: skip
-"""A source sample of a batch 33 minutes in, stored at the 40-minute tick: it arrives out of order."""
+LATE = Sample(STEADY_1, _t(38 * 60 + 10), SampleKind.PROGRESS, "spark-eventlog", batch_id=10_000,
+              num_input_rows=100, dropped_by_watermark=5_000)  # fmt: skip
+"""A batch 38 minutes in that dropped many late rows, stored at the 40-minute tick: it arrives out of order,
+and the windows of the instants after it (``late_drop_surge``'s) must hold it."""
 
 
 def _ticks() -> Iterator[int]:
@@ -140,7 +143,7 @@ def _runtime(store: Store, rules: dict[str, Any], kept: bool) -> Runtime:
     runtime = Runtime(sessions=store.sessions, targets=[], latest=LatestSamples(),
                       rules_config=parse_config({"rules": rules}).rules)  # fmt: skip
     if not kept:
-        runtime._evaluation._kept = lambda key, samples: None  # type: ignore[method-assign]  # noqa: SLF001
+        runtime._evaluation._kept = lambda key, samples: None  # type: ignore[method-assign]
     return runtime
 
 
@@ -166,7 +169,7 @@ def _run(tmp_path: Path, rules: dict[str, Any], kept: bool, built: Callable[[], 
             stored_up_to = tick + 1
             for event in runtime.evaluate(_t(tick + 5)):
                 events.append((tick, event.fingerprint, event.kind.value, event.at, event.message))
-            state = runtime._evaluation._histories._replays.get((Engine.KAFKA, KAFKA.job_id))  # noqa: SLF001
+            state = runtime._evaluation._histories._replays.get((Engine.KAFKA, KAFKA.job_id))
             rollings.append(None if state is None else state.rolling)
         with store.sessions() as session:
             alerts = sorted(
@@ -207,7 +210,6 @@ def test_kept_history_gives_the_findings_of_a_rebuild_at_every_tick(
         built["n"] = 0
 
     kept = _run(tmp_path, rules, True, done)
-    print(counts, sorted({(e[1], e[2]) for e in kept["episodes"]}), len(kept["events"]))
     rebuilt = _run(tmp_path, rules, False, done)
     assert kept["events"] == rebuilt["events"]
     assert kept["alerts"] == rebuilt["alerts"]
@@ -219,6 +221,11 @@ def test_kept_history_gives_the_findings_of_a_rebuild_at_every_tick(
         ("watermark_stall", "q-steady"), ("late_drop_surge", "q-steady"), ("state_growth", "q-steady"),
         ("no_progress", "q-quiet"), ("idle_source", "f-sessions"), ("consumer_lag", "prod/orders"),
     } <= fired  # fmt: skip
+    begun = {(e[1], e[2], e[3]) for e in kept["episodes"]}
+    # the out-of-order batch (38:10, stored with the 40-minute tick) in the window of the first instant
+    # replayed after it; the quiet query silent for 5 minutes (10 of its 30 s intervals) after 24:30
+    assert ("late_drop_surge", "q-steady", _t(39 * 60 + 30)) in begun
+    assert ("no_progress", "q-quiet", _t(30 * 60 + 5)) in begun
     # the kept daemon built each job's rolling history once per process (and once more for the query that
     # received a sample out of order); the other one at every tick a job had new samples
     ticks = len(list(_ticks()))
