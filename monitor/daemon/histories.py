@@ -25,7 +25,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.daemon.tick import JobKey, job_target
 from monitor.model import Sample, SampleKind, ensure_utc
-from monitor.store import get_cursor, load_recent_samples, load_samples, load_samples_after, max_sample_id
+from monitor.store import (
+    get_cursor,
+    get_cursors,
+    load_recent_samples,
+    load_samples,
+    load_samples_after,
+    max_sample_id,
+)
 from rules.replay import ReplayState
 
 __all__ = ["EVAL_CURSOR", "JobHistories"]
@@ -83,8 +90,9 @@ class JobHistories:
         if self._history is None:
             top = max_sample_id(session)  # read first: rows stored meanwhile are picked up next time
             self._history = load_recent_samples(session, self._lookback, upto_id=top)
+            stored = get_cursors(session, EVAL_CURSOR)  # every job's cursor in one query
             for key, samples in self._history.items():
-                cursor = get_cursor(session, EVAL_CURSOR, job_target(key))
+                cursor = stored.get(job_target(key))
                 at = _parse_time(cursor.get("evaluated_at")) if cursor else None
                 last = None
                 if at is not None and cursor is not None:
