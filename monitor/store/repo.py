@@ -146,57 +146,83 @@ class _Jobs:
         self._session = session
         self._jobs: dict[tuple[str, str], JobRow] = {}
         self._runs: dict[tuple[int, str], RunRow] = {}
-        # looked up by prefetch and not stored: inserted without another SELECT
-        self._absent_jobs: set[tuple[str, str]] = set()
-        self._absent_runs: set[tuple[int, str]] = set()
 
-    def prefetch(self, jobs: Iterable[JobRef]) -> None:
-        """Load the stored rows of ``jobs`` and of their runs with a few ``IN`` queries (per engine, per
-        :data:`CHUNK` ids), so that a poll of many jobs costs a few statements, not two per job."""
-        wanted: dict[str, set[str]] = {}
-        runs_of: dict[tuple[str, str], set[str]] = {}
-        for job in jobs:
+    def prefetch(self, jobs: Iterable[tuple[JobRef, datetime]]) -> None:
+        """Load the stored rows of ``jobs`` (each with the time it was observed at) and of their runs with a
+        few ``IN`` queries (per engine, per :data:`CHUNK` ids), and insert the jobs and runs not stored yet
+        with multi-row inserts (:func:`insert_ignoring`: one stored meanwhile by another writer is kept), read
+        back with the same ``IN`` queries, so that a poll of many jobs, new or not, costs a few statements,
+        not two or four per job.
+
+        A new job takes the name and app id of its first ``JobRef`` (:meth:`job_pk` then keeps the latest
+        non-null ones); a new run's ``first_seen``/``last_seen`` its first time (:meth:`run_pk` widens them).
+        """
+        first: dict[tuple[str, str], JobRef] = {}
+        runs_of: dict[tuple[str, str], dict[str, datetime]] = {}
+        for job, observed_at in jobs:
             key = (job.engine.value, job.job_id)
-            wanted.setdefault(key[0], set()).add(key[1])
+            first.setdefault(key, job)
             if job.run_id is not None:
-                runs_of.setdefault(key, set()).add(job.run_id)
+                runs_of.setdefault(key, {}).setdefault(job.run_id, observed_at)
+        self._load_jobs(first)
+        new_jobs = [
+            {"engine": key[0], "job_id": key[1], "name": job.name, "app_id": job.app_id}
+            for key, job in first.items()
+            if key not in self._jobs
+        ]
+        if new_jobs:
+            insert_ignoring(self._session, JobRow, new_jobs, ["engine", "job_id"])
+            self._load_jobs(first)
+        pairs = {
+            (self._jobs[key].id, run_id): observed_at
+            for key, run_ids in runs_of.items()
+            for run_id, observed_at in run_ids.items()
+            if (self._jobs[key].id, run_id) not in self._runs
+        }
+        self._load_runs(pairs)
+        new_runs = [
+            {"job_pk": pk, "run_id": run_id, "first_seen": observed_at, "last_seen": observed_at}
+            for (pk, run_id), observed_at in pairs.items()
+            if (pk, run_id) not in self._runs
+        ]
+        if new_runs:
+            insert_ignoring(self._session, RunRow, new_runs, ["job_pk", "run_id"])
+            self._load_runs(pairs)
+
+    def _load_jobs(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Load the stored rows of the jobs ``(engine, job id)`` not loaded yet (``IN`` queries)."""
+        wanted: dict[str, set[str]] = {}
+        for engine, job_id in keys:
+            if (engine, job_id) not in self._jobs:
+                wanted.setdefault(engine, set()).add(job_id)
         for engine, ids in wanted.items():
-            missing = sorted(i for i in ids if (engine, i) not in self._jobs)
-            for chunk in chunks(missing):
+            for chunk in chunks(sorted(ids)):
                 for row in self._session.scalars(
                     select(JobRow).where(JobRow.engine == engine, JobRow.job_id.in_(chunk))
                 ):
                     self._jobs[(engine, row.job_id)] = row
-            self._absent_jobs.update((engine, i) for i in missing if (engine, i) not in self._jobs)
-        pairs = {
-            (self._jobs[key].id, run_id)
-            for key, run_ids in runs_of.items()
-            if key in self._jobs
-            for run_id in run_ids
-            if (self._jobs[key].id, run_id) not in self._runs
-        }
-        if not pairs:
+
+    def _load_runs(self, pairs: Iterable[tuple[int, str]]) -> None:
+        """Load the stored rows of the runs ``(job pk, run id)`` not loaded yet (``IN`` queries)."""
+        missing = [pair for pair in pairs if pair not in self._runs]
+        if not missing:
             return
-        job_pks = sorted({pk for pk, _ in pairs})
-        run_ids = sorted({run_id for _, run_id in pairs})
+        job_pks = sorted({pk for pk, _ in missing})
+        run_ids = sorted({run_id for _, run_id in missing})
         for pk_chunk in chunks(job_pks):
             for run_chunk in chunks(run_ids):
                 for run in self._session.scalars(
                     select(RunRow).where(RunRow.job_pk.in_(pk_chunk), RunRow.run_id.in_(run_chunk))
                 ):
                     self._runs.setdefault((run.job_pk, run.run_id), run)
-        self._absent_runs.update(pair for pair in pairs if pair not in self._runs)
 
     def job_pk(self, job: JobRef) -> int:
         key = (job.engine.value, job.job_id)
         row = self._jobs.get(key)
         if row is None:
-            if key in self._absent_jobs:
-                row = None
-            else:
-                row = self._session.scalars(
-                    select(JobRow).where(JobRow.engine == key[0], JobRow.job_id == key[1])
-                ).one_or_none()
+            row = self._session.scalars(
+                select(JobRow).where(JobRow.engine == key[0], JobRow.job_id == key[1])
+            ).one_or_none()
             if row is None:
                 row = JobRow(engine=key[0], job_id=key[1], name=job.name, app_id=job.app_id)
                 self._session.add(row)
@@ -215,12 +241,9 @@ class _Jobs:
         key = (job_pk, job.run_id)
         row = self._runs.get(key)
         if row is None:
-            if key in self._absent_runs:
-                row = None
-            else:
-                row = self._session.scalars(
-                    select(RunRow).where(RunRow.job_pk == job_pk, RunRow.run_id == job.run_id)
-                ).one_or_none()
+            row = self._session.scalars(
+                select(RunRow).where(RunRow.job_pk == job_pk, RunRow.run_id == job.run_id)
+            ).one_or_none()
             if row is None:
                 row = RunRow(job_pk=job_pk, run_id=job.run_id, first_seen=observed_at, last_seen=observed_at)
                 self._session.add(row)
@@ -324,7 +347,7 @@ def _save(
     replace: bool,
 ) -> SaveCounts:
     jobs = _Jobs(session)
-    jobs.prefetch([*(sample.job for sample in poll.samples), *(job for job, _, _, _ in raw)])
+    jobs.prefetch([*((s.job, s.observed_at) for s in poll.samples), *((job, at) for job, at, _, _ in raw)])
 
     sample_rows: dict[str, dict[str, Any]] = {}
     for sample in poll.samples:
