@@ -36,6 +36,7 @@ import statistics
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
 from rules.config import RulesConfig
@@ -143,10 +144,19 @@ def build(series: int, rounds: int = N) -> dict[tuple[Engine, str], list[Sample]
     return history
 
 
+def _rss_mib() -> float:
+    """This process's resident memory (VmRSS), MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def tick(series: int = 10_000, repeats: int = 5, rebuild: bool = False) -> None:
     """The ``--tick`` figure (see the module docstring): ``repeats`` ticks of one new round per series
     (``rebuild``: each job's rolling history rebuilt at every tick, as before it was kept)."""
     t0 = time.perf_counter()
+    rss0 = _rss_mib()
     full = build(series, N + repeats)
     evaluator = Evaluator(CONFIG)
     kept: dict[tuple[Engine, str], tuple[list[Sample], ReplayState]] = {}
@@ -160,8 +170,11 @@ def tick(series: int = 10_000, repeats: int = 5, rebuild: bool = False) -> None:
         resume(evaluator, loaded, (loaded[-1].observed_at, per_round), state)  # the first tick's rebuild
         kept[key] = (loaded, state)
         cursors[key] = state.after
+    n_samples = sum(len(loaded) for loaded, _ in kept.values())
+    grown = _rss_mib() - rss0
     print(f"built {len(full)} jobs, {n_series} series, their hour's rolling histories in "
-          f"{time.perf_counter() - t0:.1f} s")  # fmt: skip
+          f"{time.perf_counter() - t0:.1f} s; RSS grew by {grown:.0f} MiB for {n_samples} samples held "
+          f"({grown * 2**20 / n_samples:.0f} B per sample, with the kept histories)")  # fmt: skip
     times: list[float] = []
     cpu: list[float] = []
     found = 0
