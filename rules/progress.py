@@ -65,6 +65,8 @@ def evaluate_no_progress(params: NoProgressParams, history: JobHistory, now: dat
     if history.engine is not Engine.SPARK or not history.batches or history.newest_at is None:
         return []
     silence = now - history.newest_at
+    if silence <= params.min_silence():
+        return []  # the threshold is never below it: the usual gap need not be measured (every tick, every job)
     threshold = silence_threshold(params, history)
     if silence <= threshold:
         return []
