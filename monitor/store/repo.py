@@ -587,7 +587,7 @@ def load_samples(
     if engine is not None:
         stmt = stmt.where(JobRow.engine == engine.value)
     stmt = stmt.where(*_time_conditions(SampleRow.observed_at, since, until))
-    interned: dict[tuple[Any, ...], Any] = {}
+    interned: dict[Any, Any] = {}
     return [
         _to_sample(row, row.job_engine, row.job_job_id, row.run_run_id, interned)
         for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS))
@@ -630,7 +630,7 @@ def load_recent_samples(
     if engine is not None:
         newest_q = newest_q.join(JobRow, SampleRow.job_pk == JobRow.id).where(JobRow.engine == engine.value)
     out: dict[tuple[Engine, str], list[Sample]] = {}
-    interned: dict[tuple[Any, ...], Any] = {}
+    interned: dict[Any, Any] = {}
     for job_pk, job_newest in session.execute(newest_q.order_by(SampleRow.job_pk)).all():
         stmt = (
             _sample_select()
@@ -654,7 +654,7 @@ def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engi
     stmt = _sample_select().where(SampleRow.id > after_id).order_by(SampleRow.id)
     out: dict[tuple[Engine, str], list[Sample]] = {}
     top = after_id
-    interned: dict[tuple[Any, ...], Any] = {}
+    interned: dict[Any, Any] = {}
     for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
         top = max(top, row.id)
         eng, jid = row.job_engine, row.job_job_id
@@ -664,6 +664,8 @@ def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engi
     return out, top
 
 
+_TIMES: Final = ("watermark", "event_time_min", "event_time_max", "event_time_avg")
+"""The datetime measures of :data:`_MEASURES` (shared between equal values by a load: :func:`_to_sample`)."""
 _LOAD_BATCH_ROWS = 2000  # rows fetched at a time when loading histories (bounded buffering)
 
 
@@ -685,11 +687,11 @@ def _sample_select() -> Select[Any]:
 
 
 def _to_sample(
-    row: Row[Any], engine: str, job_id: str, run_id: str | None, interned: dict[tuple[Any, ...], Any] | None = None
+    row: Row[Any], engine: str, job_id: str, run_id: str | None, interned: dict[Any, Any] | None = None
 ) -> Sample:
     """A row of :func:`_sample_select` as a :class:`Sample`. With ``interned``, equal :class:`JobRef` /
-    :class:`Scope` values are shared between the samples of one load (a daemon holds tens of thousands of
-    them)."""
+    :class:`Scope` values, times and collector names are shared between the samples of one load (a daemon
+    holds millions of them: about 460 bytes each before times and names were shared)."""
     m = row._mapping  # read by key (C-level), not by attribute
     job_key = ("job", engine, job_id, run_id, m["job_name"], m["app_id"])
     scope_key = ("scope", m["scope_source"], m["scope_partition"], m["scope_subtask"], m["scope_operator"])
@@ -709,11 +711,21 @@ def _to_sample(
         if interned is not None:
             interned[scope_key] = scope
     measures = {name: m[name] for name in _MEASURES}
+    observed_at = m["observed_at"]
+    collector = m["collector"]
+    if interned is not None:
+        # the samples of one batch share its time, a stalled watermark repeats: one object each
+        observed_at = interned.setdefault(observed_at, observed_at)
+        for name in _TIMES:
+            value = measures[name]
+            if value is not None:
+                measures[name] = interned.setdefault(value, value)
+        collector = interned.setdefault(collector, collector)
     return Sample(
         job=job,
-        observed_at=m["observed_at"],
+        observed_at=observed_at,
         kind=SampleKind(m["kind"]),
-        collector=m["collector"],
+        collector=collector,
         scope=scope,
         extra=dict(m["extra"]),
         **measures,
