@@ -11,7 +11,9 @@ and the clock rules on a history split from scratch). Both are restarted half-wa
 same store). The jobs: a Spark query whose watermark stalls, whose state grows without removals and that
 restarts under a new run, with a surge of late drops and a sample that arrives out of order (older than
 the query's newest); a Spark query that goes quiet for 50 minutes (``no_progress`` at the clock) and comes
-back; a Flink job with an idle subtask; a Kafka group with a stalled partition. Every tick's transitions,
+back; a Flink job with an idle subtask; a Kafka group with a stalled partition. One tick fails to commit
+(its evaluation cursors cannot be written) and runs again: the states it moved are rebuilt from the window,
+since they stand past the stored cursors. Every tick's transitions,
 the stored alerts and finding episodes must be the same, under the default rules (30-minute windows:
 the front of each kept history is trimmed) and with ``freshness_slo`` on (3 days: its minute ledger is
 kept on the history across ticks).
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 
 from monitor.config import parse_config
+from monitor.daemon import evaluate as evaluate_stage
 from monitor.daemon.runtime import Runtime
 from monitor.metrics.latest import LatestSamples
 from monitor.model import Engine, JobRef, PollResult, Sample, SampleKind, Scope
@@ -42,6 +45,7 @@ FLINK = JobRef(Engine.FLINK, "f-sessions", name="sessions")
 KAFKA = JobRef(Engine.KAFKA, "prod/orders", name="orders")
 END_S = 100 * 60  # 100 minutes of data
 RESTART_S = 55 * 60
+FAILED_S = 47 * 60  # the tick that does not commit (then runs again)
 
 
 def _t(second: float) -> datetime:
@@ -147,7 +151,9 @@ def _runtime(store: Store, rules: dict[str, Any], kept: bool) -> Runtime:
     return runtime
 
 
-def _run(tmp_path: Path, rules: dict[str, Any], kept: bool, built: Callable[[], None]) -> dict[str, Any]:
+def _run(
+    tmp_path: Path, rules: dict[str, Any], kept: bool, built: Callable[[], None], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     """Feed one daemon (kept state on or off) the samples tick by tick; what it told and stored."""
     url = f"sqlite:///{tmp_path / ('kept.db' if kept else 'rebuilt.db')}"
     upgrade(url)
@@ -167,6 +173,11 @@ def _run(tmp_path: Path, rules: dict[str, Any], kept: bool, built: Callable[[], 
                 if tick == 40 * 60:
                     save_poll(session, PollResult((LATE,)))
             stored_up_to = tick + 1
+            if tick == FAILED_S:
+                with monkeypatch.context() as patch:
+                    patch.setattr(evaluate_stage, "set_cursors", _broken)
+                    with pytest.raises(RuntimeError, match="cursor write failed"):
+                        runtime.evaluate(_t(tick + 5))
             for event in runtime.evaluate(_t(tick + 5)):
                 events.append((tick, event.fingerprint, event.kind.value, event.at, event.message))
             state = runtime._evaluation._histories._replays.get((Engine.KAFKA, KAFKA.job_id))
@@ -185,6 +196,10 @@ def _run(tmp_path: Path, rules: dict[str, Any], kept: bool, built: Callable[[], 
     built()
     runs = [1 for i, r in enumerate(rollings) if i == 0 or r is not rollings[i - 1]]
     return {"events": events, "alerts": alerts, "episodes": episodes, "kafka_rollings": len(runs)}
+
+
+def _broken(*_: object) -> None:
+    raise RuntimeError("cursor write failed")
 
 
 DEFAULT_RULES = {"freshness": {"target": "15m"}, "falling_behind": {"trigger_interval": "30s"}}
@@ -209,8 +224,8 @@ def test_kept_history_gives_the_findings_of_a_rebuild_at_every_tick(
         counts.append(built["n"])
         built["n"] = 0
 
-    kept = _run(tmp_path, rules, True, done)
-    rebuilt = _run(tmp_path, rules, False, done)
+    kept = _run(tmp_path, rules, True, done, monkeypatch)
+    rebuilt = _run(tmp_path, rules, False, done, monkeypatch)
     assert kept["events"] == rebuilt["events"]
     assert kept["alerts"] == rebuilt["alerts"]
     assert kept["episodes"] == rebuilt["episodes"]
@@ -226,10 +241,12 @@ def test_kept_history_gives_the_findings_of_a_rebuild_at_every_tick(
     # replayed after it; the quiet query silent for 5 minutes (10 of its 30 s intervals) after 24:30
     assert ("late_drop_surge", "q-steady", _t(39 * 60 + 30)) in begun
     assert ("no_progress", "q-quiet", _t(30 * 60 + 5)) in begun
-    # the kept daemon built each job's rolling history once per process (and once more for the query that
-    # received a sample out of order); the other one at every tick a job had new samples
+    # the kept daemon built each job's rolling history once per process, once more for the query that
+    # received a sample out of order and for each job the failed tick had moved; the other one at every tick
+    # a job had new samples
     ticks = len(list(_ticks()))
-    assert counts[0] <= 4 * 2 + 1
+    assert counts[0] <= 4 * 2 + 1 + 4
     assert counts[1] > 3 * ticks
-    # the Kafka group's rolling history was one object from the first tick to the restart, one after it
-    assert kept["kafka_rollings"] == 2
+    # the Kafka group's rolling history was one object from the first tick to the failed one, another from
+    # its second run to the restart, a third after it
+    assert kept["kafka_rollings"] == 3
