@@ -72,10 +72,12 @@ def evaluate_no_progress(params: NoProgressParams, history: JobHistory, now: dat
     does not run it for a terminated query."""
     if history.engine is not Engine.SPARK or not history.batches or history.newest_at is None:
         return []
-    if running_batch(history) is not None:
-        return []  # the driver reported a batch start since: a batch is running (rule batch_running)
     last = history.batches[-1]
     silence = now - max(history.newest_at, report_at(last))
+    if silence <= params.min_silence():
+        return []  # the threshold is never below it: the usual gap need not be measured (every tick, every job)
+    if running_batch(history) is not None:
+        return []  # the driver reported a batch start since: a batch is running (rule batch_running)
     cadence = report_cadence(history)
     threshold = _threshold(params, cadence)
     if silence <= threshold:

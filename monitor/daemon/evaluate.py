@@ -29,18 +29,21 @@ from monitor.daemon.fleet import EvaluationScope
 from monitor.daemon.histories import EVAL_CURSOR, JobHistories
 from monitor.daemon.tick import JobKey, job_target, tick_time
 from monitor.metrics.exporter import AlertCount
-from monitor.model import CollectorError, Engine, FindingEpisode, RuleTiming
-from monitor.store import load_episodes, record_episodes, set_cursors
+from monitor.model import CollectorError, Engine, Finding, FindingEpisode, RuleTiming, Sample
+from monitor.store import load_episodes, read_session, record_episodes, set_cursors
 from monitor.store.alert_repo import apply_transitions, load_alerts
 from rules.episodes import CAUSED_BY, Episode, EpisodeFold, held, link, reopen, to_record
 from rules.registry import RULES, Evaluator
-from rules.replay import Instant, replay
+from rules.replay import Instant, ReplayState, replay, resume
 
 __all__ = ["Episodes", "EvaluateStage"]
 
 log = logging.getLogger(__name__)
 
 _HISTORY = "history"
+_AHEAD_SAMPLES = 200_000
+"""At most this many new samples are replayed before the tick's write transaction (the rest inside it, as
+before): bounds the memory of the instants held between the two (a first catch-up of a big store)."""
 _CLOCK_RULES = frozenset(name for name, spec in RULES.items() if spec.clock)
 
 
@@ -239,15 +242,19 @@ class EvaluateStage:
         errors = self._errors()
         touched: list[JobKey] = []
         pending: list[JobKey] = []
+        # load and replay before the write transaction: on SQLite it holds the store's write lock, which
+        # the polls wait for (and fail on with "database is locked" after the busy timeout)
+        with read_session(self._sessions) as session:
+            self._histories.catch_up(session, when)
+        ahead = self._replay_ahead()
         try:
             with self._sessions.begin() as session:
-                self._histories.catch_up(session, when)
                 scope = self._scope(session, when) if self._scope is not None else None
                 if scope is not None:
                     self._take_over(session, scope)
                 pending = self._histories.pending()
                 touched = pending if scope is None else [k for k in pending if scope.owns_job(k)]
-                out, alerts, evaluated = self._tick(session, when, touched, errors, scope)
+                out, alerts, evaluated = self._tick(session, when, touched, errors, scope, ahead)
         except BaseException:
             self._episodes.forget(touched)
             raise
@@ -275,14 +282,42 @@ class EvaluateStage:
         new = owned - self._owned
         for key in sorted(new, key=lambda k: (k[0].value, k[1])):
             self._histories.reload_cursor(session, key)
+        for key in self._owned - owned:
+            self._histories.drop_replay(key)  # another instance evaluates it now
         self._episodes.forget(new)
         self._owned = owned
+
+    def _replay_ahead(self) -> dict[JobKey, tuple[tuple[datetime, int] | None, list[Instant]]]:
+        """The instants of the pending jobs, replayed before the tick's write transaction: job -> (the
+        cursor replayed from, its instants). Only jobs with a kept replay state (their rolling history
+        moves on with them), only jobs this instance evaluated at its last tick (in a fleet), and at most
+        :data:`_AHEAD_SAMPLES` new samples; the tick replays the others in its transaction. An entry whose
+        cursor is not the job's when the transaction uses it (a target taken over meanwhile) is replayed
+        again there."""
+        histories = self._histories.all()
+        out: dict[JobKey, tuple[tuple[datetime, int] | None, list[Instant]]] = {}
+        budget = _AHEAD_SAMPLES
+        for key in self._histories.pending():
+            if self._scope is not None and key not in self._owned:
+                continue
+            samples = histories[key]
+            state = self._kept(key, samples)
+            if state is None:
+                continue
+            last = self._histories.evaluated(key)
+            budget -= len(samples) - resume(self._evaluator, samples, last, state)
+            if budget < 0:
+                break
+            out[key] = (last, list(replay(self._evaluator, samples, last, state)))
+        return out
 
     def _tick(
         self, session: Session, when: datetime, touched: list[JobKey], errors: list[CollectorError],
         scope: EvaluationScope | None = None,
+        ahead: dict[JobKey, tuple[tuple[datetime, int] | None, list[Instant]]] | None = None,
     ) -> tuple[list[AlertEvent], dict[str, Alert], dict[JobKey, tuple[datetime, int]]]:
-        """The evaluation inside the tick's transaction: (events, every alert by fingerprint, new cursors)."""
+        """The evaluation inside the tick's transaction: (events, every alert by fingerprint, new cursors).
+        ``ahead``: instants replayed before the transaction (:meth:`_replay_ahead`)."""
         out: list[AlertEvent] = []
         evaluated: dict[JobKey, tuple[datetime, int]] = {}
         alerts = load_alerts(session)
@@ -314,7 +349,10 @@ class EvaluateStage:
             last = self._histories.evaluated(key)
             fold = self._episodes.job(session, key)
             episodes: dict[str, Episode] = {}
-            for instant in replay(self._evaluator, histories[key], last):
+            early = ahead.get(key) if ahead else None
+            instants = (early[1] if early is not None and early[0] == last
+                        else replay(self._evaluator, histories[key], last, self._kept(key, histories[key])))  # fmt: skip
+            for instant in instants:
                 if self._culprits:
                     instant = self._culprits.attach(session, key, histories[key], instant)
                 historical = when - instant.at > self._horizon
@@ -336,9 +374,9 @@ class EvaluateStage:
                 evaluated[key] = last
                 cursors[job_target(key)] = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
         set_cursors(session, EVAL_CURSOR, cursors, when)  # every job's evaluation cursor in one upsert
-        findings = [f for key, samples in histories.items() if scope is None or scope.owns_job(key)
-                    for f in self._evaluator.evaluate_job(samples, when, clock=True)
-                    if not self._histories.seen_as_history(key)]  # fmt: skip
+        findings = [f for key, samples in histories.items()
+                    if (scope is None or scope.owns_job(key)) and not self._histories.seen_as_history(key)
+                    for f in self._clock_findings(key, samples, when, evaluated.get(key))]  # fmt: skip
         findings += self._evaluator.evaluate_targets(errors, when)
         # a pipeline judged on data older than the history horizon (a catch-up, a scanned recording) notifies
         # nobody; in a fleet each instance keeps the pipeline findings of the jobs it holds (filtered below)
@@ -358,6 +396,31 @@ class EvaluateStage:
             alerts.update(changed)
             out.extend(events)
         return out, alerts, evaluated
+
+    def _kept(self, key: JobKey, samples: Sequence[Sample]) -> ReplayState | None:
+        """Job ``key``'s replay state kept across ticks, or ``None`` (a fresh one at each tick, as before)
+        when its rules read further back than the histories keep (``lookback`` capped below the rules'
+        window): then the window a tick rebuilds depends on what the list still holds, which a kept
+        rolling history would not reproduce."""
+        if not samples or self._evaluator.lookback(samples[-1].job) > self._histories.lookback:
+            return None
+        return self._histories.replay_state(key)
+
+    def _clock_findings(
+        self, key: JobKey, samples: Sequence[Sample], when: datetime, cursor: tuple[datetime, int] | None
+    ) -> list[Finding]:
+        """The clock rules' findings of job ``key`` at ``when``: on its kept rolling history when that
+        holds every sample (the job evaluated up to its newest one: the same split history
+        :meth:`Evaluator.evaluate_job` would build, without rebuilding it), else from ``samples``.
+        ``cursor``: the job's evaluation cursor moved by this tick (``None``: not moved, the stored one)."""
+        state = self._kept(key, samples)
+        if state is not None:
+            last = cursor if cursor is not None else self._histories.evaluated(key)
+            start = resume(self._evaluator, samples, last, state)
+            history = state.history()
+            if start == len(samples) and history is not None:
+                return self._evaluator.evaluate_history(history, when, clock=True)
+        return self._evaluator.evaluate_job(samples, when, clock=True)
 
     def alert_counts(self) -> list[AlertCount]:
         """Alerts by rule, severity and state as of the last evaluation."""

@@ -6,6 +6,12 @@ since (by sample id). It tracks which jobs have samples not evaluated yet (:meth
 each job's evaluation cursor (the last instant replayed, stored in the cursor table under collector
 ``rules``) and when each job's newest sample was first seen (a job whose data was already older than the
 history horizon then is *history*: it notifies nobody).
+
+It also keeps each job's :class:`rules.replay.ReplayState` (:meth:`JobHistories.replay_state`: the rolling
+history the rules read, fed up to the evaluation cursor) from one tick to the next, so a tick feeds each
+job only the samples that arrived since instead of rebuilding its window. A state is dropped when a sample
+arrives out of order (older than the job's newest one: the window before the cursor changed) and when the
+cursor is re-read from the store (a fleet takeover); the next replay rebuilds it from the window.
 """
 
 from __future__ import annotations
@@ -19,7 +25,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.daemon.tick import JobKey, job_target
 from monitor.model import Sample, SampleKind, ensure_utc
-from monitor.store import get_cursor, load_recent_samples, load_samples, load_samples_after, max_sample_id
+from monitor.store import (
+    get_cursor,
+    get_cursors,
+    load_recent_samples,
+    load_samples,
+    load_samples_after,
+    max_sample_id,
+)
+from rules.replay import ReplayState
 
 __all__ = ["EVAL_CURSOR", "JobHistories"]
 
@@ -60,6 +74,7 @@ class JobHistories:
         self._first_seen: dict[JobKey, tuple[datetime, datetime]] = {}
         self._pending: set[JobKey] = set()
         self._unseen: set[JobKey] = set()
+        self._replays: dict[JobKey, ReplayState] = {}
 
     @property
     def lookback(self) -> timedelta:
@@ -75,8 +90,9 @@ class JobHistories:
         if self._history is None:
             top = max_sample_id(session)  # read first: rows stored meanwhile are picked up next time
             self._history = load_recent_samples(session, self._lookback, upto_id=top)
+            stored = get_cursors(session, EVAL_CURSOR)  # every job's cursor in one query
             for key, samples in self._history.items():
-                cursor = get_cursor(session, EVAL_CURSOR, job_target(key))
+                cursor = stored.get(job_target(key))
                 at = _parse_time(cursor.get("evaluated_at")) if cursor else None
                 last = None
                 if at is not None and cursor is not None:
@@ -96,8 +112,14 @@ class JobHistories:
             new, top = load_samples_after(session, self._history_id)
             for key, samples in new.items():
                 history = self._history.setdefault(key, [])
-                history.extend(samples)
-                history.sort(key=_order)  # nearly sorted: cheap
+                samples.sort(key=_order)
+                if history and _order(samples[0]) < _order(history[-1]):
+                    # out of order: the samples before the job's cursor changed, so its kept replay too
+                    history.extend(samples)
+                    history.sort(key=_order)  # nearly sorted: cheap
+                    self._replays.pop(key, None)
+                else:
+                    history.extend(samples)  # what the stable sort would give, without touching the rest
                 touched.append(key)
             self._history_id = top
         self._pending.update(touched)
@@ -140,6 +162,18 @@ class JobHistories:
         """The jobs with samples not evaluated yet, by engine and job id."""
         return sorted(self._pending, key=lambda k: (k[0].value, k[1]))
 
+    def replay_state(self, key: JobKey) -> ReplayState:
+        """Job ``key``'s replay state kept across ticks (a new, empty one the first time): give it to
+        :func:`rules.replay.replay` with the job's samples and cursor."""
+        state = self._replays.get(key)
+        if state is None:
+            state = self._replays[key] = ReplayState()
+        return state
+
+    def drop_replay(self, key: JobKey) -> None:
+        """Forget job ``key``'s replay state (it is rebuilt from the window when needed again)."""
+        self._replays.pop(key, None)
+
     def evaluated(self, key: JobKey) -> tuple[datetime, int] | None:
         """The job's evaluation cursor: the last instant replayed, as ``(at, at_count)``."""
         return self._evaluated.get(key)
@@ -149,6 +183,7 @@ class JobHistories:
         evaluated it meanwhile (a target taken over in a fleet), so the in-memory cursor is stale."""
         cursor = get_cursor(session, EVAL_CURSOR, job_target(key))
         at = _parse_time(cursor.get("evaluated_at")) if cursor else None
+        self._replays.pop(key, None)
         if at is None or cursor is None:
             self._evaluated.pop(key, None)
         else:

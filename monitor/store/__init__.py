@@ -20,6 +20,7 @@ from monitor.store.database import (
     default_db_url,
     make_engine,
     make_session_factory,
+    read_session,
     redact_url,
 )
 from monitor.store.episode_repo import EpisodeCounts, load_episodes, record_episodes
@@ -70,6 +71,7 @@ __all__ = [
     "max_sample_id",
     "open_store",
     "purge_before",
+    "read_session",
     "record_episodes",
     "redact_url",
     "save_poll",

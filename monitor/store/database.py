@@ -56,6 +56,7 @@ __all__ = [
     "make_engine",
     "make_session_factory",
     "parse_url",
+    "read_session",
     "redact_url",
 ]
 
@@ -348,8 +349,7 @@ def check_store(sessions: sessionmaker[Session]) -> tuple[bool, dict[str, str]]:
         if path is not None and not path.is_file():
             reason = f"no database at {path}"
         else:
-            read_only = bind.execution_options(**{READ_ONLY: True}) if isinstance(bind, Engine) else bind
-            with sessions(bind=read_only) as session:  # not queued behind a writer: a busy store is up
+            with read_session(sessions) as session:  # not queued behind a writer: a busy store is up
                 session.execute(text("SELECT 1"))
     except Exception as exc:
         detail = _reason(exc, url) if url is not None else redaction.redact(str(exc).strip().splitlines()[0])
@@ -357,6 +357,18 @@ def check_store(sessions: sessionmaker[Session]) -> tuple[bool, dict[str, str]]:
     if reason is None:
         return True, {"store": "ok"}
     return False, {"store": "unreachable", "store_error": redaction.redact(reason)}
+
+
+def read_session(sessions: sessionmaker[Session]) -> Session:
+    """A session of ``sessions`` for reading only (:data:`READ_ONLY`): on SQLite its transaction begins
+    deferred, so it never waits for another connection's write lock and holds none (WAL readers see the
+    last committed state); elsewhere an ordinary session. Use as ``with read_session(sessions) as s:``;
+    it must not write (on SQLite a write would fail with "database is locked" when another writer holds
+    the lock)."""
+    bind = sessions.kw.get("bind")
+    if isinstance(bind, Engine):
+        return sessions(bind=bind.execution_options(**{READ_ONLY: True}))
+    return sessions()
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -146,57 +146,83 @@ class _Jobs:
         self._session = session
         self._jobs: dict[tuple[str, str], JobRow] = {}
         self._runs: dict[tuple[int, str], RunRow] = {}
-        # looked up by prefetch and not stored: inserted without another SELECT
-        self._absent_jobs: set[tuple[str, str]] = set()
-        self._absent_runs: set[tuple[int, str]] = set()
 
-    def prefetch(self, jobs: Iterable[JobRef]) -> None:
-        """Load the stored rows of ``jobs`` and of their runs with a few ``IN`` queries (per engine, per
-        :data:`CHUNK` ids), so that a poll of many jobs costs a few statements, not two per job."""
-        wanted: dict[str, set[str]] = {}
-        runs_of: dict[tuple[str, str], set[str]] = {}
-        for job in jobs:
+    def prefetch(self, jobs: Iterable[tuple[JobRef, datetime]]) -> None:
+        """Load the stored rows of ``jobs`` (each with the time it was observed at) and of their runs with a
+        few ``IN`` queries (per engine, per :data:`CHUNK` ids), and insert the jobs and runs not stored yet
+        with multi-row inserts (:func:`insert_ignoring`: one stored meanwhile by another writer is kept), read
+        back with the same ``IN`` queries, so that a poll of many jobs, new or not, costs a few statements,
+        not two or four per job.
+
+        A new job takes the name and app id of its first ``JobRef`` (:meth:`job_pk` then keeps the latest
+        non-null ones); a new run's ``first_seen``/``last_seen`` its first time (:meth:`run_pk` widens them).
+        """
+        first: dict[tuple[str, str], JobRef] = {}
+        runs_of: dict[tuple[str, str], dict[str, datetime]] = {}
+        for job, observed_at in jobs:
             key = (job.engine.value, job.job_id)
-            wanted.setdefault(key[0], set()).add(key[1])
+            first.setdefault(key, job)
             if job.run_id is not None:
-                runs_of.setdefault(key, set()).add(job.run_id)
+                runs_of.setdefault(key, {}).setdefault(job.run_id, observed_at)
+        self._load_jobs(first)
+        new_jobs = [
+            {"engine": key[0], "job_id": key[1], "name": job.name, "app_id": job.app_id}
+            for key, job in first.items()
+            if key not in self._jobs
+        ]
+        if new_jobs:
+            insert_ignoring(self._session, JobRow, new_jobs, ["engine", "job_id"])
+            self._load_jobs(first)
+        pairs = {
+            (self._jobs[key].id, run_id): observed_at
+            for key, run_ids in runs_of.items()
+            for run_id, observed_at in run_ids.items()
+            if (self._jobs[key].id, run_id) not in self._runs
+        }
+        self._load_runs(pairs)
+        new_runs = [
+            {"job_pk": pk, "run_id": run_id, "first_seen": observed_at, "last_seen": observed_at}
+            for (pk, run_id), observed_at in pairs.items()
+            if (pk, run_id) not in self._runs
+        ]
+        if new_runs:
+            insert_ignoring(self._session, RunRow, new_runs, ["job_pk", "run_id"])
+            self._load_runs(pairs)
+
+    def _load_jobs(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Load the stored rows of the jobs ``(engine, job id)`` not loaded yet (``IN`` queries)."""
+        wanted: dict[str, set[str]] = {}
+        for engine, job_id in keys:
+            if (engine, job_id) not in self._jobs:
+                wanted.setdefault(engine, set()).add(job_id)
         for engine, ids in wanted.items():
-            missing = sorted(i for i in ids if (engine, i) not in self._jobs)
-            for chunk in chunks(missing):
+            for chunk in chunks(sorted(ids)):
                 for row in self._session.scalars(
                     select(JobRow).where(JobRow.engine == engine, JobRow.job_id.in_(chunk))
                 ):
                     self._jobs[(engine, row.job_id)] = row
-            self._absent_jobs.update((engine, i) for i in missing if (engine, i) not in self._jobs)
-        pairs = {
-            (self._jobs[key].id, run_id)
-            for key, run_ids in runs_of.items()
-            if key in self._jobs
-            for run_id in run_ids
-            if (self._jobs[key].id, run_id) not in self._runs
-        }
-        if not pairs:
+
+    def _load_runs(self, pairs: Iterable[tuple[int, str]]) -> None:
+        """Load the stored rows of the runs ``(job pk, run id)`` not loaded yet (``IN`` queries)."""
+        missing = [pair for pair in pairs if pair not in self._runs]
+        if not missing:
             return
-        job_pks = sorted({pk for pk, _ in pairs})
-        run_ids = sorted({run_id for _, run_id in pairs})
+        job_pks = sorted({pk for pk, _ in missing})
+        run_ids = sorted({run_id for _, run_id in missing})
         for pk_chunk in chunks(job_pks):
             for run_chunk in chunks(run_ids):
                 for run in self._session.scalars(
                     select(RunRow).where(RunRow.job_pk.in_(pk_chunk), RunRow.run_id.in_(run_chunk))
                 ):
                     self._runs.setdefault((run.job_pk, run.run_id), run)
-        self._absent_runs.update(pair for pair in pairs if pair not in self._runs)
 
     def job_pk(self, job: JobRef) -> int:
         key = (job.engine.value, job.job_id)
         row = self._jobs.get(key)
         if row is None:
-            if key in self._absent_jobs:
-                row = None
-            else:
-                row = self._session.scalars(
-                    select(JobRow).where(JobRow.engine == key[0], JobRow.job_id == key[1])
-                ).one_or_none()
+            row = self._session.scalars(
+                select(JobRow).where(JobRow.engine == key[0], JobRow.job_id == key[1])
+            ).one_or_none()
             if row is None:
                 row = JobRow(engine=key[0], job_id=key[1], name=job.name, app_id=job.app_id)
                 self._session.add(row)
@@ -215,12 +241,9 @@ class _Jobs:
         key = (job_pk, job.run_id)
         row = self._runs.get(key)
         if row is None:
-            if key in self._absent_runs:
-                row = None
-            else:
-                row = self._session.scalars(
-                    select(RunRow).where(RunRow.job_pk == job_pk, RunRow.run_id == job.run_id)
-                ).one_or_none()
+            row = self._session.scalars(
+                select(RunRow).where(RunRow.job_pk == job_pk, RunRow.run_id == job.run_id)
+            ).one_or_none()
             if row is None:
                 row = RunRow(job_pk=job_pk, run_id=job.run_id, first_seen=observed_at, last_seen=observed_at)
                 self._session.add(row)
@@ -324,7 +347,7 @@ def _save(
     replace: bool,
 ) -> SaveCounts:
     jobs = _Jobs(session)
-    jobs.prefetch([*(sample.job for sample in poll.samples), *(job for job, _, _, _ in raw)])
+    jobs.prefetch([*((s.job, s.observed_at) for s in poll.samples), *((job, at) for job, at, _, _ in raw)])
 
     sample_rows: dict[str, dict[str, Any]] = {}
     for sample in poll.samples:
@@ -564,7 +587,7 @@ def load_samples(
     if engine is not None:
         stmt = stmt.where(JobRow.engine == engine.value)
     stmt = stmt.where(*_time_conditions(SampleRow.observed_at, since, until))
-    interned: dict[tuple[Any, ...], Any] = {}
+    interned: dict[Any, Any] = {}
     return [
         _to_sample(row, row.job_engine, row.job_job_id, row.run_run_id, interned)
         for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS))
@@ -607,7 +630,7 @@ def load_recent_samples(
     if engine is not None:
         newest_q = newest_q.join(JobRow, SampleRow.job_pk == JobRow.id).where(JobRow.engine == engine.value)
     out: dict[tuple[Engine, str], list[Sample]] = {}
-    interned: dict[tuple[Any, ...], Any] = {}
+    interned: dict[Any, Any] = {}
     for job_pk, job_newest in session.execute(newest_q.order_by(SampleRow.job_pk)).all():
         stmt = (
             _sample_select()
@@ -631,7 +654,7 @@ def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engi
     stmt = _sample_select().where(SampleRow.id > after_id).order_by(SampleRow.id)
     out: dict[tuple[Engine, str], list[Sample]] = {}
     top = after_id
-    interned: dict[tuple[Any, ...], Any] = {}
+    interned: dict[Any, Any] = {}
     for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
         top = max(top, row.id)
         eng, jid = row.job_engine, row.job_job_id
@@ -641,6 +664,8 @@ def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engi
     return out, top
 
 
+_TIMES: Final = ("watermark", "event_time_min", "event_time_max", "event_time_avg")
+"""The datetime measures of :data:`_MEASURES` (shared between equal values by a load: :func:`_to_sample`)."""
 _LOAD_BATCH_ROWS = 2000  # rows fetched at a time when loading histories (bounded buffering)
 
 
@@ -662,11 +687,11 @@ def _sample_select() -> Select[Any]:
 
 
 def _to_sample(
-    row: Row[Any], engine: str, job_id: str, run_id: str | None, interned: dict[tuple[Any, ...], Any] | None = None
+    row: Row[Any], engine: str, job_id: str, run_id: str | None, interned: dict[Any, Any] | None = None
 ) -> Sample:
     """A row of :func:`_sample_select` as a :class:`Sample`. With ``interned``, equal :class:`JobRef` /
-    :class:`Scope` values are shared between the samples of one load (a daemon holds tens of thousands of
-    them)."""
+    :class:`Scope` values, times and collector names are shared between the samples of one load (a daemon
+    holds millions of them: about 460 bytes each before times and names were shared)."""
     m = row._mapping  # read by key (C-level), not by attribute
     job_key = ("job", engine, job_id, run_id, m["job_name"], m["app_id"])
     scope_key = ("scope", m["scope_source"], m["scope_partition"], m["scope_subtask"], m["scope_operator"])
@@ -686,11 +711,21 @@ def _to_sample(
         if interned is not None:
             interned[scope_key] = scope
     measures = {name: m[name] for name in _MEASURES}
+    observed_at = m["observed_at"]
+    collector = m["collector"]
+    if interned is not None:
+        # the samples of one batch share its time, a stalled watermark repeats: one object each
+        observed_at = interned.setdefault(observed_at, observed_at)
+        for name in _TIMES:
+            value = measures[name]
+            if value is not None:
+                measures[name] = interned.setdefault(value, value)
+        collector = interned.setdefault(collector, collector)
     return Sample(
         job=job,
-        observed_at=m["observed_at"],
+        observed_at=observed_at,
         kind=SampleKind(m["kind"]),
-        collector=m["collector"],
+        collector=collector,
         scope=scope,
         extra=dict(m["extra"]),
         **measures,

@@ -113,3 +113,46 @@ def test_a_piece_the_store_refuses_among_many_is_quarantined_alone(
         assert len(get_cursors(session, COLLECTOR_NAME)) == 3  # every file's cursor moved past what it read
     target.source = real
     assert stage.poll(target, T0 + timedelta(seconds=1)).samples == ()
+
+
+def test_first_sight_of_many_jobs_and_runs_inserts_them_in_a_few_statements(store: Store) -> None:
+    """A catch-up poll that sees 60 new jobs (two runs each) inserts the jobs and the runs in one multi-row
+    statement each, not one INSERT per job and run (181 INSERTs before); names, app ids and the runs'
+    first/last seen are what one INSERT per row stored (a job's latest non-null name, a run's time span)."""
+    from monitor.model import Sample, SampleKind
+    from monitor.store import save_poll
+    from monitor.store.tables import RunRow
+
+    samples = []
+    for j in range(60):
+        for r, minute in ((1, 0), (1, 5), (2, 10), (2, 20)):
+            job = JobRef(Engine.SPARK, f"q-{j:02d}", run_id=f"r{r}", name=None if minute == 0 else f"name-{minute}",
+                         app_id="app-1" if minute == 5 else None)  # fmt: skip
+            samples.append(Sample(job, T0 + timedelta(minutes=minute), SampleKind.PROGRESS, "spark-eventlog",
+                                  batch_id=minute, num_input_rows=1))  # fmt: skip
+    statements: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        with store.sessions.begin() as session:
+            counts = save_poll(session, PollResult(tuple(samples)))
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    assert counts.samples_inserted == 240
+    inserts = [s for s in statements if s.lstrip().upper().startswith("INSERT")]
+    assert len(inserts) <= 6, inserts  # jobs, runs, samples (a chunk or two each)
+    assert len(statements) < 20, statements
+    with store.sessions() as session:
+        jobs = {row.job_id: (row.name, row.app_id) for row in session.scalars(select(JobRow))}
+        runs = {
+            (job_id, run.run_id): (run.first_seen.replace(tzinfo=UTC), run.last_seen.replace(tzinfo=UTC))
+            for job_id, run in session.execute(select(JobRow.job_id, RunRow).join(RunRow, RunRow.job_pk == JobRow.id))
+        }  # fmt: skip
+    assert jobs == {f"q-{j:02d}": ("name-20", "app-1") for j in range(60)}
+    assert runs == {
+        **{(f"q-{j:02d}", "r1"): (T0, T0 + timedelta(minutes=5)) for j in range(60)},
+        **{(f"q-{j:02d}", "r2"): (T0 + timedelta(minutes=10), T0 + timedelta(minutes=20)) for j in range(60)},
+    }
