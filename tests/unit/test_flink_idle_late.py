@@ -25,18 +25,23 @@ REAL = Path(__file__).resolve().parents[1] / "fixtures" / "flink" / "real-2.3.0"
 SOURCE = "Source: seq -> stamp -> drop-on-subtask1 -> Timestamps/Watermarks"
 
 
-def _check(folder: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def _run(folder: str, fmt: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """``check flink --format fmt`` over the recording, replayed request by request: its output."""
     polls, exchanges = load_exchanges(REAL / folder)
     code = run_check_flink(
         "http://jm:8081",
-        fmt="json",
+        fmt=fmt,
         interval=timedelta(seconds=11),
         clock=replay_clock(polls),
         transport=replay_transport(exchanges),
         sleep=lambda _s: None,
     )
     assert code == 0
-    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return capsys.readouterr().out
+
+
+def _check(folder: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(_run(folder, "json", capsys))
     return report
 
 
@@ -189,14 +194,5 @@ def test_who_holds_the_minimum_leaves_out_an_idle_excluded_subtask(capsys: pytes
     held = holding_input(skew.series, t1, Engine.FLINK)
     assert held is not None and held.subtask == 1 and held.source == "Source: s"
     # the recorded withIdleness job: the text report no longer says subtask 1 holds the minimum
-    polls, exchanges = load_exchanges(REAL / "idle_late")
-    run_check_flink(
-        "http://jm:8081",
-        fmt="text",
-        interval=timedelta(seconds=11),
-        clock=replay_clock(polls),
-        transport=replay_transport(exchanges),
-        sleep=lambda _s: None,
-    )
-    text = capsys.readouterr().out
+    text = _run("idle_late", "text", capsys)
     assert "holds the minimum watermark" not in text and "subtask 1 emits no watermark" in text
