@@ -167,8 +167,9 @@ _WHY = {
     StallCause.NEVER_SEEN_INPUT: "the watermark is still its initial 1970 value: under the minimum over inputs an "
     "input that has never produced data keeps its own watermark at 0 and pins the global one there, so no window "
     "is ever emitted and state rows climb.",
-    StallCause.DELAY_EXCEEDS_SPAN: "the rows' event times do not reach past watermark + delay: the delay is larger "
-    "than the span of event times arriving (or the data is a replay of old times).",
+    StallCause.DELAY_EXCEEDS_SPAN: "the rows' event times do not reach past watermark + delay: the event times "
+    "arriving stopped advancing (a producer writing a frozen or old timestamp, a replay of old times), or the delay "
+    "is larger than their span.",
     StallCause.UNKNOWN: "no input is seen holding it and the history shows no mis-dated row.",
 }
 
@@ -238,6 +239,8 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         )
     else:
         why = _WHY[diagnosis.cause]
+        if not culprit:
+            why = why[:1].upper() + why[1:]  # a sentence of its own after the period
         advice = f"{culprit} {why} {remedy(history.engine, _REMEDY_CAUSE[diagnosis.cause])}"
     message = (
         f"{what} for {at_least}{format_duration(flat)} (since {format_instant_short(first.observed_at)}) while {rows} rows arrived in "

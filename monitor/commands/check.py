@@ -176,9 +176,11 @@ def register(app: typer.Typer) -> None:
             DEFAULT_MAX_BYTES, "--max-bytes", help="With --locate-event-time: read at most this many bytes of records."
         ),
     ) -> None:
-        """Check consumer-group lag on a Kafka cluster: per group, topic and partition the committed, log-start and log-end offsets, the lag in records and seconds and Burrow's status (OK, WARN, STALL, STOP, REWIND).
+        """Check consumer-group lag on a Kafka cluster: per group, topic and partition the committed, log-start and log-end offsets, the lag in records and seconds and Burrow's status (OK, WARN, STALL, STOP, REWIND; NEVER_COMMITTED for a partition a live member owns but the group never committed, with the records waiting under both auto.offset.reset readings unless --auto-offset-reset says which; UNKNOWN when one poll cannot tell).
 
-        --format json prints {"groups": [{"group", "state", "status", "lag", "partitions": [{"topic", "partition", "committed", "log_start", "log_end", "lag", "lag_seconds", ...}]}], "findings": [...]}.
+        --format json prints {"groups": [{"group", "state", "members", "status", "lag", "notes", "partitions": [{"topic", "partition", "committed", "log_start", "log_end", "lag", "lag_seconds", "uncommitted", ...}], ...}], "findings": [...], "polls": N, "errors": [...]} (the README's Kafka section lists every field).
+
+        A one-shot check polls at most twice (--interval): rules that need more polls (rebalance_churn) are for the daemon.
 
         A check that cannot run (the cluster unreachable within --timeout, the kafka extra not installed, a bad option) prints {"error": "..."} under --format json.
 

@@ -189,7 +189,8 @@ def _never_committed(params: LagParams, history: JobHistory, scope: Scope, sampl
         count, start = latest, since  # the records that wait under both readings
         readings = (
             f"if the group's auto.offset.reset is earliest, {if_earliest}; if latest, {if_latest} "
-            "(tidegauge cannot see the setting: give auto_offset_reset on the Kafka target for one reading)"
+            "(tidegauge cannot see the setting: give it as auto_offset_reset on the Kafka target, or as "
+            "--auto-offset-reset to check kafka, for one reading)"
         )
     waited = max(timedelta(0), now - start)
     warn = count > 0 and waited > params.never_committed_after
