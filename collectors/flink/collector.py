@@ -230,7 +230,7 @@ class FlinkRestCollector(PollsOnce):
                     cached = state.urls[path] = httpx.URL(self.base_url + path)
                 url = cached
             else:
-                httpx.URL(url)  # the same check as the request's own
+                url = httpx.URL(url)  # built once: the request's own check, and the URL it sends
         except httpx.InvalidURL as exc:  # a metric id with a control character, from the endpoint's own answer
             raise _Failed(
                 f"cannot request {path[:200]!r}: {exc} (an id in the endpoint's earlier answer is not URL-safe)",
