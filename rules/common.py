@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
+from typing import Any
 
 from monitor.model import Engine, Sample, Scope
 
@@ -16,9 +17,12 @@ __all__ = [
     "WatermarkMoves",
     "flink_scope_name",
     "holding_input",
+    "holding_split",
     "is_epoch",
+    "paused_by_alignment",
     "scope_name",
     "since_index",
+    "split_name",
     "tail_since",
     "watermark_moves",
 ]
@@ -91,6 +95,55 @@ def flink_scope_name(job: str, sample: Sample) -> str:
     if sample.scope.subtask is not None:
         text += f" subtask {sample.scope.subtask}"
     return text
+
+
+#: A split counts as paused by watermark alignment / marked idle when it spent at least this many ms of the
+#: last second so (``pausedTimeMsPerSecond`` / ``idleTimeMsPerSecond``, FLIP-513).
+SPLIT_STATE_MS_PER_S = 500.0
+
+
+def split_name(split: dict[str, Any]) -> str:
+    """How a message names a source split of ``Sample.extra["splits"]``
+    (:func:`collectors.flink.samples.split_extra`): ``Kafka partition 3 of topic `orders` (split
+    `orders-3`)``, or ``split `<id>``` for another connector's split."""
+    if split.get("topic") is not None and split.get("partition") is not None:
+        return f"Kafka partition {split['partition']} of topic `{split['topic']}` (split `{split['split']}`)"
+    return f"split `{split.get('split')}`"
+
+
+def holding_split(sample: Sample) -> dict[str, Any] | None:
+    """The split holding a Flink source subtask's watermark, from the sample's split-level watermarks
+    (Flink 2.1+, FLIP-513; ``extra["splits"]``), or ``None`` (no split metrics: Flink before 2.1).
+
+    ``SourceOperator`` combines its splits' watermarks as ``WatermarkOutputMultiplexer`` does: the minimum
+    over the splits not marked idle (``idleTimeMsPerSecond`` at least :data:`SPLIT_STATE_MS_PER_S`); a
+    split without a watermark yet (``Long.MIN_VALUE``) holds it at none. A split paused by watermark
+    alignment still takes part (it is ahead: it never holds the minimum of its own group). The one
+    definition the rules, the job facts and ``rules.splits`` use to name the partition.
+    """
+    splits = sample.extra.get("splits")
+    if not isinstance(splits, list) or not splits:
+        return None
+    active = [s for s in splits if isinstance(s, dict) and (s.get("idle_ms_per_s") or 0.0) < SPLIT_STATE_MS_PER_S]
+    if not active:
+        return None
+    unset = [s for s in active if s.get("watermark_ms") is None]
+    if unset:
+        return unset[0]
+    return min(active, key=lambda s: (s["watermark_ms"], str(s.get("split"))))
+
+
+def paused_by_alignment(sample: Sample) -> bool:
+    """Whether every split of a Flink source subtask that is not marked idle was paused by watermark
+    alignment for most of the last second (``pausedTimeMsPerSecond`` at least :data:`SPLIT_STATE_MS_PER_S`,
+    Flink 2.1+): the subtask reads nothing because its splits ran ahead of the alignment group's slowest
+    split (``SourceOperator`` / ``SourceReader.pauseOrResumeSplits``, FLIP-182/217), not because it has no
+    data; ``idle_source`` leaves it to ``split_watermark``. ``False`` without split metrics."""
+    splits = sample.extra.get("splits")
+    if not isinstance(splits, list) or not splits:
+        return False
+    live = [s for s in splits if isinstance(s, dict) and (s.get("idle_ms_per_s") or 0.0) < SPLIT_STATE_MS_PER_S]
+    return bool(live) and all((s.get("paused_ms_per_s") or 0.0) >= SPLIT_STATE_MS_PER_S for s in live)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,11 @@ subtasks of the same vertex, and findings name the job, the vertex and the subta
   parallelism above the partition count, the known Flink behaviour of ``SourceOperator`` with no splits)
   or a finished bounded source; it no longer holds the minimum, which hides idle partitions elsewhere.
 
+* a source subtask whose splits are all paused by watermark alignment (Flink 2.1+ split metrics,
+  ``pausedTimeMsPerSecond``; :func:`rules.common.paused_by_alignment`) reads nothing because it ran ahead of
+  the alignment group's slowest split, not for lack of data: it is never reported as idle here (rule
+  ``split_watermark``, :mod:`rules.splits`, reports the alignment and the partition that trails).
+
 Unknown is not zero: a sample without ``num_input_rows``/``idle_ms`` (e.g. Flink's aggregated metrics
 endpoint answering ``[]``) never makes a source idle.
 """
@@ -60,7 +65,7 @@ from datetime import datetime, timedelta
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
 from monitor.timefmt import format_duration, format_instant_short
-from rules.common import flink_scope_name, scope_name, tail_since, watermark_moves
+from rules.common import flink_scope_name, paused_by_alignment, scope_name, tail_since, watermark_moves
 from rules.history import JobHistory
 from rules.params import RuleParams
 from rules.remedies import Cause, remedy
@@ -248,6 +253,8 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
             if unseen is not None:
                 out.append(unseen)
                 continue
+            if paused_by_alignment(newest):
+                continue  # paused by watermark alignment, not idle: rule split_watermark says so
             idle = _idle(samples, idle_for)
             if idle is None:
                 continue

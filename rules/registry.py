@@ -13,6 +13,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       future_timestamp: {skew: 1h, jump_factor: 50, min_jump: 1h, jump_window: 15m}
       event_time_units: {}
       idle_source: {for: 5m}
+      split_watermark: {skew: 5m}
       state_growth: {window: 30m, metric: rows, limit_rows: 10000000, critical_within: 1h}
       late_drop_surge: {window: 10m, max_share: 0.01, min_dropped: 1}
       late_rows_dropped: {min_dropped: 1}
@@ -64,6 +65,7 @@ from rules import (
     progress,
     running,
     slo,
+    splits,
     stall,
     state_growth,
 )
@@ -120,6 +122,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(future.RULE, future.FutureParams, future.evaluate_future),
         RuleSpec(future.UNITS_RULE, future.UnitsParams, future.evaluate_units),
         RuleSpec(idle.RULE, idle.IdleParams, idle.evaluate_idle, consumes_for=True),
+        RuleSpec(splits.RULE, splits.SplitParams, splits.evaluate_splits),
         RuleSpec(state_growth.RULE, state_growth.StateGrowthParams, state_growth.evaluate_state_growth),
         RuleSpec(late.SURGE_RULE, late.LateSurgeParams, late.evaluate_late_surge),
         RuleSpec(late.RULE, late.LateTotalParams, late.evaluate_late_total),

@@ -91,6 +91,11 @@ class Cause(enum.StrEnum):
     """A batch started and has not finished for much longer than the query's batches take."""
     CHECKPOINT_FAILURES = "checkpoint_failures"
     """Checkpoints fail while the job runs."""
+    SPLIT_BEHIND = "split_behind"
+    """One source split (a Kafka partition) reads records whose event times trail its siblings': it holds the
+    minimum watermark though it is not idle."""
+    ALIGNMENT_PAUSED = "alignment_paused"
+    """Watermark alignment pauses splits that ran ahead of the group's slowest split."""
 
 
 _S, _F, _K = Engine.SPARK, Engine.FLINK, Engine.KAFKA
@@ -248,6 +253,20 @@ REMEDIES: Mapping[Cause, Mapping[Engine, str]] = {
     Cause.CHECKPOINT_FAILURES: {
         _F: "Look for back-pressure delaying the barriers (consider unaligned checkpoints), a checkpoint timeout "
         "(execution.checkpointing.timeout) shorter than the checkpoint duration, or failing checkpoint storage.",
+    },
+    Cause.SPLIT_BEHIND: {
+        _F: "withIdleness does not help: the partition is read, its event times themselves trail. Find why that "
+        "partition's records are older (a producer writing old timestamps, a backlog replayed into it, a hot "
+        "key skewing it) and fix it there; if the skew is expected, bound how far the other partitions run ahead "
+        "with WatermarkStrategy.withWatermarkAlignment(group, maxAllowedWatermarkDrift), or raise "
+        "forBoundedOutOfOrderness only if its records are dropped as late.",
+    },
+    Cause.ALIGNMENT_PAUSED: {
+        _F: "This is watermark alignment doing its job, not idleness: fix the partition that trails (why its "
+        "event times are {lag} behind: a slow producer, a backlog, a skewed key), or, if that skew is expected, "
+        "raise maxAllowedWatermarkDrift of withWatermarkAlignment(group, maxAllowedWatermarkDrift, "
+        "updateInterval) above it (the paused partitions then run further ahead and their window state grows "
+        "by as much).",
     },
 }
 

@@ -29,7 +29,15 @@ from pydantic import Field
 from monitor.model import Engine, Finding, Sample, Scope, Severity
 from monitor.timefmt import format_duration, format_instant_short
 from rules.batches import inferred_delay
-from rules.common import holding_input, is_epoch, scope_name, watermark_moves
+from rules.common import (
+    SPLIT_STATE_MS_PER_S,
+    holding_input,
+    holding_split,
+    is_epoch,
+    scope_name,
+    split_name,
+    watermark_moves,
+)
 from rules.history import JobHistory
 from rules.jumps import Jump, find_jump
 from rules.params import Duration, RuleParams
@@ -177,6 +185,21 @@ _WHY = {
 _JUMP_EXPLAINS = frozenset({StallCause.DELAY_EXCEEDS_SPAN, StallCause.UNKNOWN, StallCause.INPUT_HOLDS_MIN})
 
 
+def _culprit_split(history: JobHistory, culprit: Scope | None) -> dict[str, object] | None:
+    """The split (Kafka partition) holding a Flink source subtask's watermark when ``culprit`` is one and its
+    newest sample has split-level watermarks (Flink 2.1+, :func:`rules.common.holding_split`)."""
+    if culprit is None or history.engine is not Engine.FLINK:
+        return None
+    samples = history.series.get(culprit)
+    return holding_split(samples[-1]) if samples else None
+
+
+def _read(split: dict[str, object]) -> bool:
+    """Whether a split was read for most of the last second (``activeTimeMsPerSecond``)."""
+    active = split.get("active_ms_per_s")
+    return isinstance(active, (int, float)) and active >= SPLIT_STATE_MS_PER_S
+
+
 def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> list[Finding]:
     """The current ``watermark_stall`` finding of one job (at most one, job scope), judged at its newest
     batch/poll: the watermark has had the same value (or none at all, on engines where ``None`` means
@@ -224,7 +247,9 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         what = "the watermark stayed at Spark's initial 1970-01-01 (none computed)"
     else:
         what = f"the watermark stayed at {format_instant_short(wm)}" if wm is not None else "there was no watermark"
-    culprit = f" {scope_name(diagnosis.culprit)} holds it:" if diagnosis.culprit is not None else ""
+    split = _culprit_split(history, diagnosis.culprit)
+    where = "" if split is None else f", {split_name(split)},"
+    culprit = f" {scope_name(diagnosis.culprit)}{where} holds it:" if diagnosis.culprit is not None else ""
     if diagnosis.culprit is not None and diagnosis.cause is StallCause.NEVER_SEEN_INPUT:
         culprit = f" {scope_name(diagnosis.culprit)} has produced no rows (numInputRows 0 in every batch):"
     at_least = "at least " if start == 0 else ""  # the stretch reaches back to the oldest batch read
@@ -241,7 +266,10 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         why = _WHY[diagnosis.cause]
         if not culprit:
             why = why[:1].upper() + why[1:]  # a sentence of its own after the period
-        advice = f"{culprit} {why} {remedy(history.engine, _REMEDY_CAUSE[diagnosis.cause])}"
+        cause = _REMEDY_CAUSE[diagnosis.cause]
+        if split is not None and cause is Cause.HOLDING_INPUT and _read(split):
+            cause = Cause.SPLIT_BEHIND  # the partition is read: idleness would not release it
+        advice = f"{culprit} {why} {remedy(history.engine, cause)}"
     message = (
         f"{what} for {at_least}{format_duration(flat)} (since {format_instant_short(first.observed_at)}) while {rows} rows arrived in "
         f"{len(data)} batches{newest_text}.{advice}"
@@ -255,6 +283,8 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
     }
     if diagnosis.culprit is not None:
         details["culprit"] = diagnosis.culprit.labels()
+    if split is not None:
+        details["culprit_split"] = split
     if diagnosis.delay is not None:
         details["delay_seconds"] = diagnosis.delay.total_seconds()
     if jump is not None:

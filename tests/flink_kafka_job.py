@@ -10,13 +10,14 @@ from pathlib import Path
 from tests.flink_cluster import FlinkCluster, compile_job
 from tests.maven_jars import MavenUnavailable, cache_root, copy_dependencies
 
-__all__ = ["CONNECTOR_VERSION", "KAFKA_JOB_CLASS", "connector_jar", "submit_kafka_job"]
+__all__ = ["CONNECTOR_VERSION", "KAFKA_JOB_CLASS", "SPLITS_JOB_CLASS", "connector_jar", "submit_kafka_job"]
 
 CONNECTOR_VERSION = "5.0.0-2.2"
 KAFKA_JOB_CLASS = "tidegauge.KafkaCulpritJob"
+#: ``tests/flink_job/tidegauge/KafkaSplitsJob.java``: four partitions on two source subtasks (tests/flink_split_record.py)
+SPLITS_JOB_CLASS = "tidegauge.KafkaSplitsJob"
 _HERE = Path(__file__).resolve().parent
 _POM = _HERE / "flink_kafka" / "pom.xml"
-_SOURCE = _HERE / "flink_job" / "tidegauge" / "KafkaCulpritJob.java"
 
 
 def connector_jar() -> Path:
@@ -30,8 +31,11 @@ def connector_jar() -> Path:
     return copy_dependencies(_POM, lib, name, {"connector.version": CONNECTOR_VERSION}) / name
 
 
-def submit_kafka_job(cluster: FlinkCluster, work: Path, bootstrap: str, topic: str) -> str:
-    """Compile the Kafka job with the connector bundled, upload and run it on ``cluster``; its job id.
+def submit_kafka_job(
+    cluster: FlinkCluster, work: Path, bootstrap: str, topic: str, *args: str, main_class: str = KAFKA_JOB_CLASS
+) -> str:
+    """Compile the Kafka job ``main_class`` (``tests/flink_job/tidegauge/<class>.java``) with the connector
+    bundled, upload and run it on ``cluster`` with ``bootstrap topic *args``; its job id.
 
     Maven or the connector missing: :func:`tests.dependencies.missing` (a skip, a failure under ``make test``).
     """
@@ -41,5 +45,6 @@ def submit_kafka_job(cluster: FlinkCluster, work: Path, bootstrap: str, topic: s
         connector = connector_jar()
     except MavenUnavailable as exc:
         missing(f"Flink's Kafka connector {CONNECTOR_VERSION} (Maven Central)", str(exc))
-    jar = compile_job(cluster.home, [_SOURCE], work, bundled=[connector])
-    return cluster.run_jar(cluster.upload_jar(jar), KAFKA_JOB_CLASS, bootstrap, topic)
+    source = _HERE / "flink_job" / Path(*main_class.split(".")).with_suffix(".java")
+    jar = compile_job(cluster.home, [source], work, bundled=[connector])
+    return cluster.run_jar(cluster.upload_jar(jar), main_class, bootstrap, topic, *args)

@@ -19,8 +19,15 @@ endpoint                                                  parser
 Vertex metric ids are ``<subtask>.<metric>`` (task scope: ``0.numRecordsIn``, ``0.currentInputWatermark``,
 ``0.backPressuredTimeMsPerSecond``) or ``<subtask>.<operator>.<metric>`` (operator scope:
 ``0.window-2s.numLateRecordsDropped``, ``1.Source__seq.sourceIdleTime``); operator names are the metric
-group's sanitized names (``Source: seq`` -> ``Source__seq``, at most 80 characters). Split-scope ids
-(``<op>.split.<n>.watermark.currentWatermark``) are not read.
+group's sanitized names (``Source: seq`` -> ``Source__seq``, at most 80 characters).
+
+Split-scope ids (Flink 2.1+, FLIP-513 / FLINK-37410, ``SourceOperator``'s per-split
+``split.<split id>.watermark`` group: ``0.Source__kafka-in.split.orders-3.watermark.currentWatermark``,
+``.activeTimeMsPerSecond``, ``.pausedTimeMsPerSecond``, ``.idleTimeMsPerSecond``, and ``accumulated*TimeMs``,
+not read): :func:`select_metric_ids` asks for the :data:`SPLIT_METRICS` of at most
+:data:`MAX_SPLITS_PER_SUBTASK` splits per subtask and :data:`MAX_SPLITS_PER_VERTEX` per vertex, and
+:func:`subtask_metrics` reads them into :attr:`SubtaskMetrics.splits`. A Flink before 2.1 lists none: nothing
+more is asked, nothing changes.
 
 A Kafka source (flink-connector-kafka ``KafkaSourceReaderMetrics``) adds, per topic partition its reader
 was assigned, ``<subtask>.<source>.KafkaSourceReader.topic.<topic>.partition.<p>.currentOffset`` (the
@@ -57,16 +64,21 @@ __all__ = [
     "FLINK_MAX_PARALLELISM",
     "KAFKA_OFFSET_METRIC",
     "MAX_KAFKA_PARTITIONS",
+    "MAX_SPLITS_PER_SUBTASK",
+    "MAX_SPLITS_PER_VERTEX",
     "OPERATOR_METRICS",
+    "SPLIT_METRICS",
     "TASK_METRICS",
     "CheckpointStats",
     "ExceptionEntry",
     "JobDetail",
     "JobOverview",
+    "SplitMetrics",
     "SubtaskMetrics",
     "VertexInfo",
     "check_parallelism",
     "kafka_partition_of",
+    "kafka_split_of",
     "parse_backpressure",
     "parse_checkpoints",
     "parse_exceptions",
@@ -126,6 +138,43 @@ MAX_KAFKA_PARTITIONS = 64
 #: ``KafkaSourceReaderMetrics.KAFKA_SOURCE_READER_METRIC_GROUP`` + ``TOPIC_GROUP`` (a key-value group).
 _KAFKA_TOPIC_GROUP = ".KafkaSourceReader.topic."
 _KAFKA_PARTITION_GROUP = ".partition."
+
+
+#: Split-level watermark metrics read per split (Flink 2.1+, FLIP-513 / FLINK-37410; ``SourceOperator``
+#: registers them under ``<operator>.split.<split id>.watermark``): the split's last watermark and the
+#: share of each second it was reading, paused by watermark alignment, or marked idle (ms per second).
+SPLIT_METRICS = frozenset({"currentWatermark", "activeTimeMsPerSecond", "pausedTimeMsPerSecond", "idleTimeMsPerSecond"})
+#: Splits read per subtask at most (the first by split id: Kafka by topic and partition) ...
+MAX_SPLITS_PER_SUBTASK = 16
+#: ... and per vertex (lowest subtasks first): at most ``4 * 64`` ids, five ``?get=`` requests, whatever the
+#: number of partitions. A Flink before 2.1 lists no split metric: nothing is asked.
+MAX_SPLITS_PER_VERTEX = 64
+_SPLIT_GROUP = ".split."
+_SPLIT_WATERMARK_GROUP = ".watermark."
+
+
+def _split_metric(metric_id: str) -> tuple[int, str, str] | None:
+    """``"1.Source__in.split.orders-3.watermark.currentWatermark"`` -> ``(1, "orders-3",
+    "currentWatermark")`` for the :data:`SPLIT_METRICS`; ``None`` for any other id."""
+    head, dot, rest = metric_id.partition(".")
+    if not dot or not head.isdigit() or not head.isascii() or len(head) > _MAX_INDEX_DIGITS:
+        return None
+    _, found, tail = rest.partition(_SPLIT_GROUP)
+    if not found:
+        return None
+    split, found, name = tail.rpartition(_SPLIT_WATERMARK_GROUP)
+    if not found or not split or name not in SPLIT_METRICS:
+        return None
+    return int(head), split, name
+
+
+def kafka_split_of(split: str) -> tuple[str, int] | None:
+    """A Kafka source's split id (``KafkaPartitionSplit.splitId()``: ``<topic>-<partition>``) -> ``(topic,
+    partition)``; ``None`` when it is not of that shape (another connector's split)."""
+    topic, dash, part = split.rpartition("-")
+    if not dash or not topic or not part.isascii() or not part.isdigit() or len(part) > 10:
+        return None
+    return topic, int(part)
 
 
 def kafka_partition_of(operator: str) -> tuple[str, int] | None:
@@ -361,13 +410,19 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
     handling is most of a poll's cost): ``currentOutputWatermark`` of the chain's last operator (all
     operators' if none matches its name), ``numRecordsOut`` of the source operator, and the source and
     window metrics of any operator. Kafka sources' ``currentOffset`` gauges: at most
-    :data:`MAX_KAFKA_PARTITIONS` per subtask.
+    :data:`MAX_KAFKA_PARTITIONS` per subtask. Split-level watermark metrics (:data:`SPLIT_METRICS`, Flink
+    2.1+): at most :data:`MAX_SPLITS_PER_SUBTASK` splits per subtask and :data:`MAX_SPLITS_PER_VERTEX` per
+    vertex.
     """
     chosen: list[tuple[str, str | None, str]] = []
     offsets: dict[int, list[tuple[str, str | None, str]]] = {}
+    splits: dict[int, dict[str, list[str]]] = {}
     for metric_id in ids:
         parts = _split_id(metric_id)
         if parts is None:
+            split_parts = _split_metric(metric_id)
+            if split_parts is not None and (vertex is None or split_parts[0] < vertex.parallelism):
+                splits.setdefault(split_parts[0], {}).setdefault(split_parts[1], []).append(metric_id)
             continue
         index, operator, name = parts
         if vertex is not None and index >= vertex.parallelism:
@@ -378,6 +433,13 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
             offsets.setdefault(index, []).append((metric_id, operator, name))
     for index_ids in offsets.values():  # the first partitions by topic and partition, per subtask
         chosen.extend(sorted(index_ids, key=lambda c: kafka_partition_of(c[1] or "") or ("", 0))[:MAX_KAFKA_PARTITIONS])
+    split_ids: list[str] = []
+    budget = MAX_SPLITS_PER_VERTEX
+    for index in sorted(splits):
+        by_split = splits[index]
+        for split in sorted(by_split, key=lambda sid: (kafka_split_of(sid) or (sid, 0)))[: min(MAX_SPLITS_PER_SUBTASK, budget)]:
+            split_ids.extend(by_split[split])
+            budget -= 1
     if vertex is not None:
         last = _key(vertex.operator_names[-1])
         first = _key(vertex.operator_names[0])
@@ -394,7 +456,7 @@ def select_metric_ids(ids: Iterable[str], vertex: VertexInfo | None = None) -> l
             or (c[2] == "numRecordsOut" and _key(c[1]) == first)
             or c[2] not in ("currentOutputWatermark", "numRecordsOut")
         ]
-    return sorted(c[0] for c in chosen)
+    return sorted([c[0] for c in chosen] + split_ids)
 
 
 _SANITIZE = re.compile(r"[^0-9A-Za-z]+")
@@ -402,6 +464,27 @@ _SANITIZE = re.compile(r"[^0-9A-Za-z]+")
 
 def _key(name: str) -> str:
     return _SANITIZE.sub("", name).lower()
+
+
+@dataclass(slots=True)
+class SplitMetrics:
+    """One source split's watermark metrics (Flink 2.1+, FLIP-513; ``None`` = not reported).
+
+    Attributes:
+        split: the split id (Kafka: ``<topic>-<partition>``, ``KafkaPartitionSplit.splitId()``).
+        watermark: ``currentWatermark``, the last watermark the split's generator emitted
+            (``Long.MIN_VALUE`` before its first: unknown).
+        active_ms_per_s / paused_ms_per_s / idle_ms_per_s: ms of the last second the split was reading,
+            paused by watermark alignment (``pauseOrResumeSplits``, FLIP-182/217), or marked idle by the
+            idleness detection (``withIdleness``), ``activeTimeMsPerSecond`` / ``pausedTimeMsPerSecond`` /
+            ``idleTimeMsPerSecond``.
+    """
+
+    split: str
+    watermark: Watermark = field(default_factory=lambda: Watermark(None))
+    active_ms_per_s: float | None = None
+    paused_ms_per_s: float | None = None
+    idle_ms_per_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -425,6 +508,7 @@ class SubtaskMetrics:
         operator_output_watermarks: each operator's ``currentOutputWatermark`` by metric name.
         kafka_offsets: a Kafka source reader's ``currentOffset`` per ``(topic, partition)``: the offset of
             the last record it handed on (``-1``: none yet; ``KafkaPartitionSplitRecords``).
+        splits: the source's split-level watermark metrics by split id (Flink 2.1+; empty before).
     """
 
     subtask: int
@@ -442,6 +526,7 @@ class SubtaskMetrics:
     backpressure_ratio: float | None = None
     operator_output_watermarks: dict[str, Watermark] = field(default_factory=dict)
     kafka_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    splits: dict[str, SplitMetrics] = field(default_factory=dict)
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -463,6 +548,7 @@ def subtask_metrics(values: Mapping[str, str], vertex: VertexInfo) -> dict[int, 
     for metric_id, raw in values.items():
         parts = _split_id(metric_id)
         if parts is None:
+            _read_split_metric(out, metric_id, raw)
             continue
         index, operator, name = parts
         sub = out.get(index)
@@ -511,6 +597,34 @@ def subtask_metrics(values: Mapping[str, str], vertex: VertexInfo) -> dict[int, 
         if chosen is not None:
             sub.output_watermark = chosen
     return out
+
+
+def _read_split_metric(out: dict[int, SubtaskMetrics], metric_id: str, raw: str) -> None:
+    """Put one split-level watermark metric (:data:`SPLIT_METRICS`) into its subtask's ``splits`` (at most
+    :data:`MAX_SPLITS_PER_SUBTASK` splits per subtask; other ids are left alone)."""
+    parts = _split_metric(metric_id)
+    if parts is None:
+        return
+    index, split, name = parts
+    sub = out.get(index)
+    if sub is None:
+        return
+    entry = sub.splits.get(split)
+    if entry is None:
+        if len(sub.splits) >= MAX_SPLITS_PER_SUBTASK:
+            return
+        entry = sub.splits[split] = SplitMetrics(split)
+    if name == "currentWatermark":
+        entry.watermark = parse_watermark(raw)
+    else:
+        ms = parse_double(raw)
+        ms = None if ms is None else min(max(ms, 0.0), 1000.0)
+        if name == "activeTimeMsPerSecond":
+            entry.active_ms_per_s = ms
+        elif name == "pausedTimeMsPerSecond":
+            entry.paused_ms_per_s = ms
+        else:
+            entry.idle_ms_per_s = ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from collectors.flink.responses import SubtaskMetrics, VertexInfo
+from collectors.flink.responses import SplitMetrics, SubtaskMetrics, VertexInfo, kafka_split_of
 from monitor.model import (
     INT64_MAX,
     INT64_MIN,
@@ -237,6 +237,8 @@ def subtask_sample(
             {"topic": topic, "partition": part, "offset": offset}
             for (topic, part), offset in sorted(sub.kafka_offsets.items())
         ]
+    if sub.splits:
+        extra["splits"] = [split_extra(split) for _, split in sorted(sub.splits.items())]
     return Sample(
         ref,
         now,
@@ -253,6 +255,22 @@ def subtask_sample(
         backpressure_ratio=sub.backpressure_ratio,
         extra=extra,
     )
+
+
+def split_extra(split: SplitMetrics) -> dict[str, Any]:
+    """One split of ``Sample.extra["splits"]`` (what ``rules.splits`` reads): ``{"split": id, "topic",
+    "partition"`` (Kafka splits; else ``None``), ``"watermark_ms"`` (epoch ms, ``None``: none yet),
+    ``"active_ms_per_s"``, ``"paused_ms_per_s"``, ``"idle_ms_per_s"`` (0-1000, ``None``: not reported)}."""
+    where = kafka_split_of(split.split)
+    return {
+        "split": split.split,
+        "topic": where[0] if where else None,
+        "partition": where[1] if where else None,
+        "watermark_ms": split.watermark.epoch_ms,
+        "active_ms_per_s": split.active_ms_per_s,
+        "paused_ms_per_s": split.paused_ms_per_s,
+        "idle_ms_per_s": split.idle_ms_per_s,
+    }
 
 
 def _int64_or_none(value: int | None) -> int | None:

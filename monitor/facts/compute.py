@@ -55,7 +55,7 @@ from monitor.model import (
 )
 from monitor.timefmt import format_duration, format_instant_short, is_beyond_range, seconds_between
 from rules.batches import UNITS_HIGH, inferred_delay, real_watermark
-from rules.common import flink_scope_name, holding_input, is_epoch, scope_name
+from rules.common import flink_scope_name, holding_input, holding_split, is_epoch, scope_name, split_name
 from rules.consumer_lag import LagParams, evaluate_lag, sample_instant
 from rules.history import JobHistory, job_history
 from rules.leaps import find_leap
@@ -406,6 +406,10 @@ def _holding(job: JobRef, series: dict[Scope, list[Sample]], scopes: Sequence[Sc
         reason = "the lowest watermark of its siblings: the minimum over inputs holds the job"
     if found is not None and job.engine is Engine.FLINK:
         name = flink_scope_name(job.name or job.job_id, found.newest)
+        split = holding_split(found.newest)  # Flink 2.1+: the partition within the subtask
+        if split is not None:
+            name += f", {split_name(split)}"
+            reason += "; within the subtask, this split has the lowest watermark (split-level currentWatermark)"
     return HoldingMin(scope, name, wm, reason)
 
 
