@@ -258,8 +258,8 @@ REMEDIES: Mapping[Cause, Mapping[Engine, str]] = {
         _F: "withIdleness does not help: the partition is read, its event times themselves trail. Find why that "
         "partition's records are older (a producer writing old timestamps, a backlog replayed into it, a hot "
         "key skewing it) and fix it there; if the skew is expected, bound how far the other partitions run ahead "
-        "with WatermarkStrategy.withWatermarkAlignment(group, maxAllowedWatermarkDrift), or raise "
-        "forBoundedOutOfOrderness only if its records are dropped as late.",
+        "with WatermarkStrategy.withWatermarkAlignment(group, maxAllowedWatermarkDrift) so their window state "
+        "stays small.",
     },
     Cause.ALIGNMENT_PAUSED: {
         _F: "This is watermark alignment doing its job, not idleness: fix the partition that trails (why its "

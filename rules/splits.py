@@ -145,13 +145,15 @@ def _vertex_finding(
     if lag < params.skew:
         return None
     lag_text = format_duration(lag)
+    same_topic = ahead.doc.get("topic") is not None and ahead.doc.get("topic") == trailing.doc.get("topic")
+    ahead_name = f"partition {ahead.doc.get('partition')}" if same_topic else split_name(ahead.doc)
     message = (
-        f"{split_name(trailing.doc)} holds the watermark of job `{job}` vertex `{vertex}` (subtask "
-        f"{trailing.subtask}) at {_instant(trailing.watermark_ms)}, {lag_text} behind the other partitions' "
-        f"(newest {_instant(ahead.watermark_ms)}, {split_name(ahead.doc)}), though it is read "
-        f"(activeTimeMsPerSecond {trailing.ms_per_s('active_ms_per_s'):.0f}, not idle): the source subtask "
-        f"takes the minimum over its splits and the operators downstream the minimum over the subtasks, so every "
-        f"event-time window fires {lag_text} late and keeps that much of the other partitions' records in state. "
+        f"{split_name(trailing.doc)} holds the watermark of job `{job}` (vertex `{vertex}` subtask "
+        f"{trailing.subtask}) at {_instant(trailing.watermark_ms)}, {lag_text} behind the other partitions (the "
+        f"newest: {ahead_name} at {_instant(ahead.watermark_ms)}), though it is read (activeTimeMsPerSecond "
+        f"{trailing.ms_per_s('active_ms_per_s'):.0f}, not idle). The source subtask takes the minimum over its "
+        f"splits and the operators downstream the minimum over the subtasks, so every event-time window fires "
+        f"{lag_text} late and keeps that much of the other partitions' records in state. "
         f"{remedy(Engine.FLINK, Cause.SPLIT_BEHIND)}"
     )
     return Finding(

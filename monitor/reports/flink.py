@@ -10,8 +10,14 @@ JSON shape::
     {"jobs": [{"jid", "name", "state", "restarts", "watermark_ms", "holding_min", "vertices": [{"id", "name",
       "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms",
       "output_watermark_ms", "source_idle_ms", "idle_ms", "records_in", "records_out",
-      "backpressure_ratio", "end_of_input"}]}]}],
-     "findings": [{"rule", "severity", "job", "vertex", "vertex_id", "subtask", "message", "culprit"?}],
+      "backpressure_ratio", "end_of_input", "splits"?: [{"split", "topic", "partition", "watermark_ms",
+      "active_ms_per_s", "paused_ms_per_s", "idle_ms_per_s"}]}]}]}],
+     "findings": [{"rule", "severity", "job", "vertex", "vertex_id", "subtask", "message", "culprit"?,
+       "split"?}],
+
+``splits`` (Flink 2.1+ split-level watermarks, :func:`collectors.flink.samples.split_extra`) is there for a
+source subtask whose splits were read; a finding's ``split`` is the split (Kafka partition) it names as
+holding the watermark (``split_watermark``'s ``holding_split``, ``watermark_stall``'s ``culprit_split``).
      "errors": ["<endpoint>: <message>", ...]}
 """
 
@@ -89,6 +95,7 @@ def build_check_report(
                 "records_out": s.extra.get("records_out"),
                 "backpressure_ratio": s.backpressure_ratio,
                 "end_of_input": bool(s.watermark_end_of_input),
+                **({"splits": s.extra["splits"]} if s.extra.get("splits") else {}),
             })
         order: dict[str, int] = {}
         for smp in samples:
@@ -111,6 +118,7 @@ def build_check_report(
             "labels": dict(f.labels),
             # the located record of a future-timestamp jump (``check flink --locate-event-time``)
             **({"culprit": f.details["culprit"]} if "culprit" in f.details else {}),
+            **({"split": split} if (split := f.details.get("holding_split") or f.details.get("culprit_split")) else {}),
         }
         for f in findings
     ]
@@ -132,6 +140,10 @@ def _time(ms: int | None) -> str:
 
 def _cell(value: object) -> str:
     return "-" if value is None else str(value)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def render_text(report: dict[str, Any]) -> str:
@@ -160,6 +172,12 @@ def render_text(report: dict[str, Any]) -> str:
                     f"    {t['subtask']:>7}  {_time(t['input_watermark_ms']):<24}  {out_wm:<24}  "
                     f"{_cell(t['idle_ms']):>7}    {_cell(t['records_in'])}/{_cell(t['records_out'])}"
                 )
+                for sp in t.get("splits", ()):
+                    lines.append(
+                        f"             split {sp['split']}: watermark {_time(sp['watermark_ms'])}, ms/s reading "
+                        f"{_ms(sp['active_ms_per_s'])}, paused by alignment {_ms(sp['paused_ms_per_s'])}, idle "
+                        f"{_ms(sp['idle_ms_per_s'])}"
+                    )
         lines.append("")
     if report["findings"]:
         lines.append("findings:")
