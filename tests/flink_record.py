@@ -4,7 +4,9 @@
 request (path and query) and the JSON answer; :func:`save` writes them with the poll times as
 ``exchanges.json`` (``{"polls": [iso, ...], "exchanges": [{"poll", "path", "query", "status", "body"}]}``).
 :func:`replay_transport` answers the n-th request of a path (with its query) with the n-th recorded answer
-(the last one again if asked more often), 404 for an unknown path, as Flink does; :func:`replay_clock`
+(the last one again if asked more often), 404 for an unknown path, as Flink does; a metric ``?get=`` query
+that was not recorded as asked (a newer collector asks for more ids, e.g. the split-level watermarks) is
+answered with the n-th recorded ``?get=`` answer of that path, keeping only the ids asked for; :func:`replay_clock`
 gives the recorded poll times one after another.
 
 Run as a script to record the test job's ``idle-late`` mode (tests/flink_job) on a fresh cluster::
@@ -72,11 +74,20 @@ def replay_transport(exchanges: list[dict[str, Any]]) -> httpx.MockTransport:
     answers: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for ex in exchanges:
         answers.setdefault((ex["path"], ex["query"]), []).append(ex)
+        if ex["query"].startswith("get="):  # every metric ?get= answer of a path, in order
+            answers.setdefault((ex["path"], "get=*"), []).append(ex)
     served: dict[tuple[str, str], int] = {}
 
     def handler(request: httpx.Request) -> httpx.Response:
         key = (request.url.path, request.url.query.decode())
         recorded = answers.get(key)
+        if not recorded and key[1].startswith("get=") and (key[0], "get=*") in answers:
+            asked = set(request.url.params.get("get", "").split(","))
+            n = served.get((key[0], "get=*"), 0)
+            served[(key[0], "get=*")] = n + 1
+            kept = answers[(key[0], "get=*")]
+            body = kept[min(n, len(kept) - 1)]["body"]
+            return httpx.Response(200, json=[e for e in body if isinstance(e, dict) and e.get("id") in asked])
         if not recorded:
             return httpx.Response(404, json={"errors": ["Not found: " + request.url.path]})
         n = served.get(key, 0)

@@ -71,7 +71,8 @@ def _json(folder: str, capsys: pytest.CaptureFixture[str], **kw: Any) -> dict[st
 
 
 def _job(report: dict[str, Any], name: str) -> dict[str, Any]:
-    (job,) = [j for j in report["jobs"] if j["name"] == name]
+    found: list[dict[str, Any]] = [j for j in report["jobs"] if j["name"] == name]
+    (job,) = found
     return job
 
 
