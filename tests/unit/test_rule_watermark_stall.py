@@ -8,6 +8,7 @@ do not count. Flink polls' rows are already reflected in the same poll's waterma
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -164,3 +165,31 @@ def test_recorded_never_seen_input_names_the_input_and_the_remedies() -> None:
     for remedy in ("feed that input", "drop it from the query", "spark.sql.streaming.multipleWatermarkPolicy=max",
                    "dropped as late", "Trigger.AvailableNow"):
         assert remedy in finding.message
+
+
+def _with_splits(sample: Sample, splits: list[dict[str, object]]) -> Sample:
+    return dataclasses.replace(sample, extra={**sample.extra, "splits": splits})
+
+
+def _split(partition: int, wm_ms: int | None, *, active: float, idle: float = 0.0) -> dict[str, object]:
+    return {"split": f"clicks-{partition}", "topic": "clicks", "partition": partition, "watermark_ms": wm_ms,
+            "active_ms_per_s": active, "paused_ms_per_s": 0.0, "idle_ms_per_s": idle}  # fmt: skip
+
+
+def test_flink_stall_names_the_kafka_partition_holding_it() -> None:
+    # case 13's job (subtask 1 holds -5 min) on Flink 2.1+: subtask 1 reads partitions 1 and 3; partition 3
+    # is read (activeTimeMsPerSecond 1000), partition 1 is marked idle (idleTimeMsPerSecond 1000: left out of
+    # the subtask's minimum even with the lower watermark): partition 3 is named, and as it is read the remedy
+    # is not withIdleness
+    splits = [_split(1, 1704100000000, active=0.0, idle=1000.0), _split(3, 1704109500000, active=1000.0)]
+    samples = [_with_splits(s, splits) if s.scope.subtask == 1 else s for s in _flink_holding()]
+    (finding,) = evaluate_stall(StallParams(), history(samples), NOW)
+    assert "source `Source: clicks` subtask 1, Kafka partition 3 of topic `clicks` (split `clicks-3`), holds it:" in (
+        finding.message
+    )
+    assert finding.details["culprit_split"] == splits[1]
+    assert "withIdleness does not help" in finding.message
+    # without split metrics (Flink before 2.1) the subtask alone is named and the remedy is idleness
+    (plain,) = evaluate_stall(StallParams(), history(_flink_holding()), NOW)
+    assert "source `Source: clicks` subtask 1 holds it:" in plain.message and "culprit_split" not in plain.details
+    assert "withIdleness(Duration" in plain.message
