@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LAGGING_PARTITION", "LAG_S", "PARTITIONS", "RATE_PER_S"]
+__all__ = ["LAGGING_PARTITION", "LAG_S", "PARTITIONS", "RATE_PER_S", "Producing"]
 
 PARTITIONS = 4
 LAGGING_PARTITION = 3
@@ -55,6 +55,23 @@ def _produce_until(bootstrap: str, topic: str, stop: threading.Event) -> None:  
     p.flush(30)
 
 
+class Producing:  # pragma: no cover - needs Kafka
+    """A context manager: :data:`RATE_PER_S` records a second to every partition of ``topic`` (partition
+    :data:`LAGGING_PARTITION` dated :data:`LAG_S` seconds in the past) from a thread, until exit."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=_produce_until, args=(bootstrap, topic, self._stop), daemon=True)
+
+    def __enter__(self) -> Producing:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
 def _split_metrics(cluster: Any, jid: str, vid: str, ids: list[str]) -> dict[str, Any]:  # pragma: no cover
     """Every split metric id of the source vertex with its value, per subtask (``?get=``, 40 ids a request)."""
     wanted = [i for i in ids if ".split." in i]
@@ -67,49 +84,51 @@ def _split_metrics(cluster: Any, jid: str, vid: str, ids: list[str]) -> dict[str
 
 
 def _run(cluster: Any, bootstrap: str, out: Path, mode: str, wait_s: float, interval_s: float) -> None:  # pragma: no cover
-    from monitor.commands._check_flink import run_check_flink
     from tests.flink_kafka_job import SPLITS_JOB_CLASS, submit_kafka_job
-    from tests.flink_record import RecordingTransport, save
     from tests.kafka_clients import create_topic, unique
 
     topic = unique(f"splits-{mode}")
     create_topic(bootstrap, topic, PARTITIONS)
-    stop = threading.Event()
-    producer = threading.Thread(target=_produce_until, args=(bootstrap, topic, stop), daemon=True)
-    producer.start()
-    jid = submit_kafka_job(cluster, out / "job", bootstrap, topic, mode, main_class=SPLITS_JOB_CLASS)
-    print(mode, "job", jid, "topic", topic, "waiting", wait_s, "s", file=sys.stderr)
-    try:
-        time.sleep(wait_s)
-        vertices = cluster.get_json(f"/jobs/{jid}")["vertices"]
-        for vertex in vertices:
-            cluster.get_json(f"/jobs/{jid}/vertices/{vertex['id']}/metrics")
-        time.sleep(3)
-        rec = RecordingTransport()
-        polls: list[datetime] = []
+    with Producing(bootstrap, topic):
+        jid = submit_kafka_job(cluster, out / "job", bootstrap, topic, mode, main_class=SPLITS_JOB_CLASS)
+        print(mode, "job", jid, "topic", topic, "waiting", wait_s, "s", file=sys.stderr)
+        try:
+            _record_job(cluster, jid, topic, out / mode, mode, wait_s, interval_s)
+        finally:
+            cluster.cancel(jid)
 
-        def clock() -> datetime:
-            now = datetime.now(UTC)
-            rec.poll = len(polls)
-            polls.append(now)
-            return now
 
-        run_check_flink(
-            cluster.rest_url, fmt="json", interval=timedelta(seconds=interval_s), clock=clock, transport=rec
-        )
-        folder = out / mode
-        save(folder, polls, rec.exchanges)
-        source = vertices[0]["id"]
-        ids = [m["id"] for m in cluster.get_json(f"/jobs/{jid}/vertices/{source}/metrics")]
-        meta = {"job": jid, "topic": topic, "mode": mode, "read_at": datetime.now(UTC).isoformat()}
-        (folder / "source_metric_ids.json").write_text(json.dumps({**meta, "ids": sorted(ids)}, indent=1) + "\n")
-        values = _split_metrics(cluster, jid, source, ids)
-        (folder / "split_metrics.json").write_text(json.dumps({**meta, "values": values}, indent=1) + "\n")
-        (folder / "flink_config.json").write_text(json.dumps(cluster.get_json("/config"), indent=1) + "\n")
-    finally:
-        cluster.cancel(jid)
-        stop.set()
-        producer.join(60)
+def _record_job(
+    cluster: Any, jid: str, topic: str, folder: Path, mode: str, wait_s: float, interval_s: float
+) -> None:  # pragma: no cover - needs Flink
+    from monitor.commands._check_flink import run_check_flink
+    from tests.flink_record import RecordingTransport, save
+
+    time.sleep(wait_s)
+    vertices = cluster.get_json(f"/jobs/{jid}")["vertices"]
+    for vertex in vertices:
+        cluster.get_json(f"/jobs/{jid}/vertices/{vertex['id']}/metrics")
+    time.sleep(3)
+    rec = RecordingTransport()
+    polls: list[datetime] = []
+
+    def clock() -> datetime:
+        now = datetime.now(UTC)
+        rec.poll = len(polls)
+        polls.append(now)
+        return now
+
+    run_check_flink(
+        cluster.rest_url, fmt="json", interval=timedelta(seconds=interval_s), clock=clock, transport=rec
+    )
+    save(folder, polls, rec.exchanges)
+    source = vertices[0]["id"]
+    ids = [m["id"] for m in cluster.get_json(f"/jobs/{jid}/vertices/{source}/metrics")]
+    meta = {"job": jid, "topic": topic, "mode": mode, "read_at": datetime.now(UTC).isoformat()}
+    (folder / "source_metric_ids.json").write_text(json.dumps({**meta, "ids": sorted(ids)}, indent=1) + "\n")
+    values = _split_metrics(cluster, jid, source, ids)
+    (folder / "split_metrics.json").write_text(json.dumps({**meta, "values": values}, indent=1) + "\n")
+    (folder / "flink_config.json").write_text(json.dumps(cluster.get_json("/config"), indent=1) + "\n")
 
 
 def _record(out: Path, wait_s: float, interval_s: float) -> None:  # pragma: no cover - needs Flink and Kafka
