@@ -150,12 +150,15 @@ MAX_SPLITS_PER_SUBTASK = 16
 #: number of partitions. A Flink before 2.1 lists no split metric: nothing is asked.
 MAX_SPLITS_PER_VERTEX = 64
 _SPLIT_GROUP = ".split."
+#: Longest split id read (a Kafka topic name is at most 249 characters, plus ``-<partition>``).
+_MAX_SPLIT_ID_CHARS = 300
 _SPLIT_WATERMARK_GROUP = ".watermark."
 
 
 def _split_metric(metric_id: str) -> tuple[int, str, str] | None:
     """``"1.Source__in.split.orders-3.watermark.currentWatermark"`` -> ``(1, "orders-3",
-    "currentWatermark")`` for the :data:`SPLIT_METRICS`; ``None`` for any other id."""
+    "currentWatermark")`` for the :data:`SPLIT_METRICS`; ``None`` for any other id, and for a split id longer
+    than 300 characters or holding a control character (not read: it would reach the findings' text)."""
     head, dot, rest = metric_id.partition(".")
     if not dot or not head.isdigit() or not head.isascii() or len(head) > _MAX_INDEX_DIGITS:
         return None
@@ -165,6 +168,8 @@ def _split_metric(metric_id: str) -> tuple[int, str, str] | None:
     split, found, name = tail.rpartition(_SPLIT_WATERMARK_GROUP)
     if not found or not split or name not in SPLIT_METRICS:
         return None
+    if len(split) > _MAX_SPLIT_ID_CHARS or not split.isprintable():
+        return None  # no Kafka split (topic <= 249 characters) is longer; messages never carry such text
     return int(head), split, name
 
 

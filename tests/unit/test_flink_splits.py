@@ -170,3 +170,17 @@ def test_without_split_metrics_the_same_answers_still_work(capsys: pytest.Captur
     align = _json("splits_align", capsys, idle_for="30s", splits=False)
     (idle,) = align["findings"]
     assert (idle["rule"], idle["subtask"]) == ("idle_source", 0)
+
+
+def test_hostile_split_ids_are_not_read() -> None:
+    vertex = VertexInfo(id="v", name="Source: in", parallelism=1, status="RUNNING")
+    long_id = "t" * 400 + "-1"
+    ids = [
+        f"0.Source__in.split.{long_id}.watermark.currentWatermark",
+        "0.Source__in.split.t\n-2.watermark.currentWatermark",
+        "0.Source__in.split.ok-3.watermark.currentWatermark",
+        "7.Source__in.split.ok-4.watermark.currentWatermark",  # a subtask the vertex has not
+    ]
+    assert [i for i in select_metric_ids(ids, vertex) if ".split." in i] == [ids[2]]
+    subs = subtask_metrics({i: "5" for i in ids}, vertex)
+    assert list(subs[0].splits) == ["ok-3"] and subs[0].splits["ok-3"].watermark.epoch_ms == 5
