@@ -10,9 +10,8 @@ from datetime import timedelta
 import pytest
 
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
-from rules.history import job_history
 from rules.splits import SplitParams, evaluate_splits
-from tests.rule_samples import FLINK, SPARK, T0
+from tests.rule_samples import FLINK, SPARK, T0, history
 
 T0_MS = int(T0.timestamp() * 1000)
 
@@ -67,7 +66,7 @@ TABLE: list[tuple[int, list[Sample], tuple[str, int] | None]] = [
 
 @pytest.mark.parametrize(("case", "samples", "expected"), TABLE, ids=[f"case{c}" for c, _, _ in TABLE])
 def test_split_watermark_table(case: int, samples: list[Sample], expected: tuple[str, int] | None) -> None:
-    findings = evaluate_splits(SplitParams(), job_history(samples), T0 + timedelta(minutes=2))
+    findings = evaluate_splits(SplitParams(), history(samples), T0 + timedelta(minutes=2))
     if expected is None:
         assert findings == [], (case, [f.message for f in findings])
         return
@@ -81,10 +80,10 @@ def test_split_watermark_table(case: int, samples: list[Sample], expected: tuple
 def test_alignment_with_the_trailing_split_elsewhere_and_other_engines() -> None:
     # every split of the vertex paused: the group's slowest split is in another source
     both = _two([_split(0, 0, active=0, paused=1000)], [_split(1, 0, active=0, paused=1000)])
-    (finding,) = evaluate_splits(SplitParams(), job_history(both), T0)
+    (finding,) = evaluate_splits(SplitParams(), history(both), T0)
     assert "not in this vertex (another source of the same alignment group)" in finding.message
     assert finding.details["subtasks_fully_paused"] == [0, 1] and "holding_split" not in finding.details
     # a Spark job's samples are never read by this rule
     spark = [_poll(1, 0, [_split(0, 0)], job=SPARK), _poll(1, 1, [_split(3, -30)], job=SPARK)]
     assert spark[0].job.engine is Engine.SPARK
-    assert evaluate_splits(SplitParams(), job_history(spark), T0) == []
+    assert evaluate_splits(SplitParams(), history(spark), T0) == []
