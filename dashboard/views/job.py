@@ -55,8 +55,11 @@ st.caption(f"{engine} job `{s['job_id']}`{runs} · health **{s['health']}** now,
 newest = b.iloc[-1] if not b.empty else None
 m1, m2, m3, m4 = st.columns([1, 1, 2, 1] if engine == "kafka" else 4)  # a Burrow status can be long
 if engine == "kafka":
-    m1.metric("lag (offsets)", data.count_text(None if newest is None else newest["lag_offsets"]),
-              help="the group's records behind the log end, summed over its partitions")
+    uncommitted = int((detail.lag["waiting"] != "").sum()) if not detail.lag.empty else 0
+    m1.metric("lag (offsets)", data.count_text(None if newest is None else newest["lag_offsets"])
+              + (f" + {uncommitted} never committed" if uncommitted else ""),
+              help="the group's records behind the log end, summed over its committed partitions; a partition the "
+                   "group never committed has no lag and is counted apart (its records waiting: see the table)")
     m2.metric("lag (time)", data.human_lag(None if newest is None else newest["lag_seconds"]),
               help="how far behind in time the slowest partition is (unknown when the lag source gives no times)")
     m3.metric("group status (Burrow)", detail.lag_status, help="the worst status of its partitions")

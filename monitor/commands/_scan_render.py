@@ -17,9 +17,10 @@ from typing import Any
 
 import orjson
 
-from monitor.model import Finding, FindingEpisode, Sample, SampleKind, Severity
+from monitor.model import Finding, FindingEpisode, Sample, SampleKind, Severity, TriggerKind
 from monitor.timefmt import format_duration, format_instant, is_beyond_range
 from rules.batches import progress_batches, real_watermark
+from rules.cadence import trigger_kind
 from rules.common import is_epoch
 from rules.episodes import Episode, episodes, held, link, to_record
 from rules.registry import Evaluator
@@ -37,7 +38,8 @@ def iso(value: datetime | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class QueryReport:
-    """One streaming query: identity, runs in order of appearance, batches in time order."""
+    """One streaming query: identity, runs in order of appearance, batches in time order, and the trigger of
+    its newest run as the rules read it (:func:`rules.cadence.trigger_kind`)."""
 
     query_id: str
     name: str | None
@@ -45,6 +47,7 @@ class QueryReport:
     app_ids: tuple[str, ...]
     batches: tuple[Sample, ...]
     idle_events: int
+    trigger: TriggerKind = TriggerKind.MICRO_BATCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +114,16 @@ def build_report(
         run_ids = tuple(dict.fromkeys(s.job.run_id for s in ordered if s.job.run_id is not None))
         app_ids = tuple(dict.fromkeys(s.job.app_id for s in ordered if s.job.app_id is not None))
         names = [s.job.name for s in ordered if s.job.name]
+        batches = tuple(progress_batches(ordered))
         queries.append(
             QueryReport(
                 query_id=query_id,
                 name=names[-1] if names else None,
                 run_ids=run_ids,
                 app_ids=app_ids,
-                batches=tuple(progress_batches(ordered)),
+                batches=batches,
                 idle_events=sum(1 for s in ordered if s.kind is SampleKind.IDLE and s.scope.is_job()),
+                trigger=trigger_kind(batches),
             )
         )
         instants = list(replay(evaluator, ordered))
@@ -195,6 +200,7 @@ def render_json(report: ScanReport) -> str:
                 "run_ids": list(query.run_ids),
                 "app_ids": list(query.app_ids),
                 "idle_events": query.idle_events,
+                "trigger": query.trigger.value,
                 "batches": [_batch_json(p, b) for p, b in zip(prevs, query.batches, strict=True)],
             }
         )
@@ -244,6 +250,11 @@ def render_text(report: ScanReport) -> str:
             title += f", app {', '.join(query.app_ids)}"
         title += ")"
         lines.append(title)
+        if query.trigger is TriggerKind.REAL_TIME:
+            lines.append(
+                "  real-time mode (trigger(realTime=...)): each batch runs for its whole duration and reports once, at "
+                "its end; the rules expect no report in between"
+            )
         rows: list[tuple[str, ...]] = [_HEADERS]
         prev: Sample | None = None
         for batch in query.batches:

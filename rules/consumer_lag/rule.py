@@ -202,6 +202,7 @@ def _never_committed(params: LagParams, history: JobHistory, scope: Scope, sampl
     message = (
         f"{scope_name(scope)}: never committed — a live member of the group owns this partition but the group has "
         f"no committed offset on it (OffsetFetch answers -1); {readings}; {tail}. "
+        "Kafka shows commits, not reads: the member may have read these records, but no commit covers them. "
         + remedy(Engine.KAFKA, Cause.NEVER_COMMITTED)
     )
     return Finding(

@@ -206,7 +206,8 @@ def test_rule_info_while_new_then_warning_once_records_wait_longer_than_the_thre
         "record(s) wait from the log start (the oldest written 2026-11-29T11:50Z); if latest, 30 record(s) produced "
         "since it was first seen owned and uncommitted at 2026-11-29T12:00Z wait (tidegauge cannot see the setting: "
         "give it as auto_offset_reset on the Kafka target, or as --auto-offset-reset to check kafka, for one reading); "
-        "records have waited 3 min so far. Make the "
+        "records have waited 3 min so far. Kafka shows commits, not reads: the member may have read these records, "
+        "but no commit covers them. Make the "
         "consumer commit after it processes records (enable.auto.commit, or commitSync/commitAsync): until it does, "
         "a restart or a rebalance starts this partition over from auto.offset.reset, re-reading every record "
         "(earliest) or skipping the ones produced meanwhile (latest). If it keeps its offsets outside Kafka (seek() "
@@ -326,6 +327,8 @@ def test_dashboard_job_page_shows_the_never_committed_partition(tmp_path: Path, 
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert next(m.value for m in at.metric if m.label == "group status (Burrow)") == "NEVER_COMMITTED"
+        # the header's lag is the committed partition's 0, with the never-committed partition counted apart
+        assert next(m.value for m in at.metric if m.label == "lag (offsets)") == "0 + 1 never committed"
         waiting = ("360 if auto.offset.reset is earliest (oldest 2026-11-29T11:50Z) · 60 if latest "
                    "(produced since 2026-11-29T12:00Z)")
         assert [w.value for w in at.warning if "never committed" in w.value] == [

@@ -143,3 +143,20 @@ def test_a_restart_in_micro_batch_mode_is_read_as_such(samples: list[Sample]) ->
     history = job_history([*batches, *restarted])
     assert history is not None
     assert report_cadence(history).kind is TriggerKind.MICRO_BATCH
+
+
+def test_scan_says_the_query_runs_in_real_time_mode(samples: list[Sample]) -> None:
+    # the trial's miss: the batches carried the trigger, yet scan's text and JSON never said it
+    import json
+
+    from monitor.commands._scan_render import build_report, render_json, render_text
+
+    report = build_report(NO_PROGRESS, samples)
+    [query] = json.loads(render_json(report))["queries"]
+    assert query["trigger"] == "real_time"
+    text = render_text(report).splitlines()
+    assert text[1].startswith("  real-time mode (trigger(realTime=...)): each batch runs for its whole duration")
+    # a listener push carries no plan: the same batches read as micro-batch, and the text adds no line
+    unmarked = build_report(NO_PROGRESS, _unmarked(samples))
+    assert json.loads(render_json(unmarked))["queries"][0]["trigger"] == "micro_batch"
+    assert not render_text(unmarked).splitlines()[1].startswith("  real-time mode")
