@@ -199,6 +199,8 @@ def watermark_moves(samples: Sequence[Sample], max_steps: int | None = None) -> 
     flat_start = n - 1
     while flat_start > 0 and samples[flat_start - 1].watermark == newest:
         flat_start -= 1
+    if max_steps == 0:
+        return WatermarkMoves(flat_start, (), ())  # only the flat stretch was asked for
     steps: list[timedelta] = []
     steps_at: list[Sample] = []
     later: Sample | None = None  # the nearest later sample with a known watermark

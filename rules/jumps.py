@@ -51,6 +51,7 @@ __all__ = [
 
 #: ``future_timestamp.skew``'s default: how far ahead of the observation time an event time may be.
 DEFAULT_SKEW = timedelta(hours=1)
+_PRIOR_STEPS = 20  # the usual watermark step is the median of the newest 20 before the one judged
 #: Event times from here on are a unit mismatch (``event_time_units``), not a clock problem.
 UNITS_HIGH = datetime(2200, 1, 1, tzinfo=UTC)
 
@@ -193,10 +194,10 @@ def _skew(batches: Sequence[Sample], skew: timedelta) -> Jump | None:
 
 
 def _advance(batches: Sequence[Sample], min_jump: timedelta, jump_factor: float) -> Jump | None:
-    moves = watermark_moves(batches)
+    moves = watermark_moves(batches, max_steps=_PRIOR_STEPS + 1)  # the newest step and the 20 before it
     if moves.last_step is None or moves.last_step < min_jump or moves.last_step_at is None:
         return None
-    prior = sorted(s for s in moves.steps[:-1][-20:] if s > timedelta(0))
+    prior = sorted(s for s in moves.steps[:-1][-_PRIOR_STEPS:] if s > timedelta(0))
     if len(prior) < 3:
         return None
     usual = prior[len(prior) // 2]
