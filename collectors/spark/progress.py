@@ -625,34 +625,45 @@ STREAM_JOIN_OPERATOR = "symmetricHashJoin"
 TRANSFORM_WITH_STATE_OPERATORS = frozenset(
     {"transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec"}
 )
-#: ``customMetrics`` of a ``transformWithState`` operator (``TransformWithStateExec.customStatefulOperatorMetrics``)
-#: -> the key it is summed into in ``extra["transform_with_state"]``.
-_TWS_METRICS = {
-    "numRegisteredTimers": "timers_registered",
-    "numDeletedTimers": "timers_deleted",
-    "numExpiredTimers": "timers_expired",
-    "numValueStateVars": "state_variables",
-    "numListStateVars": "state_variables",
-    "numMapStateVars": "state_variables",
-    "numValueStateWithTTLVars": "state_variables_with_ttl",
-    "numListStateWithTTLVars": "state_variables_with_ttl",
-    "numMapStateWithTTLVars": "state_variables_with_ttl",
-    "numDeletedStateVars": "state_variables_deleted",
-    "numValuesRemovedDueToTTLExpiry": "rows_removed_by_ttl",
+#: ``customMetrics`` of a ``transformWithState`` operator (``TransformWithStateExec.customStatefulOperatorMetrics``,
+#: the same names in the Python ``TransformWithStateInPySparkExec``, recorded from Spark 4.3.0 in
+#: ``tests/fixtures/spark/transform-with-state-4.3.0``) -> the keys it is summed into in
+#: ``extra["transform_with_state"]``. Spark counts a variable with a TTL only under ``num...WithTTLVars``: it is
+#: summed into ``state_variables`` (all of them) and ``state_variables_with_ttl``. The Python operator reports a
+#: processing-time timer that fired as deleted (``numDeletedTimers``; ``numExpiredTimers`` stayed 0 in the
+#: recording), so ``timers_deleted`` counts fired timers there.
+_TWS_METRICS: dict[str, tuple[str, ...]] = {
+    "numRegisteredTimers": ("timers_registered",),
+    "numDeletedTimers": ("timers_deleted",),
+    "numExpiredTimers": ("timers_expired",),
+    "numValueStateVars": ("state_variables",),
+    "numListStateVars": ("state_variables",),
+    "numMapStateVars": ("state_variables",),
+    "numValueStateWithTTLVars": ("state_variables", "state_variables_with_ttl"),
+    "numListStateWithTTLVars": ("state_variables", "state_variables_with_ttl"),
+    "numMapStateWithTTLVars": ("state_variables", "state_variables_with_ttl"),
+    "numDeletedStateVars": ("state_variables_deleted",),
+    "numValuesRemovedDueToTTLExpiry": ("rows_removed_by_ttl",),
 }
 
 
 def _add_transform_with_state(into: dict[str, int], metrics: Any, where: str, path: str) -> None:
     """Add one ``transformWithState`` operator's ``customMetrics`` (Spark's ``TransformWithStateExec``:
-    timers registered/deleted/expired in the batch, state variables of each kind defined, state variables
-    deleted, values removed by TTL expiry) into ``into`` (keys of :data:`_TWS_METRICS`); a metric the
-    operator does not report is left out (unknown, not 0)."""
+    timers registered/deleted/expired in the batch, state variables defined (summed over the operator's
+    partitions, as Spark sums every custom metric), state variables deleted, values removed by TTL expiry
+    in the batch) into ``into`` (the keys of :data:`_TWS_METRICS`); a metric the operator does not report is
+    left out (unknown, not 0).
+
+    Raises:
+        ProgressFormatError: a metric present but not an integer (named by ``where`` + ``path``).
+    """
     if not _is_mapping(metrics):
         return
-    for name, key in _TWS_METRICS.items():
+    for name, keys in _TWS_METRICS.items():
         value = _count_at(metrics, name, where, path) if name in metrics else None
         if value is not None:
-            into[key] = into.get(key, 0) + value
+            for key in keys:
+                into[key] = into.get(key, 0) + value
 
 
 def _extra(
