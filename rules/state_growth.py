@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from monitor.model import STREAM_JOIN_EXTRA, Engine, Finding, Sample, Severity
+from monitor.model import JOIN_PLAN_EXTRA, STREAM_JOIN_EXTRA, Engine, Finding, Sample, Severity
 from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since, watermark_moves
 from rules.history import JobHistory, StateTrack
@@ -171,9 +171,14 @@ class Fit:
 def defers_to_join_rule(newest: Sample) -> bool:
     """Whether ``state_growth`` leaves the job to ``join_state_unbounded`` (:mod:`rules.join_state`): every
     state operator of its newest batch is a stream-stream join (``extra["stream_join"]["operators"]`` equals
-    ``extra["num_state_operators"]``), whose growth that rule reports with the condition to add."""
+    ``extra["num_state_operators"]``), whose growth that rule reports with the condition to add, unless the
+    batch's plan (``extra["join_plan"]``) shows a state cleanup for both sides: then the join rule is silent and
+    a growth (a range far wider than needed, a watermark that barely moves) is still ``state_growth``'s."""
     join = newest.extra.get(STREAM_JOIN_EXTRA)
-    return isinstance(join, dict) and join.get("operators") == newest.extra.get("num_state_operators")
+    if not isinstance(join, dict) or join.get("operators") != newest.extra.get("num_state_operators"):
+        return False
+    plan = newest.extra.get(JOIN_PLAN_EXTRA)
+    return not (isinstance(plan, dict) and plan.get("left_cleanup") is True and plan.get("right_cleanup") is True)
 
 
 def scanned_fit(

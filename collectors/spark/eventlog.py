@@ -594,7 +594,7 @@ class EventLogCollector:
         self.waiting_files: list[str] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._real_time_runs: set[str] = set()  # run ids whose batches plan a RealTimeStreamScanExec
-        self._join_plans: dict[str, dict[str, Any]] = {}  # run id -> its stream-stream join (plans.join_plan)
+        self._join_plans: dict[str, dict[str, Any] | None] = {}  # run id -> its stream-stream join (plans.join_plan)
         self._run_names: dict[tuple[str, str | None], str] = {}
         self._live: dict[str, _Live] = {}
         # per root: its discovery (or why it cannot be read at all), the files seen by the last poll, and
@@ -1108,11 +1108,11 @@ class EventLogCollector:
         try:
             event = load_json(line, "SparkListenerSQLExecutionStart")
         except ProgressFormatError:
+            self._join_plans[run_id] = None
             return
         description = event.get("physicalPlanDescription") if isinstance(event, dict) else None
-        plan = join_plan(description) if isinstance(description, str) else None
-        if plan is not None:
-            self._join_plans[run_id] = plan
+        # (a plan that does not parse is remembered too: it is not read again at every batch)
+        self._join_plans[run_id] = join_plan(description) if isinstance(description, str) else None
 
     def _parse_line(
         self, log_file: EventLogFile, line: bytes, line_no: int, now: datetime, result: _FileRead
@@ -1155,8 +1155,9 @@ class EventLogCollector:
         added: dict[str, Any] = {}
         if run_id in self._real_time_runs:
             added[TRIGGER_EXTRA] = TriggerKind.REAL_TIME.value
-        if run_id is not None and run_id in self._join_plans:
-            added[JOIN_PLAN_EXTRA] = self._join_plans[run_id]
+        plan = self._join_plans.get(run_id) if run_id is not None else None
+        if plan is not None:
+            added[JOIN_PLAN_EXTRA] = plan
         if added:
             samples = [dataclasses.replace(s, extra={**s.extra, **added}) if s.scope.is_job() else s for s in samples]
         key = (first.job.job_id, first.job.run_id)

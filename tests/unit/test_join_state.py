@@ -211,3 +211,17 @@ def test_the_stored_finding_is_shown_by_the_report(tmp_path: Path, capsys: pytes
         "finding above names."
     ) in report
     assert "dropDuplicatesWithinWatermark" not in report
+
+
+def test_state_growth_judges_a_join_whose_plan_evicts_both_sides() -> None:
+    # the unbounded join's batches as if their plan showed a cleanup for both sides: the join rule is silent
+    # (the plan says eviction works), so a growth with nothing removed is still state_growth's to report
+    plan = {**(join_plan(_plan_text("range")) or {})}
+    samples = [
+        dataclasses.replace(s, extra={**s.extra, "join_plan": plan}) if s.scope.is_job() else s
+        for s in _from_progress("unbounded")
+    ]
+    history = job_history(samples)
+    assert history is not None
+    assert evaluate_join_state(JoinStateParams(), history, NOW) == []
+    assert [f.rule for f in evaluate_state_growth(StateGrowthParams(), history, NOW)] == ["state_growth"]
