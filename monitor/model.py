@@ -33,6 +33,7 @@ __all__ = [
     "STREAM_JOIN_EXTRA",
     "TRANSFORM_WITH_STATE_EXTRA",
     "TRIGGER_EXTRA",
+    "TWS_TIME_MODES_EXTRA",
     "UTC",
     "AlertState",
     "CollectorError",
@@ -272,6 +273,11 @@ JOIN_PLAN_EXTRA = "join_plan"
 #: ``transformWithState`` operators; see :func:`collectors.spark.progress.parse_progress`).
 TRANSFORM_WITH_STATE_EXTRA = "transform_with_state"
 
+#: The :attr:`Sample.extra` key in which the Spark event-log collector gives the time mode of each
+#: ``transformWithState`` operator of the batch's physical plan (``["ProcessingTime"]``; ``EventTime``,
+#: ``NoTime``), read by :func:`collectors.spark.plans.transform_with_state_time_modes`.
+TWS_TIME_MODES_EXTRA = "tws_time_modes"
+
 
 class SampleKind(enum.StrEnum):
     """What kind of observation a sample is.
@@ -471,7 +477,8 @@ class Sample:
             ``trigger`` (``"real_time"`` on the batches of a run whose plan has Spark's
             ``RealTimeStreamScanExec``: ``rules.cadence`` reads the trigger from it), ``stream_join`` and ``join_plan``
             (:data:`STREAM_JOIN_EXTRA`, :data:`JOIN_PLAN_EXTRA`: ``rules.join_state``), ``transform_with_state``
-            (:data:`TRANSFORM_WITH_STATE_EXTRA`); for messages and lifecycle context
+            (:data:`TRANSFORM_WITH_STATE_EXTRA`), ``tws_time_modes`` (:data:`TWS_TIME_MODES_EXTRA`:
+            ``rules.common.watermark_unused``); for messages and lifecycle context
             ``exception`` (the failure of a terminated Spark query / the root cause of a Flink job's last
             failure), ``vertex`` (a Flink vertex's name), ``running_since_ms`` (when the Flink job's current
             attempt began running, epoch ms) and ``checkpoint_failure`` (Flink's latest checkpoint failure

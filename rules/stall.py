@@ -29,7 +29,7 @@ from pydantic import Field
 from monitor.model import Engine, Finding, Sample, Scope, Severity
 from monitor.timefmt import format_duration, format_instant_short
 from rules.batches import inferred_delay
-from rules.common import holding_input, is_epoch, scope_name, watermark_moves
+from rules.common import holding_input, is_epoch, scope_name, watermark_moves, watermark_unused
 from rules.history import JobHistory
 from rules.jumps import Jump, find_jump
 from rules.params import Duration, RuleParams
@@ -194,8 +194,8 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         return []  # (a consumer group has no watermark)
     newest = batches[-1]
     wm = newest.watermark
-    if wm is None and history.engine is Engine.SPARK:
-        return []  # no withWatermark in the query
+    if history.engine is Engine.SPARK and (wm is None or watermark_unused(newest)):
+        return []  # no withWatermark in the query, or no operator uses it (processing-time transformWithState)
     start = watermark_moves(batches, max_steps=0).flat_start
     first = batches[start]
     flat = newest.observed_at - first.observed_at

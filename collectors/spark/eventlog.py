@@ -67,7 +67,7 @@ from typing import Any, BinaryIO, Protocol
 from collectors.http import ReadLimits
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, LongLine
-from collectors.spark.plans import JOIN_NODE, join_plan
+from collectors.spark.plans import JOIN_NODE, TRANSFORM_WITH_STATE_NODE, plan_extras
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
 from collectors.storage import (
     DEFAULT_STORE_LIMITS,
@@ -80,7 +80,6 @@ from collectors.storage import (
 )
 from monitor.errors import ProgressFormatError
 from monitor.model import (
-    JOIN_PLAN_EXTRA,
     MAX_ID_CHARS,
     TRIGGER_EXTRA,
     CollectorError,
@@ -594,7 +593,7 @@ class EventLogCollector:
         self.waiting_files: list[str] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._real_time_runs: set[str] = set()  # run ids whose batches plan a RealTimeStreamScanExec
-        self._join_plans: dict[str, dict[str, Any] | None] = {}  # run id -> its stream-stream join (plans.join_plan)
+        self._plans: dict[str, dict[str, Any]] = {}  # run id -> what its plan adds to extra (plans.plan_extras)
         self._run_names: dict[tuple[str, str | None], str] = {}
         self._live: dict[str, _Live] = {}
         # per root: its discovery (or why it cannot be read at all), the files seen by the last poll, and
@@ -1004,7 +1003,11 @@ class EventLogCollector:
         find = data.find
         rfind = data.rfind
         count = data.count
-        for node, note in ((REAL_TIME_SCAN, self._note_real_time), (JOIN_NODE, self._note_join_plan)):
+        for node, note in (
+            (REAL_TIME_SCAN, self._note_real_time),
+            (JOIN_NODE, self._note_plan),
+            (TRANSFORM_WITH_STATE_NODE, self._note_plan),
+        ):
             scan = find(node, 0, end)
             while scan >= 0:  # (one C-speed search per chunk; none in a log without such a plan)
                 line_end = find(b"\n", scan, end)
@@ -1078,8 +1081,8 @@ class EventLogCollector:
             else:
                 if REAL_TIME_SCAN in line:
                     self._note_real_time(line)
-                if JOIN_NODE in line:
-                    self._note_join_plan(line)
+                if JOIN_NODE in line or TRANSFORM_WITH_STATE_NODE in line:
+                    self._note_plan(line)
 
     def _note_real_time(self, line: bytes) -> None:
         """Remember the run of a ``SparkListenerSQLExecutionStart`` line whose plan has a
@@ -1091,28 +1094,30 @@ class EventLogCollector:
         if found is not None:
             self._real_time_runs.add(found.group(1).decode("ascii").lower())
 
-    def _note_join_plan(self, line: bytes) -> None:
-        """Remember the stream-stream join of a ``SparkListenerSQLExecutionStart`` line's plan
-        (:func:`collectors.spark.plans.join_plan`) for its run (the description's ``runId = <uuid>``; read once
-        per run: every batch plans the same join): that run's batches carry it as
-        ``extra["join_plan"]`` (:data:`monitor.model.JOIN_PLAN_EXTRA`, read by ``rules.join_state``). A line
-        that is not such an event, or whose plan does not parse, is passed over."""
+    def _note_plan(self, line: bytes) -> None:
+        """Remember what a ``SparkListenerSQLExecutionStart`` line's plan says about its run's state (the
+        description's ``runId = <uuid>``; read once per run: every batch plans the same operators): the
+        stream-stream join and the ``transformWithState`` time modes (:func:`collectors.spark.plans.plan_extras`),
+        which that run's batches then carry in ``extra`` (:data:`monitor.model.JOIN_PLAN_EXTRA`, read by
+        ``rules.join_state``; :data:`monitor.model.TWS_TIME_MODES_EXTRA`, read by
+        ``rules.common.watermark_unused``). A line that is not such an event, or whose plan does not parse,
+        is passed over."""
         if not line.startswith(SQL_EXECUTION_START):
             return
         found = _RUN_ID_IN_DESCRIPTION.search(line)
         if found is None:
             return
         run_id = found.group(1).decode("ascii").lower()
-        if run_id in self._join_plans:
+        if run_id in self._plans:
             return
         try:
             event = load_json(line, "SparkListenerSQLExecutionStart")
         except ProgressFormatError:
-            self._join_plans[run_id] = None
+            self._plans[run_id] = {}
             return
         description = event.get("physicalPlanDescription") if isinstance(event, dict) else None
         # (a plan that does not parse is remembered too: it is not read again at every batch)
-        self._join_plans[run_id] = join_plan(description) if isinstance(description, str) else None
+        self._plans[run_id] = plan_extras(description) if isinstance(description, str) else {}
 
     def _parse_line(
         self, log_file: EventLogFile, line: bytes, line_no: int, now: datetime, result: _FileRead
@@ -1155,9 +1160,8 @@ class EventLogCollector:
         added: dict[str, Any] = {}
         if run_id in self._real_time_runs:
             added[TRIGGER_EXTRA] = TriggerKind.REAL_TIME.value
-        plan = self._join_plans.get(run_id) if run_id is not None else None
-        if plan is not None:
-            added[JOIN_PLAN_EXTRA] = plan
+        if run_id is not None:
+            added.update(self._plans.get(run_id, {}))
         if added:
             samples = [dataclasses.replace(s, extra={**s.extra, **added}) if s.scope.is_job() else s for s in samples]
         key = (first.job.job_id, first.job.run_id)

@@ -23,12 +23,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["JOIN_NODE", "join_plan"]
+from monitor.model import JOIN_PLAN_EXTRA, TWS_TIME_MODES_EXTRA
+
+__all__ = ["JOIN_NODE", "TRANSFORM_WITH_STATE_NODE", "join_plan", "plan_extras", "transform_with_state_time_modes"]
 
 #: The node name as it appears in a ``SparkListenerSQLExecutionStart`` line (a cheap bytes search first).
 JOIN_NODE = b"StreamingSymmetricHashJoin"
+#: The start of the ``transformWithState`` node names (``TransformWithState``, ``TransformWithStateInPandas``,
+#: ``TransformWithStateInPySpark``) in such a line.
+TRANSFORM_WITH_STATE_NODE = b"TransformWithState"
 
 _SECTION = re.compile(r"^\(\d+\) StreamingSymmetricHashJoin\s*$", re.MULTILINE)
+_TWS_SECTION = re.compile(r"^\(\d+\) TransformWithState\w*\s*$", re.MULTILINE)
+_TWS_MODE = re.compile(r"^Arguments: .*?, (?:Update|Append|Complete), (\w+), state info \[", re.MULTILINE)
 _OUTPUT = re.compile(r"^(Left|Right) output \[\d+\]: \[(.*)\]\s*$", re.MULTILINE)
 _ARGUMENTS = re.compile(r"^Arguments: \[(.*?)\], \[(.*?)\], (\w+), condition = \[ (.*) \], state info", re.MULTILINE)
 _CLEANUP = re.compile(r"state cleanup \[ left (.*?), right (.*?) \], ")
@@ -93,3 +100,32 @@ def join_plan(description: str) -> dict[str, Any] | None:
         "left_cleanup": not cleanup.group(1).startswith("= null"),
         "right_cleanup": not cleanup.group(2).startswith("= null"),
     }
+
+
+def transform_with_state_time_modes(description: str) -> list[str]:
+    """The time mode of each ``transformWithState`` operator of a formatted physical plan, in plan order
+    (``ProcessingTime``, ``EventTime``, or ``NoTime`` for ``TimeMode.None()``), as Spark 4.3.0 writes the
+    node's arguments (recorded: ``Arguments: transformWithStateUDF(...), [key#8], [key#3, n#4L], Update,
+    ProcessingTime, state info [ ... ]``); an operator whose arguments are not shaped so is left out."""
+    modes: list[str] = []
+    for section in _TWS_SECTION.finditer(description):
+        body = description[section.end() : section.end() + 20_000]
+        end = body.find("\n\n(")
+        found = _TWS_MODE.search(body if end < 0 else body[:end])
+        if found is not None:
+            modes.append(found.group(1))
+    return modes
+
+
+def plan_extras(description: str) -> dict[str, Any]:
+    """What a batch's plan adds to its samples' ``extra`` (:data:`monitor.model.JOIN_PLAN_EXTRA`,
+    :data:`monitor.model.TWS_TIME_MODES_EXTRA`): the stream-stream join (:func:`join_plan`) and the
+    ``transformWithState`` time modes (:func:`transform_with_state_time_modes`), each only when present."""
+    extras: dict[str, Any] = {}
+    join = join_plan(description)
+    if join is not None:
+        extras[JOIN_PLAN_EXTRA] = join
+    modes = transform_with_state_time_modes(description)
+    if modes:
+        extras[TWS_TIME_MODES_EXTRA] = modes
+    return extras

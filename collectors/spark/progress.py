@@ -538,6 +538,7 @@ def _parse_progress(
         late_key = "numRowsDroppedByWatermark" if "numRowsDroppedByWatermark" in op else "numLateInputs"
         dropped.append(_count_at(op, late_key, where, p))
         if op.get("operatorName") in TRANSFORM_WITH_STATE_OPERATORS:
+            tws["operators"] = tws.get("operators", 0) + 1
             _add_transform_with_state(tws, op.get("customMetrics"), where, f"{p}customMetrics.")
         elif op.get("operatorName") == STREAM_JOIN_OPERATOR:
             join["operators"] = (join.get("operators") or 0) + 1
@@ -674,7 +675,7 @@ def _extra(
     ``description`` when it has one (what the query writes: ``FileSink[/data/out]``; the pipeline graph,
     :func:`rules.pipeline.job_endpoints`, reads it; one too long to hold is left out, never an error), and
     the summed custom metrics of its ``transformWithState`` operators (:data:`TRANSFORM_WITH_STATE_EXTRA`, see
-    :func:`_add_transform_with_state`) and the state of its stream-stream joins (:data:`STREAM_JOIN_EXTRA`:
+    :func:`_add_transform_with_state`, with ``operators``: how many) and the state of its stream-stream joins (:data:`STREAM_JOIN_EXTRA`:
     ``operators``, summed ``rows_total``/``rows_removed``, ``None`` when an operator left one out), when it
     has any."""
     extra: dict[str, Any] = {"num_state_operators": ops, "num_sources": sources}

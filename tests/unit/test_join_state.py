@@ -225,3 +225,17 @@ def test_state_growth_judges_a_join_whose_plan_evicts_both_sides() -> None:
     assert history is not None
     assert evaluate_join_state(JoinStateParams(), history, NOW) == []
     assert [f.rule for f in evaluate_state_growth(StateGrowthParams(), history, NOW)] == ["state_growth"]
+
+
+def test_a_plan_not_shaped_as_spark_writes_it_falls_back_to_the_state_metrics(tmp_path: Path) -> None:
+    # the unbounded log with its plan's `state cleanup` renamed: no error, the batches carry no plan, and the
+    # rule judges the join's state rows (from batch 5, as with the listener's JSON alone)
+    (events,) = _log("unbounded").glob("events_*")
+    log_dir = tmp_path / "eventlog_v2_local-1"
+    log_dir.mkdir()
+    (log_dir / "events_1_local-1").write_text(events.read_text().replace("state cleanup [", "state cleanuq ["))
+    result = EventLogCollector([log_dir]).poll(NOW)
+    assert result.errors == ()
+    samples = sorted(result.samples, key=lambda s: s.observed_at)
+    assert all("join_plan" not in s.extra for s in samples)
+    assert _fired(samples) == {k: ["join_state_unbounded"] for k in range(5, 10)}

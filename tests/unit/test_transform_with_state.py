@@ -1,7 +1,8 @@
 """Real Spark 4.3.0 queries with a Python ``transformWithState`` operator (tests/fixtures/spark/
 transform-with-state-4.3.0, see its PROVENANCE.md): its custom metrics are parsed into the batch sample, and
-the rules read a processing-time operator (no event-time watermark at all, a batch at every trigger) as
-healthy while an event-time one whose event times freeze is a stall.
+the rules read a processing-time operator as healthy (without ``withWatermark``: no event-time watermark at
+all, a batch at every trigger; behind ``withWatermark``: the plan shows the operator ignores the watermark, so
+its flat watermark is no stall), while an event-time one whose event times freeze is a stall.
 
 The recordings last about a minute and a half, so the rules' durations are scaled down alike (``for: 30s``
 where the default is 10 minutes). Expected values are read off the recordings by hand (progress.jsonl) and
@@ -43,7 +44,7 @@ SCALED = {
 }
 
 
-@pytest.fixture(scope="module", params=["processing_time", "event_time_stall"])
+@pytest.fixture(scope="module", params=["processing_time", "event_time_stall", "processing_time_watermarked"])
 def case(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -71,6 +72,7 @@ def test_custom_metrics_of_the_processing_time_operator() -> None:
     # reports fired timers as deleted (numDeletedTimers 4, numExpiredTimers 0); a ValueState with a TTL and a
     # ListState, in each of 2 partitions: numValueStateWithTTLVars 2 + numListStateVars 2
     assert batches[0].extra["transform_with_state"] == {
+        "operators": 1,
         "timers_registered": 4,
         "timers_deleted": 0,
         "timers_expired": 0,
@@ -90,6 +92,7 @@ def test_custom_metrics_of_the_event_time_operator() -> None:
     batches = _batches(_samples("event_time_stall"))
     # a ValueState without TTL and a ListState, 2 partitions; the event-time timers fire at batches 3 and 5
     assert batches[3].extra["transform_with_state"] == {
+        "operators": 1,
         "timers_registered": 0,
         "timers_deleted": 4,
         "timers_expired": 0,
@@ -149,3 +152,44 @@ def test_the_event_time_operator_s_real_stall_fires() -> None:
         "the watermark stayed at 2026-12-02T05:31:17.174Z for 58 s (since 2026-12-02T05:31:42.057Z) while 24 rows "
         "arrived in 3 batches; the newest event time was 2026-12-02T05:31:22.174Z."
     )
+
+
+def test_the_plan_gives_each_operator_s_time_mode(case: str) -> None:
+    # `Arguments: transformWithStateUDF(...), [key#8], [key#3, n#4L], Update, ProcessingTime, state info [...]`
+    expected = ["EventTime"] if case == "event_time_stall" else ["ProcessingTime"]
+    assert {tuple(b.extra["tws_time_modes"]) for b in _batches(_samples(case))} == {tuple(expected)}
+
+
+def _pushed(case: str) -> list[Sample]:
+    """The listener's progress JSON alone (no plan, so no time mode)."""
+    lines = (FIXTURE / case / "progress.jsonl").read_text().splitlines()
+    return [s for line in lines for s in parse_progress(json.loads(line), collector="listener")]
+
+
+def test_a_processing_time_operator_behind_with_watermark_is_no_stall() -> None:
+    # withWatermark("event_time", "5 seconds") in front of a processing-time operator: the watermark rests at
+    # 05:45:33.381 from batch 6 (05:45:42.695) while batches 8, 10, 12 and 14 bring 8 rows each with event
+    # times frozen at 05:45:38.381, yet the operator keeps working (its timers clear the state: numRowsRemoved
+    # 20, 12 and 12 at batches 10, 12 and 14) since it never reads the watermark. Read without the plan (the
+    # listener's JSON), the flat watermark looks like a stall and its lag like staleness; the event log's plan
+    # shows the mode, and neither fires
+    rules = {"watermark_stall": {"for": "10s"}, "freshness": {"target": "20s"}}
+    assert _replayed(_pushed("processing_time_watermarked"), rules) == {
+        1: ["freshness"],  # batch 0 took 36.6 s: the first watermark is 42 s old at batch 1
+        2: ["freshness"],
+        12: ["freshness"],
+        13: ["freshness", "watermark_stall"],
+        14: ["freshness", "watermark_stall"],
+    }
+    assert _replayed(_samples("processing_time_watermarked"), rules) == {}
+    assert _replayed(_samples("processing_time_watermarked"), SCALED) == {}
+
+
+def test_freshness_slo_leaves_the_processing_time_operator_s_watermark_alone() -> None:
+    from rules.freshness import job_watermark
+
+    batches = _batches(_samples("processing_time_watermarked"))
+    assert [job_watermark(b, []) for b in batches] == [None] * len(batches)
+    # read without the plan, the reported watermark is the job's (batch 14's: 05:45:33.381)
+    pushed = [s for s in _pushed("processing_time_watermarked") if s.scope.is_job()]
+    assert job_watermark(pushed[-1], []) == datetime(2026, 12, 2, 5, 45, 33, 381000, tzinfo=UTC)
