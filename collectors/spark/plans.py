@@ -33,17 +33,29 @@ JOIN_NODE = b"StreamingSymmetricHashJoin"
 #: ``TransformWithStateInPySpark``) in such a line.
 TRANSFORM_WITH_STATE_NODE = b"TransformWithState"
 
-_SECTION = re.compile(r"^\(\d+\) StreamingSymmetricHashJoin\s*$", re.MULTILINE)
-_TWS_SECTION = re.compile(r"^\(\d+\) TransformWithState\w*\s*$", re.MULTILINE)
-_TWS_MODE = re.compile(r"^Arguments: .*?, (?:Update|Append|Complete), (\w+), state info \[", re.MULTILINE)
-_OUTPUT = re.compile(r"^(Left|Right) output \[\d+\]: \[(.*)\]\s*$", re.MULTILINE)
-_ARGUMENTS = re.compile(r"^Arguments: \[(.*?)\], \[(.*?)\], (\w+), condition = \[ (.*) \], state info", re.MULTILINE)
-_CLEANUP = re.compile(r"state cleanup \[ left (.*?), right (.*?) \], ")
-_FULL = re.compile(r"(?:^|, )full = (.*)$")
+_SECTION = re.compile(r"^\(\d+\) StreamingSymmetricHashJoin[ \t]*$", re.MULTILINE)
+_TWS_SECTION = re.compile(r"^\(\d+\) TransformWithState\w*[ \t]*$", re.MULTILINE)
 _ATTRIBUTE = re.compile(r"#\d+(?:-T\d+ms)?")
-_WATERMARKED = re.compile(r"^(.+)#\d+-T(\d+)ms$")
+_WATERMARKED = re.compile(r"^([^#]+)#\d+-T\d+ms$")
+_OUTPUT_MODES = frozenset({"Update", "Append", "Complete"})
 #: Longest text kept of the join's condition (it goes into messages).
 MAX_CONDITION_CHARS = 300
+#: Characters of a node's section read (Spark's are a few hundred; a longer one is cut, never scanned whole).
+MAX_SECTION_CHARS = 20_000
+
+
+def _section_lines(description: str, start: int) -> dict[str, str]:
+    """The ``Name: value`` lines of the node section starting at ``start`` (up to the next section or
+    :data:`MAX_SECTION_CHARS`), by name (``Left output [2]`` -> ``"[ad#10, imp_time#11-T10000ms]"``). Parsed
+    with plain finds and splits: the plan comes from a file that may be hostile, so nothing here backtracks."""
+    body = description[start : start + MAX_SECTION_CHARS]
+    end = body.find("\n\n(")
+    lines: dict[str, str] = {}
+    for line in (body if end < 0 else body[:end]).split("\n"):
+        name, sep, value = line.partition(": ")
+        if sep and name not in lines:
+            lines[name] = value.rstrip()
+    return lines
 
 
 def _names(listed: str) -> list[str]:
@@ -78,27 +90,41 @@ def join_plan(description: str) -> dict[str, Any] | None:
     section = _SECTION.search(description)
     if section is None:
         return None
-    body = description[section.end() : section.end() + 20_000]
-    end = body.find("\n\n(")
-    body = body if end < 0 else body[:end]
-    outputs = {m.group(1): m.group(2) for m in _OUTPUT.finditer(body)}
-    arguments = _ARGUMENTS.search(body)
-    cleanup = _CLEANUP.search(body)
-    if arguments is None or cleanup is None or set(outputs) != {"Left", "Right"}:
+    lines = _section_lines(description, section.end())
+    left = next((v for k, v in lines.items() if k.startswith("Left output [")), None)
+    right = next((v for k, v in lines.items() if k.startswith("Right output [")), None)
+    arguments = lines.get("Arguments")
+    if left is None or right is None or arguments is None or not arguments.startswith("["):
         return None
-    full = _FULL.search(arguments.group(4))
-    condition = None if full is None or full.group(1).strip() == "null" else _ATTRIBUTE.sub("", full.group(1).strip())
-    if condition is not None and len(condition) > MAX_CONDITION_CHARS:
-        condition = condition[: MAX_CONDITION_CHARS - 3] + "..."
+    # [ad#10], [click_ad#12], Inner, condition = [ ... full = ... ], state info [ ... ] ..., state cleanup [ left
+    # value predicate: (...), right = null ], 2, Append
+    keys_end = arguments.find("], [")
+    right_end = arguments.find("], ", keys_end + 4)
+    cond_start = arguments.find(", condition = [ ", right_end)
+    cond_end = arguments.find(" ], state info [", cond_start)
+    cleanup = arguments.find("state cleanup [ left ", cond_end)
+    if min(keys_end, right_end, cond_start, cond_end, cleanup) < 0:
+        return None
+    join_type = arguments[right_end + 3 : cond_start]
+    if not join_type.isidentifier():
+        return None
+    condition_text = arguments[cond_start + len(", condition = [ ") : cond_end]
+    full = condition_text.rfind("full = ")
+    condition: str | None = None
+    if full >= 0 and condition_text[full + len("full = ") :].strip() != "null":
+        condition = _ATTRIBUTE.sub("", condition_text[full + len("full = ") :].strip())
+        if len(condition) > MAX_CONDITION_CHARS:
+            condition = condition[: MAX_CONDITION_CHARS - 3] + "..."
+    cleanups = arguments[cleanup + len("state cleanup [ left ") :]
     return {
-        "join_type": arguments.group(3),
-        "left_keys": _names(arguments.group(1)),
-        "right_keys": _names(arguments.group(2)),
-        "left_time": _watermarked(outputs["Left"]),
-        "right_time": _watermarked(outputs["Right"]),
+        "join_type": join_type,
+        "left_keys": _names(arguments[1:keys_end]),
+        "right_keys": _names(arguments[keys_end + 4 : right_end]),
+        "left_time": _watermarked(left.strip("[]")),
+        "right_time": _watermarked(right.strip("[]")),
         "condition": condition,
-        "left_cleanup": not cleanup.group(1).startswith("= null"),
-        "right_cleanup": not cleanup.group(2).startswith("= null"),
+        "left_cleanup": not cleanups.startswith("= null"),
+        "right_cleanup": cleanups.find(", right = null ]") < 0,
     }
 
 
@@ -109,11 +135,10 @@ def transform_with_state_time_modes(description: str) -> list[str]:
     ProcessingTime, state info [ ... ]``); an operator whose arguments are not shaped so is left out."""
     modes: list[str] = []
     for section in _TWS_SECTION.finditer(description):
-        body = description[section.end() : section.end() + 20_000]
-        end = body.find("\n\n(")
-        found = _TWS_MODE.search(body if end < 0 else body[:end])
-        if found is not None:
-            modes.append(found.group(1))
+        arguments = _section_lines(description, section.end()).get("Arguments", "")
+        head = arguments[: max(arguments.find(", state info ["), 0)].rsplit(", ", 2)
+        if len(head) == 3 and head[1] in _OUTPUT_MODES and head[2].isidentifier():
+            modes.append(head[2])
     return modes
 
 

@@ -239,3 +239,20 @@ def test_a_plan_not_shaped_as_spark_writes_it_falls_back_to_the_state_metrics(tm
     samples = sorted(result.samples, key=lambda s: s.observed_at)
     assert all("join_plan" not in s.extra for s in samples)
     assert _fired(samples) == {k: ["join_state_unbounded"] for k in range(5, 10)}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "[" + "a], [" * 100_000,  # key lists that never close
+        "[a], [b], Inner, condition = [ " + "full = , right " * 50_000,  # no end of the condition
+        "[a], [b], Inner, condition = [ full = null ], state info [ ], state cleanup [ left " + ", right " * 50_000,
+    ],
+)
+def test_a_hostile_plan_section_is_read_in_one_pass(arguments: str) -> None:
+    # plain finds over a section cut at 20,000 characters: no pattern to backtrack over (the plan comes from a
+    # file); a section without the shape Spark writes gives None, one with it (the last) what it says
+    text = f"(1) StreamingSymmetricHashJoin\nLeft output [1]: [a#1-T5ms]\nRight output [1]: [b#2]\nArguments: {arguments}\n"
+    plan = join_plan(text)
+    if plan is not None:
+        assert (plan["left_time"], plan["right_time"], plan["left_cleanup"]) == ("a", None, True)
