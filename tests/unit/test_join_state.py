@@ -256,3 +256,36 @@ def test_a_hostile_plan_section_is_read_in_one_pass(arguments: str) -> None:
     plan = join_plan(text)
     if plan is not None:
         assert (plan["left_time"], plan["right_time"], plan["left_cleanup"]) == ("a", None, True)
+
+
+def test_the_dashboard_job_page_shows_the_stored_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import data
+
+    url = f"sqlite:///{tmp_path / 'tg.db'}"
+    upgrade(url)
+    assert run_cli(["scan", "--db", url, str(_log("unbounded"))], capsys)[0] == 0
+    monkeypatch.setenv(data.DB_ENV, url)
+    monkeypatch.setattr(data, "now", lambda: datetime(2026, 12, 2, 5, 30, tzinfo=UTC))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    try:
+        page = Path(__file__).resolve().parents[2] / "dashboard" / "views" / "job.py"
+        at = AppTest.from_file(str(page), default_timeout=60)
+        at.query_params["engine"] = "spark"
+        at.query_params["job_id"] = "ec3c6e08-0c0c-4bb8-986c-f913496eeb1c"
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        table = next(d.value for d in at.dataframe if "rule" in d.value.columns)
+        assert table[["severity", "rule", "batches"]].to_dict("records") == [
+            {"severity": "warning", "rule": "join_state_unbounded", "batches": "batches 2-9"}
+        ]
+        (shown,) = [m.value for m in at.markdown if m.value.startswith("join state unbounded:")]
+        assert "`click_time BETWEEN imp_time - INTERVAL 1 HOUR AND imp_time + INTERVAL 1 HOUR`" in shown
+    finally:
+        st.cache_data.clear()
+        st.cache_resource.clear()
