@@ -193,3 +193,15 @@ def test_freshness_slo_leaves_the_processing_time_operator_s_watermark_alone() -
     # read without the plan, the reported watermark is the job's (batch 14's: 05:45:33.381)
     pushed = [s for s in _pushed("processing_time_watermarked") if s.scope.is_job()]
     assert job_watermark(pushed[-1], []) == datetime(2026, 12, 2, 5, 45, 33, 381000, tzinfo=UTC)
+
+
+def test_job_facts_give_the_processing_time_operator_no_freshness() -> None:
+    # the pages and reports show job facts: no freshness where the rules judge none, the watermark still shown
+    from monitor.facts import job_facts
+
+    samples = _samples("processing_time_watermarked")
+    facts = job_facts(samples, datetime(2026, 12, 2, tzinfo=UTC), NOW)
+    assert [p.freshness_s for p in facts.batches] == [None] * 15
+    assert facts.batches[-1].watermark == datetime(2026, 12, 2, 5, 45, 33, 381000, tzinfo=UTC)
+    pushed = job_facts(_pushed("processing_time_watermarked"), datetime(2026, 12, 2, tzinfo=UTC), NOW)
+    assert pushed.batches[-1].freshness_s == 25.039  # 05:45:58.420 - 05:45:33.381, without the plan
