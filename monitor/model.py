@@ -23,13 +23,17 @@ from typing import Any
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
+    "JOIN_PLAN_EXTRA",
     "MAX_DESCRIPTION_CHARS",
     "MAX_ID_CHARS",
     "MAX_MESSAGE_CHARS",
     "MAX_NAME_CHARS",
     "MAX_TIME",
     "MIN_TIME",
+    "STREAM_JOIN_EXTRA",
+    "TRANSFORM_WITH_STATE_EXTRA",
     "TRIGGER_EXTRA",
+    "TWS_TIME_MODES_EXTRA",
     "UTC",
     "AlertState",
     "CollectorError",
@@ -251,6 +255,29 @@ class TriggerKind(enum.StrEnum):
 #: :class:`TriggerKind` value), when what it read shows it.
 TRIGGER_EXTRA = "trigger"
 
+#: The :attr:`Sample.extra` key of a Spark batch's stream-stream join state (its ``StateOperatorProgress``
+#: entries named ``symmetricHashJoin``, Spark's ``StreamingSymmetricHashJoinExec``): ``{"operators": n,
+#: "rows_total": rows, "rows_removed": rows}`` (sums over the join operators; a count Spark did not report is
+#: ``None``).
+STREAM_JOIN_EXTRA = "stream_join"
+
+#: The :attr:`Sample.extra` key in which the Spark event-log collector gives the stream-stream join of the
+#: batch's physical plan (``SparkListenerSQLExecutionStart``'s ``StreamingSymmetricHashJoin`` node), as
+#: :func:`collectors.spark.plans.join_plan` reads it: ``join_type``, ``left_keys``/``right_keys``,
+#: ``left_time``/``right_time`` (the watermarked event-time column of each side, ``None`` when the side has
+#: none), ``condition`` (the non-equi condition or ``None``), ``left_cleanup``/``right_cleanup`` (Spark planned
+#: a state watermark predicate for that side: its state is evicted).
+JOIN_PLAN_EXTRA = "join_plan"
+
+#: The :attr:`Sample.extra` key of a Spark batch's ``transformWithState`` custom metrics (summed over its
+#: ``transformWithState`` operators; see :func:`collectors.spark.progress.parse_progress`).
+TRANSFORM_WITH_STATE_EXTRA = "transform_with_state"
+
+#: The :attr:`Sample.extra` key in which the Spark event-log collector gives the time mode of each
+#: ``transformWithState`` operator of the batch's physical plan (``["ProcessingTime"]``; ``EventTime``,
+#: ``NoTime``), read by :func:`collectors.spark.plans.transform_with_state_time_modes`.
+TWS_TIME_MODES_EXTRA = "tws_time_modes"
+
 
 class SampleKind(enum.StrEnum):
     """What kind of observation a sample is.
@@ -448,7 +475,10 @@ class Sample:
             ``consumer_lag`` tells STALL from STOP by it) and ``lag_seconds_min`` (a lower bound when
             ``lag_seconds`` is unknown: ``consumer_lag_seconds``); from the Spark event-log collector
             ``trigger`` (``"real_time"`` on the batches of a run whose plan has Spark's
-            ``RealTimeStreamScanExec``: ``rules.cadence`` reads the trigger from it); for messages and lifecycle context
+            ``RealTimeStreamScanExec``: ``rules.cadence`` reads the trigger from it), ``stream_join`` and ``join_plan``
+            (:data:`STREAM_JOIN_EXTRA`, :data:`JOIN_PLAN_EXTRA`: ``rules.join_state``), ``transform_with_state``
+            (:data:`TRANSFORM_WITH_STATE_EXTRA`), ``tws_time_modes`` (:data:`TWS_TIME_MODES_EXTRA`:
+            ``rules.common.watermark_unused``); for messages and lifecycle context
             ``exception`` (the failure of a terminated Spark query / the root cause of a Flink job's last
             failure), ``vertex`` (a Flink vertex's name), ``running_since_ms`` (when the Flink job's current
             attempt began running, epoch ms) and ``checkpoint_failure`` (Flink's latest checkpoint failure

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 from typing import Any
 
-from monitor.model import Engine, Sample, Scope
+from monitor.model import TRANSFORM_WITH_STATE_EXTRA, TWS_TIME_MODES_EXTRA, Engine, Sample, Scope
 
 __all__ = [
     "EPOCH",
@@ -32,6 +32,35 @@ _TIME = attrgetter("observed_at")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The end of Spark's "nothing seen yet" instants: a watermark or event time before it is no real time.
 NULL_EVENT_TIME_BEFORE = EPOCH + timedelta(seconds=1)
+
+
+#: ``transformWithState`` time modes in which the operator ignores the event-time watermark
+#: (``TimeMode.ProcessingTime()``; ``TimeMode.None()``, written ``NoTime`` in the plan).
+_WATERMARK_FREE_MODES = frozenset({"ProcessingTime", "NoTime"})
+
+
+def watermark_unused(batch: Sample) -> bool:
+    """True when the Spark batch's plan shows that no operator of the query uses its watermark: every state
+    operator is a ``transformWithState`` (``extra["transform_with_state"]["operators"]`` equals
+    ``extra["num_state_operators"]``) and the plan gives each of them a time mode without event time
+    (``extra["tws_time_modes"]``: ``ProcessingTime`` / ``NoTime``).
+
+    Spark's ``TransformWithStateExec`` (and its Python counterparts) filters late rows and fires timers by
+    the watermark only in ``TimeMode.EventTime()``; in processing-time mode it emits no event-time watermark
+    downstream and its results never wait for one. The query still reports the input's ``withWatermark``
+    (``eventTime.watermark``), which then holds nothing back: a flat one is no stall and its lag no staleness
+    (``watermark_stall``, ``freshness`` and ``freshness_slo`` leave it alone). Without the plan (listener push,
+    progress files) the time mode is unknown and the watermark is judged as usual.
+    """
+    tws = batch.extra.get(TRANSFORM_WITH_STATE_EXTRA)
+    modes = batch.extra.get(TWS_TIME_MODES_EXTRA)
+    return (
+        isinstance(tws, dict)
+        and isinstance(modes, list)
+        and bool(modes)
+        and tws.get("operators") == batch.extra.get("num_state_operators") == len(modes)
+        and all(mode in _WATERMARK_FREE_MODES for mode in modes)
+    )
 
 
 def is_epoch(value: datetime | None) -> bool:

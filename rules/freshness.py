@@ -20,7 +20,7 @@ from datetime import datetime
 
 from monitor.model import Finding, Sample, Severity
 from monitor.timefmt import format_duration, format_instant_short
-from rules.common import is_epoch
+from rules.common import is_epoch, watermark_unused
 from rules.history import JobHistory
 from rules.jumps import find_jump
 from rules.params import Duration, RuleParams
@@ -43,9 +43,12 @@ def job_watermark(batch: Sample | None, scopes_newest: Iterable[Sample]) -> date
     watermark (Flink subtasks' ``currentInputWatermark``), and only when all of them are known.
 
     Returns ``None`` for an unknown watermark (a Flink subtask at ``Long.MIN_VALUE``, no scope at all) and
-    for Spark's initial 1970 watermark ("not computed yet", not a 56-year delay). The one definition of the
+    for Spark's initial 1970 watermark ("not computed yet", not a 56-year delay), and for a Spark query whose
+    plan shows that no operator uses its watermark (:func:`rules.common.watermark_unused`). The one definition of the
     watermark that ``freshness`` and ``freshness_slo`` (:mod:`rules.slo`) compare with processing time.
     """
+    if batch is not None and watermark_unused(batch):
+        return None  # no operator of the query waits for its watermark (rules.common.watermark_unused)
     watermark = batch.watermark if batch is not None else None
     if watermark is None:
         newest = [sample.watermark for sample in scopes_newest]

@@ -15,6 +15,7 @@ Configuration (every key optional; each rule's keys are documented on its parame
       idle_source: {for: 5m}
       split_watermark: {skew: 5m}
       state_growth: {window: 30m, metric: rows, limit_rows: 10000000, critical_within: 1h}
+      join_state_unbounded: {window: 30m}
       late_drop_surge: {window: 10m, max_share: 0.01, min_dropped: 1}
       late_rows_dropped: {min_dropped: 1}
       consumer_lag: {window_samples: 10, allowed_lag: 0, never_committed_after: 5m}
@@ -59,6 +60,7 @@ from rules import (
     future,
     health,
     idle,
+    join_state,
     late,
     pipeline,
     pipeline_slo,
@@ -124,6 +126,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec(idle.RULE, idle.IdleParams, idle.evaluate_idle, consumes_for=True),
         RuleSpec(splits.RULE, splits.SplitParams, splits.evaluate_splits),
         RuleSpec(state_growth.RULE, state_growth.StateGrowthParams, state_growth.evaluate_state_growth),
+        RuleSpec(join_state.RULE, join_state.JoinStateParams, join_state.evaluate_join_state),
         RuleSpec(late.SURGE_RULE, late.LateSurgeParams, late.evaluate_late_surge),
         RuleSpec(late.RULE, late.LateTotalParams, late.evaluate_late_total),
         RuleSpec(consumer_lag.RULE, consumer_lag.LagParams, consumer_lag.evaluate_lag),

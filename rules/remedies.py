@@ -63,6 +63,8 @@ class Cause(enum.StrEnum):
     """Honest rows arrive later than the watermark allows."""
     STATE_GROWTH = "state_growth"
     """State grows and nothing evicts it."""
+    JOIN_STATE_UNBOUNDED = "join_state_unbounded"
+    """A stream-stream join's condition has no event-time range: its state is never evicted."""
     SLOW_BATCHES = "slow_batches"
     """Micro-batches take longer than the trigger interval."""
     BACKPRESSURE = "backpressure"
@@ -188,6 +190,13 @@ REMEDIES: Mapping[Cause, Mapping[Engine, str]] = {
         "dropDuplicatesWithinWatermark, or a state TTL (transformWithState).",
         _F: "Keyed state that nothing clears grows with every new key: give it a state TTL (StateTtlConfig), "
         "clear it from an event-time timer, or key windows so the watermark ends them.",
+    },
+    Cause.JOIN_STATE_UNBOUNDED: {
+        _S: "Add a time-range condition between the two sides' event-time columns to the join, e.g. "
+        "`{condition}`, with bounds from how far apart matching events really are, and give both sides "
+        "withWatermark: Spark then drops a row once the other side's watermark passes its range. Start the "
+        "fixed query from a new checkpoint (Spark's recovery from a checkpoint after a change of join condition "
+        "is ill-defined) and keep the old one until the new query has caught up.",
     },
     Cause.SLOW_BATCHES: {
         _S: "Add executors or partitions, cap the batch size (maxOffsetsPerTrigger / maxFilesPerTrigger), or "

@@ -37,6 +37,7 @@ from rules.common import (
     scope_name,
     split_name,
     watermark_moves,
+    watermark_unused,
 )
 from rules.history import JobHistory
 from rules.jumps import Jump, find_jump
@@ -217,8 +218,8 @@ def evaluate_stall(params: StallParams, history: JobHistory, now: datetime) -> l
         return []  # (a consumer group has no watermark)
     newest = batches[-1]
     wm = newest.watermark
-    if wm is None and history.engine is Engine.SPARK:
-        return []  # no withWatermark in the query
+    if history.engine is Engine.SPARK and (wm is None or watermark_unused(newest)):
+        return []  # no withWatermark in the query, or no operator uses it (processing-time transformWithState)
     start = watermark_moves(batches, max_steps=0).flat_start
     first = batches[start]
     flat = newest.observed_at - first.observed_at

@@ -14,7 +14,7 @@ may move without passing the end of any window (a 5-minute window evicts nothing
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from monitor.model import Engine, Finding, Sample, Severity
+from monitor.model import JOIN_PLAN_EXTRA, STREAM_JOIN_EXTRA, Engine, Finding, Sample, Severity
 from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since, watermark_moves
 from rules.history import JobHistory, StateTrack
@@ -35,8 +35,12 @@ _PROJECTION_HORIZON = timedelta(days=36_525)
 
 __all__ = [
     "RULE",
+    "Fit",
+    "GrowthTrendParams",
     "StateGrowthParams",
+    "defers_to_join_rule",
     "evaluate_state_growth",
+    "scanned_fit",
     "theil_sen_slope",
 ]
 
@@ -47,34 +51,42 @@ _TIME = attrgetter("observed_at")
 _FIT_POINTS = 40  # points the Theil-Sen slope is fitted on (evenly spaced over the window)
 
 
-class StateGrowthParams(RuleParams):
-    """``state_growth`` parameters.
+class GrowthTrendParams(RuleParams):
+    """The trend test a growing state must pass (``state_growth``, ``join_state_unbounded``).
 
     Attributes:
         window: how much recent history the trend is fitted on (default 30m).
-        metric: ``rows`` (``state_rows_total``) or ``bytes`` (``state_memory_bytes``).
         min_points: samples with a known state size needed in the window.
         min_watermark_steps: times the watermark must advance in the window (nothing to evict otherwise).
         min_growth: relative growth over the window (Theil-Sen slope x window span / first value) that
             counts, e.g. 0.05 = 5 %.
         min_monotone_share: share of steps in the window that must not decrease.
-        limit_rows / limit_bytes: the state size that hurts (memory, checkpoint time): the finding projects
-            when it is reached and is ``CRITICAL`` once it is within ``critical_within``.
     """
 
     window: Duration = timedelta(minutes=30)
-    metric: Literal["rows", "bytes"] = "rows"
     min_points: int = Field(6, ge=3)
     min_watermark_steps: int = Field(3, ge=0)
     min_growth: float = Field(0.05, ge=0)
     min_monotone_share: float = Field(0.8, ge=0, le=1)
-    limit_rows: int | None = Field(None, gt=0, lt=2**63)
-    limit_bytes: int | None = Field(None, gt=0, lt=2**63)
-    critical_within: Duration = timedelta(hours=1)
 
     def history_needed(self) -> tuple[timedelta, timedelta]:
         """The trend window (job-scope batches only)."""
         return self.window, timedelta(0)
+
+
+class StateGrowthParams(GrowthTrendParams):
+    """``state_growth`` parameters (the trend test's, :class:`GrowthTrendParams`, and these).
+
+    Attributes:
+        metric: ``rows`` (``state_rows_total``) or ``bytes`` (``state_memory_bytes``).
+        limit_rows / limit_bytes: the state size that hurts (memory, checkpoint time): the finding projects
+            when it is reached and is ``CRITICAL`` once it is within ``critical_within``.
+    """
+
+    metric: Literal["rows", "bytes"] = "rows"
+    limit_rows: int | None = Field(None, gt=0, lt=2**63)
+    limit_bytes: int | None = Field(None, gt=0, lt=2**63)
+    critical_within: Duration = timedelta(hours=1)
 
 
 def _even_indices(n: int, count: int) -> list[int]:
@@ -121,10 +133,12 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     twice the delay's worth of keys and removes the rest: it plateaus with removals, so it is not reported.
     The message projects when ``limit_rows``/``limit_bytes`` is reached at the fitted rate. Flink jobs are
     judged on bytes whatever ``metric`` says: the collector's ``state_memory_bytes`` is the latest completed
-    checkpoint's ``state_size`` (``CheckpointingStatistics``), Flink's only state-size figure in REST.
+    checkpoint's ``state_size`` (``CheckpointingStatistics``), Flink's only state-size figure in REST. A Spark
+    job whose state operators are all stream-stream joins is left to ``join_state_unbounded``
+    (:func:`defers_to_join_rule`), which names the join condition to add.
     """
     batches = history.batches
-    if not batches:
+    if not batches or defers_to_join_rule(batches[-1]):
         return []
     cutoff = batches[-1].observed_at - params.window
     if history.marks_kept and history.newest_removal_at is not None and history.newest_removal_at >= cutoff:
@@ -135,14 +149,14 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     if history.marks_kept and history.state_track is not None:
         fit = _tracked_fit(params, history.state_track, metric, cutoff)
     else:
-        fit = _scanned_fit(params, tail_since(batches, cutoff), field)
+        fit = scanned_fit(params, tail_since(batches, cutoff), attrgetter(field), _REMOVED)
     if fit is None:
         return []
     return _finding(params, history, now, metric, fit)
 
 
 @dataclass(frozen=True, slots=True)
-class _Fit:
+class Fit:
     """The trend of one job's window, for the finding: first and last points, span, slope, watermark steps."""
 
     first: float
@@ -154,11 +168,33 @@ class _Fit:
     last_step: Sample | None
 
 
-def _scanned_fit(params: StateGrowthParams, window: Sequence[Sample], field: str) -> _Fit | None:
-    """The fit of ``window`` (the job batches since the cutoff), or ``None`` when a condition fails: scans it."""
-    if any(map(_REMOVED, window)):
-        return None  # eviction works (checked first: it is the common case, and C-level)
-    points = [b for b in window if getattr(b, field) is not None]
+def defers_to_join_rule(newest: Sample) -> bool:
+    """Whether ``state_growth`` leaves the job to ``join_state_unbounded`` (:mod:`rules.join_state`): every
+    state operator of its newest batch is a stream-stream join (``extra["stream_join"]["operators"]`` equals
+    ``extra["num_state_operators"]``), whose growth that rule reports with the condition to add, unless the
+    batch's plan (``extra["join_plan"]``) shows a state cleanup for both sides: then the join rule is silent and
+    a growth (a range far wider than needed, a watermark that barely moves) is still ``state_growth``'s."""
+    join = newest.extra.get(STREAM_JOIN_EXTRA)
+    if not isinstance(join, dict) or join.get("operators") != newest.extra.get("num_state_operators"):
+        return False
+    plan = newest.extra.get(JOIN_PLAN_EXTRA)
+    return not (isinstance(plan, dict) and plan.get("left_cleanup") is True and plan.get("right_cleanup") is True)
+
+
+def scanned_fit(
+    params: GrowthTrendParams,
+    window: Sequence[Sample],
+    size: Callable[[Sample], float | None],
+    removed: Callable[[Sample], int | None],
+) -> Fit | None:
+    """The growth trend of ``window`` (the job batches since the cutoff, oldest first), or ``None`` when a
+    condition of :class:`GrowthTrendParams` fails: nothing removed (``removed`` is 0 or unknown in every
+    batch), ``min_points`` batches with a known ``size``, ``min_watermark_steps`` watermark moves
+    (:func:`rules.common.watermark_moves`), ``min_monotone_share`` of non-decreasing steps and a Theil-Sen
+    growth of ``min_growth``. ``size``/``removed`` read a batch's state rows (or bytes) and rows removed."""
+    if any(map(removed, window)):
+        return None  # eviction works (checked first: it is the common case)
+    points = [b for b in window if size(b) is not None]
     if len(points) < params.min_points:
         return None
     # the watermark's moves over the window's batches: the definition watermark_stall reads too, so the two
@@ -167,7 +203,7 @@ def _scanned_fit(params: StateGrowthParams, window: Sequence[Sample], field: str
     steps = len(moves.steps)
     if steps < params.min_watermark_steps:
         return None
-    ys = [float(getattr(b, field)) for b in points]
+    ys = [float(size(b) or 0) for b in points]
     rises = sum(1 for a, b in pairwise(ys) if b >= a)
     if rises < params.min_monotone_share * (len(ys) - 1):
         return None
@@ -176,8 +212,8 @@ def _scanned_fit(params: StateGrowthParams, window: Sequence[Sample], field: str
     return _fitted(params, xs, ys, ys[0], ys[-1], points[-1], steps, moves.last_step_at)
 
 
-def _tracked_fit(params: StateGrowthParams, track: StateTrack, metric: str, cutoff: datetime) -> _Fit | None:
-    """The same fit as :func:`_scanned_fit` from the points :class:`~rules.history.RollingHistory` keeps
+def _tracked_fit(params: StateGrowthParams, track: StateTrack, metric: str, cutoff: datetime) -> Fit | None:
+    """The same fit as :func:`scanned_fit` from the points :class:`~rules.history.RollingHistory` keeps
     (no removal in the window is known from ``newest_removal_at``): O(log n) plus the fitted points."""
     known = track.rows if metric == "rows" else track.bytes
     first = bisect_left(known.samples, cutoff, key=_TIME)
@@ -198,7 +234,7 @@ def _tracked_fit(params: StateGrowthParams, track: StateTrack, metric: str, cuto
 
 
 def _fitted(
-    params: StateGrowthParams,
+    params: GrowthTrendParams,
     xs: list[float],
     ys: list[float],
     first: float,
@@ -206,7 +242,7 @@ def _fitted(
     last_point: Sample,
     steps: int,
     last_step: Sample | None,
-) -> _Fit | None:
+) -> Fit | None:
     """The Theil-Sen fit of ``xs``/``ys`` (seconds since the first point, values), ``None`` when the state did
     not grow by ``min_growth`` of its first value."""
     if xs[-1] <= 0 or min(ys) == max(ys):  # a constant state: every pairwise slope, so the median, is 0
@@ -214,11 +250,11 @@ def _fitted(
     slope = theil_sen_slope(xs, ys, _FIT_POINTS)
     if slope <= 0 or slope * xs[-1] < params.min_growth * max(first, 1.0):
         return None
-    return _Fit(first, current, last_point, xs[-1], slope, steps, last_step)
+    return Fit(first, current, last_point, xs[-1], slope, steps, last_step)
 
 
 def _finding(
-    params: StateGrowthParams, history: JobHistory, now: datetime, metric: str, fit: _Fit
+    params: StateGrowthParams, history: JobHistory, now: datetime, metric: str, fit: Fit
 ) -> list[Finding]:
     """The finding of a fit that grows (message, severity from the projection to the limit)."""
     ys0, current, slope, steps = fit.first, fit.current, fit.slope, fit.steps

@@ -67,6 +67,7 @@ from typing import Any, BinaryIO, Protocol
 from collectors.http import ReadLimits
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, LongLine
+from collectors.spark.plans import JOIN_NODE, TRANSFORM_WITH_STATE_NODE, plan_extras
 from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
 from collectors.storage import (
     DEFAULT_STORE_LIMITS,
@@ -115,6 +116,7 @@ MARKER = b"StreamingQueryListener$Query"
 #: query in real-time mode (``RealTimeStreamScanExec``, planned by ``MicroBatchExecution`` for a
 #: ``RealTimeTrigger``, Spark 4.1+). The execution's description names the run (``runId = <uuid>``).
 REAL_TIME_SCAN = b"RealTimeStreamScan"
+SQL_EXECUTION_START = b'{"Event":"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",'
 _RUN_ID_IN_DESCRIPTION = re.compile(rb"runId = ([0-9a-fA-F-]{36})")
 MARKER_WINDOW = 200
 LINE_START = b'{"Event":'
@@ -591,6 +593,7 @@ class EventLogCollector:
         self.waiting_files: list[str] = []
         self._last_seen: dict[tuple[str, str | None], datetime] = {}
         self._real_time_runs: set[str] = set()  # run ids whose batches plan a RealTimeStreamScanExec
+        self._plans: dict[str, dict[str, Any]] = {}  # run id -> what its plan adds to extra (plans.plan_extras)
         self._run_names: dict[tuple[str, str | None], str] = {}
         self._live: dict[str, _Live] = {}
         # per root: its discovery (or why it cannot be read at all), the files seen by the last poll, and
@@ -1000,12 +1003,17 @@ class EventLogCollector:
         find = data.find
         rfind = data.rfind
         count = data.count
-        scan = find(REAL_TIME_SCAN, 0, end)
-        while scan >= 0:  # (one C-speed search per chunk; none in a micro-batch query's log)
-            line_end = find(b"\n", scan, end)
-            line_end = end if line_end < 0 else line_end
-            self._note_real_time(data[rfind(b"\n", 0, scan) + 1 : line_end])
-            scan = find(REAL_TIME_SCAN, line_end, end)
+        for node, note in (
+            (REAL_TIME_SCAN, self._note_real_time),
+            (JOIN_NODE, self._note_plan),
+            (TRANSFORM_WITH_STATE_NODE, self._note_plan),
+        ):
+            scan = find(node, 0, end)
+            while scan >= 0:  # (one C-speed search per chunk; none in a log without such a plan)
+                line_end = find(b"\n", scan, end)
+                line_end = end if line_end < 0 else line_end
+                note(data[rfind(b"\n", 0, scan) + 1 : line_end])
+                scan = find(node, line_end, end)
         pos = 0
         counted_pos = 0
         line_no = base_line_no  # lines before counted_pos
@@ -1070,8 +1078,11 @@ class EventLogCollector:
             marker = line.find(MARKER, 0, MARKER_WINDOW + len(MARKER))
             if 0 <= marker <= MARKER_WINDOW:
                 self._parse_line(log_file, line, line_no, now, result)
-            elif REAL_TIME_SCAN in line:
-                self._note_real_time(line)
+            else:
+                if REAL_TIME_SCAN in line:
+                    self._note_real_time(line)
+                if JOIN_NODE in line or TRANSFORM_WITH_STATE_NODE in line:
+                    self._note_plan(line)
 
     def _note_real_time(self, line: bytes) -> None:
         """Remember the run of a ``SparkListenerSQLExecutionStart`` line whose plan has a
@@ -1082,6 +1093,31 @@ class EventLogCollector:
         found = _RUN_ID_IN_DESCRIPTION.search(line)
         if found is not None:
             self._real_time_runs.add(found.group(1).decode("ascii").lower())
+
+    def _note_plan(self, line: bytes) -> None:
+        """Remember what a ``SparkListenerSQLExecutionStart`` line's plan says about its run's state (the
+        description's ``runId = <uuid>``; read once per run: every batch plans the same operators): the
+        stream-stream join and the ``transformWithState`` time modes (:func:`collectors.spark.plans.plan_extras`),
+        which that run's batches then carry in ``extra`` (:data:`monitor.model.JOIN_PLAN_EXTRA`, read by
+        ``rules.join_state``; :data:`monitor.model.TWS_TIME_MODES_EXTRA`, read by
+        ``rules.common.watermark_unused``). A line that is not such an event, or whose plan does not parse,
+        is passed over."""
+        if not line.startswith(SQL_EXECUTION_START):
+            return
+        found = _RUN_ID_IN_DESCRIPTION.search(line)
+        if found is None:
+            return
+        run_id = found.group(1).decode("ascii").lower()
+        if run_id in self._plans:
+            return
+        try:
+            event = load_json(line, "SparkListenerSQLExecutionStart")
+        except ProgressFormatError:
+            self._plans[run_id] = {}
+            return
+        description = event.get("physicalPlanDescription") if isinstance(event, dict) else None
+        # (a plan that does not parse is remembered too: it is not read again at every batch)
+        self._plans[run_id] = plan_extras(description) if isinstance(description, str) else {}
 
     def _parse_line(
         self, log_file: EventLogFile, line: bytes, line_no: int, now: datetime, result: _FileRead
@@ -1120,11 +1156,14 @@ class EventLogCollector:
         if not samples:
             return
         first = samples[0]
-        if first.job.run_id is not None and first.job.run_id.lower() in self._real_time_runs:
-            samples = [
-                dataclasses.replace(s, extra={**s.extra, TRIGGER_EXTRA: TriggerKind.REAL_TIME.value}) if s.scope.is_job() else s
-                for s in samples
-            ]
+        run_id = first.job.run_id.lower() if first.job.run_id is not None else None
+        added: dict[str, Any] = {}
+        if run_id in self._real_time_runs:
+            added[TRIGGER_EXTRA] = TriggerKind.REAL_TIME.value
+        if run_id is not None:
+            added.update(self._plans.get(run_id, {}))
+        if added:
+            samples = [dataclasses.replace(s, extra={**s.extra, **added}) if s.scope.is_job() else s for s in samples]
         key = (first.job.job_id, first.job.run_id)
         if first.job.name is not None:
             self._run_names[key] = first.job.name

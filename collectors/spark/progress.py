@@ -44,6 +44,8 @@ from monitor.model import (
     MAX_NAME_CHARS,
     MAX_TIME,
     MIN_TIME,
+    STREAM_JOIN_EXTRA,
+    TRANSFORM_WITH_STATE_EXTRA,
     Engine,
     JobRef,
     Sample,
@@ -63,6 +65,8 @@ __all__ = [
     "EVENT_TERMINATED",
     "MAX_JSON_DEPTH",
     "STREAMING_EVENT_NAMES",
+    "STREAM_JOIN_OPERATOR",
+    "TRANSFORM_WITH_STATE_OPERATORS",
     "check_document",
     "field_at",
     "load_json",
@@ -515,6 +519,8 @@ def _parse_progress(
     ops = progress.get("stateOperators") or []
     if not isinstance(ops, list):
         raise ProgressFormatError(f"{at('stateOperators')}: expected a list")
+    tws: dict[str, int] = {}
+    join: dict[str, int | None] = {}
     rows_total: list[int | None] = []
     rows_updated: list[int | None] = []
     rows_removed: list[int | None] = []
@@ -531,6 +537,14 @@ def _parse_progress(
         mem_bytes.append(_count_at(op, "memoryUsedBytes", where, p))
         late_key = "numRowsDroppedByWatermark" if "numRowsDroppedByWatermark" in op else "numLateInputs"
         dropped.append(_count_at(op, late_key, where, p))
+        if op.get("operatorName") in TRANSFORM_WITH_STATE_OPERATORS:
+            tws["operators"] = tws.get("operators", 0) + 1
+            _add_transform_with_state(tws, op.get("customMetrics"), where, f"{p}customMetrics.")
+        elif op.get("operatorName") == STREAM_JOIN_OPERATOR:
+            join["operators"] = (join.get("operators") or 0) + 1
+            for key, value in (("rows_total", rows_total[-1]), ("rows_removed", rows_removed[-1])):
+                known = join.get(key, 0)
+                join[key] = None if known is None or value is None else known + value
 
     sources = progress.get("sources") or []
     if not isinstance(sources, list):
@@ -598,16 +612,77 @@ def _parse_progress(
         state_rows_removed=_sum_known(rows_removed),
         state_memory_bytes=_sum_known(mem_bytes),
         lag_offsets=source_lags[0] if len(source_lags) == 1 else max((v for v in source_lags if v is not None), default=None),
-        extra=_extra(progress, len(ops), len(sources), where, field_prefix),
+        extra=_extra(progress, len(ops), len(sources), where, field_prefix, tws, join),
     )
     return [query_sample, *source_samples]
 
 
-def _extra(progress: Mapping[str, Any], ops: int, sources: int, where: str, field_prefix: str) -> dict[str, Any]:
-    """The query sample's extras: the number of state operators and sources, and the ``sink``'s
+#: ``StateOperatorProgress.operatorName`` of a stream-stream join (``StreamingSymmetricHashJoinExec``; both
+#: sides' state stores are reported together in one entry).
+STREAM_JOIN_OPERATOR = "symmetricHashJoin"
+#: ``StateOperatorProgress.operatorName`` of the ``transformWithState`` operators (Spark's
+#: ``StatefulOperatorsUtils.TRANSFORM_WITH_STATE_OP_NAMES``: Scala/Java, ``transformWithStateInPandas``,
+#: the row-based Python ``transformWithState``).
+TRANSFORM_WITH_STATE_OPERATORS = frozenset(
+    {"transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec"}
+)
+#: ``customMetrics`` of a ``transformWithState`` operator (``TransformWithStateExec.customStatefulOperatorMetrics``,
+#: the same names in the Python ``TransformWithStateInPySparkExec``, recorded from Spark 4.3.0 in
+#: ``tests/fixtures/spark/transform-with-state-4.3.0``) -> the keys it is summed into in
+#: ``extra["transform_with_state"]``. Spark counts a variable with a TTL only under ``num...WithTTLVars``: it is
+#: summed into ``state_variables`` (all of them) and ``state_variables_with_ttl``. The Python operator reports a
+#: processing-time timer that fired as deleted (``numDeletedTimers``; ``numExpiredTimers`` stayed 0 in the
+#: recording), so ``timers_deleted`` counts fired timers there.
+_TWS_METRICS: dict[str, tuple[str, ...]] = {
+    "numRegisteredTimers": ("timers_registered",),
+    "numDeletedTimers": ("timers_deleted",),
+    "numExpiredTimers": ("timers_expired",),
+    "numValueStateVars": ("state_variables",),
+    "numListStateVars": ("state_variables",),
+    "numMapStateVars": ("state_variables",),
+    "numValueStateWithTTLVars": ("state_variables", "state_variables_with_ttl"),
+    "numListStateWithTTLVars": ("state_variables", "state_variables_with_ttl"),
+    "numMapStateWithTTLVars": ("state_variables", "state_variables_with_ttl"),
+    "numDeletedStateVars": ("state_variables_deleted",),
+    "numValuesRemovedDueToTTLExpiry": ("rows_removed_by_ttl",),
+}
+
+
+def _add_transform_with_state(into: dict[str, int], metrics: Any, where: str, path: str) -> None:
+    """Add one ``transformWithState`` operator's ``customMetrics`` (Spark's ``TransformWithStateExec``:
+    timers registered/deleted/expired in the batch, state variables defined (summed over the operator's
+    partitions, as Spark sums every custom metric), state variables deleted, values removed by TTL expiry
+    in the batch) into ``into`` (the keys of :data:`_TWS_METRICS`); a metric the operator does not report is
+    left out (unknown, not 0).
+
+    Raises:
+        ProgressFormatError: a metric present but not an integer (named by ``where`` + ``path``).
+    """
+    if not _is_mapping(metrics):
+        return
+    for name, keys in _TWS_METRICS.items():
+        value = _count_at(metrics, name, where, path) if name in metrics else None
+        if value is not None:
+            for key in keys:
+                into[key] = into.get(key, 0) + value
+
+
+def _extra(
+    progress: Mapping[str, Any], ops: int, sources: int, where: str, field_prefix: str,
+    tws: Mapping[str, int] | None = None, join: Mapping[str, int | None] | None = None,
+) -> dict[str, Any]:
+    """The query sample's extras: the number of state operators and sources, the ``sink``'s
     ``description`` when it has one (what the query writes: ``FileSink[/data/out]``; the pipeline graph,
-    :func:`rules.pipeline.job_endpoints`, reads it; one too long to hold is left out, never an error)."""
+    :func:`rules.pipeline.job_endpoints`, reads it; one too long to hold is left out, never an error), and
+    the summed custom metrics of its ``transformWithState`` operators (:data:`TRANSFORM_WITH_STATE_EXTRA`, see
+    :func:`_add_transform_with_state`, with ``operators``: how many) and the state of its stream-stream joins (:data:`STREAM_JOIN_EXTRA`:
+    ``operators``, summed ``rows_total``/``rows_removed``, ``None`` when an operator left one out), when it
+    has any."""
     extra: dict[str, Any] = {"num_state_operators": ops, "num_sources": sources}
+    if tws:
+        extra[TRANSFORM_WITH_STATE_EXTRA] = dict(tws)
+    if join:
+        extra[STREAM_JOIN_EXTRA] = dict(join)
     sink = progress.get("sink")
     if _is_mapping(sink) and type(sink.get("description")) is str:
         # a description the model cannot hold names no dataset: the batch is kept without it

@@ -55,7 +55,15 @@ from monitor.model import (
 )
 from monitor.timefmt import format_duration, format_instant_short, is_beyond_range, seconds_between
 from rules.batches import UNITS_HIGH, inferred_delay, real_watermark
-from rules.common import flink_scope_name, holding_input, holding_split, is_epoch, scope_name, split_name
+from rules.common import (
+    flink_scope_name,
+    holding_input,
+    holding_split,
+    is_epoch,
+    scope_name,
+    split_name,
+    watermark_unused,
+)
 from rules.consumer_lag import LagParams, evaluate_lag, sample_instant
 from rules.history import JobHistory, job_history
 from rules.leaps import find_leap
@@ -516,7 +524,8 @@ def job_facts(
         BatchPoint(
             observed_at=b.observed_at, batch_id=b.batch_id, run_id=b.job.run_id, watermark=(wm := real_watermark(b)),
             event_time_max=b.event_time_max,
-            freshness_s=seconds_between(b.observed_at, wm),
+            # (none where no operator uses the watermark: the freshness rules do not judge it either)
+            freshness_s=None if watermark_unused(b) else seconds_between(b.observed_at, wm),
             input_rows=b.num_input_rows, dropped_rows=b.dropped_by_watermark, state_rows=b.state_rows_total,
             state_bytes=b.state_memory_bytes, lag_offsets=b.lag_offsets, lag_seconds=b.lag_seconds,
         )

@@ -71,7 +71,8 @@ class BatchPoint:
         batch_id / run_id: Spark's batch id and ``runId`` (``None`` for polls).
         watermark: the watermark the batch ran with (``None``: none, or Spark's "no watermark yet").
         event_time_max: the batch's ``eventTime.max`` (Spark; ``None`` elsewhere).
-        freshness_s: ``observed_at - watermark`` on the data's own clock (negative: the watermark is ahead).
+        freshness_s: ``observed_at - watermark`` on the data's own clock (negative: the watermark is ahead);
+            ``None`` without a watermark or where no operator uses it (:func:`rules.common.watermark_unused`).
         input_rows / dropped_rows: rows read / dropped as late by the watermark in this batch or poll.
         state_rows / state_bytes: Spark ``numRowsTotal`` / ``memoryUsedBytes`` summed; Flink the latest
             completed checkpoint's state size (bytes).

@@ -38,6 +38,7 @@ from monitor.facts.pipeline import PipelineFacts
 from monitor.model import AlertState, Engine, FindingEpisode, Severity, ensure_utc
 from monitor.text import batch_range, plural
 from monitor.timefmt import BEYOND_RANGE, format_duration, format_instant, format_instant_short, format_lag
+from rules.join_state import RULE as JOIN_STATE_RULE
 
 __all__ = [
     "PROGRESS_HISTORY",
@@ -439,6 +440,11 @@ def _recommend(f: JobFacts) -> list[Recommendation]:
             text = (f"Checkpointed state grows by about {s.slope_per_h:,.0f} bytes/h: keyed state that nothing "
                     "clears grows with every key. Give it a state TTL (StateTtlConfig), clear it from an event-time "
                     "timer, or key windows so the watermark ends them.")
+        elif any(e.rule == JOIN_STATE_RULE for e in f.episodes):
+            # the stored join_state_unbounded finding names the join and the condition to add
+            text = (f"State grows by about {s.slope_per_h:,.0f} {s.unit}/h with nothing removed: a stream-stream join "
+                    "without a time range between its two sides' event-time columns keeps every row. Add the "
+                    "condition the join_state_unbounded finding above names.")
         else:
             text = (f"State grows by about {s.slope_per_h:,.0f} {s.unit}/h with nothing removed: the state key cannot "
                     "be evicted by the watermark (e.g. dropDuplicates without the event-time column). Add the "

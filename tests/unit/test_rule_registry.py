@@ -99,7 +99,9 @@ def test_every_rule_accepts_its_defaults_and_common_keys() -> None:
     # thirteen batch-time rules (consumer_lag_seconds, rebalance_churn and freshness_slo among them),
     # checkpoint_failures, no_progress, batch_running (Spark 4.2+ batch starts), the cross-job
     # pipeline_freshness and pipeline_slo, and late_rows_dropped (Flink's cumulative numLateRecordsDropped)
-    assert len(RULES) == 20
+    # and join_state_unbounded (a stream-stream join without an event-time range), split_watermark (Flink
+    # split-level watermarks)
+    assert len(RULES) == 21
 
 
 def test_override_applies_only_to_matching_jobs() -> None:

@@ -159,6 +159,24 @@ def test_recorded_rule_cases_live_and_scanned_agree(case: str, store: Store, tmp
     assert _episode_set(store.episodes()) == scanned_episodes
 
 
+STREAM_JOINS = Path(__file__).resolve().parents[1] / "fixtures" / "spark" / "stream-join-4.3.0"
+#: the stream-stream join recordings (their PROVENANCE.md) and the rules each must raise
+JOIN_CASES = {"range": set(), "unbounded": {"join_state_unbounded"}}
+
+
+@pytest.mark.parametrize("case", sorted(JOIN_CASES))
+def test_recorded_stream_joins_live_and_scanned_agree(case: str, store: Store, tmp_path: Path) -> None:
+    # the logs carry the join's plan (a SparkListenerSQLExecutionStart line before batch 0): the daemon
+    # tailing the log line by line stores the same join_state_unbounded episode as scan makes
+    (log_dir,) = (STREAM_JOINS / case).glob("eventlog_v2_*")
+    (log,) = log_dir.glob("events_*")
+    lines = _lines_with_times([json.loads(line) for line in log.read_text().splitlines()])
+    scanned, scanned_episodes = _scan(log_dir, RULES)
+    assert {r for r, _, _ in scanned} == JOIN_CASES[case]
+    assert _live_triples(store, tmp_path, lines, RULES) == scanned
+    assert _episode_set(store.episodes()) == scanned_episodes
+
+
 def test_scan_db_stores_the_daemons_episodes_once(
     store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
