@@ -162,9 +162,39 @@ def sample_instant(value: object) -> datetime | None:
         return None
 
 
+#: ``JobHistory.rule_state`` key: per partition, the window's commit observations by sample (kept across the
+#: ticks of a daemon's rolling history, so each observation is built once rather than at every tick)
+_OBSERVATIONS = "consumer_lag.observations"
+
+
+def _observations(
+    before: dict[int, tuple[Sample, CommitObservation]],
+    kept: dict[Scope, dict[int, tuple[Sample, CommitObservation]]],
+    scope: Scope,
+    window: list[Sample],
+) -> list[CommitObservation]:
+    """Burrow's window of commits (:class:`CommitObservation`: offset, commit time in epoch ms, lag) for the
+    committed samples of ``window``, reusing those built for the same sample objects at the previous
+    evaluation (``before``); this window's are stored as ``kept[scope]``."""
+    now: dict[int, tuple[Sample, CommitObservation]] = {}
+    out: list[CommitObservation] = []
+    for s in window:
+        if s.committed_offset is None:
+            continue
+        hit = before.get(id(s))
+        if hit is None or hit[0] is not s:  # (an id can be reused once its sample is gone)
+            hit = (s, CommitObservation(s.committed_offset, round(s.observed_at.timestamp() * 1000), _lag(s)))
+        now[id(s)] = hit
+        out.append(hit[1])
+    kept[scope] = now
+    return out
+
+
 def _never_committed(params: LagParams, history: JobHistory, scope: Scope, sample: Sample, now: datetime) -> Finding | None:
     """The ``NEVER_COMMITTED`` finding of a partition's newest observation (the module docstring), or ``None``
     when it was committed, no live member owns it, or no record waits under the reading(s) that apply."""
+    if sample.committed_offset is not None:
+        return None  # (the common case, checked first)
     extra = sample.extra
     earliest, latest = _count(extra.get("uncommitted_if_earliest")), _count(extra.get("uncommitted_if_latest"))
     since = sample_instant(extra.get("uncommitted_since_ms"))
@@ -233,6 +263,10 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
     now_ms = datetime_to_ms(now)
     assert now_ms is not None
     out: list[Finding] = []
+    cached = history.rule_state.get(_OBSERVATIONS)
+    before: dict[Scope, dict[int, tuple[Sample, CommitObservation]]] = cached if isinstance(cached, dict) else {}
+    kept: dict[Scope, dict[int, tuple[Sample, CommitObservation]]] = {}  # only the partitions still evaluated
+    history.rule_state[_OBSERVATIONS] = kept
     for scope, samples in history.series.items():
         if scope.partition is None:
             continue
@@ -244,11 +278,7 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
         window = _window(samples, params.window_samples, params.max_age)
         if len(window) < 2 and (not window or _owned(window[-1])):
             continue  # one observation is no trend (Burrow evaluates a window of commits)
-        commits = [
-            CommitObservation(s.committed_offset, round(s.observed_at.timestamp() * 1000), _lag(s))
-            for s in window
-            if s.committed_offset is not None
-        ]
+        commits = _observations(before.get(scope, {}), kept, scope, window)
         # Burrow keeps its own ring of recent broker offsets, refreshed independently of commits; here the
         # log-end offset arrives with the commit, so only the newest one is "recent" (older ones would
         # always look caught up compared with the newest commit, and STOP could never be reported)
