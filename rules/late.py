@@ -264,10 +264,18 @@ def evaluate_late_total(params: LateTotalParams, history: JobHistory, now: datet
             "how many of them between the last two polls is unknown (one poll only, or the REST metric store "
             "was not refreshed in between)"
         )
+    if len(parts) == 1:
+        head = f"have dropped {_plural(total_all, 'late record')} since their tasks started"
+        by_vertex = f"By window vertex: {parts[0]}"
+    else:
+        # each window operator drops its own copy of a late record: the sum over vertices is no count of records
+        head = (
+            f"have dropped late records in {len(parts)} window vertices since their tasks started ({total_all} "
+            "drops in all, counted per vertex: a record late for two windows is one drop in each)"
+        )
+        by_vertex = "By window vertex: " + "; ".join(parts)
     message = (
-        f"the windows of job `{job}` have dropped {_plural(total_all, 'late record')} since their tasks "
-        f"started (WindowOperator's numLateRecordsDropped), {when}. By window vertex: "
-        + "; ".join(parts)
+        f"the windows of job `{job}` {head} (WindowOperator's numLateRecordsDropped), {when}. {by_vertex}"
         + ". They were behind the watermark by more than the window's allowed lateness. "
         + remedy(Engine.FLINK, Cause.LATE_DROPS)
     )

@@ -24,12 +24,13 @@ holding the watermark (``split_watermark``'s ``holding_split``, ``watermark_stal
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from monitor.facts import JobFacts, job_facts
-from monitor.model import MIN_TIME, CollectorError, Finding, Sample, datetime_to_ms
+from monitor.model import MIN_TIME, CollectorError, Finding, Sample, Severity, datetime_to_ms
 from monitor.timefmt import format_epoch_ms
 
 __all__ = ["build_check_report", "render_json", "render_text"]
@@ -164,13 +165,15 @@ def render_text(report: dict[str, Any]) -> str:
                 f"{_cell(v['late_records_dropped'])}"
             )
             lines.append(
-                "    subtask  input watermark           output watermark          idle ms    records in/out"
+                "    subtask  input watermark           output watermark          sourceIdleTime ms  quiet ms  "
+                "task records in/out"
             )
             for t in v["subtasks"]:
                 out_wm = "+inf (end of input)" if t["end_of_input"] else _time(t["output_watermark_ms"])
                 lines.append(
                     f"    {t['subtask']:>7}  {_time(t['input_watermark_ms']):<24}  {out_wm:<24}  "
-                    f"{_cell(t['idle_ms']):>7}    {_cell(t['records_in'])}/{_cell(t['records_out'])}"
+                    f"{_cell(t['source_idle_ms']):>17}  {_cell(t['idle_ms']):>8}  "
+                    f"{_cell(t['records_in'])}/{_cell(t['records_out'])}"
                 )
                 for sp in t.get("splits", ()):
                     lines.append(
@@ -179,8 +182,16 @@ def render_text(report: dict[str, Any]) -> str:
                         f"{_ms(sp['idle_ms_per_s'])}"
                     )
         lines.append("")
+    if report["jobs"]:
+        lines.append(
+            "(sourceIdleTime: the source's own idle time, '-' off a source; quiet: the longer of it and the time "
+            "the subtask's record counters have not moved; records are the task's, so a source chained with a "
+            "filter that drops everything shows 0 out while it reads)"
+        )
     if report["findings"]:
-        lines.append("findings:")
+        ranks = {s.label(): s for s in Severity}
+        counts = Counter(ranks[f["severity"]] for f in report["findings"])
+        lines.append("findings (" + ", ".join(f"{n} {s.label()}" for s, n in sorted(counts.items(), reverse=True)) + "):")
         for f in report["findings"]:
             where = f["job"]
             if f["vertex"]:
