@@ -282,7 +282,7 @@ class _Stage:
 
 
 def _lookup(table: EventsTable, emitted: Windows, size_ms: int) -> I64:
-    """Row indices in a :func:`_window_universe` table of the emitted windows."""
+    """Row indices in a :func:`_window_universe` table (sorted by (key, time)) of the emitted windows."""
     if len(emitted) == 0:
         return _EMPTY
     keys = (
@@ -291,17 +291,15 @@ def _lookup(table: EventsTable, emitted: Windows, size_ms: int) -> I64:
         else np.zeros(len(emitted), np.int64)
     )
     times = emitted.start_us + size_ms * 1000 - 1
-    order = np.lexsort((table.event_time_us, table.key_codes))
-    tk = table.key_codes[order].astype(np.int64)
-    tt = table.event_time_us[order]
-    # binary search on (key, time): keys sorted, then times within a key
-    lo = np.searchsorted(tk, keys, side="left")
-    hi = np.searchsorted(tk, keys, side="right")
-    idx = np.empty(len(keys), dtype=np.int64)
-    for i in range(len(keys)):
-        j = lo[i] + int(np.searchsorted(tt[lo[i] : hi[i]], times[i]))
-        assert j < hi[i] and tt[j] == times[i], "an emitted window outside the precomputed groups"
-        idx[i] = order[j]
+    # (key, time) -> one sortable int64: key * (number of distinct times) + rank of the time
+    distinct_times = np.unique(table.event_time_us)
+    n = len(distinct_times)
+    table_code = table.key_codes.astype(np.int64) * n + np.searchsorted(distinct_times, table.event_time_us)
+    rank = np.minimum(np.searchsorted(distinct_times, times), n - 1)
+    code = keys * n + rank
+    idx: I64 = np.minimum(np.searchsorted(table_code, code), len(table_code) - 1).astype(np.int64)
+    found = (table.key_codes[idx] == keys) & (table.event_time_us[idx] == times)
+    assert bool(found.all()), "an emitted window outside the precomputed groups"
     return idx
 
 
