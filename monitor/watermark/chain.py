@@ -150,6 +150,7 @@ class OperatorBatch:
 
     Attributes:
         name: ``"window_aggregation"`` or ``"deduplication"``.
+        spark_name: Spark's ``operatorName`` (``stateStoreSave``, ``dedupe``, ``dedupeWithinWatermark``).
         late_watermark_ms: input watermark rows were filtered against (``eventTimeWatermarkForLateEvents``).
         eviction_watermark_ms: input watermark state was evicted against (``eventTimeWatermarkForEviction``).
         output_watermark_ms: the watermark it passes on (``produceOutputWatermark``: equal to the input).
@@ -163,6 +164,7 @@ class OperatorBatch:
     """
 
     name: str
+    spark_name: str
     late_watermark_ms: int
     eviction_watermark_ms: int
     output_watermark_ms: int
@@ -303,9 +305,12 @@ def _lookup(table: EventsTable, emitted: Windows, size_ms: int) -> I64:
     return idx
 
 
-def _operator_batch(res: OpResult, name: str, late_wm: int, evict_wm: int, input_rows: int) -> OperatorBatch:
+def _operator_batch(
+    res: OpResult, names: tuple[str, str], late_wm: int, evict_wm: int, input_rows: int
+) -> OperatorBatch:
     return OperatorBatch(
-        name=name,
+        name=names[0],
+        spark_name=names[1],
         late_watermark_ms=late_wm,
         eviction_watermark_ms=evict_wm,
         output_watermark_ms=evict_wm,
@@ -354,13 +359,16 @@ def replay_chain(events: EventsTable, config: ChainConfig, *, plan: BatchPlan | 
         table = parent if parent_window is None else _window_universe(parent, parent_window, parent_by_key)
         stages.append(_Stage(table, first, stage))
         parent, parent_window, parent_by_key = table, stage.window, stage.group_by_key
-    name1 = "deduplication" if first.dedup is not None else "window_aggregation"
+    names1 = ("window_aggregation", "stateStoreSave")
+    if first.dedup is not None:
+        within = first.dedup.mode == "within_watermark"
+        names1 = ("deduplication", "dedupeWithinWatermark" if within else "dedupe")
     batches: list[ChainBatch] = []
 
     def chain(b: BatchResult) -> None:
         res = rt.last_operator_result
         assert res is not None
-        ops = [_operator_batch(res, name1, b.late_watermark_ms, b.watermark_ms, b.input_rows)]
+        ops = [_operator_batch(res, names1, b.late_watermark_ms, b.watermark_ms, b.input_rows)]
         # produceOutputWatermark is the input watermark for aggregations and dedup: every later
         # operator runs with operator 1's input watermarks (PropagateWatermarkSimulator).
         late_wm, evict_wm = b.late_watermark_ms, b.watermark_ms
@@ -372,7 +380,9 @@ def replay_chain(events: EventsTable, config: ChainConfig, *, plan: BatchPlan | 
         emitted, sums = Windows(), _EMPTY
         for i, st in enumerate(stages):
             r, sums = st.process(rows, weights, late_wm, evict_wm)
-            ops.append(_operator_batch(r, "window_aggregation", late_wm, evict_wm, len(rows)))
+            ops.append(
+                _operator_batch(r, ("window_aggregation", "stateStoreSave"), late_wm, evict_wm, len(rows))
+            )
             emitted = r.emitted
             if i + 1 < len(stages):
                 rows, weights = _lookup(stages[i + 1].table, emitted, st.spec.size_ms), sums

@@ -20,9 +20,6 @@ from tests.differential.chains_spark import ChainSparkRun
 from tests.differential.compare import Difference, format_ms, format_row
 from tests.differential.engine_adapter import engine_config, engine_events
 
-#: Spark's ``operatorName`` for each engine operator.
-_SPARK_NAMES = {"window_aggregation": "stateStoreSave", "deduplication": "dedupe"}
-
 
 @dataclass(frozen=True)
 class ChainView:
@@ -81,7 +78,7 @@ def engine_chain_views(scenario: ChainScenario) -> list[ChainView]:
                 emitted=tuple(sorted(rows, key=lambda r: tuple((v is not None, v) for v in r))),
                 operators=tuple(
                     (
-                        _SPARK_NAMES[op.name],
+                        op.spark_name,
                         op.state_rows,
                         op.state_rows_removed,
                         op.dropped_by_watermark_metric,

@@ -164,6 +164,10 @@ def test_dedup_chain_lists_the_aggregation_first_as_spark_does() -> None:
     result = replay_chain(_events(CASES[2]), CASES[2].config)
     assert [o.name for o in result.batches[0].state_operators] == ["window_aggregation", "deduplication"]
     assert [o.name for o in result.batches[0].operators] == ["deduplication", "window_aggregation"]
+    assert [o.spark_name for o in result.batches[0].state_operators] == ["stateStoreSave", "dedupe"]
+    within = ChainConfig(WatermarkConfig(10_000, dedup=Dedup("within_watermark")), CASES[2].config.then)
+    first = replay_chain(_events(CASES[2]), within).batches[0]
+    assert [o.spark_name for o in first.state_operators] == ["stateStoreSave", "dedupeWithinWatermark"]
 
 
 @pytest.mark.parametrize(
