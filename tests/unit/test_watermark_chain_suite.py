@@ -192,3 +192,13 @@ def test_chain_config_rejects_what_spark_rejects_or_the_engine_does_not_model(
 ) -> None:
     with pytest.raises(EngineConfigError, match=message):
         ChainConfig(first, then)
+
+
+def test_raw_late_rows_per_operator_over_the_run() -> None:
+    """Case 1: the suite's comments list "[10, 15) 5 - late, [15, 20) 5 - late" at op1 in step 2 (10 raw
+    rows, 2 groups in numRowsDroppedByWatermark); op2 drops none. With allowMultiple=false op2 also drops
+    the operator-1 windows [10, 15), [15, 20) and [25, 30) (case 4)."""
+    events = _events(CASES[0])
+    assert replay_chain(events, AGG_AGG).dropped_rows_by_operator == (10, 0)
+    single = ChainConfig(AGG_AGG.first, AGG_AGG.then, allow_multiple=False)
+    assert replay_chain(events, single).dropped_rows_by_operator == (10, 3)
