@@ -76,6 +76,11 @@ S ?= 0
 differential: $(STAMP) system-deps
 	$(BIN)/python -m tests.differential.run --count $(N) --seed-start $(S)
 
+## Chained stateful operators (agg -> agg, dedup -> agg): N seeded chain scenarios through real PySpark.
+.PHONY: differential-chains
+differential-chains: $(STAMP) system-deps
+	$(BIN)/python -m tests.differential.chains_run --count $(N) --seed-start $(S)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 

@@ -76,6 +76,13 @@ WatermarkRuntime: :class:`WatermarkRuntime` runs batch by batch (``run_data_batc
 :class:`EngineConfigError` (a :class:`monitor.errors.ConfigError`) for invalid configs or a config
 that does not fit the events.
 
+Chained stateful operators (Spark >= 3.4, ``statefulOperator.allowMultiple``): agg -> agg (windows of
+windows over ``window_time``) and dedup -> agg replay with
+:func:`monitor.watermark.chain.replay_chain` (``ChainConfig(first=WatermarkConfig(...),
+then=(ThenWindow(Tumbling(...)),))``): per-operator input/output watermarks as
+``PropagateWatermarkSimulator`` computes them, late rows and state per operator, operators listed in
+chain order and in Spark's ``stateOperators`` order (last operator first).
+
 What-if helpers built on the replay: ``replay(..., keep=mask)`` replays with the ``False`` rows removed
 by a ``filter`` before ``withWatermark``; :func:`monitor.watermark.diagnose.diagnose` traces every late
 row to the row that moved the watermark it was dropped against and replays the fixes;
