@@ -31,10 +31,10 @@ Semantics (Spark 3.5-4.x ``StreamingSymmetricHashJoinExec``, ``SymmetricHashJoin
   condition), and then no no-data batch runs for the join (``shouldRunAnotherBatch`` needs a state
   watermark predicate).
 * **Eviction** after the join: state rows with ``t <= state_wm * 1000`` (µs) are removed. On the
-  outer side(s) of an outer join each removed row that never matched is output NULL-padded; those
-  removals are **not** counted in ``numRowsRemoved`` (only the greedy clean-up of the other sides is:
-  inner and left semi both sides, left outer the right side, right outer the left side, full outer
-  none).
+  outer side(s) of an outer join each removed row that never matched is output NULL-padded.
+  ``numRowsRemoved`` counts every removed row of both sides (PySpark 4.3.0; Spark 3.x's
+  ``onOutputCompletion`` counted only the clean-up of the non-outer sides, so an outer side's
+  removals were missing there: tests/differential/FINDINGS.md J2).
 * Metrics: ``numRowsTotal`` = rows in both sides' state, ``numRowsUpdated`` = rows appended this
   batch, ``numOutputRows`` = joined + NULL-padded rows.
 
@@ -97,7 +97,9 @@ class StreamJoin:
                 condition that bounds its outer side, the conjunct to add.
         """
         if self.join_type not in JOIN_TYPES:
-            raise EngineConfigError(f"join_type must be one of {', '.join(JOIN_TYPES)}, got {self.join_type!r}")
+            raise EngineConfigError(
+                f"join_type must be one of {', '.join(JOIN_TYPES)}, got {self.join_type!r}"
+            )
         if not self.left or not self.right or self.left == self.right:
             raise EngineConfigError(
                 f"join left and right must name two different inputs, got {self.left!r} and {self.right!r}"
@@ -168,7 +170,7 @@ class _Side:
             return []
         out: list[list[Any]] = []
         for key in list(self.rows):
-            keep = []
+            keep: list[list[Any]] = []
             for e in self.rows[key]:
                 (out if e[1] is not None and e[1] <= limit_us else keep).append(e)
             if keep:
@@ -304,13 +306,6 @@ class JoinOperator:
                     out_l.append(-1)
                     out_r.append(e[0])
                     null_right += 1
-        counted = {
-            "inner": len(removed_l) + len(removed_r),
-            "left_semi": len(removed_l) + len(removed_r),
-            "left_outer": len(removed_r),
-            "right_outer": len(removed_l),
-            "full_outer": 0,
-        }[jt]
         late_us = late_wm_ms * 1000 - ev.event_time_us[late_idx]
         output = JoinOutput(
             left_rows=np.asarray(out_l, dtype=np.int64),
@@ -334,7 +329,7 @@ class JoinOperator:
             output_rows=len(out_l),
             duplicates_dropped=0,
             state_rows=self._left.count + self._right.count,
-            state_rows_removed=counted,
+            state_rows_removed=len(removed_l) + len(removed_r),
             state_rows_updated=updated,
             dropped_by_watermark_metric=len(late_idx),
             join=output,
