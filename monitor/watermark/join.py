@@ -23,7 +23,9 @@ Semantics (Spark 3.5-4.x ``StreamingSymmetricHashJoinExec``, ``SymmetricHashJoin
   removes it in this batch (kept when it is an unmatched row of a right/full outer join, so that its
   NULL row is output by the eviction below). A stored row found by a partner is marked ``matched``.
   Left semi: a left row that matched is output once and never stored; a right row outputs the stored
-  left rows it matches that were not matched before (and marks them).
+  left rows it matches and **removes them from state** (PySpark 4.3.0; the Spark 3.5 code and
+  ``StreamingLeftSemiJoinSuite`` keep them marked ``matched``). Such a removal counts in
+  ``numRowsRemoved`` only when the left row was stored by an earlier batch (FINDINGS.md J3).
 * **State value watermarks** (``getStateValueWatermark``, from the global watermark ``wm`` of the
   batch, ms): ``l.t >= r.t - X`` gives the left state watermark ``wm - X - 1`` (``>``: ``wm - X``);
   ``l.t <= r.t + Y`` gives the right one ``wm - Y - 1`` (``<``: ``wm - Y``). A side without such a
@@ -154,14 +156,14 @@ class StreamJoin:
 
 
 class _Side:
-    """One side's state: key code -> list of ``[row_index, event_time_us or None, matched]``."""
+    """One side's state: key code -> list of ``[row_index, event_time_us or None, matched, batch seq]``."""
 
     def __init__(self) -> None:
         self.rows: dict[int, list[list[Any]]] = {}
         self.count = 0
 
-    def append(self, key: int, row: int, t_us: int | None, matched: bool) -> None:
-        self.rows.setdefault(key, []).append([row, t_us, matched])
+    def append(self, key: int, row: int, t_us: int | None, matched: bool, seq: int) -> None:
+        self.rows.setdefault(key, []).append([row, t_us, matched, seq])
         self.count += 1
 
     def evict(self, limit_us: int | None) -> list[list[Any]]:
@@ -207,6 +209,7 @@ class JoinOperator:
         self._right_code = names.index(spec.right) if spec.right in names else -1
         self._left = _Side()
         self._right = _Side()
+        self._seq = 0  # batches processed (tells rows stored by this batch from earlier ones)
 
     @property
     def evicts_state(self) -> bool:
@@ -234,6 +237,7 @@ class JoinOperator:
         ev = self._events
         s = self._spec
         jt = s.join_type
+        self._seq += 1
         valid = ev.valid[rows]
         t = ev.event_time_us[rows]
         late_mask = valid & (t <= late_wm_ms * 1000)
@@ -270,24 +274,41 @@ class JoinOperator:
                 out_l.append(i)
                 out_r.append(-1)
                 continue
-            self._left.append(key, i, lt, found)
+            self._left.append(key, i, lt, found, self._seq)
             updated += 1
+        semi_removed = semi_removed_counted = 0
         for i in right_in.tolist():
             key = int(ev.key_codes[i])
             rt = time_of(i)
             found = False
-            for e in self._left.rows.get(key, ()):
-                if jt == "left_semi" and e[2]:
-                    continue
+            if jt == "left_semi":
+                # PySpark 4.3.0: a stored left row found by a right row is output once and removed
+                # from state; counted in numRowsRemoved only when stored by an earlier batch (J3)
+                stored = self._left.rows.get(key, [])
+                hits = [self._matches(e[1], rt) for e in stored]
+                if any(hits):
+                    found = True
+                    keep = [e for e, h in zip(stored, hits, strict=True) if not h]
+                    for e in (e for e, h in zip(stored, hits, strict=True) if h):
+                        out_l.append(e[0])
+                        out_r.append(-1)
+                        semi_removed += 1
+                        semi_removed_counted += int(e[3] != self._seq)
+                    self._left.count -= len(stored) - len(keep)
+                    if keep:
+                        self._left.rows[key] = keep
+                    else:
+                        del self._left.rows[key]
+            for e in () if jt == "left_semi" else self._left.rows.get(key, ()):
                 if self._matches(e[1], rt):
                     found = True
                     e[2] = True
                     out_l.append(e[0])
-                    out_r.append(i if jt != "left_semi" else -1)
+                    out_r.append(i)
             evicted_now = r_limit is not None and rt is not None and rt <= r_limit
             keep_for_null = jt in ("right_outer", "full_outer") and not found
             if not evicted_now or keep_for_null:
-                self._right.append(key, i, rt, found)
+                self._right.append(key, i, rt, found, self._seq)
                 updated += 1
         joined = len(out_l)
         # eviction: outer sides output their unmatched rows NULL-padded (not counted as removed)
@@ -319,6 +340,7 @@ class JoinOperator:
             state_rows_right=self._right.count,
             evicted_left_rows=len(removed_l),
             evicted_right_rows=len(removed_r),
+            semi_matched_removed_rows=semi_removed,
             left_state_watermark_ms=lw,
             right_state_watermark_ms=rw,
         )
@@ -329,7 +351,7 @@ class JoinOperator:
             output_rows=len(out_l),
             duplicates_dropped=0,
             state_rows=self._left.count + self._right.count,
-            state_rows_removed=len(removed_l) + len(removed_r),
+            state_rows_removed=len(removed_l) + len(removed_r) + semi_removed_counted,
             state_rows_updated=updated,
             dropped_by_watermark_metric=len(late_idx),
             join=output,
@@ -343,6 +365,6 @@ class JoinOperator:
         """``{"left": {key: [[row, event_time_us, matched], ...]}, "right": {...}}``."""
         names = self._events.key_names
         return {
-            side: {names[k]: [list(e) for e in v] for k, v in st.rows.items()}
+            side: {names[k]: [list(e[:3]) for e in v] for k, v in st.rows.items()}
             for side, st in (("left", self._left), ("right", self._right))
         }

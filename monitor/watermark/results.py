@@ -159,6 +159,8 @@ class JoinOutput:
         late_left_rows / late_right_rows: rows dropped as late on each side.
         state_rows_left / state_rows_right: rows in each side's state after the batch.
         evicted_left_rows / evicted_right_rows: state rows removed by each side's state watermark.
+        semi_matched_removed_rows: left semi only: stored left rows output and removed from state
+            because a right row matched them (PySpark 4.3.0 keeps no matched left row).
         left_state_watermark_ms / right_state_watermark_ms: the state value watermarks of the batch
             (rows with ``t <= wm`` are removed); ``None``: no range condition bounds that side, its
             state never shrinks.
@@ -177,6 +179,7 @@ class JoinOutput:
     evicted_right_rows: int
     left_state_watermark_ms: int | None
     right_state_watermark_ms: int | None
+    semi_matched_removed_rows: int = 0
 
     def pairs(self) -> list[tuple[int | None, int | None]]:
         """The output rows as ``(left index or None, right index or None)``, in output order."""
@@ -199,6 +202,7 @@ class JoinOutput:
             "evicted_right_rows": self.evicted_right_rows,
             "left_state_watermark_ms": self.left_state_watermark_ms,
             "right_state_watermark_ms": self.right_state_watermark_ms,
+            "semi_matched_removed_rows": self.semi_matched_removed_rows,
         }
 
 

@@ -11,7 +11,10 @@ How a suite step maps to a table row: ``AddData`` / ``MultiAddData`` = one data 
 multiset). ``assertNumStateRows(total, updated, droppedByWatermark)`` (``StateStoreMetricsTest``):
 ``numRowsTotal`` of the last batch, ``numRowsUpdated`` / ``numRowsDroppedByWatermark`` summed over
 every batch since the previous assertion, which is why a row may have ``state=None`` and the next one
-sums over both. Times are the suite's seconds (``timestamp_seconds``); rows ``(key, seconds)``.
+sums over both. Where PySpark 4.3.0 (the version the differential tests run) differs from the suite
+text, the row says so and gives the 4.3.0 value, derived by hand from the behaviour seen in a real
+run (left semi: a stored left row is removed once matched, tests/differential/FINDINGS.md J3); the
+suite's own figure stays in the table. Times are the suite's seconds (``timestamp_seconds``); rows ``(key, seconds)``.
 Output rows are ``(left key, left seconds, right key, right seconds)`` with ``None`` for a NULL side,
 ``(left key, left seconds)`` for left semi.
 
@@ -43,6 +46,8 @@ class Step:
     right: tuple[tuple[Any, int], ...] = ()
     out: tuple[tuple[Any, ...], ...] = ()
     state: tuple[int, int, int] | None = None  # (total, updated, droppedByWatermark)
+    # PySpark 4.3.0's numRowsTotal where it differs from the suite (left semi: FINDINGS.md J3)
+    total_430: int | None = None
 
 
 @dataclass(frozen=True)
@@ -316,9 +321,10 @@ CASES: tuple[Case, ...] = (
         10,
         (
             Step(left=((1, 5), (3, 5)), out=(), state=(2, 2, 0)),
-            Step(right=((1, 10), (2, 5)), out=((1, 5),), state=(4, 2, 0)),
-            Step(right=((1, 9),), out=(), state=(5, 1, 0)),
-            Step(left=((1, 7), (1, 30)), out=((1, 7),), state=(6, 1, 0)),
+            # the suite keeps the matched left (1, 5) in state; PySpark 4.3.0 removes it (J3)
+            Step(right=((1, 10), (2, 5)), out=((1, 5),), state=(4, 2, 0), total_430=3),
+            Step(right=((1, 9),), out=(), state=(5, 1, 0), total_430=4),
+            Step(left=((1, 7), (1, 30)), out=((1, 7),), state=(6, 1, 0), total_430=5),
             Step(right=((0, 30),), out=(), state=(2, 1, 0)),
         ),
     ),
@@ -332,9 +338,22 @@ CASES: tuple[Case, ...] = (
         5,
         5,
         (
-            Step(left=_evens(_L[0]), right=_evens(_L[0]), out=((2, 2), (4, 4)), state=(4, 4, 0)),
-            Step(left=_evens(_L[1]), right=_evens(_L[1]), out=((6, 6), (8, 8), (10, 10)), state=(8, 6, 0)),
-            Step(left=_evens(_L[2]), right=_evens(_L[2]), out=((12, 12), (14, 14)), state=(9, 4, 0)),
+            # PySpark 4.3.0 keeps no matched left row (J3): only the right rows stay
+            Step(left=_evens(_L[0]), right=_evens(_L[0]), out=((2, 2), (4, 4)), state=(4, 4, 0), total_430=2),
+            Step(
+                left=_evens(_L[1]),
+                right=_evens(_L[1]),
+                out=((6, 6), (8, 8), (10, 10)),
+                state=(8, 6, 0),
+                total_430=3,
+            ),
+            Step(
+                left=_evens(_L[2]),
+                right=_evens(_L[2]),
+                out=((12, 12), (14, 14)),
+                state=(9, 4, 0),
+                total_430=3,
+            ),
         ),
     ),
 )
@@ -404,7 +423,8 @@ def test_spark_join_suite_case(case: Case) -> None:
         where = f"case {case.number} ({case.suite}: {case.test}) step {i + 1}"
         assert out == Counter(step.out), f"{where}: output {sorted(out.elements(), key=repr)}"
         if step.state is not None:
-            assert figures == step.state, f"{where}: (total, updated, dropped) {figures} != {step.state}"
+            want = step.state if step.total_430 is None else (step.total_430, *step.state[1:])
+            assert figures == want, f"{where}: (total, updated, dropped) {figures} != {want}"
 
 
 def test_key_only_join_never_shrinks_state_and_runs_no_no_data_batch() -> None:
