@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--spark-only", action="store_true", help="run Spark only and print its batches")
     parser.add_argument("--verbose", action="store_true", help="print every scenario and both runs")
+    parser.add_argument("--hand", action="store_true", help="run the hand-made scenarios (900001-) only")
     args = parser.parse_args(argv)
 
     from tests.differential.compare import compare, render
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         run_join_scenario,
         spark_join_views,
     )
-    from tests.differential.joins_scenarios import generate_join
+    from tests.differential.joins_scenarios import generate_join, hand_scenarios
     from tests.differential.spark_runner import format_batches, get_spark_session
 
     started = time.perf_counter()
@@ -41,8 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"SparkSession ready in {time.perf_counter() - started:.1f}s", flush=True)
     failed: list[int] = []
     spark_seconds = 0.0
-    for seed in range(args.seed_start, args.seed_start + args.count):
-        scenario = generate_join(seed)
+    scenarios = (
+        hand_scenarios()
+        if args.hand
+        else [generate_join(seed) for seed in range(args.seed_start, args.seed_start + args.count)]
+    )
+    for scenario in scenarios:
+        seed = scenario.seed
         label = f"seed {seed:5d} {scenario.join_type:11} {scenario.policy} {scenario.condition_sql()}"
         try:
             run = run_join_scenario(spark, scenario)
@@ -76,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(seed)
     total = time.perf_counter() - started
     print(
-        f"{args.count} join scenarios in {total:.1f}s (Spark queries {spark_seconds:.1f}s, "
-        f"{spark_seconds / max(args.count, 1):.2f}s per seed); "
+        f"{len(scenarios)} join scenarios in {total:.1f}s (Spark queries {spark_seconds:.1f}s, "
+        f"{spark_seconds / max(len(scenarios), 1):.2f}s per seed); "
         f"{len(failed)} with differences or errors: {failed}"
     )
     return 1 if failed else 0

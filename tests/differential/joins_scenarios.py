@@ -24,7 +24,9 @@ from tests.differential.scenarios import BASE_US, EventRow, InputSpec, Policy, _
 JoinKind = Literal["inner", "left_outer", "right_outer", "full_outer", "left_semi"]
 JOIN_KINDS: tuple[JoinKind, ...] = ("inner", "left_outer", "right_outer", "full_outer", "left_semi")
 
-_WIDTHS_MS = (0, 1_000, 2_000, 5_000, 10_000)
+#: Range widths; a negative one (``l.t <= r.t - 2 s``) makes a side's state watermark run ahead of
+#: the watermark, so rows that are not late can be below it (Spark then does not store them).
+_WIDTHS_MS = (0, 1_000, 2_000, 5_000, 10_000, 0, 1_000, 2_000, 5_000, -2_000)
 _DELAYS_MS = (0, 0, 1_000, 2_000, 5_000)
 
 
@@ -102,10 +104,24 @@ def generate_join(seed: int) -> JoinScenario:
             for _ in range(count):
                 key = rng.choice(keys[side])
                 kind = rng.choices(
-                    ("near", "late", "boundary", "equal", "sub_ms"),
-                    weights=(8, 2, 4 if seen[other] else 0, 2 if seen[other] else 0, 1),
+                    ("near", "late", "boundary", "equal", "sub_ms", "edge"),
+                    weights=(
+                        8,
+                        2,
+                        4 if seen[other] else 0,
+                        2 if seen[other] else 0,
+                        1,
+                        3 if seen[other] else 0,
+                    ),
                 )[0]
-                if kind == "late":
+                if kind == "edge":
+                    # on (or 1 ms / 1 us off) a watermark or a state watermark: the newest time so far
+                    # minus a delay, minus a range width or not
+                    newest = max(t for _, t in seen["left"] + seen["right"])
+                    width = rng.choice([0, *(w for w in (lower, upper) if w is not None)])
+                    t = newest - rng.choice(delays) * 1_000 - width * 1_000
+                    t += rng.choice((0, 0, 1_000, -1_000, 1, -1))
+                elif kind == "late":
                     t = _round_time(rng, frontier - delay * 1_000 - rng.randrange(1_000_000, 15_000_000))
                 elif kind in ("boundary", "equal"):
                     key, t = rng.choice(seen[other])
@@ -137,3 +153,59 @@ def generate_join(seed: int) -> JoinScenario:
         upper_strict=upper is not None and rng.random() < 0.3,
         policy=policy,
     )
+
+
+def _hand(
+    seed: int,
+    join_type: JoinKind,
+    lower: int,
+    upper: int,
+    left: list[list[tuple[str, float]]],
+    right: list[list[tuple[str, float]]],
+    policy: Policy = "min",
+) -> JoinScenario:
+    def rows(steps: list[list[tuple[str, float]]]) -> tuple[tuple[EventRow, ...], ...]:
+        return tuple(
+            tuple(EventRow(us_to_iso(BASE_US + round(sec * 1_000_000)), k) for k, sec in s) for s in steps
+        )
+
+    return JoinScenario(
+        seed=seed,
+        inputs=(InputSpec("left", 0, rows(left)), InputSpec("right", 0, rows(right))),
+        join_type=join_type,
+        lower_ms=lower,
+        upper_ms=upper,
+        lower_strict=False,
+        upper_strict=False,
+        policy=policy,
+    )
+
+
+def hand_scenarios() -> list[JoinScenario]:
+    """Hand-made join scenarios (seeds 900001-900003) for edges random seeds rarely hit; each one's
+    expected behaviour is written out in FINDINGS.md (J3, J4, J6).
+
+    - 900001 left semi, ``lt BETWEEN rt - 5 s AND rt + 5 s``: a left row matched by a right row one
+      batch later, then one matched in its own batch (J3).
+    - 900002 inner, ``lt >= rt - 2 s AND lt <= rt - 0.5 s``, delays 0: ``j@8`` sits exactly on
+      ``watermark 10 s - 2 s``, kept because the state watermark is ``wm - 2 s - 1 ms`` (J4); the
+      right ``k@10.3`` is not late (> 10 s) but below the right state watermark ``10 s + 0.5 s - 1 ms``:
+      not stored (J6).
+    - 900003 the same rows as a right outer join: that right row is stored anyway and output
+      NULL-padded by the same batch (J6).
+    """
+    semi = _hand(
+        900001,
+        "left_semi",
+        5_000,
+        5_000,
+        [[("k", 10)], [], [], [("k", 11)], []],
+        [[], [("k", 10)], [("k", 10.5)], [("k", 11)], [("j", 40)]],
+    )
+    left = [[("k", 10), ("j", 8)], [("k", 12)], [("x", 30)]]
+    right = [[("k", 20), ("m", 10)], [("k", 10.3)], [("x", 30)]]
+    return [
+        semi,
+        _hand(900002, "inner", 2_000, -500, left, right),
+        _hand(900003, "right_outer", 2_000, -500, left, right),
+    ]
