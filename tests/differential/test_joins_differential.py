@@ -16,19 +16,21 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.differential.compare import compare, render
-from tests.differential.joins_scenarios import generate_join
+from tests.differential.joins_scenarios import JoinScenario, generate_join, hand_scenarios
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
-#: CI runs these seeds (all five join types, both policies, a key-only join); more by hand.
+#: CI runs these seeds (all five join types, both policies, a key-only join) and the hand-made
+#: scenarios; ``joins_run`` runs more.
 CI_JOIN_SEEDS = range(8)
+CI_JOIN_SCENARIOS = [generate_join(seed) for seed in CI_JOIN_SEEDS] + hand_scenarios()
 
 
-@pytest.mark.parametrize("seed", CI_JOIN_SEEDS)
-def test_engine_join_agrees_with_spark(spark: SparkSession, seed: int) -> None:
+@pytest.mark.parametrize("scenario", CI_JOIN_SCENARIOS, ids=lambda s: f"seed{s.seed}-{s.join_type}")
+def test_engine_join_agrees_with_spark(spark: SparkSession, scenario: JoinScenario) -> None:
     from tests.differential.joins_harness import (
         format_join_row,
         join_engine_views,
@@ -36,7 +38,6 @@ def test_engine_join_agrees_with_spark(spark: SparkSession, seed: int) -> None:
         spark_join_views,
     )
 
-    scenario = generate_join(seed)
     ours = spark_join_views(run_join_scenario(spark, scenario))
     theirs = join_engine_views(scenario)
     differences = compare(ours, theirs)
