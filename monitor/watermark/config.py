@@ -176,6 +176,10 @@ class WatermarkConfig:
             )
         if self.join is not None:
             self.join.validate()
+            if self.output_mode != "append":
+                raise EngineConfigError(
+                    "a stream-stream join runs only in output_mode='append' (Spark rejects update mode)"
+                )
         if self.policy not in ("min", "max"):
             raise EngineConfigError(f"policy must be 'min' or 'max', got {self.policy!r}")
         if self.output_mode not in ("append", "update"):

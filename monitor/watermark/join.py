@@ -193,15 +193,13 @@ class JoinOperator:
     def __init__(self, events: EventsTable, config: WatermarkConfig, spec: StreamJoin) -> None:
         spec.validate()
         names = events.source_names
-        unknown = [n for n in names if n not in (spec.left, spec.right)]
-        if unknown and len(events):
-            used = {names[c] for c in np.unique(events.source_codes).tolist()}
-            bad = sorted(used - {spec.left, spec.right})
-            if bad:
-                raise EngineConfigError(
-                    f"the events have rows of input(s) {', '.join(map(repr, bad))}, but the join reads "
-                    f"only {spec.left!r} (left) and {spec.right!r} (right): set the events' source column"
-                )
+        used = {names[c] for c in np.unique(events.source_codes).tolist()} if len(events) else set()
+        stray = sorted(used - {spec.left, spec.right})
+        if stray:
+            raise EngineConfigError(
+                f"the events have rows of input(s) {', '.join(map(repr, stray))}, but the join reads only "
+                f"{spec.left!r} (left) and {spec.right!r} (right): give each row's side in the source column"
+            )
         self._events = events
         self._config = config
         self._spec = spec

@@ -468,3 +468,14 @@ def test_outer_join_without_the_bounding_condition_is_rejected(
             join=StreamJoin("left", "right", join_type, lower_ms=lower, upper_ms=upper),  # type: ignore[arg-type]
         )
     assert missing in str(info.value)
+
+
+def test_rows_of_a_third_input_and_update_mode_are_refused_with_the_fix() -> None:
+    from monitor.watermark import EngineConfigError
+
+    events = EventsTable.from_columns([5 * S, 6 * S], batch=[0, 0], source=["left", "other"], key=["a", "a"])
+    config = WatermarkConfig(delay_ms=0, join=StreamJoin("left", "right", "inner"))
+    with pytest.raises(EngineConfigError, match=r"'other'.*give each row's side in the source column"):
+        replay(events, config)
+    with pytest.raises(EngineConfigError, match="only in output_mode='append'"):
+        WatermarkConfig(delay_ms=0, join=StreamJoin("left", "right", "inner"), output_mode="update")
