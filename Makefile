@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench bench-instance differential differential-flink fuzz system-deps clean
+.PHONY: demo test lint typecheck bench bench-instance differential differential-flink differential-joins fuzz system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -87,3 +87,7 @@ clean:
 ## Flink-mode differential tests: N seeded scenarios through real Flink 2.3.0 (one JVM) and the engine.
 differential-flink: $(STAMP) system-deps
 	$(BIN)/python -m tests.differential.flink.run --count $(N) --seed-start $(S)
+
+## Stream-stream join differential tests: N seeded join scenarios through real PySpark and the engine.
+differential-joins: $(STAMP) system-deps
+	$(BIN)/python -m tests.differential.joins_run --count $(N) --seed-start $(S)

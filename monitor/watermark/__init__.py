@@ -90,6 +90,26 @@ row to the row that moved the watermark it was dropped against and replays the f
 off the lateness distribution and confirms it by replay. Event times are int64 microseconds within
 ``±2^62`` (:data:`~monitor.watermark.events.MAX_ABS_EVENT_TIME_US`, about year ±146,000).
 
+Stream-stream joins (:mod:`monitor.watermark.join`, Spark's ``StreamingSymmetricHashJoinExec``)::
+
+    config = WatermarkConfig(delay_ms=10_000, sources=("left", "right"),
+                             source_delays_ms={"left": 10_000, "right": 30_000},
+                             join=StreamJoin("left", "right", "left_outer", lower_ms=10_000, upper_ms=5_000))
+    # l.key = r.key AND l.t >= r.t - 10 s AND l.t <= r.t + 5 s; rows' ``source`` says the side
+    for b in replay(events, config).batches:
+        b.join.pairs()              # [(left row index or None, right row index or None), ...]
+        b.join.null_padded_left_rows, b.join.late_left_rows, b.join.state_rows_left,
+        b.join.evicted_left_rows, b.join.left_state_watermark_ms   # None: that state never shrinks
+        b.state_rows, b.state_rows_removed, b.dropped_by_watermark_metric   # the join's
+                                    # stateOperators entry: numRowsTotal / numRowsRemoved /
+                                    # numRowsDroppedByWatermark (late rows of both sides)
+
+Late rows per side against the previous batch's watermark; state value watermarks from the range
+condition (``wm - X - 1`` ms for ``>=``); outer NULL rows when an unmatched row is evicted; no no-data
+batch for a join without a range condition (its state never shrinks). Checked against PySpark 4.3.0
+(tests/differential/joins_*, FINDINGS.md J1-J5) and Spark's join suites
+(tests/unit/test_engine_join_suites.py).
+
 Flink mode: :mod:`monitor.watermark.flink` (``replay_flink(events, FlinkConfig(...))``) replays the same
 ``EventsTable`` through Flink 2.3's rules (per-split bounded-out-of-orderness watermarks, idleness,
 ``WindowOperator`` with allowed lateness); it shares the window specs, the input loading and the window
@@ -106,12 +126,14 @@ from monitor.watermark.config import (
     WindowSpec,
 )
 from monitor.watermark.events import BadRow, EventsTable
+from monitor.watermark.join import StreamJoin
 from monitor.watermark.plan import BatchPlan, plan_batches
 from monitor.watermark.replay import replay
 from monitor.watermark.results import (
     BatchCountStats,
     BatchResult,
     EventTimeStats,
+    JoinOutput,
     LatencyStats,
     LateRow,
     LateRows,
@@ -131,12 +153,14 @@ __all__ = [
     "EngineConfigError",
     "EventTimeStats",
     "EventsTable",
+    "JoinOutput",
     "LateRow",
     "LateRows",
     "LatencyStats",
     "Replay",
     "Session",
     "Sliding",
+    "StreamJoin",
     "Summary",
     "Tumbling",
     "WatermarkConfig",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from monitor.errors import ConfigError
+
+if TYPE_CHECKING:
+    from monitor.watermark.join import StreamJoin
 
 __all__ = [
     "MAX_DELAY_MS",
@@ -122,6 +125,8 @@ class WatermarkConfig:
         source_delays_ms: per-source delay overriding ``delay_ms`` (each input has its own
             ``withWatermark``).
         keep_late_rows: keep per-row late details (``BatchResult.late_rows``); sweeps turn it off.
+        join: a :class:`monitor.watermark.join.StreamJoin` (stream-stream join of two inputs),
+            instead of ``window`` / ``dedup``; ``sources`` should then be ``(left, right)``.
     """
 
     delay_ms: int
@@ -137,6 +142,7 @@ class WatermarkConfig:
     sources: tuple[str, ...] = ()
     source_delays_ms: Mapping[str, int] = field(default_factory=dict)
     keep_late_rows: bool = True
+    join: StreamJoin | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -164,8 +170,16 @@ class WatermarkConfig:
                 raise EngineConfigError(
                     f"{what} must be at most {MAX_DELAY_MS} ms (about 73,000 years), got {v}"
                 )
-        if (self.window is None) == (self.dedup is None):
-            raise EngineConfigError("exactly one of window (tumbling/sliding/session) or dedup must be set")
+        if sum(x is not None for x in (self.window, self.dedup, self.join)) != 1:
+            raise EngineConfigError(
+                "exactly one of window (tumbling/sliding/session), dedup or join must be set"
+            )
+        if self.join is not None:
+            self.join.validate()
+            if self.output_mode != "append":
+                raise EngineConfigError(
+                    "a stream-stream join runs only in output_mode='append' (Spark rejects update mode)"
+                )
         if self.policy not in ("min", "max"):
             raise EngineConfigError(f"policy must be 'min' or 'max', got {self.policy!r}")
         if self.output_mode not in ("append", "update"):

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from monitor.watermark.config import Dedup, EngineConfigError, Session, Sliding, Tumbling, WatermarkConfig
 from monitor.watermark.events import EventsTable
-from monitor.watermark.results import LateRows, Windows
+from monitor.watermark.results import JoinOutput, LateRows, Windows
 from monitor.watermark.windowing import assign_windows
 
 __all__ = ["OpResult", "Operator", "make_operator"]
@@ -47,6 +47,7 @@ class OpResult:
     dropped_by_watermark_metric: int | None
     emitted_end_us: I64 = field(default_factory=lambda: _EMPTY)  # end of each *final* result emitted
     passed_rows: I64 = field(default_factory=lambda: _EMPTY)  # dedup: row indices output, in order
+    join: JoinOutput | None = None  # stream-stream joins: per-side figures
 
 
 class Operator(Protocol):
@@ -67,6 +68,10 @@ class Operator(Protocol):
 
 def make_operator(events: EventsTable, config: WatermarkConfig) -> Operator:
     """Build the operator for ``config`` over ``events``."""
+    if config.join is not None:
+        from monitor.watermark.join import JoinOperator  # join imports this module
+
+        return JoinOperator(events, config, config.join)
     w = config.window
     if isinstance(w, Tumbling | Sliding):
         return WindowAggregation(events, config, w)

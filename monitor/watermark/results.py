@@ -17,6 +17,7 @@ __all__ = [
     "BatchCountStats",
     "BatchResult",
     "EventTimeStats",
+    "JoinOutput",
     "LateRow",
     "LateRows",
     "LatencyStats",
@@ -145,6 +146,66 @@ class Windows:
         return sorted(self, key=lambda w: (w.key or "", w.start_ms, w.end_ms))
 
 
+@dataclass(frozen=True, eq=False)
+class JoinOutput:
+    """What a stream-stream join (:mod:`monitor.watermark.join`) did in one batch.
+
+    Attributes:
+        left_rows / right_rows: the output rows as pairs of event indices, ``-1`` for the NULL side
+            of an outer row (left semi: ``right_rows`` is all ``-1``, the left row is output).
+        joined_rows: output rows that joined both sides (left semi: left rows output).
+        null_padded_left_rows / null_padded_right_rows: outer rows output for unmatched left / right
+            rows removed from state this batch.
+        late_left_rows / late_right_rows: rows dropped as late on each side.
+        state_rows_left / state_rows_right: rows in each side's state after the batch.
+        evicted_left_rows / evicted_right_rows: state rows removed by each side's state watermark.
+        semi_matched_removed_rows: left semi only: stored left rows output and removed from state
+            because a right row matched them (PySpark 4.3.0 keeps no matched left row).
+        left_state_watermark_ms / right_state_watermark_ms: the state value watermarks of the batch
+            (rows with ``t <= wm`` are removed); ``None``: no range condition bounds that side, its
+            state never shrinks.
+    """
+
+    left_rows: I64
+    right_rows: I64
+    joined_rows: int
+    null_padded_left_rows: int
+    null_padded_right_rows: int
+    late_left_rows: int
+    late_right_rows: int
+    state_rows_left: int
+    state_rows_right: int
+    evicted_left_rows: int
+    evicted_right_rows: int
+    left_state_watermark_ms: int | None
+    right_state_watermark_ms: int | None
+    semi_matched_removed_rows: int = 0
+
+    def pairs(self) -> list[tuple[int | None, int | None]]:
+        """The output rows as ``(left index or None, right index or None)``, in output order."""
+        return [
+            (None if a < 0 else a, None if b < 0 else b)
+            for a, b in zip(self.left_rows.tolist(), self.right_rows.tolist(), strict=True)
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict (counts and state watermarks; no row list)."""
+        return {
+            "joined_rows": self.joined_rows,
+            "null_padded_left_rows": self.null_padded_left_rows,
+            "null_padded_right_rows": self.null_padded_right_rows,
+            "late_left_rows": self.late_left_rows,
+            "late_right_rows": self.late_right_rows,
+            "state_rows_left": self.state_rows_left,
+            "state_rows_right": self.state_rows_right,
+            "evicted_left_rows": self.evicted_left_rows,
+            "evicted_right_rows": self.evicted_right_rows,
+            "left_state_watermark_ms": self.left_state_watermark_ms,
+            "right_state_watermark_ms": self.right_state_watermark_ms,
+            "semi_matched_removed_rows": self.semi_matched_removed_rows,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class EventTimeStats:
     """A batch's ``eventTime`` stats as Spark's progress reports them (``EventTimeStats``).
@@ -204,6 +265,7 @@ class BatchResult:
         row_filter_removed_rows: rows removed by the replay's row filter (``replay(keep=...)``,
             a ``filter`` before ``withWatermark``); like future-filtered rows they count in
             ``input_rows`` and never reach the watermark.
+        join: stream-stream joins only: the join's own per-side figures (:class:`JoinOutput`).
     """
 
     batch_id: int
@@ -229,10 +291,12 @@ class BatchResult:
     source_watermarks_ms: dict[str, int | None]
     passed_rows: I64 = field(default_factory=lambda: _EMPTY)
     row_filter_removed_rows: int = 0
+    join: JoinOutput | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the shape ``tidegauge whatif --format json`` prints per batch)."""
-        return {
+        extra: dict[str, Any] = {} if self.join is None else {"join": self.join.to_json()}
+        return extra | {
             "batch_id": self.batch_id,
             "kind": self.kind,
             "watermark_ms": self.watermark_ms,

@@ -114,7 +114,11 @@ class WatermarkRuntime:
     def needs_no_data_batch(self) -> bool:
         """Whether Spark would run a no-data batch now if no new data were available."""
         return (
-            self.config.no_data_batches and self._last_batch_wm is not None and self._wm > self._last_batch_wm
+            self.config.no_data_batches
+            and self._last_batch_wm is not None
+            and self._wm > self._last_batch_wm
+            # a stream-stream join without a state watermark never runs one (shouldRunAnotherBatch)
+            and bool(getattr(self._op, "evicts_state", True))
         )
 
     def run_data_batch(self, rows: I64, processing_time_ms: int | None = None) -> BatchResult:
@@ -184,6 +188,7 @@ class WatermarkRuntime:
             source_watermarks_ms={n: w for n, w in zip(self._names, self._source_wm, strict=True)},
             passed_rows=res.passed_rows,
             row_filter_removed_rows=removed,
+            join=res.join,
         )
 
     def _stats(self, rows: I64) -> tuple[EventTimeStats | None, dict[str, EventTimeStats]]:

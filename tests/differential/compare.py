@@ -8,6 +8,7 @@ where a late row wrongly counted, or wrongly dropped, changes a window's count).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -178,8 +179,15 @@ def format_row(row: EmittedRow) -> str:
     return f"{key}@{clock(event_time_us)}"
 
 
-def render(spark: list[BatchView], engine: list[BatchView], differences: list[Difference]) -> str:
-    """A side-by-side table of both runs followed by the list of differences."""
+def render(
+    spark: list[BatchView],
+    engine: list[BatchView],
+    differences: list[Difference],
+    row_format: Callable[[EmittedRow], str] | None = None,
+) -> str:
+    """A side-by-side table of both runs followed by the list of differences (``row_format``:
+    how an emitted row is shown, :func:`format_row` by default)."""
+    show = row_format or format_row
     lines = [
         "batch | side   | step | watermark               | state | removed | dropped | late | grp  | out | "
         "emitted"
@@ -198,7 +206,8 @@ def render(spark: list[BatchView], engine: list[BatchView], differences: list[Di
                 f"{_opt(view.state_rows_total):5} | {_opt(view.state_rows_removed):7} | "
                 f"{_opt(view.rows_dropped_by_watermark):7} | {_opt(view.late_rows):4} | "
                 f"{_opt(view.late_groups):4} | "
-                f"{_opt(view.output_rows):3} | {_rows(view.emitted)}" + ("   <-- differs" if differs else "")
+                f"{_opt(view.output_rows):3} | {_rows(view.emitted, show)}"
+                + ("   <-- differs" if differs else "")
             )
     lines.append("")
     lines.append(f"{len(differences)} difference(s):")
@@ -207,8 +216,8 @@ def render(spark: list[BatchView], engine: list[BatchView], differences: list[Di
             only_spark = sorted(set(d.spark) - set(d.engine), key=repr)
             only_engine = sorted(set(d.engine) - set(d.spark), key=repr)
             lines.append(
-                f"  batch {d.batch_id} emitted: only Spark [{', '.join(map(format_row, only_spark))}] "
-                f"only engine [{', '.join(map(format_row, only_engine))}]"
+                f"  batch {d.batch_id} emitted: only Spark [{', '.join(map(show, only_spark))}] "
+                f"only engine [{', '.join(map(show, only_engine))}]"
             )
         elif d.field == "watermark_ms" or d.field.startswith("event_time_"):
             lines.append(
@@ -219,8 +228,8 @@ def render(spark: list[BatchView], engine: list[BatchView], differences: list[Di
     return "\n".join(lines)
 
 
-def _rows(emitted: tuple[EmittedRow, ...] | None) -> str:
-    return "(not reported)" if emitted is None else ", ".join(format_row(r) for r in emitted)
+def _rows(emitted: tuple[EmittedRow, ...] | None, show: Callable[[EmittedRow], str] = format_row) -> str:
+    return "(not reported)" if emitted is None else ", ".join(show(r) for r in emitted)
 
 
 def _opt(value: int | None) -> str:

@@ -187,11 +187,18 @@ def _write_step_file(input_dir: Path, scenario: Scenario, step: int) -> None:
     os.replace(temp, input_dir / f"step{step:03d}.json")
 
 
-def run_scenario(spark: SparkSession, scenario: Scenario, work_dir: Path | None = None) -> SparkRun:
+def run_scenario(
+    spark: SparkSession,
+    scenario: Scenario,
+    work_dir: Path | None = None,
+    frame_builder: Callable[[SparkSession, Any, Path], DataFrame] | None = None,
+) -> SparkRun:
     """Runs ``scenario`` as a streaming query and returns every batch Spark ran, data and no-data.
 
     ``work_dir``: parent for the input and checkpoint directories (a fresh temp dir, removed
-    afterwards). Raises RuntimeError if Spark runs more than one data batch for a step or if a batch's
+    afterwards). ``frame_builder``: builds the query instead of :func:`build_query_frame` (the join
+    scenarios pass theirs; the scenario only needs ``seed``, ``step_count``, ``step_rows``,
+    ``output_mode`` and ``policy``). Raises RuntimeError if Spark runs more than one data batch for a step or if a batch's
     progress is missing; Spark's own exceptions (StreamingQueryException) propagate.
     """
     started = time.perf_counter()
@@ -199,7 +206,7 @@ def run_scenario(spark: SparkSession, scenario: Scenario, work_dir: Path | None 
     try:
         input_dir = base / "input"
         input_dir.mkdir()
-        frame = build_query_frame(spark, scenario, input_dir)
+        frame = (frame_builder or build_query_frame)(spark, scenario, input_dir)
         collected: dict[int, list[EmittedRow]] = {}
 
         def sink(batch_df: DataFrame, batch_id: int) -> None:
