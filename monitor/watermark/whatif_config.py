@@ -81,6 +81,8 @@ NAMES: Final[Mapping[str, str]] = MappingProxyType({
     "idleness": "an idleness timeout",
     "join": "the join type",
     "join_inputs": "the join's two inputs",
+    "join_lower": "the lower bound",
+    "join_upper": "the upper bound",
     "then_window": "a later window",
     "then_group_by_key": "grouping later windows by key",
 })
@@ -99,6 +101,8 @@ CLI_NAMES: Final[Mapping[str, str]] = MappingProxyType({
     "idleness": "--idleness",
     "join": "--join",
     "join_inputs": "--join-inputs",
+    "join_lower": "--join-lower",
+    "join_upper": "--join-upper",
     "then_window": "--then-window",
     "then_group_by_key": "--then-group-by-key",
 })
@@ -230,10 +234,9 @@ def join_spec(
             side's state.
 
     Raises:
-        WhatifConfigError: an unknown join type, or not exactly two different inputs (named as in
-            ``names``).
-        EngineConfigError: a join Spark rejects (an outer side without the bound it needs; the message
-            gives the condition to add).
+        WhatifConfigError: an unknown join type, not exactly two different inputs, or a join Spark
+            rejects (an outer side without the bound it needs: the message gives the condition to add
+            and the setting that adds it), named as in ``names``.
     """
     jt = join_type.replace("-", "_")
     if jt not in JOIN_TYPES:
@@ -252,7 +255,14 @@ def join_spec(
         raise WhatifConfigError(f"{names['join_inputs']} must name two different inputs, got {sides[0]!r} twice")
     kind: JoinType = JOIN_TYPES[JOIN_TYPES.index(jt)]
     spec = StreamJoin(left=sides[0], right=sides[1], join_type=kind, lower_ms=lower_ms, upper_ms=upper_ms)
-    spec.validate()
+    try:
+        spec.validate()
+    except EngineConfigError as e:
+        raise WhatifConfigError(
+            f"{names['join']} {join_type}: {e} ({names['join_lower']} X is {spec.left}.event_time >= "
+            f"{spec.right}.event_time - X, {names['join_upper']} Y is {spec.left}.event_time <= "
+            f"{spec.right}.event_time + Y)"
+        ) from e
     return spec
 
 
@@ -286,7 +296,8 @@ def chain_config(
         raise WhatifConfigError(f"{names['then_window']} after {names['join']} is not modelled by whatif yet")
     if then_group_by_key and not (first.group_by_key or first.dedup is not None):
         raise WhatifConfigError(
-            f"{names['then_group_by_key']} needs a key from the operator before: give --group-by-key (or a dedup)"
+            f"{names['then_group_by_key']} needs operator 1 to output the key: group it by key too, or "
+            "make it a dedup"
         )
     return ChainConfig(first=first, then=tuple(stages), allow_multiple=allow_multiple)
 
