@@ -521,6 +521,8 @@ def register(app: typer.Typer) -> None:
         join_spec_ = build_join(join=join, join_inputs=join_inputs, join_lower=join_lower, join_upper=join_upper)
         if join_spec_ is not None and then_window:
             raise WhatifUsageError("--then-window after --join (join -> aggregation) is not modelled by whatif yet")
+        if join_spec_ is not None and group_by_key:
+            raise WhatifUsageError("--group-by-key is for windows; a --join always matches rows on key")
         config = build_config(
             delay=delay,
             window=window,

@@ -240,7 +240,12 @@ def test_join_without_range_says_state_never_shrinks(tmp_path: Path, capsys: pyt
          "--join cannot be combined with --window"),
         (["--delay", "1s", "--join", "inner", "--join-inputs", "clicks,views", "--then-window", "5s"],
          "--then-window after --join"),
-        (["--engine", "flink", "--delay", "1s", "--window", "5s", "--join", "inner"], "--join"),
+        (["--engine", "flink", "--delay", "1s", "--window", "5s", "--join", "inner"],
+         "--join: only for --engine spark"),
+        (["--engine", "flink", "--delay", "clicks=1s,views=2s", "--window", "5s"],
+         "--delay NAME=DURATION (per-input delays): only for --engine spark"),
+        (["--delay", "1s", "--join", "inner", "--join-inputs", "clicks,views", "--group-by-key"],
+         "--group-by-key is for windows"),
     ],
 )
 def test_bad_join_options_name_the_option(
@@ -361,3 +366,15 @@ def test_bad_chain_options_name_the_option(
     assert out == ""
     assert message in err
     assert "Traceback" not in err
+
+
+def test_join_bound_may_be_negative(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --join-lower -5s: clicks.event_time >= views.event_time + 5s (a click at least 5 s after the view)
+    argv = ["whatif", _file(tmp_path, JOIN), "--delay", "10s", "--join", "inner", "--join-inputs", "clicks,views",
+            "--join-lower", "-5s", "--join-upper", "20s"]
+    doc = _json(argv, capsys)
+    assert (doc["join"]["lower_ms"], doc["join"]["upper_ms"]) == (-5_000, 20_000)
+    assert doc["join"]["condition"] == (
+        "inner join ON clicks.key = views.key AND clicks.event_time >= views.event_time + 5s "
+        "AND clicks.event_time <= views.event_time + 20s"
+    )
