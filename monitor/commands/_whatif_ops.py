@@ -89,7 +89,7 @@ def describe_query(config: WatermarkConfig, chain: ChainConfig | None = None) ->
             f"allowMultiple {'true' if chain.allow_multiple else 'false'}",
         ]
         rest = T.describe(config).split(", ")[1:]  # the options after the first operator's shape
-        parts += [p for p in rest if not p.startswith(("policy", "append"))]
+        parts += [p for p in rest if not p.startswith(("policy", "append", "grouped"))]
     else:
         parts = [T.describe(config)]
     d = _delays(config)
