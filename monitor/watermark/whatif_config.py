@@ -281,9 +281,9 @@ def chain_config(
     ``allow_multiple``: ``spark.sql.streaming.statefulOperator.allowMultiple``.
 
     Raises:
-        WhatifConfigError: no later window, or a later window that does not parse as a window.
-        EngineConfigError: a chain Spark rejects or the engine does not model (session window or update
-            mode first, grouping by a key operator 1 does not output).
+        WhatifConfigError: no later window, a later window that does not parse as a window, or a chain
+            Spark rejects or the engine does not model (session window or update mode first, grouping by
+            a key operator 1 does not output), named as in ``names``.
     """
     if not then_windows_ms:
         raise WhatifConfigError(f"a chain needs at least one {names['then_window']}")
@@ -299,7 +299,12 @@ def chain_config(
             f"{names['then_group_by_key']} needs operator 1 to output the key: group it by key too, or "
             "make it a dedup"
         )
-    return ChainConfig(first=first, then=tuple(stages), allow_multiple=allow_multiple)
+    try:
+        return ChainConfig(first=first, then=tuple(stages), allow_multiple=allow_multiple)
+    except EngineConfigError as e:  # operator 1 Spark cannot chain (session window, update mode)
+        raise WhatifConfigError(
+            f"{names['then_window']}: {e} (operator 1 is {names['window']} [{names['slide']}] or {names['dedup']})"
+        ) from e
 
 
 def flink_config(
