@@ -443,6 +443,10 @@ def dispatch_flink(engine: str, params: Mapping[str, Any]) -> bool:
         "--max-future-skew": params.get("max_future_skew") is not None,
         "--max-rows-per-batch": params.get("max_rows_per_batch") is not None,
         "--no-no-data-batches": params.get("no_data_batches", True) is False,
+        "--delay NAME=DURATION (per-input delays)": "=" in str(params.get("delay") or ""),
+        "--join": params.get("join") is not None,
+        "--join-inputs": params.get("join_inputs") is not None,
+        "--then-window": bool(params.get("then_window")),
     }
     opts = FlinkOptions(
         allowed_lateness=params.get("allowed_lateness"),

@@ -8,6 +8,7 @@ Every instant goes through :func:`monitor.timefmt.format_epoch_ms`, which render
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from monitor.durations import format_duration_ms
@@ -110,17 +111,26 @@ def latency_text(s: Summary) -> list[str]:
     return lines
 
 
-def summary_text(s: Summary) -> list[str]:
-    """The Summary block."""
+def rows_text(s: Summary) -> list[str]:
+    """The Summary block's first lines: rows read, rows dropped as late (share, by source)."""
     named = {k: v for k, v in s.dropped_by_source.items() if k}
     by = ", ".join(f"{k}={v}" for k, v in sorted(named.items()))
-    lines = [
-        "Summary",
+    return [
         f"  rows: {s.input_rows} read, {s.rows_with_time} with an event time, "
         f"{s.null_time_rows} null/unparseable (filtered, not counted as dropped)",
         f"  rows dropped as late: {s.dropped_rows} ({s.dropped_share * 100:.3f}%)"
         + (f"; by source: {by}" if by else ""),
     ]
+
+
+def batches_count_text(batches: int, no_data: int, final_watermark_ms: int) -> str:
+    """The Summary block's last line."""
+    return f"  batches: {batches} ({no_data} no-data); final watermark {iso(final_watermark_ms)}"
+
+
+def summary_text(s: Summary) -> list[str]:
+    """The Summary block."""
+    lines = ["Summary", *rows_text(s)]
     if s.future_filtered_rows:
         lines.append(f"  rows removed by the future-skew filter: {s.future_filtered_rows}")
     if s.duplicates_dropped:
@@ -128,9 +138,7 @@ def summary_text(s: Summary) -> list[str]:
     lines.append(f"  windows/rows emitted: {s.windows_emitted}")
     lines.extend(latency_text(s))
     lines.append(f"  state rows: peak {s.peak_state_rows}, at the end {s.final_state_rows}")
-    lines.append(
-        f"  batches: {s.batches} ({s.no_data_batches} no-data); final watermark {iso(s.final_watermark_ms)}"
-    )
+    lines.append(batches_count_text(s.batches, s.no_data_batches, s.final_watermark_ms))
     return lines
 
 
@@ -194,12 +202,15 @@ def batches_text(r: Replay, show: int) -> list[str]:
     return lines
 
 
-def late_entries(r: Replay, events: EventsTable, limit: int) -> list[dict[str, Any]]:
-    """The first ``limit`` late (row, window) entries (all when ``limit < 0``), JSON-ready."""
+def late_entries(
+    r: Replay | Sequence[BatchResult], events: EventsTable, limit: int
+) -> list[dict[str, Any]]:
+    """The first ``limit`` late (row, window) entries (all when ``limit < 0``) of a replay or of its
+    batches, JSON-ready."""
     out: list[dict[str, Any]] = []
     if limit == 0:
         return out
-    for b in r.batches:
+    for b in r.batches if isinstance(r, Replay) else r:
         for lr in b.late_rows:
             out.append(
                 {

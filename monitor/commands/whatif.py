@@ -5,6 +5,9 @@ Examples::
     tidegauge whatif events.csv --delay 10m --window 5m --trigger 30s
     tidegauge whatif events.jsonl --time-unit ms --window 5m --sweep 1m,5m,10m,30m
     tidegauge whatif events.parquet --window 5m --target-completeness 99.9 --format json
+    tidegauge whatif events.csv --delay clicks=10m,views=1h --window 5m          # one delay per input
+    tidegauge whatif events.csv --delay 10m --join left-outer --join-inputs clicks,views --join-lower 5m
+    tidegauge whatif events.csv --delay 10m --window 5m --then-window 1h         # agg -> agg chain
 
 The report is built in two steps: :func:`run_whatif` loads the events and calls the engine's replay
 for the chosen ``--engine`` (:func:`_spark_report`: Spark mode, the only one here); the pieces of
@@ -16,6 +19,10 @@ then the delay the target needs without it (filtered before ``withWatermark``), 
 mis-dated row kept" — the delay it would need with it (decades for a row dated 2099: no fix). The JSON
 ``recommendation`` is then the one without the row, with ``misdated_rows`` (their lines) and
 ``with_misdated_rows`` (the recommendation with every row kept) beside it.
+
+``--delay a=10m,b=1h`` gives each input (the events' ``source`` column) its own ``withWatermark`` delay;
+``--join`` replays a stream-stream join of two inputs and ``--then-window`` a chain of stateful operators
+(:mod:`._whatif_ops` renders both: per side / per operator late rows, state rows, output rows).
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
+from monitor.commands import _whatif_ops as O
 from monitor.commands import _whatif_text as T
-from monitor.durations import parse_duration_list_ms, parse_optional_duration_ms
+from monitor.durations import parse_duration_list_ms, parse_duration_ms, parse_optional_duration_ms
 from monitor.errors import InputError
 from monitor.watermark import (
     BatchPlan,
@@ -38,10 +46,12 @@ from monitor.watermark import (
     plan_batches,
     replay,
 )
+from monitor.watermark.chain import ChainConfig
 from monitor.watermark.diagnose import advise_delay, diagnose
 from monitor.watermark.io import load_events
+from monitor.watermark.join import StreamJoin
 from monitor.watermark.sweep import DEFAULT_LADDER_MS, sweep
-from monitor.watermark.whatif_config import CLI_NAMES, spark_config
+from monitor.watermark.whatif_config import CLI_NAMES, chain_config, join_spec, spark_config
 
 __all__ = ["register", "run_whatif"]
 
@@ -51,6 +61,148 @@ ENGINES = ("spark",)
 
 class WhatifUsageError(InputError):
     """The options of ``tidegauge whatif`` do not fit together (the message says which)."""
+
+
+def parse_delays(text: str) -> tuple[int | None, dict[str, int]]:
+    """``--delay``: one duration for every input (``10m``), or one per input (``clicks=10m,views=1h``,
+    the input named by the events' ``source`` column), optionally with one bare duration as the delay of
+    the inputs not named (``clicks=10m,1h``). Returns ``(default delay ms or None, {input: delay ms})``.
+
+    Raises:
+        WhatifUsageError: an empty input name, an input named twice, two bare durations.
+        DurationError: a duration that does not parse (named ``--delay`` / ``--delay NAME=``).
+    """
+    default: int | None = None
+    named: dict[str, int] = {}
+    for part in text.split(","):
+        name, eq, value = part.strip().partition("=")
+        if not eq:
+            if default is not None:
+                raise WhatifUsageError(
+                    f"--delay {text!r}: two delays without an input name; name each input (a=10m,b=1h)"
+                )
+            default = parse_duration_ms(name, what="--delay")
+            continue
+        name = name.strip()
+        if not name:
+            raise WhatifUsageError(f"--delay {text!r}: an input name is missing before '=' (a=10m,b=1h)")
+        if name in named:
+            raise WhatifUsageError(f"--delay {text!r}: input {name!r} is given twice")
+        named[name] = parse_duration_ms(value.strip(), what=f"--delay {name}=")
+    return default, named
+
+
+def _signed_duration_ms(text: str | None, what: str) -> int | None:
+    """A duration that may be negative (``-5m``): join range bounds may be."""
+    if text is None:
+        return None
+    t = text.strip()
+    if t.startswith("-"):
+        return -parse_duration_ms(t[1:], what=what)
+    return parse_duration_ms(t.lstrip("+"), what=what)
+
+
+def build_join(
+    *, join: str | None, join_inputs: str | None, join_lower: str | None, join_upper: str | None
+) -> StreamJoin | None:
+    """``--join TYPE --join-inputs LEFT,RIGHT [--join-lower X] [--join-upper Y]`` as a
+    :class:`~monitor.watermark.join.StreamJoin` (``None`` when no ``--join`` option is given), through
+    :func:`monitor.watermark.whatif_config.join_spec`. The condition modelled is
+    ``LEFT.key = RIGHT.key AND LEFT.event_time >= RIGHT.event_time - X AND LEFT.event_time <=
+    RIGHT.event_time + Y`` (Spark's ``StreamingSymmetricHashJoinExec``); X and Y may be negative.
+
+    Raises:
+        WhatifUsageError: a join option without ``--join``, or ``--join`` without ``--join-inputs``.
+        WhatifConfigError / EngineConfigError / DurationError: a bad type, sides or bound (named).
+    """
+    if join is None:
+        given = [
+            flag
+            for flag, v in (("--join-inputs", join_inputs), ("--join-lower", join_lower), ("--join-upper", join_upper))
+            if v is not None
+        ]
+        if given:
+            raise WhatifUsageError(f"{', '.join(given)} needs --join TYPE (inner, left-outer, ...)")
+        return None
+    if join_inputs is None:
+        raise WhatifUsageError(
+            "--join needs --join-inputs LEFT,RIGHT: the two inputs to join (values of the events' source column)"
+        )
+    return join_spec(
+        join_type=join,
+        inputs=join_inputs.split(","),
+        lower_ms=_signed_duration_ms(join_lower, "--join-lower"),
+        upper_ms=_signed_duration_ms(join_upper, "--join-upper"),
+        names=CLI_NAMES,
+    )
+
+
+def build_chain(
+    first: WatermarkConfig, *, then_window: list[str] | None, then_group_by_key: bool, allow_multiple: bool
+) -> ChainConfig | None:
+    """``--then-window SIZE[,SLIDE]`` (repeatable, in order) after the query of the other options, as a
+    :class:`~monitor.watermark.chain.ChainConfig` (``None`` without ``--then-window``), through
+    :func:`monitor.watermark.whatif_config.chain_config`.
+
+    Raises:
+        WhatifUsageError: ``--then-group-by-key`` / ``--no-allow-multiple`` without ``--then-window``.
+        WhatifConfigError / EngineConfigError / DurationError: a chain that does not parse or fit (named).
+    """
+    if not then_window:
+        if then_group_by_key or not allow_multiple:
+            flag = "--then-group-by-key" if then_group_by_key else "--no-allow-multiple"
+            raise WhatifUsageError(f"{flag} is for a chain: give --then-window SIZE[,SLIDE] too")
+        return None
+    stages: list[tuple[int, int | None]] = []
+    for w in then_window:
+        parts = w.split(",")
+        if len(parts) > 2:
+            raise WhatifUsageError(f"--then-window {w!r}: expected SIZE or SIZE,SLIDE (e.g. 1h or 1h,10m)")
+        stages.append(
+            (
+                parse_duration_ms(parts[0], what="--then-window"),
+                parse_duration_ms(parts[1], what="--then-window slide") if len(parts) == 2 else None,
+            )
+        )
+    return chain_config(
+        first,
+        then_windows_ms=stages,
+        then_group_by_key=then_group_by_key,
+        allow_multiple=allow_multiple,
+        names=CLI_NAMES,
+    )
+
+
+def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_given: bool) -> None:
+    """Check the input names of ``--delay NAME=`` and ``--join-inputs`` against the events' ``source``
+    column, and that every input has a delay.
+
+    Raises:
+        WhatifUsageError: naming the option and the input, and listing the inputs the events have.
+    """
+    present = [n for n in events.source_names if n] if events.has_sources else []
+    have = ", ".join(present) if present else "none: the file has no source column"
+    for name in config.source_delays_ms:
+        if name not in present:
+            raise WhatifUsageError(
+                f"--delay {name}=...: no input {name!r} in the events "
+                f"(inputs in the source column: {have})"
+            )
+    if config.join is not None:
+        for side in (config.join.left, config.join.right):
+            if side not in present:
+                raise WhatifUsageError(
+                    f"--join-inputs: no input {side!r} in the events (inputs in the source column: {have})"
+                )
+    if not default_delay_given:
+        missing = [n for n in (present or [""]) if n not in config.source_delays_ms]
+        if missing:
+            what = repr(missing[0]) if missing[0] else "(the file has no source column)"
+            raise WhatifUsageError(
+                f"--delay gives no delay for input {what}: add {missing[0] or 'a duration'}=DURATION, or one "
+                f"bare duration for the inputs not named (e.g. --delay {next(iter(config.source_delays_ms))}="
+                f"{T.dur(next(iter(config.source_delays_ms.values())))},10m)"
+            )
 
 
 def build_config(
@@ -68,9 +220,11 @@ def build_config(
     group_by_key: bool,
     no_data_batches: bool,
     need_delay: bool,
+    join: StreamJoin | None = None,
 ) -> WatermarkConfig:
     """Turn the command-line options into a :class:`WatermarkConfig` (through the one builder,
     :func:`monitor.watermark.whatif_config.spark_config`, which the dashboard's What-if lab calls too).
+    ``delay`` is one duration or one per input (:func:`parse_delays`); ``join``: :func:`build_join`'s.
 
     Raises:
         WhatifUsageError / DurationError / WhatifConfigError / EngineConfigError: options that do not parse
@@ -79,8 +233,11 @@ def build_config(
     if delay is None and need_delay:
         raise WhatifUsageError("--delay is required (or use --sweep / --target-completeness)")
     ms = parse_optional_duration_ms
+    default, named = parse_delays(delay) if delay is not None else (None, {})
     return spark_config(
-        delay_ms=ms(delay, what="--delay") or 0,
+        delay_ms=default or 0,
+        source_delays_ms=named,
+        join=join,
         size_ms=ms(window, what="--window"),
         slide_ms=ms(slide, what="--slide"),
         gap_ms=ms(session_gap, what="--session-gap"),
@@ -191,8 +348,13 @@ def run_whatif(
     out: TextIO,
     engine: str = "spark",
     delay_given: bool = True,
+    chain: ChainConfig | None = None,
+    default_delay_given: bool = True,
 ) -> None:
     """Load the events, replay with ``engine``'s rules and print (text or JSON) to ``out``.
+
+    ``config.join`` set: the stream-stream join's report; ``chain``: the chain's (``chain.first`` is then
+    ``config``); ``default_delay_given``: ``--delay`` had a duration for the inputs it does not name.
 
     Raises:
         InputError (subclasses): bad file, columns, units or options (one line; exit code 2).
@@ -203,35 +365,49 @@ def run_whatif(
         raise WhatifUsageError(f"--engine {engine!r} is not supported; only {', '.join(ENGINES)}")
     if time_unit is not None and time_unit not in ("s", "ms", "us"):
         raise WhatifUsageError(f"--time-unit must be s, ms or us, got {time_unit!r}")
+    if sweep_delays is not None or target_completeness is not None:
+        flag = "--sweep" if sweep_delays is not None else "--target-completeness"
+        if config.source_delays_ms:
+            raise WhatifUsageError(
+                f"{flag} varies one delay for every input; give --delay as one duration (not per input)"
+            )
+        if config.join is not None or chain is not None:
+            raise WhatifUsageError(f"{flag} is not available with {'--join' if chain is None else '--then-window'}")
     events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
     if events.batch is not None and config.trigger_ms is not None:
         raise WhatifUsageError(
             f"{events_path} has a 'batch' column, which fixes the batches: drop --trigger or the column"
         )
+    check_inputs(events, config, default_delay_given=default_delay_given)
     plan = plan_batches(events, config)
     doc: dict[str, Any] = {
         "events": str(events_path),
         "engine": engine,
-        "query": T.describe(config),
+        "query": O.describe_query(config, chain),
         "bad_rows": [dataclasses.asdict(b) for b in events.bad_rows],
         "unit_mismatches": [T.mismatch_json(m) for m in events.unit_mismatches],
     }
     text: list[str] = [
-        f"tidegauge whatif: {events_path} - {len(events)} rows; {engine}; {T.describe(config)}",
+        f"tidegauge whatif: {events_path} - {len(events)} rows; {engine}; {O.describe_query(config, chain)}",
         *T.bad_rows_text(events, 10),
         *T.mismatches_text(events, 10),
     ]
-    # one dispatch point per engine (only Spark's rules here)
-    part, lines = _spark_report(
-        events,
-        config,
-        plan,
-        delay_given=delay_given,
-        sweep_delays=sweep_delays,
-        target_completeness=target_completeness,
-        show_batches=show_batches,
-        show_late=show_late,
-    )
+    # one dispatch point per engine (only Spark's rules here) and query kind
+    if config.join is not None:
+        part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
+    elif chain is not None:
+        part, lines = O.chain_report(events, chain, plan, show_batches=show_batches, show_late=show_late)
+    else:
+        part, lines = _spark_report(
+            events,
+            config,
+            plan,
+            delay_given=delay_given,
+            sweep_delays=sweep_delays,
+            target_completeness=target_completeness,
+            show_batches=show_batches,
+            show_late=show_late,
+        )
     doc.update(part)
     text += lines
     if fmt == "json":
@@ -249,7 +425,11 @@ def register(app: typer.Typer) -> None:
             Path, typer.Argument(help="EVENTS file: .csv, .jsonl or .parquet with an event_time column.")
         ],
         engine: str = typer.Option("spark", "--engine", help="Engine whose rules to replay: spark or flink."),
-        delay: str | None = typer.Option(None, "--delay", help="Watermark delay, e.g. 10m."),
+        delay: str | None = typer.Option(
+            None,
+            "--delay",
+            help="Watermark delay, e.g. 10m; per input (source column): clicks=10m,views=1h[,DEFAULT].",
+        ),
         window: str | None = typer.Option(None, "--window", help="Window size, e.g. 5m."),
         slide: str | None = typer.Option(None, "--slide", help="Slide of a sliding window, e.g. 1m."),
         session_gap: str | None = typer.Option(None, "--session-gap", help="Session window gap (per key)."),
@@ -302,6 +482,33 @@ def register(app: typer.Typer) -> None:
         end_of_input: bool = typer.Option(
             False, "--end-of-input", help="Flink: bounded input, fire all at end."
         ),
+        join: str | None = typer.Option(
+            None,
+            "--join",
+            help="Stream-stream join of two inputs on key: inner, left-outer, right-outer, full-outer, left-semi.",
+        ),
+        join_inputs: str | None = typer.Option(
+            None, "--join-inputs", help="The join's sides as LEFT,RIGHT (values of the source column)."
+        ),
+        join_lower: str | None = typer.Option(
+            None, "--join-lower", help="Join condition LEFT.event_time >= RIGHT.event_time - X, e.g. 10m."
+        ),
+        join_upper: str | None = typer.Option(
+            None, "--join-upper", help="Join condition LEFT.event_time <= RIGHT.event_time + Y, e.g. 5m."
+        ),
+        then_window: list[str] | None = typer.Option(
+            None,
+            "--then-window",
+            help="Chain: a window aggregation over the previous operator's output, SIZE[,SLIDE]; repeatable.",
+        ),
+        then_group_by_key: bool = typer.Option(
+            False, "--then-group-by-key", help="Chain: later windows also group by key."
+        ),
+        allow_multiple: bool = typer.Option(
+            True,
+            "--allow-multiple/--no-allow-multiple",
+            help="Chain: spark.sql.streaming.statefulOperator.allowMultiple.",
+        ),
     ) -> None:
         """Replay EVENTS through Spark's watermark rules: late rows, emitted windows, state, latency."""
         from monitor.commands._whatif_flink import dispatch_flink  # the Flink mode's glue
@@ -311,6 +518,11 @@ def register(app: typer.Typer) -> None:
         if engine not in ENGINES:
             raise WhatifUsageError(f"--engine {engine!r} is not supported; only {', '.join(ENGINES)}")
         sweep_delays = parse_duration_list_ms(sweep_opt, what="--sweep") if sweep_opt is not None else None
+        join_spec_ = build_join(join=join, join_inputs=join_inputs, join_lower=join_lower, join_upper=join_upper)
+        if join_spec_ is not None and then_window:
+            raise WhatifUsageError("--then-window after --join (join -> aggregation) is not modelled by whatif yet")
+        if join_spec_ is not None and group_by_key:
+            raise WhatifUsageError("--group-by-key is for windows; a --join always matches rows on key")
         config = build_config(
             delay=delay,
             window=window,
@@ -325,6 +537,10 @@ def register(app: typer.Typer) -> None:
             group_by_key=group_by_key,
             no_data_batches=no_data_batches,
             need_delay=sweep_delays is None and target is None,
+            join=join_spec_,
+        )
+        chain = build_chain(
+            config, then_window=then_window, then_group_by_key=then_group_by_key, allow_multiple=allow_multiple
         )
         run_whatif(
             events,
@@ -339,4 +555,6 @@ def register(app: typer.Typer) -> None:
             out=sys.stdout,
             engine=engine,
             delay_given=delay is not None,
+            chain=chain,
+            default_delay_given=delay is None or parse_delays(delay)[0] is not None,
         )

@@ -22,10 +22,11 @@ Semantics followed:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
+from monitor.watermark.chain import ChainConfig, ThenWindow
 from monitor.watermark.config import (
     Dedup,
     DedupMode,
@@ -39,6 +40,7 @@ from monitor.watermark.config import (
     WindowSpec,
 )
 from monitor.watermark.flink.config import FlinkConfig
+from monitor.watermark.join import JOIN_TYPES, JoinType, StreamJoin
 
 __all__ = [
     "CLI_NAMES",
@@ -46,7 +48,9 @@ __all__ = [
     "DEFAULT_WATERMARK_INTERVAL_MS",
     "NAMES",
     "WhatifConfigError",
+    "chain_config",
     "flink_config",
+    "join_spec",
     "spark_config",
     "window_spec",
 ]
@@ -75,6 +79,12 @@ NAMES: Final[Mapping[str, str]] = MappingProxyType({
     "watermark_interval": "the watermark interval",
     "per_event_watermarks": "per-event watermarks",
     "idleness": "an idleness timeout",
+    "join": "the join type",
+    "join_inputs": "the join's two inputs",
+    "join_lower": "the lower bound",
+    "join_upper": "the upper bound",
+    "then_window": "a later window",
+    "then_group_by_key": "grouping later windows by key",
 })
 
 #: How ``tidegauge whatif`` names them (its options).
@@ -89,6 +99,12 @@ CLI_NAMES: Final[Mapping[str, str]] = MappingProxyType({
     "watermark_interval": "--watermark-interval",
     "per_event_watermarks": "--per-event-watermarks",
     "idleness": "--idleness",
+    "join": "--join",
+    "join_inputs": "--join-inputs",
+    "join_lower": "--join-lower",
+    "join_upper": "--join-upper",
+    "then_window": "--then-window",
+    "then_group_by_key": "--then-group-by-key",
 })
 
 
@@ -138,6 +154,8 @@ def spark_config(
     max_rows_per_batch: int | None = None,
     group_by_key: bool = False,
     no_data_batches: bool = True,
+    source_delays_ms: Mapping[str, int] | None = None,
+    join: StreamJoin | None = None,
     names: Mapping[str, str] = NAMES,
 ) -> WatermarkConfig:
     """A Spark-mode config: ``withWatermark(delay)`` then a window (``size_ms`` [+ ``slide_ms``] or
@@ -146,13 +164,22 @@ def spark_config(
     ``policy`` (``min``/``max``), ``output_mode`` (``append``/``update``), a modelled
     ``filter(event_time <= current_timestamp() + skew)`` of ``max_future_skew_ms``, a
     ``maxOffsetsPerTrigger``-style ``max_rows_per_batch``, and ``spark.sql.streaming.noDataMicroBatches.enabled``.
+    ``source_delays_ms``: each named input's own ``withWatermark`` delay (others take ``delay_ms``).
+    ``join``: a stream-stream join (:func:`join_spec`) instead of a window or dedup; its two inputs
+    become the config's ``sources`` (left first).
 
     Raises:
         WhatifConfigError: settings that do not fit together, an unknown dedup mode, policy or output mode.
         EngineConfigError: a value out of range (:meth:`WatermarkConfig.validate`).
     """
     spec: WindowSpec | None = None
-    if dedup is not None:
+    if join is not None:
+        if dedup is not None or size_ms is not None or slide_ms is not None or gap_ms is not None:
+            raise WhatifConfigError(
+                f"{names['join']} cannot be combined with {names['window']} / {names['session_gap']} / "
+                f"{names['dedup']}: whatif replays the join alone (its output rows are what it reports)"
+            )
+    elif dedup is not None:
         if dedup not in DEDUP_MODES:
             raise WhatifConfigError(f"{names['dedup']} must be key, key,event_time or within-watermark, got {dedup!r}")
         if size_ms is not None or slide_ms is not None or gap_ms is not None:
@@ -180,7 +207,104 @@ def spark_config(
         max_rows_per_batch=max_rows_per_batch,
         max_future_skew_ms=max_future_skew_ms,
         no_data_batches=no_data_batches,
+        sources=() if join is None else (join.left, join.right),
+        source_delays_ms=dict(source_delays_ms or {}),
+        join=join,
     )
+
+
+def join_spec(
+    *,
+    join_type: str,
+    inputs: Sequence[str],
+    lower_ms: int | None = None,
+    upper_ms: int | None = None,
+    names: Mapping[str, str] = NAMES,
+) -> StreamJoin:
+    """A stream-stream join of two inputs on ``key`` (Spark's ``StreamingSymmetricHashJoinExec``, as
+    :class:`~monitor.watermark.join.StreamJoin` models it).
+
+    Args:
+        join_type: one of :data:`~monitor.watermark.join.JOIN_TYPES`; ``-`` may stand for ``_``
+            (``left-outer``).
+        inputs: ``(left, right)``: the ``source`` names of the two sides.
+        lower_ms: ``left.event_time >= right.event_time - lower_ms`` (ms, may be negative; ``None``: no
+            such conjunct). Bounds the left side's state.
+        upper_ms: ``left.event_time <= right.event_time + upper_ms`` (``None``: none). Bounds the right
+            side's state.
+
+    Raises:
+        WhatifConfigError: an unknown join type, not exactly two different inputs, or a join Spark
+            rejects (an outer side without the bound it needs: the message gives the condition to add
+            and the setting that adds it), named as in ``names``.
+    """
+    jt = join_type.replace("-", "_")
+    if jt not in JOIN_TYPES:
+        raise WhatifConfigError(
+            f"{names['join']} must be one of {', '.join(t.replace('_', '-') for t in JOIN_TYPES)}, "
+            f"got {join_type!r}"
+        )
+    sides = [s.strip() for s in inputs]
+    if len(sides) != 2 or not all(sides):
+        raise WhatifConfigError(
+            f"{names['join_inputs']} must name the two sides as LEFT,RIGHT (their values in the events' "
+            f"source column), got {','.join(inputs)!r}: "
+            + ("a side is missing" if len(sides) < 2 or not all(sides) else "a join has exactly two sides")
+        )
+    if sides[0] == sides[1]:
+        raise WhatifConfigError(f"{names['join_inputs']} must name two different inputs, got {sides[0]!r} twice")
+    kind: JoinType = JOIN_TYPES[JOIN_TYPES.index(jt)]
+    spec = StreamJoin(left=sides[0], right=sides[1], join_type=kind, lower_ms=lower_ms, upper_ms=upper_ms)
+    try:
+        spec.validate()
+    except EngineConfigError as e:
+        raise WhatifConfigError(
+            f"{names['join']} {join_type}: {e} ({names['join_lower']} X is {spec.left}.event_time >= "
+            f"{spec.right}.event_time - X, {names['join_upper']} Y is {spec.left}.event_time <= "
+            f"{spec.right}.event_time + Y)"
+        ) from e
+    return spec
+
+
+def chain_config(
+    first: WatermarkConfig,
+    *,
+    then_windows_ms: Sequence[tuple[int, int | None]],
+    then_group_by_key: bool = False,
+    allow_multiple: bool = True,
+    names: Mapping[str, str] = NAMES,
+) -> ChainConfig:
+    """A chain of stateful operators (:class:`~monitor.watermark.chain.ChainConfig`): ``first``'s window
+    aggregation (append mode) or dedup, then one window aggregation per ``then_windows_ms`` entry
+    ``(size_ms, slide_ms or None)`` over the previous operator's output (``window_time`` of its windows,
+    or the rows a dedup passed), each grouped by key too when ``then_group_by_key``.
+    ``allow_multiple``: ``spark.sql.streaming.statefulOperator.allowMultiple``.
+
+    Raises:
+        WhatifConfigError: no later window, a later window that does not parse as a window, or a chain
+            Spark rejects or the engine does not model (session window or update mode first, grouping by
+            a key operator 1 does not output), named as in ``names``.
+    """
+    if not then_windows_ms:
+        raise WhatifConfigError(f"a chain needs at least one {names['then_window']}")
+    stages = []
+    for size_ms, slide_ms in then_windows_ms:
+        w = window_spec(size_ms=size_ms, slide_ms=slide_ms, names=names)
+        assert isinstance(w, Tumbling | Sliding)
+        stages.append(ThenWindow(w, group_by_key=then_group_by_key))
+    if first.join is not None:
+        raise WhatifConfigError(f"{names['then_window']} after {names['join']} is not modelled by whatif yet")
+    if then_group_by_key and not (first.group_by_key or first.dedup is not None):
+        raise WhatifConfigError(
+            f"{names['then_group_by_key']} needs operator 1 to output the key: group it by key too, or "
+            "make it a dedup"
+        )
+    try:
+        return ChainConfig(first=first, then=tuple(stages), allow_multiple=allow_multiple)
+    except EngineConfigError as e:  # operator 1 Spark cannot chain (session window, update mode)
+        raise WhatifConfigError(
+            f"{names['then_window']}: {e} (operator 1 is {names['window']} [{names['slide']}] or {names['dedup']})"
+        ) from e
 
 
 def flink_config(
