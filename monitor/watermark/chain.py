@@ -34,8 +34,9 @@ PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C7):
   global watermark is 0 propagates 0 to every operator (``PropagateWatermarkSimulator`` skips the
   simulation then). The later operators read the joined rows' left event time and left key
   (``window(lt)``; a NULL-padded row without a left side has no window and is filtered, not late).
-  A key-only join reads the right event time nowhere: Spark's column pruning removes it below the
-  join, and right rows are then never late (:attr:`StreamJoin.right_time_pruned`, FINDINGS.md JA1).
+  Spark optimizes the join under ``window(lt)`` (:func:`join_as_optimized`): a right outer join runs
+  as an inner join and a full outer join as a left outer join (``EliminateOuterJoin``), and a key-only
+  join's right event time is pruned, so right rows are never late there.
 * Each operator filters late rows against its input watermark of the **previous** batch
   (``getInputWatermarkForLateEvents(batchId) = inputWatermark(batchId - 1)``, 0 for batch 0) and
   evicts against that of the current batch. With ``allowMultiple=false``
@@ -78,7 +79,7 @@ import numpy.typing as npt
 
 from monitor.watermark.config import EngineConfigError, Sliding, Tumbling, WatermarkConfig
 from monitor.watermark.events import EventsTable
-from monitor.watermark.join import StreamJoin
+from monitor.watermark.join import JoinType, StreamJoin
 from monitor.watermark.operators import Operator, OpResult, make_operator
 from monitor.watermark.plan import BatchPlan, plan_batches
 from monitor.watermark.results import BatchResult, Windows
@@ -91,6 +92,7 @@ __all__ = [
     "ChainReplay",
     "OperatorBatch",
     "ThenWindow",
+    "join_as_optimized",
     "join_output_watermark_ms",
     "replay_chain",
 ]
@@ -351,6 +353,29 @@ def join_output_watermark_ms(join: StreamJoin, input_watermark_ms: int) -> int:
     return min(bounds) if bounds else input_watermark_ms
 
 
+#: ``EliminateOuterJoin``: ``window(lt)`` filters ``isnotnull(lt)`` right above the join, which rejects
+#: every row without a left side, so the optimizer drops the right side's outer-ness.
+_OUTER_ELIMINATED: dict[str, JoinType] = {"right_outer": "inner", "full_outer": "left_outer"}
+
+
+def join_as_optimized(join: StreamJoin) -> StreamJoin:
+    """The join Spark runs when window aggregations over the left event time follow it.
+
+    Two optimizer effects (tests/differential/FINDINGS.md JA1, JA2):
+
+    * ``EliminateOuterJoin``: the ``isnotnull(lt)`` filter of ``window(lt)`` rejects the rows a right
+      or full outer join pads with a NULL left side, so a right outer join runs as an inner join and
+      a full outer join as a left outer join (no NULL-padded right rows, no right rows kept in state
+      only to be output padded);
+    * column pruning: a key-only join reads the right event time nowhere, so it is pruned below the
+      join and right rows are never late (:attr:`StreamJoin.right_time_pruned`).
+    """
+    out = dataclasses.replace(join, join_type=_OUTER_ELIMINATED.get(join.join_type, join.join_type))
+    if not join.evicts_state:
+        out = dataclasses.replace(out, right_time_pruned=True)
+    return out
+
+
 def _operator_batch(
     res: OpResult,
     names: tuple[str, str],
@@ -395,9 +420,8 @@ def replay_chain(events: EventsTable, config: ChainConfig, *, plan: BatchPlan | 
         EngineConfigError: the config does not fit the events.
     """
     first = config.first
-    if first.join is not None and not first.join.evicts_state:
-        # a key-only join: the later operators read the left time only, Spark prunes the right one
-        first = dataclasses.replace(first, join=dataclasses.replace(first.join, right_time_pruned=True))
+    if first.join is not None:
+        first = dataclasses.replace(first, join=join_as_optimized(first.join))
     if plan is None:
         plan = plan_batches(events, first)
     rt = WatermarkRuntime(events, first, late_filter_uses_previous_batch=config.allow_multiple)

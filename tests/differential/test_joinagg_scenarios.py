@@ -27,7 +27,14 @@ def test_ci_seeds_cover_the_join_agg_shapes() -> None:
     covered: set[str] = set()
     for seed in CI_SEEDS:
         covered |= _shape(generate_joinagg(seed))
-    required = {"join:left_outer", "key_only", "allow_multiple:True", "allow_multiple:False", "aggs:1"}
+    required = {
+        "join:full_outer",
+        "join:left_semi",
+        "key_only",
+        "allow_multiple:True",
+        "allow_multiple:False",
+        "aggs:1",
+    }
     assert required <= covered, f"not covered by the CI seeds: {sorted(required - covered)}"
 
 
