@@ -30,9 +30,8 @@ PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C7):
   outputs the minimum of its defined state value watermarks (left ``wm - lower - 1 ms``, right
   ``wm - upper - 1 ms``, :class:`~monitor.watermark.join.StreamJoin`), or its input watermark when
   no range condition bounds either side. The operators after it filter late rows against the join's
-  output watermark of the previous batch and evict against that of the current one. A batch whose
-  global watermark is 0 propagates 0 to every operator (``PropagateWatermarkSimulator`` skips the
-  simulation then). The later operators read the joined rows' left event time and left key
+  output watermark of the previous batch and evict against that of the current one (an input
+  watermark below 0 counts as 0, ``PropagateWatermarkSimulator.getInputWatermark``). The later operators read the joined rows' left event time and left key
   (``window(lt)``; a NULL-padded row without a left side has no window and is filtered, not late).
   Spark optimizes the join under ``window(lt)`` (:func:`join_as_optimized`): a right outer join runs
   as an inner join and a full outer join as a left outer join (``EliminateOuterJoin``), and a key-only
@@ -333,15 +332,14 @@ def _lookup(table: EventsTable, emitted: Windows, size_ms: int) -> I64:
 
 
 def join_output_watermark_ms(join: StreamJoin, input_watermark_ms: int) -> int:
-    """The watermark a stream-stream join passes to the operator after it, in ms.
+    """The input watermark of the operator after a stream-stream join, in ms.
 
     ``StreamingSymmetricHashJoinExec.produceOutputWatermark``: the minimum of the left and right state
     value watermarks that the range condition defines (:meth:`StreamJoin.left_state_watermark_ms`,
-    :meth:`StreamJoin.right_state_watermark_ms`), the input watermark when neither is defined; 0 when
-    the input watermark is 0 (``PropagateWatermarkSimulator`` propagates 0 unchanged).
+    :meth:`StreamJoin.right_state_watermark_ms`), the input watermark when neither is defined;
+    ``PropagateWatermarkSimulator.getInputWatermark`` clamps it at 0 (so a batch whose global
+    watermark is 0 gives every operator 0).
     """
-    if input_watermark_ms == 0:
-        return 0
     bounds = [
         w
         for w in (
@@ -350,7 +348,7 @@ def join_output_watermark_ms(join: StreamJoin, input_watermark_ms: int) -> int:
         )
         if w is not None
     ]
-    return min(bounds) if bounds else input_watermark_ms
+    return max(0, min(bounds) if bounds else input_watermark_ms)
 
 
 #: ``EliminateOuterJoin``: ``window(lt)`` filters ``isnotnull(lt)`` right above the join, which rejects

@@ -35,7 +35,13 @@ from typing import Any
 import pytest
 
 from monitor.watermark import Dedup, EngineConfigError, EventsTable, Session, Tumbling, WatermarkConfig
-from monitor.watermark.chain import ChainConfig, ThenWindow, replay_chain
+from monitor.watermark.chain import (
+    ChainConfig,
+    ThenWindow,
+    join_as_optimized,
+    join_output_watermark_ms,
+    replay_chain,
+)
 from monitor.watermark.join import StreamJoin
 
 
@@ -367,3 +373,31 @@ def test_join_output_watermark_per_operator_as_the_suite_comments_list() -> None
     single = JOIN_CASES[0].config
     one = replay_chain(events, ChainConfig(single.first, single.then, allow_multiple=False)).batches[3]
     assert [(o.late_watermark_ms, o.eviction_watermark_ms) for o in one.operators] == [(wm2, wm2)] * 2
+
+
+@pytest.mark.parametrize(
+    ("join", "input_ms", "output_ms"),
+    [
+        (StreamJoin("l", "r", lower_ms=40_000, upper_ms=30_000), 100_000, 59_999),  # min of 59.999, 69.999
+        (StreamJoin("l", "r", lower_ms=40_000, upper_ms=50_000), 100_000, 49_999),
+        (StreamJoin("l", "r", lower_ms=40_000, lower_strict=True), 100_000, 60_000),
+        (StreamJoin("l", "r", upper_ms=-2_000, upper_strict=True), 100_000, 102_000),  # ahead of the input
+        (StreamJoin("l", "r"), 100_000, 100_000),  # key-only: the input watermark
+        (StreamJoin("l", "r", lower_ms=40_000), 10_000, 0),  # below 0: getInputWatermark's max(wm, 0)
+        (StreamJoin("l", "r", lower_ms=40_000), 0, 0),
+    ],
+)
+def test_join_output_watermark(join: StreamJoin, input_ms: int, output_ms: int) -> None:
+    assert join_output_watermark_ms(join, input_ms) == output_ms
+
+
+def test_the_join_runs_as_spark_optimizes_it_under_a_window_of_the_left_time() -> None:
+    """FINDINGS.md JA1/JA2: EliminateOuterJoin and the pruned right event time of a key-only join."""
+    rng = {"lower_ms": 1_000, "upper_ms": 1_000}
+    assert join_as_optimized(StreamJoin("l", "r", "full_outer", **rng)).join_type == "left_outer"
+    assert join_as_optimized(StreamJoin("l", "r", "right_outer", **rng)).join_type == "inner"
+    for kind in ("inner", "left_outer", "left_semi"):
+        assert join_as_optimized(StreamJoin("l", "r", kind, **rng)) == StreamJoin("l", "r", kind, **rng)
+    assert join_as_optimized(StreamJoin("l", "r")).right_time_pruned
+    with pytest.raises(EngineConfigError, match="key-only"):
+        StreamJoin("l", "r", lower_ms=1_000, right_time_pruned=True).validate()
