@@ -27,9 +27,9 @@ PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C7):
   (only stream-stream joins lower it). So in a chain of aggregations and deduplications every
   operator's input watermark equals the global watermark of the batch.
 * A stream-stream join as operator 1 (``StreamingSymmetricHashJoinExec.produceOutputWatermark``)
-  outputs the minimum of its defined state value watermarks (left ``wm - lower - 1 ms``, right
-  ``wm - upper - 1 ms``, :class:`~monitor.watermark.join.StreamJoin`), or its input watermark when
-  no range condition bounds either side. The operators after it filter late rows against the join's
+  outputs the minimum of its input watermark and its defined state value watermarks (left
+  ``wm - lower - 1 ms``, right ``wm - upper - 1 ms``, :class:`~monitor.watermark.join.StreamJoin`;
+  a left semi join's right one excluded), :func:`join_output_watermark_ms`. The operators after it filter late rows against the join's
   output watermark of the previous batch and evict against that of the current one (an input
   watermark below 0 counts as 0, ``PropagateWatermarkSimulator.getInputWatermark``). The later operators read the joined rows' left event time and left key
   (``window(lt)``; a NULL-padded row without a left side has no window and is filtered, not late).
@@ -334,21 +334,24 @@ def _lookup(table: EventsTable, emitted: Windows, size_ms: int) -> I64:
 def join_output_watermark_ms(join: StreamJoin, input_watermark_ms: int) -> int:
     """The input watermark of the operator after a stream-stream join, in ms.
 
-    ``StreamingSymmetricHashJoinExec.produceOutputWatermark``: the minimum of the left and right state
-    value watermarks that the range condition defines (:meth:`StreamJoin.left_state_watermark_ms`,
-    :meth:`StreamJoin.right_state_watermark_ms`), the input watermark when neither is defined;
-    ``PropagateWatermarkSimulator.getInputWatermark`` clamps it at 0 (so a batch whose global
+    ``StreamingSymmetricHashJoinExec.produceOutputWatermark``: the minimum of the input watermark and
+    the left and right state value watermarks that the range condition defines
+    (:meth:`StreamJoin.left_state_watermark_ms`, :meth:`StreamJoin.right_state_watermark_ms`); for a
+    left semi join the right state watermark plays no part (observed with PySpark 4.3.0,
+    tests/differential/FINDINGS.md JA3: its output holds left rows only).
+    ``PropagateWatermarkSimulator.getInputWatermark`` clamps the result at 0 (so a batch whose global
     watermark is 0 gives every operator 0).
     """
     bounds = [
         w
         for w in (
             join.left_state_watermark_ms(input_watermark_ms),
-            join.right_state_watermark_ms(input_watermark_ms),
+            None if join.join_type == "left_semi" else join.right_state_watermark_ms(input_watermark_ms),
+            input_watermark_ms,
         )
         if w is not None
     ]
-    return max(0, min(bounds) if bounds else input_watermark_ms)
+    return max(0, min(bounds))
 
 
 #: ``EliminateOuterJoin``: ``window(lt)`` filters ``isnotnull(lt)`` right above the join, which rejects

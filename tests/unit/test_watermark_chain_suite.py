@@ -381,7 +381,8 @@ def test_join_output_watermark_per_operator_as_the_suite_comments_list() -> None
         (StreamJoin("l", "r", lower_ms=40_000, upper_ms=30_000), 100_000, 59_999),  # min of 59.999, 69.999
         (StreamJoin("l", "r", lower_ms=40_000, upper_ms=50_000), 100_000, 49_999),
         (StreamJoin("l", "r", lower_ms=40_000, lower_strict=True), 100_000, 60_000),
-        (StreamJoin("l", "r", upper_ms=-2_000, upper_strict=True), 100_000, 102_000),  # ahead of the input
+        (StreamJoin("l", "r", upper_ms=-2_000, upper_strict=True), 100_000, 100_000),  # 102 s: ahead of input
+        (StreamJoin("l", "r", "left_semi", lower_ms=0, lower_strict=True, upper_ms=5_000), 22_272, 22_272),
         (StreamJoin("l", "r"), 100_000, 100_000),  # key-only: the input watermark
         (StreamJoin("l", "r", lower_ms=40_000), 10_000, 0),  # below 0: getInputWatermark's max(wm, 0)
         (StreamJoin("l", "r", lower_ms=40_000), 0, 0),
