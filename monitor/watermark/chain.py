@@ -17,7 +17,7 @@ streaming query stack stateful operators in append mode, for example::
       .groupBy(window("lt", "10 minutes")).count()                                      # operator 2
 
 Semantics (``WatermarkPropagator.scala``, ``MultiStatefulOperatorsSuite``, checked against a
-PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C7):
+PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C8 and, for join -> agg, JA1-JA6):
 
 * ``PropagateWatermarkSimulator`` walks the physical plan bottom-up each batch: an
   ``EventTimeWatermarkExec`` outputs the global watermark of the batch (``WatermarkTracker``, over
@@ -29,10 +29,11 @@ PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C7):
 * A stream-stream join as operator 1 (``StreamingSymmetricHashJoinExec.produceOutputWatermark``)
   outputs the minimum of its input watermark and its defined state value watermarks (left
   ``wm - lower - 1 ms``, right ``wm - upper - 1 ms``, :class:`~monitor.watermark.join.StreamJoin`;
-  a left semi join's right one excluded), :func:`join_output_watermark_ms`. The operators after it filter late rows against the join's
-  output watermark of the previous batch and evict against that of the current one (an input
-  watermark below 0 counts as 0, ``PropagateWatermarkSimulator.getInputWatermark``). The later operators read the joined rows' left event time and left key
-  (``window(lt)``; a NULL-padded row without a left side has no window and is filtered, not late).
+  a left semi join's right one excluded), :func:`join_output_watermark_ms`. The operators after it
+  filter late rows against the join's output watermark of the previous batch and evict against that
+  of the current one (an input watermark below 0 counts as 0,
+  ``PropagateWatermarkSimulator.getInputWatermark``). They read the joined rows' left event time and
+  left key (``window(lt)``; a row without a left side has no window and is filtered, not late).
   Spark optimizes the join under ``window(lt)`` (:func:`join_as_optimized`): a right outer join runs
   as an inner join and a full outer join as a left outer join (``EliminateOuterJoin``), and a key-only
   join's right event time is pruned, so right rows are never late there.
