@@ -81,6 +81,11 @@ differential: $(STAMP) system-deps
 differential-chains: $(STAMP) system-deps
 	$(BIN)/python -m tests.differential.chains_run --count $(N) --seed-start $(S)
 
+## A stream-stream join followed by window aggregations: N seeded join -> agg scenarios through real PySpark.
+.PHONY: differential-joinagg
+differential-joinagg: $(STAMP) system-deps
+	$(BIN)/python -m tests.differential.joinagg --count $(N) --seed-start $(S)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 

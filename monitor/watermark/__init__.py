@@ -77,7 +77,8 @@ WatermarkRuntime: :class:`WatermarkRuntime` runs batch by batch (``run_data_batc
 that does not fit the events.
 
 Chained stateful operators (Spark >= 3.4, ``statefulOperator.allowMultiple``): agg -> agg (windows of
-windows over ``window_time``) and dedup -> agg replay with
+windows over ``window_time``), dedup -> agg and join -> agg (``first=WatermarkConfig(join=StreamJoin(...))``,
+the aggregations over the joined rows' left time, after the join's lowered output watermark) replay with
 :func:`monitor.watermark.chain.replay_chain` (``ChainConfig(first=WatermarkConfig(...),
 then=(ThenWindow(Tumbling(...)),))``): per-operator input/output watermarks as
 ``PropagateWatermarkSimulator`` computes them, late rows and state per operator, operators listed in

@@ -1,4 +1,5 @@
-"""Chained stateful operators: agg -> agg (windows of windows) and dedup -> agg, as Spark >= 3.4 runs them.
+"""Chained stateful operators: agg -> agg (windows of windows), dedup -> agg and join -> agg, as Spark >= 3.4
+runs them.
 
 Spark (``spark.sql.streaming.statefulOperator.allowMultiple=true``, the default since 3.4) lets a
 streaming query stack stateful operators in append mode, for example::
@@ -12,8 +13,11 @@ streaming query stack stateful operators in append mode, for example::
       .dropDuplicates(["key", "event_time"])                                            # operator 1
       .groupBy(window("event_time", "5 seconds")).count()                               # operator 2
 
+    l.join(r, "lkey = rkey AND lt >= rt - INTERVAL 1 HOUR AND lt <= rt + INTERVAL 1 HOUR")  # operator 1
+      .groupBy(window("lt", "10 minutes")).count()                                      # operator 2
+
 Semantics (``WatermarkPropagator.scala``, ``MultiStatefulOperatorsSuite``, checked against a
-PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C7):
+PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C8 and, for join -> agg, JA1-JA6):
 
 * ``PropagateWatermarkSimulator`` walks the physical plan bottom-up each batch: an
   ``EventTimeWatermarkExec`` outputs the global watermark of the batch (``WatermarkTracker``, over
@@ -22,6 +26,17 @@ PySpark 4.3.0 run, see ``tests/differential/FINDINGS.md`` C1-C7):
   ``produceOutputWatermark(input)``, which for aggregations and deduplications is the input itself
   (only stream-stream joins lower it). So in a chain of aggregations and deduplications every
   operator's input watermark equals the global watermark of the batch.
+* A stream-stream join as operator 1 (``StreamingSymmetricHashJoinExec.produceOutputWatermark``)
+  outputs the minimum of its input watermark and its defined state value watermarks (left
+  ``wm - lower - 1 ms``, right ``wm - upper - 1 ms``, :class:`~monitor.watermark.join.StreamJoin`;
+  a left semi join's right one excluded), :func:`join_output_watermark_ms`. The operators after it
+  filter late rows against the join's output watermark of the previous batch and evict against that
+  of the current one (an input watermark below 0 counts as 0,
+  ``PropagateWatermarkSimulator.getInputWatermark``). They read the joined rows' left event time and
+  left key (``window(lt)``; a row without a left side has no window and is filtered, not late).
+  Spark optimizes the join under ``window(lt)`` (:func:`join_as_optimized`): a right outer join runs
+  as an inner join and a full outer join as a left outer join (``EliminateOuterJoin``), and a key-only
+  join's right event time is pruned, so right rows are never late there.
 * Each operator filters late rows against its input watermark of the **previous** batch
   (``getInputWatermarkForLateEvents(batchId) = inputWatermark(batchId - 1)``, 0 for batch 0) and
   evicts against that of the current batch. With ``allowMultiple=false``
@@ -56,6 +71,7 @@ engine does not model (the message says which).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,6 +79,7 @@ import numpy.typing as npt
 
 from monitor.watermark.config import EngineConfigError, Sliding, Tumbling, WatermarkConfig
 from monitor.watermark.events import EventsTable
+from monitor.watermark.join import JoinType, StreamJoin
 from monitor.watermark.operators import Operator, OpResult, make_operator
 from monitor.watermark.plan import BatchPlan, plan_batches
 from monitor.watermark.results import BatchResult, Windows
@@ -75,6 +92,8 @@ __all__ = [
     "ChainReplay",
     "OperatorBatch",
     "ThenWindow",
+    "join_as_optimized",
+    "join_output_watermark_ms",
     "replay_chain",
 ]
 
@@ -85,6 +104,9 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 @dataclass(frozen=True, slots=True)
 class ThenWindow:
     """A window aggregation over the previous operator's output, in append mode.
+
+    After a stream-stream join: ``groupBy(window(lt, ...)[, lkey])`` over the joined rows (the left
+    side's event time and key; ``sum`` is the joined row count).
 
     After a window aggregation: ``groupBy(window(window_time("window"), size[, slide])[, key])
     .agg(count("*"), sum("count"))`` (a window's time is its ``end - 1 us``). After a deduplication:
@@ -107,7 +129,8 @@ class ChainConfig:
 
     Attributes:
         first: the inputs, their watermarks (delays, policy, sources, trigger) and operator 1: a
-            tumbling/sliding window aggregation in ``output_mode="append"`` or a deduplication.
+            tumbling/sliding window aggregation in ``output_mode="append"``, a deduplication or a
+            stream-stream join (``first.join``).
         then: the window aggregations after it, in order (at least one).
         allow_multiple: ``spark.sql.streaming.statefulOperator.allowMultiple`` (default ``True``,
             ``PropagateWatermarkSimulator``); ``False`` models ``UseSingleWatermarkPropagator``.
@@ -133,7 +156,7 @@ class ChainConfig:
                 "chain: operator 1 must use output_mode='append' (Spark rejects several aggregations "
                 "in update mode)"
             )
-        carries_key = f.dedup is not None or f.group_by_key
+        carries_key = f.dedup is not None or f.join is not None or f.group_by_key
         for i, stage in enumerate(self.then, start=2):
             if not isinstance(stage.window, Tumbling | Sliding):
                 raise EngineConfigError(f"chain: operator {i} must be a tumbling or sliding window")
@@ -149,12 +172,15 @@ class OperatorBatch:
     """What one operator did in one batch (Spark's ``StateOperatorProgress`` plus the watermarks).
 
     Attributes:
-        name: ``"window_aggregation"`` or ``"deduplication"``.
-        spark_name: Spark's ``operatorName`` (``stateStoreSave``, ``dedupe``, ``dedupeWithinWatermark``).
+        name: ``"window_aggregation"``, ``"deduplication"`` or ``"join"``.
+        spark_name: Spark's ``operatorName`` (``stateStoreSave``, ``dedupe``, ``dedupeWithinWatermark``,
+            ``symmetricHashJoin``).
         late_watermark_ms: input watermark rows were filtered against (``eventTimeWatermarkForLateEvents``).
         eviction_watermark_ms: input watermark state was evicted against (``eventTimeWatermarkForEviction``).
-        output_watermark_ms: the watermark it passes on (``produceOutputWatermark``: equal to the input).
-        input_rows: rows reaching the operator (the previous operator's output rows).
+        output_watermark_ms: the watermark it passes on (``produceOutputWatermark``: equal to the input
+            for aggregations and deduplications; a join's is lowered by its range condition).
+        input_rows: rows reaching the operator (the previous operator's output rows; after a join,
+            the joined rows that have a left side).
         late_row_count: distinct input rows dropped as late.
         dropped_by_watermark_metric: ``numRowsDroppedByWatermark`` (aggregations: distinct late
             groups; dedup: raw rows).
@@ -188,7 +214,8 @@ class ChainBatch:
         emitted: windows the last operator output (the rows the sink receives), ``count`` per window.
         emitted_sums: how many operator-1 input rows each emitted window stands for (aligned with
             ``emitted``): ``sum("count")`` at operator 2, ``sum("sum")`` at later ones (the
-            ``MultiStatefulOperatorsSuite`` queries). After a deduplication: rows passed.
+            ``MultiStatefulOperatorsSuite`` queries). After a deduplication: rows passed; after a
+            join: joined rows.
     """
 
     batch: BatchResult
@@ -305,15 +332,66 @@ def _lookup(table: EventsTable, emitted: Windows, size_ms: int) -> I64:
     return idx
 
 
+def join_output_watermark_ms(join: StreamJoin, input_watermark_ms: int) -> int:
+    """The input watermark of the operator after a stream-stream join, in ms.
+
+    ``StreamingSymmetricHashJoinExec.produceOutputWatermark``: the minimum of the input watermark and
+    the left and right state value watermarks that the range condition defines
+    (:meth:`StreamJoin.left_state_watermark_ms`, :meth:`StreamJoin.right_state_watermark_ms`); for a
+    left semi join the right state watermark plays no part (observed with PySpark 4.3.0,
+    tests/differential/FINDINGS.md JA3: its output holds left rows only).
+    ``PropagateWatermarkSimulator.getInputWatermark`` clamps the result at 0 (so a batch whose global
+    watermark is 0 gives every operator 0).
+    """
+    bounds = [
+        w
+        for w in (
+            join.left_state_watermark_ms(input_watermark_ms),
+            None if join.join_type == "left_semi" else join.right_state_watermark_ms(input_watermark_ms),
+            input_watermark_ms,
+        )
+        if w is not None
+    ]
+    return max(0, min(bounds))
+
+
+#: ``EliminateOuterJoin``: ``window(lt)`` filters ``isnotnull(lt)`` right above the join, which rejects
+#: every row without a left side, so the optimizer drops the right side's outer-ness.
+_OUTER_ELIMINATED: dict[str, JoinType] = {"right_outer": "inner", "full_outer": "left_outer"}
+
+
+def join_as_optimized(join: StreamJoin) -> StreamJoin:
+    """The join Spark runs when window aggregations over the left event time follow it.
+
+    Two optimizer effects (tests/differential/FINDINGS.md JA1, JA2):
+
+    * ``EliminateOuterJoin``: the ``isnotnull(lt)`` filter of ``window(lt)`` rejects the rows a right
+      or full outer join pads with a NULL left side, so a right outer join runs as an inner join and
+      a full outer join as a left outer join (no NULL-padded right rows, no right rows kept in state
+      only to be output padded);
+    * column pruning: a key-only join reads the right event time nowhere, so it is pruned below the
+      join and right rows are never late (:attr:`StreamJoin.right_time_pruned`).
+    """
+    out = dataclasses.replace(join, join_type=_OUTER_ELIMINATED.get(join.join_type, join.join_type))
+    if not join.evicts_state:
+        out = dataclasses.replace(out, right_time_pruned=True)
+    return out
+
+
 def _operator_batch(
-    res: OpResult, names: tuple[str, str], late_wm: int, evict_wm: int, input_rows: int
+    res: OpResult,
+    names: tuple[str, str],
+    late_wm: int,
+    evict_wm: int,
+    input_rows: int,
+    output_wm: int | None = None,
 ) -> OperatorBatch:
     return OperatorBatch(
         name=names[0],
         spark_name=names[1],
         late_watermark_ms=late_wm,
         eviction_watermark_ms=evict_wm,
-        output_watermark_ms=evict_wm,
+        output_watermark_ms=evict_wm if output_wm is None else output_wm,
         input_rows=input_rows,
         late_row_count=len(res.late_rows),
         dropped_by_watermark_metric=res.dropped_by_watermark_metric,
@@ -344,6 +422,8 @@ def replay_chain(events: EventsTable, config: ChainConfig, *, plan: BatchPlan | 
         EngineConfigError: the config does not fit the events.
     """
     first = config.first
+    if first.join is not None:
+        first = dataclasses.replace(first, join=join_as_optimized(first.join))
     if plan is None:
         plan = plan_batches(events, first)
     rt = WatermarkRuntime(events, first, late_filter_uses_previous_batch=config.allow_multiple)
@@ -363,16 +443,33 @@ def replay_chain(events: EventsTable, config: ChainConfig, *, plan: BatchPlan | 
     if first.dedup is not None:
         within = first.dedup.mode == "within_watermark"
         names1 = ("deduplication", "dedupeWithinWatermark" if within else "dedupe")
+    join = first.join
+    if join is not None:
+        names1 = ("join", "symmetricHashJoin")
     batches: list[ChainBatch] = []
+    prev_join_out_wm = 0  # the join's output watermark of the previous batch (0 before batch 0)
 
     def chain(b: BatchResult) -> None:
+        nonlocal prev_join_out_wm
         res = rt.last_operator_result
         assert res is not None
-        ops = [_operator_batch(res, names1, b.late_watermark_ms, b.watermark_ms, b.input_rows)]
         # produceOutputWatermark is the input watermark for aggregations and dedup: every later
-        # operator runs with operator 1's input watermarks (PropagateWatermarkSimulator).
+        # operator runs with operator 1's input watermarks (PropagateWatermarkSimulator); a join
+        # passes on its lowered output watermark.
         late_wm, evict_wm = b.late_watermark_ms, b.watermark_ms
-        if first.dedup is not None:
+        out_wm = evict_wm
+        if join is not None:
+            out_wm = join_output_watermark_ms(join, b.watermark_ms)
+            if config.allow_multiple:
+                late_wm, evict_wm = prev_join_out_wm, out_wm
+            prev_join_out_wm = out_wm
+        ops = [_operator_batch(res, names1, b.late_watermark_ms, b.watermark_ms, b.input_rows, out_wm)]
+        if join is not None:
+            assert res.join is not None
+            left = res.join.left_rows
+            rows = left[left >= 0]  # a row without a left side has no window(lt): filtered, not late
+            weights = np.ones(len(rows), dtype=np.int64)
+        elif first.dedup is not None:
             rows, weights = res.passed_rows, np.ones(len(res.passed_rows), dtype=np.int64)
         else:
             assert parent_window1 is not None
@@ -388,8 +485,18 @@ def replay_chain(events: EventsTable, config: ChainConfig, *, plan: BatchPlan | 
                 rows, weights = _lookup(stages[i + 1].table, emitted, st.spec.size_ms), sums
         batches.append(ChainBatch(batch=b, operators=tuple(ops), emitted=emitted, emitted_sums=sums))
 
+    def needs_no_data_batch() -> bool:
+        if rt.needs_no_data_batch():
+            return True
+        # a join without a state watermark never asks for one, the aggregation after it does when
+        # its input (= the global) watermark moved (IncrementalExecution.shouldRunAnotherBatch: any)
+        last_wm = batches[-1].batch.watermark_ms if batches else None
+        return (
+            join is not None and first.no_data_batches and last_wm is not None and rt.watermark_ms > last_wm
+        )
+
     for j in range(len(plan)):
         chain(rt.run_data_batch(plan.rows(j), plan.times_ms[j]))
-        if plan.idle_after[j] and rt.needs_no_data_batch():
+        if plan.idle_after[j] and needs_no_data_batch():
             chain(rt.run_no_data_batch(plan.idle_time_ms[j]))
     return ChainReplay(batches=batches)

@@ -80,6 +80,11 @@ class StreamJoin:
         upper_ms: ``l.event_time <= r.event_time + upper_ms`` (``<`` when ``upper_strict``);
             ``None``: no such conjunct. Bounds the RIGHT state.
 
+        right_time_pruned: the right event time is read neither by the condition nor after the join
+            (a key-only join whose rows are aggregated by the left time): Spark's column pruning
+            removes it below the join, so right rows are never filtered as late (the right input's
+            watermark still moves). ``join -> agg`` chains set it (tests/differential/FINDINGS.md JA1).
+
     Both ``None`` is a key-only join: its state is never evicted (Spark allows it for inner joins).
     """
 
@@ -90,6 +95,7 @@ class StreamJoin:
     upper_ms: int | None = None
     lower_strict: bool = False
     upper_strict: bool = False
+    right_time_pruned: bool = False
 
     def validate(self) -> None:
         """Check the spec as Spark's ``UnsupportedOperationChecker`` does.
@@ -109,6 +115,10 @@ class StreamJoin:
         for what, v in (("lower_ms", self.lower_ms), ("upper_ms", self.upper_ms)):
             if v is not None and abs(v) > MAX_DELAY_MS:
                 raise EngineConfigError(f"join {what} must be at most {MAX_DELAY_MS} ms, got {v}")
+        if self.right_time_pruned and (self.lower_ms is not None or self.upper_ms is not None):
+            raise EngineConfigError(
+                "join right_time_pruned needs a key-only join: a range condition reads it"
+            )
         need_lower = self.join_type in ("left_outer", "left_semi", "full_outer")
         need_upper = self.join_type in ("right_outer", "full_outer")
         if (need_lower and self.lower_ms is None) or (need_upper and self.upper_ms is None):
@@ -239,6 +249,8 @@ class JoinOperator:
         valid = ev.valid[rows]
         t = ev.event_time_us[rows]
         late_mask = valid & (t <= late_wm_ms * 1000)
+        if s.right_time_pruned:  # no event-time column on the right input: nothing to filter
+            late_mask &= ev.source_codes[rows] != self._right_code
         late_idx = rows[late_mask]
         codes = ev.source_codes[rows]
         live = ~late_mask

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.watermark import Sliding, Tumbling
-from monitor.watermark.chain import ChainConfig, ThenWindow, replay_chain
+from monitor.watermark.chain import ChainConfig, ChainReplay, ThenWindow, replay_chain
 from tests.differential.chains_scenarios import ChainScenario, ThenSpec
 from tests.differential.chains_spark import ChainSparkRun
 from tests.differential.compare import Difference, format_ms, format_row
@@ -33,7 +33,8 @@ class ChainView:
     operators: tuple[tuple[str, int, int, int | None], ...]
 
 
-def _then(stage: ThenSpec) -> ThenWindow:
+def then_window(stage: ThenSpec) -> ThenWindow:
+    """The engine's :class:`ThenWindow` for a generated stage."""
     if stage.kind == "sliding":
         assert stage.slide_ms is not None
         return ThenWindow(Sliding(stage.size_ms, stage.slide_ms), stage.by_key)
@@ -44,7 +45,7 @@ def chain_config(scenario: ChainScenario) -> ChainConfig:
     """The engine's :class:`ChainConfig` for the scenario."""
     return ChainConfig(
         first=engine_config(scenario.base),
-        then=tuple(_then(s) for s in scenario.then),
+        then=tuple(then_window(s) for s in scenario.then),
         allow_multiple=scenario.allow_multiple,
     )
 
@@ -52,7 +53,12 @@ def chain_config(scenario: ChainScenario) -> ChainConfig:
 def engine_chain_views(scenario: ChainScenario) -> list[ChainView]:
     """Runs the engine on the scenario; one :class:`ChainView` per batch."""
     result = replay_chain(engine_events(scenario.base), chain_config(scenario))
-    by_key = scenario.then[-1].by_key
+    return chain_views(result, scenario.then[-1].by_key)
+
+
+def chain_views(result: ChainReplay, by_key: bool) -> list[ChainView]:
+    """An engine chain replay as one :class:`ChainView` per batch (``by_key``: the last operator
+    groups by key)."""
     views = []
     step = 0
     for b in result.batches:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.differential.chains_scenarios import ChainScenario
+from tests.differential.chains_scenarios import ChainScenario, ThenSpec
 from tests.differential.scenarios import DedupSpec, WindowSpec
 from tests.differential.spark_runner import (
     SHUFFLE_PARTITIONS,
@@ -112,8 +113,16 @@ def build_chain_frame(spark: SparkSession, scenario: ChainScenario, input_dir: P
         time_col = F.col("event_time")
     else:
         raise ValueError(f"unknown operation {first!r}")
+    return stack_windows(frame, time_col, scenario.then)
+
+
+def stack_windows(frame: DataFrame, time_col: Column, then: tuple[ThenSpec, ...]) -> DataFrame:
+    """The later operators over ``frame`` (columns ``key``, ``sum`` and the time ``time_col``): one
+    window aggregation per stage, then the sink's projection ``(start_us, end_us, key, count, sum)``."""
+    from pyspark.sql import functions as F
+
     by_key = False
-    for stage in scenario.then:
+    for stage in then:
         grouping = [_window(stage.kind, time_col, stage.size_ms, stage.slide_ms).alias("window")]
         grouping += [F.col("key")] if stage.by_key else []
         frame = frame.groupBy(*grouping).agg(F.count("*").alias("count"), F.sum("sum").alias("sum"))
@@ -129,8 +138,17 @@ def build_chain_frame(spark: SparkSession, scenario: ChainScenario, input_dir: P
     )
 
 
-def run_chain(spark: SparkSession, scenario: ChainScenario, work_dir: Path | None = None) -> ChainSparkRun:
+def run_chain(
+    spark: SparkSession,
+    scenario: ChainScenario,
+    work_dir: Path | None = None,
+    frame_builder: Callable[[SparkSession, Any, Path], DataFrame] | None = None,
+) -> ChainSparkRun:
     """Runs the chain as a streaming query; returns every batch Spark ran (data and no-data).
+
+    ``frame_builder`` builds the query instead of :func:`build_chain_frame` (the join-then-aggregate
+    scenarios pass theirs; the scenario then needs ``seed``, ``allow_multiple`` and a ``base`` with
+    ``step_count``, ``step_rows`` and ``policy``).
 
     Raises RuntimeError when a step's file did not land in exactly one data batch or a progress is
     missing; Spark's own exceptions propagate.
@@ -147,7 +165,7 @@ def run_chain(spark: SparkSession, scenario: ChainScenario, work_dir: Path | Non
         spark.conf.set(
             "spark.sql.streaming.statefulOperator.allowMultiple", str(scenario.allow_multiple).lower()
         )
-        frame = build_chain_frame(spark, scenario, input_dir)
+        frame = (frame_builder or build_chain_frame)(spark, scenario, input_dir)
         collected: dict[int, list[EmittedRow]] = {}
 
         def sink(batch_df: DataFrame, batch_id: int) -> None:

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 JoinRow = tuple[Any, ...]
 
 
-def build_join_frame(spark: SparkSession, scenario: JoinScenario, input_dir: Path) -> DataFrame:
-    """The streaming DataFrame of ``scenario`` (see the module docstring)."""
+def joined_frame(spark: SparkSession, scenario: JoinScenario, input_dir: Path) -> DataFrame:
+    """The joined streaming DataFrame before the sink's projection: columns ``lkey, lt`` and, except
+    for left semi, ``rkey, rt`` (the join-then-aggregate scenarios build on it)."""
     from pyspark.sql import functions as F
 
     source = spark.readStream.schema("input STRING, key STRING, event_time TIMESTAMP").json(str(input_dir))
@@ -49,7 +50,14 @@ def build_join_frame(spark: SparkSession, scenario: JoinScenario, input_dir: Pat
         .withWatermark("event_time", f"{right_spec.delay_ms} milliseconds")
         .select(F.col("key").alias("rkey"), F.col("event_time").alias("rt"))
     )
-    joined = left.join(right, F.expr(scenario.condition_sql()), scenario.join_type)
+    return left.join(right, F.expr(scenario.condition_sql()), scenario.join_type)
+
+
+def build_join_frame(spark: SparkSession, scenario: JoinScenario, input_dir: Path) -> DataFrame:
+    """The streaming DataFrame of ``scenario`` (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    joined = joined_frame(spark, scenario, input_dir)
     if scenario.join_type == "left_semi":
         return joined.select(F.col("lkey"), F.unix_micros(F.col("lt")).alias("lt_us"))
     return joined.select(

@@ -177,7 +177,7 @@ def test_check_flink_reports_idle_future_late_and_restart(
     unseen = _find(findings, "idle_source", "tg-idle-late", subtask=1, labels={"check": "no_watermark"})
     assert unseen["severity"] == "warning" and unseen["vertex"].startswith("Source: seq")
     cumulative = _find(findings, "late_rows_dropped", "tg-idle-late", severity="info")
-    assert "dropped 22 late records since their tasks started" in cumulative["message"]
+    assert "dropped late records in 2 window vertices since their tasks started (22 drops in all" in cumulative["message"]
     assert "none of them between the last two polls" in cumulative["message"]
     assert "`window-2s -> discard: Writer` 11 (none between the last two polls)" in cumulative["message"]
 
