@@ -28,8 +28,6 @@ import dataclasses
 import json
 import random
 import sys
-import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -161,59 +159,30 @@ def main(argv: list[str] | None = None) -> int:
         return _replay(args.replay)
 
     from tests.differential.chains_compare import compare_chain, render_chain, spark_chain_views
-    from tests.differential.spark_runner import get_spark_session
+    from tests.differential.seeds import Harness, run_seeds
 
-    started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
-        )
-        spark = get_spark_session()
-    print(f"SparkSession ready in {time.perf_counter() - started:.1f}s", flush=True)
-    failed: list[int] = []
-    spark_seconds = 0.0
+    harness: Harness[JoinAggScenario, ChainSparkRun, list[ChainView]] = Harness(
+        what="join -> aggregation scenarios", label=JoinAggScenario.label, run_spark=run_joinagg,
+        spark_views=lambda run, _s: spark_chain_views(run), engine_views=engine_joinagg_views,
+        compare=compare_chain, render=render_chain, describe=JoinAggScenario.describe,
+    )  # fmt: skip
     seeds = (
         [s.seed for s in hand_joinagg_scenarios()]
         if args.hand
         else list(range(args.seed_start, args.seed_start + args.count))
     )
-    for seed in seeds:
-        scenario = scenario_for(seed)
-        label = f"seed {seed:5d} {scenario.label()}"
-        try:
-            run = run_joinagg(spark, scenario)
-        except Exception as error:  # report and go on
-            failed.append(seed)
-            print(f"{label}: SPARK ERROR {type(error).__name__}: {str(error).splitlines()[0]}", flush=True)
-            continue
-        spark_seconds += run.seconds
-        ours = spark_chain_views(run)
-        if args.save is not None:
-            with args.save.open("a", encoding="utf-8") as handle:
-                handle.write(
-                    json.dumps({"seed": seed, "batches": [dataclasses.asdict(v) for v in ours]}) + "\n"
-                )
-        try:
-            theirs = engine_joinagg_views(scenario)
-        except Exception as error:
-            failed.append(seed)
-            print(f"{label}: ENGINE ERROR {type(error).__name__}: {error}\n{scenario.describe()}", flush=True)
-            continue
-        differences = compare_chain(ours, theirs)
-        status = "OK" if not differences else f"DIFF ({len(differences)})"
-        print(f"{label}: {len(run.batches)} batches, {run.seconds:.2f}s, {status}", flush=True)
-        if differences or args.verbose:
-            print(scenario.describe())
-            print(render_chain(ours, theirs, differences))
-            print()
-        if differences:
-            failed.append(seed)
-    total = time.perf_counter() - started
-    print(
-        f"{len(seeds)} join -> aggregation scenarios in {total:.1f}s (Spark queries {spark_seconds:.1f}s, "
-        f"{spark_seconds / max(len(seeds), 1):.2f}s per seed); {len(failed)} with differences or errors: {failed}"
+    save = args.save
+
+    def keep(seed: int, views: list[ChainView]) -> None:
+        with save.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"seed": seed, "batches": [dataclasses.asdict(v) for v in views]}) + "\n")
+
+    return run_seeds(
+        harness,
+        [(s, scenario_for(s)) for s in seeds],
+        verbose=args.verbose,
+        keep=keep if save is not None else None,
     )
-    return 1 if failed else 0
 
 
 def _replay(path: Path) -> int:

@@ -75,9 +75,11 @@ def run_seeds(
     *,
     spark_only: bool = False,
     verbose: bool = False,
+    keep: Callable[[int, V], None] | None = None,
 ) -> int:
     """Run ``scenarios`` (``(seed, scenario)`` pairs) as the module docstring says; returns the exit status
-    (1 when a scenario disagreed or failed on either side)."""
+    (1 when a scenario disagreed or failed on either side). ``keep(seed, views)`` is handed each Spark run's
+    views (to save them for a later comparison without Spark)."""
     from tests.differential.spark_runner import get_spark_session
 
     started = time.perf_counter()
@@ -105,6 +107,8 @@ def run_seeds(
                 print(harness.spark_batches(run))
             continue
         ours = harness.spark_views(run, scenario)
+        if keep is not None:
+            keep(seed, ours)
         try:
             theirs = harness.engine_views(scenario)
         except Exception as error:
