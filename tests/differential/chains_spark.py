@@ -28,7 +28,7 @@ from tests.differential.scenarios import DedupSpec, WindowSpec
 from tests.differential.spark_runner import (
     SHUFFLE_PARTITIONS,
     _sort_key,
-    _write_step_file,
+    feed_steps,
     watermark_iso_to_ms,
 )
 
@@ -178,20 +178,7 @@ def run_chain(
             .queryName(f"chain_{scenario.seed}")
             .start()
         )
-        step_of_batch: dict[int, int | None] = {}
-        try:
-            for step in range(scenario.base.step_count):
-                before = set(collected)
-                _write_step_file(input_dir, scenario.base, step)
-                query.processAllAvailable()
-                new_ids = sorted(set(collected) - before)
-                for batch_id in new_ids:
-                    step_of_batch[batch_id] = None
-                if new_ids:
-                    step_of_batch[new_ids[0]] = step
-            progress = list(query.recentProgress)
-        finally:
-            query.stop()
+        step_of_batch, progress = feed_steps(query, input_dir, scenario.base, collected)
         run = ChainSparkRun(seed=scenario.seed)
         by_batch = {p.batchId: p for p in progress if "addBatch" in (p.durationMs or {})}
         for batch_id in sorted(collected):

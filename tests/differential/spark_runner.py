@@ -187,6 +187,29 @@ def _write_step_file(input_dir: Path, scenario: Scenario, step: int) -> None:
     os.replace(temp, input_dir / f"step{step:03d}.json")
 
 
+def feed_steps(
+    query: Any, input_dir: Path, scenario: Any, collected: dict[int, list[EmittedRow]]
+) -> tuple[dict[int, int | None], list[Any]]:
+    """Writes each step's file and waits for Spark to process it (``processAllAvailable``), then stops
+    ``query``. Returns which step each batch read (``None``: a no-data batch) and the query's progress
+    list. ``scenario`` needs ``step_count`` and ``step_rows``; ``collected`` is filled by the query's sink."""
+    step_of_batch: dict[int, int | None] = {}
+    try:
+        for step in range(scenario.step_count):
+            before = set(collected)
+            _write_step_file(input_dir, scenario, step)
+            query.processAllAvailable()
+            new_ids = sorted(set(collected) - before)
+            for batch_id in new_ids:
+                step_of_batch[batch_id] = None
+            if new_ids:
+                # The file lands in the first batch that runs after it was written.
+                step_of_batch[new_ids[0]] = step
+        return step_of_batch, list(query.recentProgress)
+    finally:
+        query.stop()
+
+
 def run_scenario(
     spark: SparkSession,
     scenario: Scenario,
@@ -226,21 +249,7 @@ def run_scenario(
             .queryName(f"diff_{scenario.seed}")
             .start()
         )
-        step_of_batch: dict[int, int | None] = {}
-        try:
-            for step in range(scenario.step_count):
-                before = set(collected)
-                _write_step_file(input_dir, scenario, step)
-                query.processAllAvailable()
-                new_ids = sorted(set(collected) - before)
-                for batch_id in new_ids:
-                    step_of_batch[batch_id] = None
-                if new_ids:
-                    # The file lands in the first batch that runs after it was written.
-                    step_of_batch[new_ids[0]] = step
-            progress = list(query.recentProgress)
-        finally:
-            query.stop()
+        step_of_batch, progress = feed_steps(query, input_dir, scenario, collected)
         run = SparkRun(scenario_seed=scenario.seed)
         run.batches = _assemble(collected, step_of_batch, progress)
         _check_one_batch_per_step(run, scenario)
