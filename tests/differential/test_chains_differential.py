@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
-#: CI runs these seeds (about 10 s each on a loaded 2-core machine).
-CI_SEEDS = range(8)
+#: CI runs these seeds (about 10 s each on a loaded 2-core machine): the smallest set of the first 60
+#: that covers every chain shape ``test_chains_scenarios`` requires; ``chains_run`` runs more.
+CI_SEEDS = (0, 1, 2, 6)
 
 
 @pytest.mark.parametrize("seed", CI_SEEDS)

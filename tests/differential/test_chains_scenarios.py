@@ -1,4 +1,4 @@
-"""The chain scenario generator: deterministic, append-only, and the 8 CI seeds cover the chain shapes
+"""The chain scenario generator: deterministic, append-only, and the CI seeds cover the chain shapes
 issue 17 lists (agg -> agg with a tumbling and a sliding first stage, dedup -> agg, three operators,
 both ``allowMultiple`` settings, several inputs under both policies). No Spark needed."""
 

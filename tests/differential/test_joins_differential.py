@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 #: CI runs these seeds (all five join types, both policies, a key-only join) and the hand-made
-#: scenarios; ``joins_run`` runs more.
-CI_JOIN_SEEDS = range(8)
+#: scenarios (the smallest such set of the first 40 seeds); ``joins_run`` runs more.
+CI_JOIN_SEEDS = (0, 1, 2, 4, 5)
 CI_JOIN_SCENARIOS = [generate_join(seed) for seed in CI_JOIN_SEEDS] + hand_scenarios()
 
 
