@@ -24,7 +24,7 @@ from typing import Any
 
 import typer
 
-from collectors.spark.codecs import IN_PROGRESS, CodecError, codec_for_name
+from collectors.spark.codecs import CODECS, IN_PROGRESS, CodecError, codec_for_name
 from collectors.spark.eventlog import (
     APPSTATUS_PREFIX,
     ROLLING_DIR_PREFIX,
@@ -64,7 +64,11 @@ def _classify_file(storage: Storage, entry: Entry, inputs: ScanInputs, implicit:
     try:
         codec = codec_for_name(entry.name)
     except CodecError as exc:
-        problems.append(f"{shown}: unknown format: {exc}{skipped}")
+        if implicit:  # e.g. a README.md next to the logs: say it is not a log, not that it is a bad codec
+            ext = entry.name.rsplit(".", 1)[-1]
+            problems.append(f"{shown}: not an event log: '.{ext}' is no codec Spark writes ({', '.join(CODECS)}){skipped}")
+        else:
+            problems.append(f"{shown}: unknown format: {exc}")
         return
     if codec is not None:
         inputs.event_logs.append(shown)
@@ -91,6 +95,19 @@ def _classify_file(storage: Storage, entry: Entry, inputs: ScanInputs, implicit:
         problems.append(f"{shown}: unknown format (neither a Spark event log nor streaming progress JSON){skipped}")
 
 
+def _report_subdirectories(given: str, names: list[str], inputs: ScanInputs, found_before: int) -> None:
+    """Say which subdirectories of ``given`` were not entered (as Spark's History Server reads only the top
+    of ``spark.eventLog.dir``): an error when the directory held nothing else to scan, else a warning."""
+    shown = ", ".join(sorted(names)[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    if len(inputs.event_logs) + len(inputs.progress_files) == found_before:
+        inputs.errors.append(
+            f"{given}: no event log or progress file at its top level, and its subdirectories are not "
+            f"searched ({shown}): scan the one that holds the logs"
+        )
+    else:
+        inputs.warnings.append(f"{given}: subdirectories not searched: {shown}")
+
+
 def classify_inputs(paths: Sequence[Path | str], storage_options: Mapping[str, Any] | None = None) -> ScanInputs:
     """Sort ``paths`` (local paths or URLs of :data:`collectors.storage.SCHEMES`) into event logs and
     progress files.
@@ -99,7 +116,8 @@ def classify_inputs(paths: Sequence[Path | str], storage_options: Mapping[str, A
     ``{`` or ``[`` (after an optional UTF-8 byte-order mark and white space) are progress JSON; anything else is an unknown format (an error). A rolling directory
     ``eventlog_v2_<app>`` is one event log; another directory is expanded one level: its rolling
     directories and its files, classified the same way (files inside that are neither are skipped with a
-    warning; hidden files and ``appstatus_*`` markers are ignored). A URL whose store cannot be reached,
+    warning; hidden files and ``appstatus_*`` markers are ignored; other subdirectories are not entered,
+    with a warning, or an error when the directory holds nothing to scan). A URL whose store cannot be reached,
     or whose library is not installed, is an error naming it (and the extra to install).
     """
     inputs = ScanInputs()
@@ -115,14 +133,20 @@ def classify_inputs(paths: Sequence[Path | str], storage_options: Mapping[str, A
             if is_rolling_dir(path, storage, listing):
                 inputs.event_logs.append(storage.display(path) if is_url(str(given)) else str(given))
                 continue
+            found_before = len(inputs.event_logs) + len(inputs.progress_files)
+            other_dirs: list[str] = []
             for entry in listing:
                 if entry.name.startswith((".", APPSTATUS_PREFIX)):
                     continue
                 if entry.is_dir:
                     if entry.name.startswith(ROLLING_DIR_PREFIX) and is_rolling_dir(entry.path, storage):
                         inputs.event_logs.append(storage.display(entry.path))
+                    else:
+                        other_dirs.append(entry.name)
                 else:
                     _classify_file(storage, entry, inputs, implicit=True)
+            if other_dirs:
+                _report_subdirectories(str(given), other_dirs, inputs, found_before)
         except StorageError as exc:
             inputs.errors.append(str(exc))
     return inputs

@@ -359,3 +359,25 @@ def test_lifecycle_for_applies_as_in_the_daemon(capsys: pytest.CaptureFixture[st
     code, out, _ = run(["scan", "--demo", "-c", str(config), "--format", "json"], capsys)
     assert code == 0
     assert {f["rule"] for f in json.loads(out)["findings"]} == {"future_timestamp", "target_health"}
+
+
+def test_folder_of_folders_is_an_error_naming_the_subdirectories(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spark_fixtures: Path
+) -> None:
+    # a folder holding only folders of logs (and a README): nothing at its top level is scanned, so the
+    # scan must not answer "Findings: none" with exit 0 as if the logs were healthy
+    for name in ("job_a", "job_b"):
+        (tmp_path / name).mkdir()
+        shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", tmp_path / name / DEMO_APP)
+    (tmp_path / "PROVENANCE.md").write_text("# where these came from\n")
+    code, _, err = run(["scan", str(tmp_path)], capsys)
+    assert code == 2
+    assert f"tidegauge: error: {tmp_path}: no event log or progress file at its top level" in err
+    assert "(job_a, job_b)" in err
+    assert f"{tmp_path / 'PROVENANCE.md'}: not an event log: '.md' is no codec Spark writes" in err
+    assert "unknown compression codec" not in err
+    # next to a log, the same subdirectories are a warning and the log is scanned
+    shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", tmp_path / DEMO_APP)
+    code, out, err = run(["scan", str(tmp_path)], capsys)
+    assert code == 0 and "Query wm_gt" in out
+    assert f"tidegauge: warning: {tmp_path}: subdirectories not searched: job_a, job_b" in err
