@@ -211,7 +211,7 @@ def add_flink(group: typer.Typer) -> None:
     ) -> None:
         """Poll a Flink JobManager's REST API and print per job its vertices, each subtask's input/output watermark, idle subtasks, late drops and the findings.
 
-        --format json prints {"jobs": [{"jid", "name", "state", "vertices": [{"id", "name", "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms", "output_watermark_ms", "source_idle_ms", ...}]}]}], "findings": [{"rule", "severity", "job", "vertex", "subtask", "message"}], "errors": [...]}.
+        --format json prints {"jobs": [{"jid", "name", "state", "vertices": [{"id", "name", "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms", "output_watermark_ms", "source_idle_ms", "splits"?, ...}]}]}], "findings": [{"rule", "severity", "job", "jid", "vertex", "subtask", "message", "labels", "split"?}], "errors": [...]}. In text a finding with a sub-check shows it after the rule (split_watermark/alignment_paused).
 
         A check that cannot run (the JobManager unreachable, a bad option) prints {"error": "..."} under --format json.
 

@@ -12,8 +12,8 @@ JSON shape::
       "output_watermark_ms", "source_idle_ms", "idle_ms", "records_in", "records_out",
       "backpressure_ratio", "end_of_input", "splits"?: [{"split", "topic", "partition", "watermark_ms",
       "active_ms_per_s", "paused_ms_per_s", "idle_ms_per_s"}]}]}]}],
-     "findings": [{"rule", "severity", "job", "vertex", "vertex_id", "subtask", "message", "culprit"?,
-       "split"?}],
+     "findings": [{"rule", "severity", "job", "jid", "vertex", "vertex_id", "subtask", "message", "labels",
+       "culprit"?, "split"?}],
 
 ``splits`` (Flink 2.1+ split-level watermarks, :func:`collectors.flink.samples.split_extra`) is there for a
 source subtask whose splits were read; a finding's ``split`` is the split (Kafka partition) it names as
@@ -198,7 +198,9 @@ def render_text(report: dict[str, Any]) -> str:
                 where += f" / {f['vertex']}"
             if f["subtask"] is not None:
                 where += f" / subtask {f['subtask']}"
-            lines.append(f"  [{f['severity']}] {f['rule']} ({where}): {f['message']}")
+            check = f["labels"].get("check")  # the rule's sub-check, as the README names it
+            rule = f"{f['rule']}/{check}" if check else f["rule"]
+            lines.append(f"  [{f['severity']}] {rule} ({where}): {f['message']}")
     else:
         lines.append("findings: none")
     for e in report["errors"]:

@@ -130,7 +130,7 @@ def test_lagging_partition_is_named_in_json_and_text(capsys: pytest.CaptureFixtu
     text = _run("splits_lag", "text", capsys)
     assert f"holds the minimum watermark: job `tg-kafka-splits-lag` vertex `{SOURCE}` subtask 1, Kafka partition 3" in text
     assert f"split {LAG_TOPIC}-3: watermark 2026-12-02T05:21:12.642Z, ms/s reading 1000, paused by alignment 0" in text
-    assert f"[warning] split_watermark (tg-kafka-splits-lag / {SOURCE}): Kafka partition 3 of topic `{LAG_TOPIC}`" in text
+    assert f"[warning] split_watermark/split_behind (tg-kafka-splits-lag / {SOURCE}): Kafka partition 3 of topic `{LAG_TOPIC}`" in text
 
 
 def test_split_paused_by_alignment_is_alignment_not_idleness(capsys: pytest.CaptureFixture[str]) -> None:
@@ -155,7 +155,7 @@ def test_split_paused_by_alignment_is_alignment_not_idleness(capsys: pytest.Capt
     assert "maxAllowedWatermarkDrift" in message and "withIdleness" not in message
     text = _run("splits_align", "text", capsys, idle_for="30s")
     assert f"split {ALIGN_TOPIC}-0: watermark 2026-12-02T05:31:47.683Z, ms/s reading 0, paused by alignment 1000" in text
-    assert "[warning] split_watermark (tg-kafka-splits-align / Source: kafka-in): watermark alignment has paused" in text
+    assert "[warning] split_watermark/alignment_paused (tg-kafka-splits-align / Source: kafka-in): watermark alignment has paused" in text
     assert "idle_source" not in text
 
 
@@ -184,3 +184,17 @@ def test_hostile_split_ids_are_not_read() -> None:
     assert [i for i in select_metric_ids(ids, vertex) if ".split." in i] == [ids[2]]
     subs = subtask_metrics({i: "5" for i in ids}, vertex)
     assert list(subs[0].splits) == ["ok-3"] and subs[0].splits["ok-3"].watermark.epoch_ms == 5
+
+
+def test_check_flink_text_names_the_sub_check_and_json_keeps_the_split() -> None:
+    from monitor.reports.flink import render_text
+
+    finding = {
+        "rule": "split_watermark", "severity": "warning", "job": "j", "jid": "a1", "vertex": "Source: k",
+        "vertex_id": "v1", "subtask": None, "message": "m", "labels": {"check": "alignment_paused"},
+        "split": "t-3",
+    }
+    plain = dict(finding, rule="future_timestamp", labels={})
+    text = render_text({"jobs": [], "findings": [finding, plain], "errors": []})
+    assert "[warning] split_watermark/alignment_paused (j / Source: k): m" in text
+    assert "[warning] future_timestamp (j / Source: k): m" in text
