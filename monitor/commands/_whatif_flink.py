@@ -41,6 +41,7 @@ from monitor.errors import InputError
 from monitor.timefmt import format_epoch_ms
 from monitor.watermark import EventsTable, Session, Sliding
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
+from monitor.watermark.flink.config import flushes_when_all_idle
 from monitor.watermark.flink.replay import FlinkSummary
 from monitor.watermark.flink.whatif import (
     FlinkDelayAdvice,
@@ -78,6 +79,7 @@ class FlinkOptions:
     late_side_output: bool = False
     end_of_input: bool = False
     show_firings: int = 50
+    flink_version: str | None = None
 
 
 def build_flink_config(
@@ -118,6 +120,7 @@ def build_flink_config(
         per_event_watermarks=opts.per_event_watermarks,
         late_side_output=opts.late_side_output,
         end_of_input=opts.end_of_input,
+        flink_version=opts.flink_version,
         names=CLI_NAMES,
     )
 
@@ -144,6 +147,8 @@ def describe(config: FlinkConfig) -> str:
         parts.append(f"allowed lateness {format_duration_ms(config.allowed_lateness_ms)}")
     if config.idleness_ms is not None:
         parts.append(f"idleness {format_duration_ms(config.idleness_ms)}")
+    if config.flink_version is not None:
+        parts.append("Flink {}.{} semantics".format(*config.flink_version))
     if config.per_event_watermarks:
         parts.append("per-event watermarks")
     else:
@@ -231,7 +236,12 @@ def _text(
     if s.all_partitions_idle_ms:
         lines.append(
             f"  all partitions idle for {format_duration_ms(s.all_partitions_idle_ms)} of processing time: "
-            "the watermark jumps to the highest partition's, then event time freezes"
+            + (
+                "the watermark jumps to the highest partition's, then event time freezes"
+                if flushes_when_all_idle(config.flink_version)
+                else "the watermark stays where the partition that went idle last left it (before Flink 2.2; "
+                "2.2+ jumps to the highest partition's, FLINK-38454), then event time freezes"
+            )
         )
     if s.partitions > 1 and config.idleness_ms is None and s.final_watermark_ms is None:
         lines.append(
@@ -416,6 +426,7 @@ _FLINK_ONLY = {
     "per_event_watermarks": "--per-event-watermarks",
     "late_side_output": "--late-side-output",
     "end_of_input": "--end-of-input",
+    "flink_version": "--flink-version",
 }
 
 
@@ -456,6 +467,7 @@ def dispatch_flink(engine: str, params: Mapping[str, Any]) -> bool:
         late_side_output=bool(params.get("late_side_output")),
         end_of_input=bool(params.get("end_of_input")),
         show_firings=int(params.get("show_batches", 50)),
+        flink_version=params.get("flink_version"),
     )
     config = build_flink_config(
         delay=params.get("delay"),

@@ -472,6 +472,12 @@ def register(app: typer.Typer) -> None:
         idleness: str | None = typer.Option(
             None, "--idleness", help="Flink: withIdleness timeout, e.g. 30s."
         ),
+        flink_version: str | None = typer.Option(
+            None,
+            "--flink-version",
+            help="Flink: follow this 2.x release where they differ, e.g. 2.1 (all splits idle: no flush to "
+            "the max before 2.2, FLINK-38454). Default: 2.3.",
+        ),
         watermark_interval: str | None = typer.Option(
             None, "--watermark-interval", help="Flink: pipeline.auto-watermark-interval (200ms)."
         ),

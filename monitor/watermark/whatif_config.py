@@ -39,7 +39,7 @@ from monitor.watermark.config import (
     WatermarkConfig,
     WindowSpec,
 )
-from monitor.watermark.flink.config import FlinkConfig
+from monitor.watermark.flink.config import FlinkConfig, parse_flink_version
 from monitor.watermark.join import JOIN_TYPES, JoinType, StreamJoin
 
 __all__ = [
@@ -99,6 +99,7 @@ CLI_NAMES: Final[Mapping[str, str]] = MappingProxyType({
     "watermark_interval": "--watermark-interval",
     "per_event_watermarks": "--per-event-watermarks",
     "idleness": "--idleness",
+    "flink_version": "--flink-version",
     "join": "--join",
     "join_inputs": "--join-inputs",
     "join_lower": "--join-lower",
@@ -319,12 +320,15 @@ def flink_config(
     per_event_watermarks: bool = False,
     late_side_output: bool = False,
     end_of_input: bool = False,
+    flink_version: str | None = None,
     names: Mapping[str, str] = NAMES,
 ) -> FlinkConfig:
     """A Flink-mode config: ``forBoundedOutOfOrderness(delay)[.withIdleness(idleness)]`` emitted every
     ``watermark_interval_ms`` (``None``: 200 ms) or per event, then a window (``size_ms`` [+ ``slide_ms``]
     or ``gap_ms``) with ``allowedLateness`` and optionally ``sideOutputLateData``; ``end_of_input``: the
-    source is bounded (``Long.MAX_VALUE`` fires every window at the end).
+    source is bounded (``Long.MAX_VALUE`` fires every window at the end); ``flink_version`` (``"2.1"``;
+    ``None``: the newest modelled) picks the behaviour where Flink 2.x releases differ
+    (:func:`monitor.watermark.flink.config.flushes_when_all_idle`).
 
     Raises:
         WhatifConfigError: the window settings do not fit (see :func:`window_spec`), or an interval with
@@ -347,4 +351,12 @@ def flink_config(
         per_event_watermarks=per_event_watermarks,
         late_side_output=late_side_output,
         end_of_input=end_of_input,
+        flink_version=None if flink_version is None else _flink_version(flink_version, names),
     )
+
+
+def _flink_version(text: str, names: Mapping[str, str]) -> tuple[int, int]:
+    try:
+        return parse_flink_version(text)
+    except EngineConfigError as exc:
+        raise EngineConfigError(f"{names.get('flink_version', 'the Flink version')}: {exc}") from None

@@ -165,6 +165,58 @@ def test_all_splits_idle_jumps_to_the_highest_split_watermark_then_freezes() -> 
     assert IdlePeriod(None, 600, None) in r.summary.idle_periods
 
 
+@pytest.mark.parametrize(
+    ("version", "last_idle", "advances"),
+    [
+        # split 1 (ts 1000, watermark 999) goes idle last, at 900; split 0 (8999) at 600
+        (None, 1, ([999, 8999], [100, 900])),  # 2.2+: all idle -> flush the max (FLINK-38454)
+        ((2, 2), 1, ([999, 8999], [100, 900])),
+        ((2, 1), 1, ([999], [100])),  # 2.0/2.1: stays where the last active split (999) left it
+        ((2, 0), 1, ([999], [100])),
+        # split 0 (8999) goes idle last: once split 1 is idle, 8999 is the min over the active one
+        ((2, 1), 0, ([999, 8999], [100, 600])),
+        ((2, 3), 0, ([999, 8999], [100, 600])),
+    ],
+)
+def test_all_splits_idle_by_flink_version_and_which_split_went_idle_last(
+    version: tuple[int, int] | None, last_idle: int, advances: tuple[list[int], list[int]]
+) -> None:
+    cfg = FlinkConfig(
+        delay_ms=0,
+        window=Tumbling(5000),
+        watermark_interval_ms=100,
+        start_ms=0,
+        run_until_ms=1200,
+        idleness_ms=300,
+        flink_version=version,
+    )
+    ts = {0: 9000, 1: 1000}
+    # both splits read one row at 50; the split going idle last reads a second (same time) at 350
+    events = table([ts[0], ts[1], ts[last_idle]], arrival=[50, 50, 350], partition=[0, 1, last_idle])
+    r = replay_flink(events, cfg)
+    assert (r.timeline.advance_ms.tolist(), r.timeline.advance_time_ms.tolist()) == advances
+    assert IdlePeriod(None, 900, None) in r.summary.idle_periods  # both idle from 900 either way
+    # the step-by-step mirror of the Flink classes agrees
+    step = watermark_timeline_stepwise(
+        np.asarray([ts[0], ts[1], ts[last_idle]], dtype=np.int64),
+        np.asarray([0, 1, last_idle], dtype=np.int64),
+        2,
+        np.asarray([50, 50, 350], dtype=np.int64),
+        cfg,
+    )
+    assert (step.advance_ms.tolist(), step.advance_time_ms.tolist()) == advances
+
+
+def test_flink_version_text_and_bounds() -> None:
+    from monitor.watermark.flink.config import flushes_when_all_idle, parse_flink_version
+
+    assert parse_flink_version("2.1.1") == (2, 1) and parse_flink_version("2.3-SNAPSHOT") == (2, 3)
+    assert flushes_when_all_idle(None) and flushes_when_all_idle((2, 2)) and not flushes_when_all_idle((2, 1))
+    for bad in ("1.20.1", "two", "2"):
+        with pytest.raises(EngineConfigError, match="flink version"):
+            parse_flink_version(bad)
+
+
 def test_a_declared_partition_without_rows_holds_the_watermark_at_min() -> None:
     cfg = per_event(delay_ms=0, window=Tumbling(10), partitions=(0, 1), end_of_input=False)
     r = replay_flink(table([100, 200], partition=[0, 0]), cfg)

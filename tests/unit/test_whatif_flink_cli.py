@@ -208,3 +208,36 @@ def test_target_completeness_without_a_misdated_element(events_csv: Path, capsys
     assert "Recommended delay for 100% completeness: 11s (0 late elements, 0.000%), the smallest of the delays " \
         "tried that meets it" in text
     assert "mis-dated" not in text.lower()
+
+
+# two splits (ms): split 0 reads 9000 at 50, split 1 reads 1000 at 50 and 350; idleness 300 ms, interval 100 ms
+# from the first arrival: split 0 goes idle at 650, split 1 (the lowest, 999) last at 950 (see test_flink_engine).
+# Flink 2.2+ then flushes 8999, fires [0, 5000) with 2 and drops split 1's next row (1000 at 1000) as late;
+# 2.1 stays at 999: nothing fires, nothing is dropped
+SPLITS = "event_time,arrival_time,partition\n9000,50,0\n1000,50,1\n1000,350,1\n1000,1000,1\n"
+SPLIT_ARGS = ["--engine", "flink", "--delay", "0s", "--window", "5s", "--time-unit", "ms", "--idleness", "300ms",
+              "--watermark-interval", "100ms", "--format", "json"]
+
+
+@pytest.mark.parametrize(
+    ("version", "final_ms", "fired", "late"), [(None, 8999, 1, 1), ("2.2", 8999, 1, 1), ("2.1.1", 999, 0, 0)]
+)
+def test_flink_version_decides_the_all_idle_flush(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str | None, final_ms: int, fired: int, late: int
+) -> None:
+    p = tmp_path / "splits.csv"
+    p.write_text(SPLITS, encoding="utf-8")
+    extra = [] if version is None else ["--flink-version", version]
+    code, out, _ = run(["whatif", str(p), *SPLIT_ARGS, *extra], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["summary"]["final_watermark_ms"] == final_ms
+    assert len(doc["firings"]) == fired
+    assert doc["summary"]["late_records_dropped"] == late
+
+
+def test_flink_version_errors_name_the_option(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["whatif", str(events_csv), *BASE, "--flink-version", "1.20"], capsys)
+    assert code == 2 and "--flink-version: flink version '1.20': the engine models Flink 2.x only" in err
+    code, _, err = run(["whatif", str(events_csv), "--delay", "1s", "--window", "10s", "--flink-version", "2.1"], capsys)
+    assert code == 2 and "--flink-version: only for --engine flink" in err

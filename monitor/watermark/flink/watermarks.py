@@ -18,8 +18,11 @@ tests in ``tests/differential/flink``):
   split is idle it becomes the **max** over all splits' last watermarks (if that is higher), is
   emitted, and the output is then marked idle: event time first jumps to the most advanced split,
   then freezes (``WatermarkOutputMultiplexer.updateCombinedWatermark`` emits, then marks idle).
-  Older sources (and the 1.x docs) leave the watermark where it was; the differential run of seed 8
-  showed the 2.3.0 behaviour, confirmed in the bytecode. Setting a split's watermark clears its idle
+  That flush is FLINK-38454 (apache/flink#27066), first in Flink 2.2.0; Flink 2.0 and 2.1 (and 1.x)
+  leave the watermark where it was, i.e. where the split that went idle last left it
+  (``FlinkConfig.flink_version`` picks; the pre-2.2 ``updateCombinedWatermark`` only moves on
+  ``!allIdle && min > combined``). The differential run of seed 8 showed the 2.3.0 behaviour,
+  confirmed in the bytecode. Setting a split's watermark clears its idle
   flag; an immediate update recombines only when the split's watermark rose above the combined one.
 * ``WatermarksWithIdleness`` (``IdlenessTimer``): checked only in ``onPeriodicEmit``. A check that saw
   no event since the previous check starts the countdown (at that check's time); the split is marked
@@ -43,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.watermark.config import EngineConfigError
-from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
+from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig, flushes_when_all_idle
 
 __all__ = [
     "IdlePeriod",
@@ -234,7 +237,8 @@ def watermark_timeline(
     if timeout is not None:
         idle_periods.extend(_periods(None, ~any_active, ticks))
     idle_periods.sort(key=_period_order)
-    cand = np.where(any_active, m, top)
+    # every split idle: Flink 2.2+ flushes the max of their watermarks (FLINK-38454); before, nothing moves
+    cand = np.where(any_active, m, top if flushes_when_all_idle(config.flink_version) else np.int64(LONG_MIN))
     combined = np.maximum.accumulate(cand) if k else cand
     ap, am, at = _advances(combined, pos, ticks)
     return WatermarkTimeline(_event_watermarks(n, ap, am), ap, am, at, tuple(idle_periods), tuple(finals), k)
@@ -279,8 +283,9 @@ class _Partial:
 class _Mux:
     """``WatermarkOutputMultiplexer`` + ``CombinedWatermarkStatus`` feeding the ``WatermarkEmitter``."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, flush_all_idle: bool = True) -> None:
         self.parts = [_Partial() for _ in range(n)]
+        self.flush_all_idle = flush_all_idle  # FLINK-38454 (2.2+)
         self.combined = LONG_MIN
         self.all_idle = False
         self.emitted: list[tuple[int, int, int]] = []  # (pos, watermark, time)
@@ -292,7 +297,8 @@ class _Mux:
             return
         active = [x.wm for x in self.parts if not x.idle]
         self.all_idle = not active
-        cand = min(active) if active else max(x.wm for x in self.parts)
+        flushed = max(x.wm for x in self.parts) if self.flush_all_idle else LONG_MIN  # all idle (FLINK-38454)
+        cand = min(active) if active else flushed
         if cand > self.combined:
             self.combined = cand
             if not self.emitted or self.combined > self.emitted[-1][1]:
@@ -315,7 +321,7 @@ def watermark_timeline_stepwise(
     if periodic_needed and arrival_ms is None:
         raise ValueError("periodic watermarks and idleness need processing times (an arrival_time column)")
     ticks = periodic_ticks(arrival_ms, config) if periodic_needed and arrival_ms is not None else _EMPTY
-    mux = _Mux(n_partitions)
+    mux = _Mux(n_partitions, flushes_when_all_idle(config.flink_version))
     max_ts = [LONG_MIN + delay + 1] * n_partitions
     # IdlenessTimer state per split
     counter = [0] * n_partitions
