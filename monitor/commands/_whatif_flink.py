@@ -39,9 +39,9 @@ from monitor.durations import (
 )
 from monitor.errors import InputError
 from monitor.timefmt import format_epoch_ms
+from monitor.versions import flushes_when_all_idle
 from monitor.watermark import EventsTable, Session, Sliding
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
-from monitor.watermark.flink.config import flushes_when_all_idle
 from monitor.watermark.flink.replay import FlinkSummary
 from monitor.watermark.flink.whatif import (
     FlinkDelayAdvice,

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
+from monitor.versions import FlinkVersionError, parse_flink_version
 from monitor.watermark.chain import ChainConfig, ThenWindow
 from monitor.watermark.config import (
     Dedup,
@@ -39,7 +40,7 @@ from monitor.watermark.config import (
     WatermarkConfig,
     WindowSpec,
 )
-from monitor.watermark.flink.config import FlinkConfig, parse_flink_version
+from monitor.watermark.flink.config import FlinkConfig
 from monitor.watermark.join import JOIN_TYPES, JoinType, StreamJoin
 
 __all__ = [
@@ -358,5 +359,5 @@ def flink_config(
 def _flink_version(text: str, names: Mapping[str, str]) -> tuple[int, int]:
     try:
         return parse_flink_version(text)
-    except EngineConfigError as exc:
+    except FlinkVersionError as exc:
         raise EngineConfigError(f"{names.get('flink_version', 'the Flink version')}: {exc}") from None

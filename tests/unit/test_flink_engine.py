@@ -208,12 +208,12 @@ def test_all_splits_idle_by_flink_version_and_which_split_went_idle_last(
 
 
 def test_flink_version_text_and_bounds() -> None:
-    from monitor.watermark.flink.config import flushes_when_all_idle, parse_flink_version
+    from monitor.versions import FlinkVersionError, flushes_when_all_idle, parse_flink_version
 
     assert parse_flink_version("2.1.1") == (2, 1) and parse_flink_version("2.3-SNAPSHOT") == (2, 3)
     assert flushes_when_all_idle(None) and flushes_when_all_idle((2, 2)) and not flushes_when_all_idle((2, 1))
     for bad in ("1.20.1", "two", "2"):
-        with pytest.raises(EngineConfigError, match="flink version"):
+        with pytest.raises(FlinkVersionError, match="flink version"):
             parse_flink_version(bad)
 
 

@@ -238,6 +238,6 @@ def test_flink_version_decides_the_all_idle_flush(
 
 def test_flink_version_errors_name_the_option(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["whatif", str(events_csv), *BASE, "--flink-version", "1.20"], capsys)
-    assert code == 2 and "--flink-version: flink version '1.20': the engine models Flink 2.x only" in err
+    assert code == 2 and "--flink-version: flink version '1.20': tidegauge models Flink 2.x only" in err
     code, _, err = run(["whatif", str(events_csv), "--delay", "1s", "--window", "10s", "--flink-version", "2.1"], capsys)
     assert code == 2 and "--flink-version: only for --engine flink" in err

@@ -6,39 +6,10 @@ from dataclasses import dataclass
 
 from monitor.watermark.config import EngineConfigError, Session, Sliding, Tumbling
 
-__all__ = ["LONG_MAX", "LONG_MIN", "NEWEST_MODELLED", "FlinkConfig", "flushes_when_all_idle", "parse_flink_version"]
+__all__ = ["LONG_MAX", "LONG_MIN", "FlinkConfig"]
 
 LONG_MIN = -(2**63)  # Long.MIN_VALUE: the watermark before the first one (and "no watermark")
 LONG_MAX = 2**63 - 1  # Long.MAX_VALUE: the end-of-input watermark of a bounded source
-
-#: The newest Flink release whose semantics the engine follows (checked against a real 2.3.0).
-NEWEST_MODELLED = (2, 3)
-#: FLINK-38454 (apache/flink#27066, first released in 2.2.0): when every split is idle,
-#: ``CombinedWatermarkStatus`` flushes the max over all splits' watermarks before marking the output idle.
-ALL_IDLE_FLUSH_SINCE = (2, 2)
-
-
-def parse_flink_version(text: str) -> tuple[int, int]:
-    """``"2.1"``, ``"2.1.1"`` or ``"2.3-SNAPSHOT"`` (``/config``'s ``flink-version``) -> ``(major, minor)``.
-
-    Raises:
-        EngineConfigError: not a Flink 2.x version (the engine models Flink 2.0 and later).
-    """
-    head = text.strip().split("-", 1)[0].split(".")
-    if len(head) < 2 or not all(p.isdigit() and len(p) <= 4 for p in head[:3]):
-        raise EngineConfigError(f"flink version {text[:40]!r}: expected MAJOR.MINOR[.PATCH], e.g. 2.1")
-    version = (int(head[0]), int(head[1]))
-    if version[0] != 2:
-        raise EngineConfigError(f"flink version {text[:40]!r}: the engine models Flink 2.x only")
-    return version
-
-
-def flushes_when_all_idle(version: tuple[int, int] | None) -> bool:
-    """Whether a Flink of ``version`` (``None``: the newest modelled) advances the combined watermark to
-    the max over all splits when every split is idle (FLINK-38454, Flink 2.2+). Before, the watermark
-    stays where the last split still active left it, so it depends on which split went idle last."""
-    return version is None or version >= ALL_IDLE_FLUSH_SINCE
-
 
 @dataclass(frozen=True, slots=True)
 class FlinkConfig:
@@ -75,7 +46,8 @@ class FlinkConfig:
             holds the watermark at ``Long.MIN_VALUE`` unless idleness marks it idle.
         keep_late_rows: keep the indices of dropped / side-output rows (sweeps turn it off).
         flink_version: ``(major, minor)`` of the Flink whose behaviour to follow where it changed across
-            2.x (:func:`flushes_when_all_idle`); ``None``: the newest modelled (:data:`NEWEST_MODELLED`).
+            2.x (:func:`monitor.versions.flushes_when_all_idle`); ``None``: the newest modelled
+            (:data:`monitor.versions.NEWEST_MODELLED_FLINK`).
     """
 
     delay_ms: int

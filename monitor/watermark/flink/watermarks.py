@@ -45,8 +45,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from monitor.versions import flushes_when_all_idle
 from monitor.watermark.config import EngineConfigError
-from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig, flushes_when_all_idle
+from monitor.watermark.flink.config import LONG_MAX, LONG_MIN, FlinkConfig
 
 __all__ = [
     "IdlePeriod",
