@@ -10,6 +10,7 @@ from operator import attrgetter
 from typing import Any
 
 from monitor.model import TRANSFORM_WITH_STATE_EXTRA, TWS_TIME_MODES_EXTRA, Engine, Sample, Scope
+from monitor.versions import FlinkVersionError, parse_flink_version
 
 __all__ = [
     "EPOCH",
@@ -61,6 +62,19 @@ def watermark_unused(batch: Sample) -> bool:
         and tws.get("operators") == batch.extra.get("num_state_operators") == len(modes)
         and all(mode in _WATERMARK_FREE_MODES for mode in modes)
     )
+
+
+def flink_version(batch: Sample) -> tuple[int, int] | None:
+    """The ``(major, minor)`` Flink release of the cluster a job sample came from (``extra["flink_version"]``,
+    read by the Flink REST collector from ``/config``), or ``None`` when unknown (rules then follow the
+    newest release modelled, :data:`monitor.versions.NEWEST_MODELLED_FLINK`)."""
+    text = batch.extra.get("flink_version")
+    if not isinstance(text, str):
+        return None
+    try:
+        return parse_flink_version(text)
+    except FlinkVersionError:
+        return None
 
 
 def is_epoch(value: datetime | None) -> bool:

@@ -65,7 +65,15 @@ from datetime import datetime, timedelta
 
 from monitor.model import Engine, Finding, Sample, Scope, Severity
 from monitor.timefmt import format_duration, format_instant_short
-from rules.common import flink_scope_name, paused_by_alignment, scope_name, tail_since, watermark_moves
+from monitor.versions import flushes_when_all_idle
+from rules.common import (
+    flink_scope_name,
+    flink_version,
+    paused_by_alignment,
+    scope_name,
+    tail_since,
+    watermark_moves,
+)
 from rules.history import JobHistory
 from rules.params import RuleParams
 from rules.remedies import Cause, remedy
@@ -321,7 +329,7 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
                     message=(
                         f"every source subtask of job `{job}` has had no records for at least "
                         f"{format_duration(idle_for)}: event time is frozen {frozen} and event-time windows do not "
-                        f"fire. {remedy(Engine.FLINK, Cause.ALL_INPUTS_IDLE)}"
+                        f"fire.{_all_idle_by_version(history.batches[-1])} {remedy(Engine.FLINK, Cause.ALL_INPUTS_IDLE)}"
                     ),
                     observed_at=now,
                     labels={"check": "all_inputs_idle"},
@@ -329,6 +337,20 @@ def _evaluate_flink(params: IdleParams, history: JobHistory, now: datetime) -> l
                 )
             )
     return out
+
+
+def _all_idle_by_version(batch: Sample) -> str:
+    """What the job's Flink release does with a source subtask whose splits all went idle (FLINK-38454,
+    :func:`monitor.versions.flushes_when_all_idle`): before 2.2 it keeps the watermark of the split that went
+    idle last, so event time can freeze below the most advanced partition; said only for those releases."""
+    version = flink_version(batch)
+    if version is None or flushes_when_all_idle(version):
+        return ""
+    return (
+        f" On Flink {version[0]}.{version[1]} (this cluster's /config), a source subtask whose splits all went "
+        "idle keeps the watermark of the split that went idle last, not the highest one (fixed in Flink 2.2, "
+        "FLINK-38454): event time can freeze below its most advanced partition, and that partition's windows wait."
+    )
 
 
 def _no_watermark(

@@ -64,9 +64,16 @@ def save(out: Path, polls: list[datetime], exchanges: list[dict[str, Any]]) -> N
 
 
 def load_exchanges(folder: Path) -> tuple[list[datetime], list[dict[str, Any]]]:
-    """The poll times and exchanges of ``folder/exchanges.json``."""
+    """The poll times and exchanges of ``folder/exchanges.json``, plus the JobManager's ``/config`` answer
+    where it was recorded beside them (``flink_config.json``, asked by the recorder of the same run; the
+    collector asks ``/config`` for the cluster's version)."""
     doc = json.loads((folder / "exchanges.json").read_text())
-    return [datetime.fromisoformat(p) for p in doc["polls"]], doc["exchanges"]
+    exchanges: list[dict[str, Any]] = doc["exchanges"]
+    config = folder / "flink_config.json"
+    if config.exists() and not any(ex["path"] == "/config" for ex in exchanges):
+        body = json.loads(config.read_text())
+        exchanges = [*exchanges, {"poll": 0, "path": "/config", "query": "", "status": 200, "body": body}]
+    return [datetime.fromisoformat(p) for p in doc["polls"]], exchanges
 
 
 def replay_transport(exchanges: list[dict[str, Any]]) -> httpx.MockTransport:

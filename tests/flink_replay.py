@@ -39,6 +39,7 @@ def standalone_routes() -> dict[str, Any]:
     jid = job["jid"]
     routes: dict[str, Any] = {
         "/jobs/overview": load("jobs_overview.json"),
+        "/config": load("config.json"),  # the same JobManager's /config (flink-version 2.3.0)
         f"/jobs/{jid}": job,
         f"/jobs/{jid}/metrics?get": load("job_metrics_values.json"),
         f"/jobs/{jid}/checkpoints": load("checkpoints.json"),

@@ -83,6 +83,7 @@ from collectors.flink.responses import (
     VertexInfo,
     parse_checkpoints,
     parse_exceptions,
+    parse_flink_version_of_config,
     parse_job_detail,
     parse_jobs_overview,
     parse_metric_ids,
@@ -218,6 +219,8 @@ class FlinkRestCollector(PollsOnce):
         self._limits = limits
         self._jobs: dict[str, _JobState] = {}
         self._lock = threading.Lock()
+        self.flink_version: str | None = None  # the cluster's ``/config`` ``flink-version``, once read
+        self._version_polls = 0
 
     # ------------------------------------------------------------------------------------------ requests
 
@@ -288,6 +291,11 @@ class FlinkRestCollector(PollsOnce):
             for jid in list(self._jobs):
                 if jid not in keep:
                     del self._jobs[jid]
+        # the version is asked after the jobs (it never takes their share of the poll's deadline), so the
+        # samples carry it from the next poll on
+        if self.flink_version is None and self._version_polls % self._list_every == 0 and not budget.expired():
+            self._read_version(now, budget, notices)
+        self._version_polls += 1
         samples = [s for r in results for s in r.samples]
         errors = notices + [e for r in results for e in r.errors]
         skipped = sum(r.skipped for r in results)
@@ -304,6 +312,19 @@ class FlinkRestCollector(PollsOnce):
                 )
             )
         return PollResult(tuple(samples), tuple(errors))
+
+    def _read_version(self, now: datetime, budget: Deadline, notices: list[CollectorError]) -> None:
+        """Read the cluster's Flink version from ``/config`` (asked until known, every ``metric_list_every``
+        polls). An endpoint that does not serve it (a proxy routing only ``/jobs``) leaves it unknown without
+        an error: the rules then follow the newest release modelled; a malformed answer is one error entry."""
+        try:
+            doc = self._get("/config", budget)
+        except _Failed:
+            return  # not served here (or not now): asked again later
+        try:
+            self.flink_version = self._parse(parse_flink_version_of_config, doc, "/config")
+        except _Failed as exc:
+            notices.append(self._error(exc, now))
 
     def _state(self, jid: str) -> _JobState:
         with self._lock:
@@ -340,6 +361,8 @@ class FlinkRestCollector(PollsOnce):
         if detail.state in TERMINAL_STATES or detail.state != "RUNNING" or (restarts or 0) > 0:
             exceptions = self._exceptions(detail.jid, now, result, budget)
         extra: dict[str, Any] = {"state": detail.state, "vertices": len(detail.vertices)}
+        if self.flink_version is not None:
+            extra["flink_version"] = self.flink_version
         if checkpoints is not None:
             extra.update(
                 checkpoints_total=checkpoints.total,

@@ -57,6 +57,7 @@ from collectors.flink.values import Watermark, parse_double, parse_epoch_ms, par
 from collectors.jsontext import json_text
 from monitor.errors import InputError
 from monitor.model import check_text
+from monitor.versions import FlinkVersionError, parse_flink_version
 
 __all__ = [
     "DEFAULT_MAX_JOBS",
@@ -82,6 +83,7 @@ __all__ = [
     "parse_backpressure",
     "parse_checkpoints",
     "parse_exceptions",
+    "parse_flink_version_of_config",
     "parse_job_detail",
     "parse_jobs_overview",
     "parse_metric_ids",
@@ -289,6 +291,27 @@ class JobDetail:
     now_ms: int | None
     timestamps: dict[str, int | None]
     vertices: tuple[VertexInfo, ...]
+
+
+def parse_flink_version_of_config(doc: Any, endpoint: str = "/config") -> str | None:
+    """The ``flink-version`` of a JobManager's ``/config`` answer (``{"flink-version": "2.3.0", ...}``,
+    ``DashboardConfiguration``), or ``None`` when absent. Only a version tidegauge can follow is kept.
+
+    Raises:
+        InputError: the answer is not an object, or its ``flink-version`` is not a Flink 2.x version
+            string (naming ``endpoint`` and the field).
+    """
+    obj = _expect(doc, dict, endpoint)
+    value = obj.get("flink-version")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{endpoint}: field 'flink-version': expected a string, got {type(value).__name__}")
+    try:
+        parse_flink_version(value)
+    except FlinkVersionError as exc:
+        raise InputError(f"{endpoint}: field 'flink-version': {exc}") from None
+    return value[:32]
 
 
 def check_parallelism(value: int, where: str, limit: int = DEFAULT_MAX_PARALLELISM) -> int:

@@ -7,7 +7,7 @@ and subtask is shown; unknown values are ``null`` in JSON and ``-`` in text (nev
 
 JSON shape::
 
-    {"jobs": [{"jid", "name", "state", "restarts", "watermark_ms", "holding_min", "vertices": [{"id", "name",
+    {"jobs": [{"jid", "name", "state", "restarts", "flink_version", "watermark_ms", "holding_min", "vertices": [{"id", "name",
       "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms",
       "output_watermark_ms", "source_idle_ms", "idle_ms", "records_in", "records_out",
       "backpressure_ratio", "end_of_input", "splits"?: [{"split", "topic", "partition", "watermark_ms",
@@ -63,6 +63,7 @@ def build_check_report(
             "name": facts.name,
             "state": None if job_sample is None else job_sample.extra.get("state"),
             "restarts": None if job_sample is None else job_sample.restart_count,
+            "flink_version": None if job_sample is None else job_sample.extra.get("flink_version"),
             "watermark_ms": None if job_sample is None else datetime_to_ms(job_sample.watermark),
             "holding_min": None if facts.holding_min is None else facts.holding_min.name,
             "vertices": [],
@@ -153,7 +154,7 @@ def render_text(report: dict[str, Any]) -> str:
     for job in report["jobs"]:
         lines.append(
             f"job {job['name']} ({job['jid']}): {job['state'] or '-'}, restarts {_cell(job['restarts'])}, "
-            f"watermark {_time(job['watermark_ms'])}"
+            f"watermark {_time(job['watermark_ms'])}" + (f", Flink {job['flink_version']}" if job.get("flink_version") else "")
         )
         if job.get("exception"):
             lines.append(f"  last exception: {job['exception']}")

@@ -131,6 +131,29 @@ def test_poll_of_the_recorded_job() -> None:
     assert w.dropped_by_watermark is None  # first poll
 
 
+def test_flink_version_is_read_from_config_after_the_jobs_and_carried_by_later_job_samples() -> None:
+    asked: list[str] = []
+    collector = _collector(standalone_routes(), on_request=lambda r: asked.append(r.url.path))
+    first = _by_scope(collector.poll(NOW).samples)[(None, None)]
+    assert "flink_version" not in first.extra and asked.index("/config") > asked.index("/jobs/overview")
+    second = _by_scope(collector.poll(NOW + timedelta(seconds=15)).samples)[(None, None)]
+    assert second.extra["flink_version"] == "2.3.0"  # config.json "flink-version"
+    assert asked.count("/config") == 1  # known: not asked again
+
+
+def test_config_not_served_leaves_the_version_unknown_and_a_bad_one_is_an_error_naming_the_field() -> None:
+    routes = standalone_routes()
+    del routes["/config"]  # a proxy routing only /jobs: 404, no error entry
+    collector = _collector(routes)
+    assert collector.poll(NOW).errors == ()
+    assert collector.flink_version is None
+    routes["/config"] = {"flink-version": "1.20.1"}
+    result = _collector(routes).poll(NOW)
+    (error,) = result.errors
+    assert "/config: field 'flink-version': flink version '1.20.1': tidegauge models Flink 2.x only" in error.message
+    assert any(s.kind is SampleKind.GAUGE for s in result.samples)  # the jobs are still polled
+
+
 def test_second_poll_gives_deltas_and_quiet_counters() -> None:
     routes = standalone_routes()
     collector = _collector(routes)

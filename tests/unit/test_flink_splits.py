@@ -198,3 +198,10 @@ def test_check_flink_text_names_the_sub_check_and_json_keeps_the_split() -> None
     text = render_text({"jobs": [], "findings": [finding, plain], "errors": []})
     assert "[warning] split_watermark/alignment_paused (j / Source: k): m" in text
     assert "[warning] future_timestamp (j / Source: k): m" in text
+
+
+def test_check_flink_names_the_cluster_s_flink_version(capsys: pytest.CaptureFixture[str]) -> None:
+    # splits_align/flink_config.json: the JobManager's /config of the recorded run, "flink-version": "2.3.0"
+    report = _json("splits_align", capsys)
+    assert _job(report, "tg-kafka-splits-align")["flink_version"] == "2.3.0"
+    assert ", Flink 2.3.0" in _run("splits_align", "text", capsys).splitlines()[0]

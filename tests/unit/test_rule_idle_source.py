@@ -118,6 +118,23 @@ def test_flink_all_inputs_idle_freezes_event_time() -> None:
     assert "withIdleness cannot help" in found.message
 
 
+@pytest.mark.parametrize(("version", "said"), [(None, False), ("2.2.0", False), ("2.3.0", False), ("2.1.1", True), ("2.0.0", True)])
+def test_flink_all_inputs_idle_says_what_a_release_before_2_2_does(version: str | None, said: bool) -> None:
+    # the same frozen job; the newest job sample carries the cluster's /config flink-version
+    samples = []
+    for m in range(11):
+        job = flink(m, None, -5, 0)
+        samples.append(dataclasses.replace(job, extra={**job.extra, "flink_version": version}) if version else job)
+        for sub in (0, 1):
+            samples.append(flink(m, sub, -5, 0, idle_ms=max(0, m - 4) * MIN_MS))
+    (found,) = evaluate_idle(IdleParams(), history(samples), NOW)
+    assert ("keeps the watermark of the split that went idle last" in found.message) is said
+    if said:
+        assert f"On Flink {version[:3] if version else ''} (this cluster's /config)" in found.message
+        assert "FLINK-38454" in found.message
+    assert "withIdleness cannot help" in found.message
+
+
 def test_flink_source_subtask_advertising_infinity() -> None:
     # subtask 1 reports Long.MAX_VALUE (watermark_end_of_input) while subtask 0 flows
     samples = []
