@@ -1,7 +1,8 @@
 """The ``tidegauge`` command line (Typer).
 
 Each sub-command lives in its own module under :mod:`monitor.commands`; this module only registers them
-and holds the one contract for failures of every command:
+(only the module of the command run: :func:`command_app`) and holds the one contract for failures of
+every command:
 
 * every message leaves through the process's redactor (:mod:`monitor.redaction`);
 * tidegauge's own errors (:class:`monitor.errors.TidegaugeError`: bad input naming its file, field or
@@ -23,7 +24,7 @@ import typer
 from monitor import redaction
 from monitor.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, TidegaugeError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "app", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "app", "command_app", "command_modules", "main"]
 
 _options = {"debug": False}
 
@@ -36,21 +37,39 @@ app = typer.Typer(
 )
 
 
-def _register() -> None:
-    """Register every sub-command module in :mod:`monitor.commands` (each exposes ``register(app)``).
+_registered: set[str] = set()
 
-    Discovery keeps this file free of per-command edits; modules are registered in name order.
-    """
-    import importlib
+
+def command_modules() -> list[str]:
+    """The sub-command modules of :mod:`monitor.commands`, in name order: each ``monitor.commands.<name>``
+    registers the top-level command ``<name>`` (a group for ``check``, ``db``, ...) with ``register(app)``.
+    Discovery keeps this file free of per-command edits."""
     import pkgutil
 
     import monitor.commands as commands
 
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"monitor.commands.{info.name}")
-        module.register(app)
+    return sorted(info.name for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_"))
+
+
+def command_app(command: str | None = None) -> typer.Typer:
+    """The app with ``command``'s module registered, or every module when ``command`` is ``None`` or names
+    none (the top-level ``--help``, a misspelt command). Only the named command's module is imported, so
+    ``tidegauge whatif`` does not pay for the collectors, the store or the HTTP client it never uses.
+    Registering is done once per module and process."""
+    import importlib
+
+    names = command_modules()
+    for name in [command] if command in names else names:
+        if name not in _registered:
+            importlib.import_module(f"monitor.commands.{name}").register(app)
+            _registered.add(name)
+    return app
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command an argument list names: its first argument that is not an option (the only global
+    option, ``--debug``, takes no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 @app.callback()
@@ -76,8 +95,6 @@ _STORE_LIBRARY_LOGGERS = (
 )  # fmt: skip
 
 
-_register()
-
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tidegauge`` console script.
@@ -88,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     """
     _options["debug"] = False
     try:
+        command_app(_command_of(sys.argv[1:] if argv is None else argv))
         app(args=argv, standalone_mode=True)
     except TidegaugeError as exc:
         if _options["debug"]:

@@ -285,8 +285,14 @@ def load_events(
                 return fast
             rows, columns = _read_csv(p)
         elif kind == "jsonl":
+            fast = _fast_jsonl(p, time_column, time_unit)
+            if fast is not None:
+                return fast
             rows, columns = _read_jsonl(p, time_column)
         elif kind == "parquet":
+            fast = _fast_parquet(p, time_column, time_unit)
+            if fast is not None:
+                return fast
             rows, columns = _read_parquet(p, time_column)
         else:
             raise EventsFileError(f"{p}: unknown format {kind!r}; use csv, jsonl or parquet")
@@ -590,7 +596,6 @@ def _fast_csv(p: Path, time_column: str, unit: str | None) -> EventsTable | None
     """
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.csv as pacsv
     except ImportError:  # pragma: no cover - depends on the environment
         return None
@@ -620,24 +625,119 @@ def _fast_csv(p: Path, time_column: str, unit: str | None) -> EventsTable | None
         )
     except (pa.ArrowException, UnicodeDecodeError):  # the row-by-row path says what is wrong
         return None
-    n = table.num_rows
     lines_in_file = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if lines_in_file != n + 1:  # blank lines or quoted newlines: keep exact line numbers
+    if lines_in_file != table.num_rows + 1:  # blank lines or quoted newlines: keep exact line numbers
         return None
+    return _from_arrow(p, table, wanted, time_column, unit, first_line=2)
 
+
+def _fast_jsonl(p: Path, time_column: str, unit: str | None) -> EventsTable | None:
+    """Vectorised JSON-lines load with pyarrow (``pyarrow.json``: the columns the engine uses, times read as
+    strings, or as integers when a unit is given and they are numbers); ``None`` means "use the row-by-row
+    path", which it leaves every case it could say more about: a blank, corrupt or non-object line (line
+    numbers would no longer be ``row + 1``), a value of another JSON type than the column's, a field present
+    on some lines only. Same results as the row-by-row path."""
+    try:
+        import pyarrow as pa
+        import pyarrow.json as pajson
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    data = p.read_bytes().removeprefix(b"\xef\xbb\xbf")
+    if not data.strip() or b"\n\n" in data or data.startswith(b"\n") or b"\r" in data:
+        return None
+    wanted = [c for c in (time_column, *_KNOWN) if b'"' + c.encode() + b'"' in data]
+    if time_column not in wanted:
+        return None
+    times = (time_column, "arrival_time")
+    for time_type in (pa.string(), pa.int64()):
+        fields = [
+            pa.field(c, time_type if c in times else pa.int64() if c in ("batch", "partition") else pa.string())
+            for c in wanted
+        ]
+        try:
+            table = pajson.read_json(
+                pa.py_buffer(data),
+                read_options=pajson.ReadOptions(use_threads=False),
+                parse_options=pajson.ParseOptions(
+                    explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore"
+                ),
+            )
+        except (pa.ArrowException, UnicodeDecodeError):
+            continue
+        if table.num_rows != data.count(b"\n") + (0 if data.endswith(b"\n") else 1):
+            return None
+        # a field missing on some lines (null here) is for the row-by-row path, but a null event time
+        if any(table.column(c).null_count for c in wanted if c != time_column):
+            return None
+        return _from_arrow(p, table, wanted, time_column, unit, first_line=1)
+    return None
+
+
+def _fast_parquet(p: Path, time_column: str, unit: str | None) -> EventsTable | None:
+    """Vectorised Parquet load (the columns the engine uses, read as columns); ``None`` means "use the
+    row-by-row path", which reports what this does not take: a file pyarrow cannot read, a column named
+    twice, times of another type than timestamp, string or integer, keys that are not strings."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    try:
+        names = pq.read_schema(p).names
+        if len(set(names)) != len(names) or time_column not in names:
+            return None
+        wanted = [c for c in (time_column, *_KNOWN) if c in names]
+        table = pq.read_table(p, columns=wanted, use_threads=False)
+    except Exception:  # pyarrow raises several types for corrupt files; the row-by-row path names it
+        return None
+    if any(not pa.types.is_string(table.column(c).type) for c in ("source", "key") if c in wanted):
+        return None
+    return _from_arrow(p, table, wanted, time_column, unit, first_line=1)
+
+
+def _np(values: Any, dtype: Any) -> np.ndarray:
+    """A numeric Arrow (chunked) array as a NumPy array, read from its data buffer (a null's slot holds
+    any value: callers mask it). pyarrow imports pandas (about a second) on its first ``to_numpy`` or
+    conversion of a Python value (``fill_null(0)``), which a CLI run never needs, so neither is used here."""
+    arr = values.combine_chunks() if hasattr(values, "combine_chunks") else values
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, dtype=dtype)
+    width = np.dtype(dtype).itemsize
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=n, offset=arr.offset * width).copy()
+
+
+def _from_arrow(
+    p: Path, table: Any, present: list[str], time_column: str, unit: str | None, first_line: int
+) -> EventsTable | None:
+    """The :class:`EventsTable` of an Arrow table of the file's columns (``present``; times as strings or
+    integers), line ``first_line + row``; ``None`` when a column needs the row-by-row path to be reported."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table.num_rows
     mismatches: tuple[UnitMismatch, ...] = ()
 
     def times_us(name: str) -> tuple[np.ndarray, np.ndarray] | None:
         nonlocal mismatches
         col = table.column(name)
-        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+        valid = _np(pc.cast(col.is_valid(), pa.uint8()), np.uint8).astype(np.bool_)
+        if pa.types.is_timestamp(col.type):  # Parquet: raw values in the column's unit -> epoch us, ns floored
+            mul, div = {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}[col.type.unit]
+            raw = np.where(valid, _np(pc.cast(col, pa.int64()), np.int64), 0)
+            if mul > 1 and bool((np.abs(raw) > MAX_ABS_EVENT_TIME_US // mul).any()):
+                return None  # out of range: the row-by-row path reports those rows
+            us = raw * mul // div
+            return (None if bool((np.abs(us) > MAX_ABS_EVENT_TIME_US).any()) else (us, valid))
+        if not (pa.types.is_string(col.type) or pa.types.is_integer(col.type)):
+            return None  # a date, float, decimal...: the row-by-row path reads (or reports) it
         if unit is not None:
             try:
                 ints = pc.cast(col, pa.int64())
             except pa.ArrowException:
                 ints = None
             if ints is not None:
-                vals = ints.fill_null(0).to_numpy().astype(np.int64)
+                vals = np.where(valid, _np(ints, np.int64), 0)
                 lim = MAX_ABS_EVENT_TIME_US // _UNIT_US[unit]
                 if bool(((vals > lim) | (vals < -lim)).any()):
                     return None  # out of range: the row-by-row path reports those rows
@@ -646,14 +746,16 @@ def _fast_csv(p: Path, time_column: str, unit: str | None) -> EventsTable | None
                 parser.check_unit()
                 if name == time_column:
                     rows = np.flatnonzero(valid)
-                    mismatches = unit_mismatches(vals[rows].astype(np.float64), rows + 2, unit)
+                    mismatches = unit_mismatches(vals[rows].astype(np.float64), rows + first_line, unit)
                 return vals * _UNIT_US[unit], valid
+        if not pa.types.is_string(col.type):
+            return None  # a number without a unit: the row-by-row path says so
         for target in (pa.timestamp("us", tz="UTC"), pa.timestamp("us")):
             try:
                 ts = pc.cast(col, target)
             except pa.ArrowException:
                 continue
-            return ts.cast(pa.int64()).fill_null(0).to_numpy().astype(np.int64), valid
+            return np.where(valid, _np(ts.cast(pa.int64()), np.int64), 0), valid
         return None
 
     et = times_us(time_column)
@@ -666,30 +768,35 @@ def _fast_csv(p: Path, time_column: str, unit: str | None) -> EventsTable | None
         if col.null_count:
             return None
         try:
-            out: np.ndarray = np.asarray(pc.cast(col, pa.int64()).to_numpy(), dtype=np.int64)
+            return _np(pc.cast(col, pa.int64()), np.int64)
         except pa.ArrowException:
             return None
-        return out
 
     cols: dict[str, Any] = {}
     for name in ("batch", "partition"):
-        if name in header:
+        if name in present:
             arr = ints(name)
             if arr is None:
                 return None
             cols[name] = arr
     arrival_ms = None
-    if "arrival_time" in header:
+    if "arrival_time" in present:
         at = times_us("arrival_time")
         if at is None or not at[1].all():
             return None
         arrival_ms = np.floor_divide(at[0], 1000)
     names: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
     for name in ("source", "key"):
-        if name in header:
-            enc = table.column(name).fill_null("").dictionary_encode().combine_chunks()
-            codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-            names[name] = (codes, tuple(str(v) for v in enc.dictionary.to_pylist()))
+        if name in present:
+            # nulls encoded as a value of their own, then read as "" (merged with a real "", if any)
+            enc = pc.dictionary_encode(table.column(name), null_encoding="encode").combine_chunks()
+            index: dict[str, int] = {}
+            remap = np.asarray(
+                [index.setdefault("" if v is None else str(v), len(index)) for v in enc.dictionary.to_pylist()],
+                dtype=np.int32,
+            )
+            codes = remap[_np(enc.indices, np.int32)] if len(remap) else np.zeros(n, dtype=np.int32)
+            names[name] = (codes, tuple(index))
     zeros = np.zeros(n, dtype=np.int32)
     return EventsTable(
         event_time_us=np.where(valid, event_us, 0).astype(np.int64),
@@ -701,7 +808,7 @@ def _fast_csv(p: Path, time_column: str, unit: str | None) -> EventsTable | None
         batch=cols.get("batch"),
         arrival_ms=arrival_ms,
         partition=cols.get("partition"),
-        line=np.arange(2, n + 2, dtype=np.int64),
+        line=np.arange(first_line, n + first_line, dtype=np.int64),
         unit_mismatches=mismatches,
         path=str(p),
     )

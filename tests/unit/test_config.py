@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from monitor.cli import app, main
+from monitor.cli import command_app, main
 from monitor.config import database_url, load_config, parse_config, resolve_secret
 from monitor.errors import ConfigError
 
@@ -108,11 +108,11 @@ def test_config_check_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("TG_TOKEN", "t")
     monkeypatch.setenv("TG_HOOK_SECRET", "hook-secret-value")
     monkeypatch.delenv("TG_SLACK_URL", raising=False)
-    result = runner.invoke(app, ["config", "check", "-c", str(path)])
+    result = runner.invoke(command_app(), ["config", "check", "-c", str(path)])
     assert result.exit_code != 0
     assert "receivers[1].url: environment variable TG_SLACK_URL is not set" in str(result.exception)
     monkeypatch.setenv("TG_SLACK_URL", "https://hooks.slack.com/services/SECRET")
-    result = runner.invoke(app, ["config", "check", "-c", str(path)])
+    result = runner.invoke(command_app(), ["config", "check", "-c", str(path)])
     assert result.exit_code == 0, result.output
     assert "ok (2 targets, 2 receivers, 1 routes)" in result.output
     assert "SECRET" not in result.output and "hook-secret-value" not in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -155,6 +156,126 @@ def test_vectorised_csv_path_equals_row_by_row_path(
         slow.key_names,
         slow.bad_rows,
     )
+
+
+_TABLE_ATTRS = ("event_time_us", "valid", "source_codes", "key_codes", "batch", "arrival_ms", "partition", "line")
+
+JSONL_FILES = {
+    # every column, an explicit null event time and a missing one, an offset, fractions of a second
+    "iso": '{"event_time": "2026-01-01T00:00:00Z", "batch": 0, "source": "s1", "key": "a", "arrival_time": "2026-01-01T00:00:01Z"}\n'
+    '{"event_time": "2026-01-01T00:00:01.123456Z", "batch": 0, "source": "s2", "key": "", "arrival_time": "2026-01-01T00:00:02.5Z"}\n'
+    '{"event_time": null, "batch": 1, "source": "s1", "key": "b", "arrival_time": "2026-01-01T00:00:03Z"}\n'
+    '{"batch": 2, "source": "s1", "key": "a", "arrival_time": "2026-01-01T00:00:04Z", "other": [1, {"x": 2}]}\n'
+    '{"event_time": "2026-01-01T02:00:00+02:00", "batch": 2, "source": "s3", "key": "a", "arrival_time": "2026-01-01T00:00:04Z"}\n',
+    "numeric": '{"event_time": 1767225600000, "arrival_time": 1767225600500, "partition": 1}\n'
+    '{"event_time": 1767225600001, "arrival_time": 1767225600999, "partition": 0}',  # no final newline
+    # the row-by-row path only: a key on some lines, a blank line, a number among ISO times, a number key
+    "key_on_some_lines": '{"event_time": "2026-01-01T00:00:00Z", "key": "a"}\n{"event_time": "2026-01-01T00:00:01Z"}\n',
+    "blank_line": '{"event_time": "2026-01-01T00:00:00Z"}\n\n{"event_time": "2026-01-01T00:00:01Z"}\n',
+    "mixed": '{"event_time": "2026-01-01T00:00:00Z"}\n{"event_time": 1767225600}\n{"event_time": "not a time"}\n',
+    "number_key": '{"event_time": "2026-01-01T00:00:00Z", "key": 7}\n{"event_time": "2026-01-01T00:00:01Z", "key": 1.5}\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(JSONL_FILES))
+def test_vectorised_jsonl_path_equals_row_by_row_path(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import monitor.watermark.io as io_mod
+
+    f = write(tmp_path / f"{name}.jsonl", JSONL_FILES[name])
+    unit = "ms" if name == "numeric" else ("s" if name == "mixed" else None)
+    taken = io_mod._fast_jsonl(f, "event_time", unit) is not None
+    assert taken == (name in ("iso", "numeric"))  # the others are the row-by-row path's to report
+    fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    monkeypatch.setattr(io_mod, "_fast_jsonl", lambda *a, **k: None)
+    slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    for attr in _TABLE_ATTRS:
+        a, b = getattr(fast, attr), getattr(slow, attr)
+        assert (a is None) == (b is None), attr
+        if a is not None:
+            assert a.tolist() == b.tolist(), attr
+    assert (fast.source_names, fast.key_names, fast.bad_rows) == (slow.source_names, slow.key_names, slow.bad_rows)
+    if name == "iso":  # written out: line 3 null, line 4 missing; 02:00+02:00 is midnight UTC
+        assert fast.valid.tolist() == [True, True, False, False, True]
+        assert fast.event_time_us.tolist()[:2] == [1767225600_000000, 1767225601_123456]
+        assert fast.event_time_us.tolist()[4] == 1767225600_000000
+        assert fast.line.tolist() == [1, 2, 3, 4, 5]
+
+
+def _parquet_tables() -> dict[str, Any]:
+    import pyarrow as pa
+
+    ms = pa.array([1767225600123, None, 1767225599999], type=pa.timestamp("ms", tz="UTC"))
+    return {
+        # timestamp[ms] with a null, every optional column
+        "ts_ms": pa.table({
+            "event_time": ms, "batch": pa.array([0, 0, 1], pa.int32()), "key": ["a", None, "a"],
+            "source": ["s", "s", "t"], "partition": pa.array([1, 2, 1], pa.int64()),
+            "arrival_time": pa.array([1767225601000, 1767225601000, 1767225602000], type=pa.timestamp("ms")),
+        }),
+        # timestamp[ns] before 1970 floors to the microsecond below, as Spark's TimestampType does
+        "ts_ns_negative": pa.table({"event_time": pa.array([-1501, 1500], type=pa.timestamp("ns"))}),
+        "strings": pa.table({"event_time": ["2026-01-01T00:00:00Z", "2026-01-01T00:00:01.5Z", None]}),
+        "epoch_ms_ints": pa.table({"event_time": pa.array([1767225600000, 1767225600001], pa.int64())}),
+        # the row-by-row path only: a dictionary-encoded key, a date
+        "dictionary_key": pa.table({
+            "event_time": pa.array([0, 1000], type=pa.timestamp("ms")),
+            "key": pa.array(["a", "b"]).dictionary_encode(),
+        }),
+        "date": pa.table({"event_time": pa.array([20000, 20001], type=pa.date32())}),
+    }
+
+
+@pytest.mark.parametrize("name", ["ts_ms", "ts_ns_negative", "strings", "epoch_ms_ints", "dictionary_key", "date"])
+def test_vectorised_parquet_path_equals_row_by_row_path(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+
+    import monitor.watermark.io as io_mod
+
+    f = tmp_path / f"{name}.parquet"
+    pq.write_table(_parquet_tables()[name], f)
+    unit = "ms" if name == "epoch_ms_ints" else None
+    taken = io_mod._fast_parquet(f, "event_time", unit) is not None
+    assert taken == (name not in ("dictionary_key", "date"))
+    fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    monkeypatch.setattr(io_mod, "_fast_parquet", lambda *a, **k: None)
+    slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    for attr in _TABLE_ATTRS:
+        a, b = getattr(fast, attr), getattr(slow, attr)
+        assert (a is None) == (b is None), attr
+        if a is not None:
+            assert a.tolist() == b.tolist(), attr
+    assert (fast.source_names, fast.key_names, fast.bad_rows) == (slow.source_names, slow.key_names, slow.bad_rows)
+    if name == "ts_ns_negative":  # written out: -1501 ns -> -2 us (floor), 1500 ns -> 1 us
+        assert fast.event_time_us.tolist() == [-2, 1]
+    if name == "ts_ms":
+        assert fast.event_time_us.tolist() == [1767225600_123000, 0, 1767225599_999000]
+        assert fast.valid.tolist() == [True, False, True] and fast.line.tolist() == [1, 2, 3]
+
+
+def test_jsonl_numbers_without_a_unit_are_still_the_row_path_s_error(tmp_path: Path) -> None:
+    f = write(tmp_path / "n.jsonl", '{"event_time": 1767225600000}\n{"event_time": 1767225600001}\n')
+    with pytest.raises(EventsFileError, match="unit"):
+        load_events(f)
+
+
+def test_loading_a_file_never_imports_pandas(tmp_path: Path) -> None:
+    # pyarrow's to_numpy imports pandas (about a second) on first use; a whatif run needs none of it
+    import subprocess
+    import sys
+
+    csv_file = write(tmp_path / "e.csv", CLEAN_FILES["iso"])
+    jsonl_file = write(tmp_path / "e.jsonl", JSONL_FILES["iso"])
+    code = (
+        "import sys; from monitor.watermark.io import load_events; "
+        f"load_events({str(csv_file)!r}); load_events({str(jsonl_file)!r}); "
+        "print('pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_from_records_accepts_iso_datetimes_and_micros_and_rejects_naive() -> None:

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from collectors.spark.eventlog import EventLogCollector
-from monitor.cli import app
+from monitor.cli import command_app
 from monitor.errors import ConfigError
 from monitor.model import CollectorError, Engine, JobRef, Sample, SampleKind, Severity
 from rules.config import RulesConfig
@@ -165,11 +165,11 @@ def test_rule_timing() -> None:
 def test_config_check_validates_rules(tmp_path: Path) -> None:
     path = tmp_path / "tidegauge.yaml"
     path.write_text("rules:\n  watermark_stall: {for: 10m, min_rowz: 2}\n")
-    result = CliRunner().invoke(app, ["config", "check", "-c", str(path)])
+    result = CliRunner().invoke(command_app(), ["config", "check", "-c", str(path)])
     assert result.exit_code != 0
     assert f"{path}: rules.watermark_stall.min_rowz: unknown parameter" in str(result.exception)
     path.write_text("rules:\n  watermark_stall: {for: 10m, min_rows: 2}\n  freshness: {target: 15m}\n")
-    result = CliRunner().invoke(app, ["config", "check", "-c", str(path)])
+    result = CliRunner().invoke(command_app(), ["config", "check", "-c", str(path)])
     assert result.exit_code == 0, result.output
 
 
