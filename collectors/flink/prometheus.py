@@ -9,6 +9,9 @@ the task managers' ``/metrics`` URLs, scraped together each poll. What is read (
   ``flink_taskmanager_job_task_<metric>`` and operator-scope
   ``flink_taskmanager_job_task_operator_<metric>{operator_name}`` for the metrics of
   :data:`collectors.flink.responses.TASK_METRICS` / :data:`~collectors.flink.responses.OPERATOR_METRICS`;
+* split-level watermarks (Flink 2.1+, FLIP-513): ``flink_taskmanager_job_task_operator_split_watermark_<metric>``
+  with a ``split`` label, for the metrics of :data:`~collectors.flink.responses.SPLIT_METRICS`, read as the
+  REST ids ``<subtask>.<operator>.split.<split>.watermark.<metric>`` (and capped alike);
 * job manager, per ``job_id``: ``numRestarts``, ``numberOfFailedCheckpoints``,
   ``lastCheckpointFullSize`` (the state size) and ``runningTime`` (ms in the current ``RUNNING`` state).
 
@@ -49,6 +52,7 @@ from collectors.flink.responses import (
     DEFAULT_MAX_PARALLELISM,
     FLINK_MAX_PARALLELISM,
     OPERATOR_METRICS,
+    SPLIT_METRICS,
     TASK_METRICS,
     SubtaskMetrics,
     VertexInfo,
@@ -65,6 +69,7 @@ __all__ = ["COLLECTOR_NAME", "FlinkPrometheusCollector", "parse_reporter_text"]
 COLLECTOR_NAME = "flink-prometheus"
 _TASK = "flink_taskmanager_job_task_"
 _OPERATOR = "flink_taskmanager_job_task_operator_"
+_SPLIT = "split_watermark_"  # operator-scope ``...split_watermark_<metric>{split="<id>"}`` (FLIP-513)
 _JOB = "flink_jobmanager_job_"
 _JOB_METRICS = frozenset(
     {"numRestarts", "numberOfFailedCheckpoints", "lastCheckpointFullSize", "runningTime"}
@@ -157,8 +162,14 @@ def parse_reporter_text(
             if name.startswith(_OPERATOR):
                 metric = name[len(_OPERATOR) :]
                 operator = labels.get("operator_name")
-                if metric in OPERATOR_METRICS and operator and "." not in operator:
+                if not operator or "." in operator:
+                    continue
+                if metric in OPERATOR_METRICS:
                     job.values[task][f"{index}.{operator}.{metric}"] = _text(sample.value)
+                elif metric.startswith(_SPLIT) and metric[len(_SPLIT) :] in SPLIT_METRICS and labels.get("split"):
+                    # a split-scope gauge (Flink 2.1+): the REST id form, parsed (and capped) as REST's is
+                    split_id = f"{index}.{operator}.split.{labels['split']}.watermark.{metric[len(_SPLIT) :]}"
+                    job.values[task][split_id] = _text(sample.value)
             elif name.startswith(_TASK):
                 metric = name[len(_TASK) :]
                 if metric in TASK_METRICS:

@@ -73,6 +73,20 @@ def test_reporter_samples_match_the_rest_semantics() -> None:
     assert job.extra["running_since_ms"] == int(NOW.timestamp() * 1000) - 73628
 
 
+def test_split_level_watermark_series_are_read_as_the_rest_path_reads_them() -> None:
+    # taskmanager_metrics.txt: ..._split_watermark_{currentWatermark,activeTimeMsPerSecond,pausedTimeMsPerSecond,
+    # idleTimeMsPerSecond}{split="2", job_name="tg_idle", subtask_index="0"} -9.223372036854776E18, 1000.0, 0.0, 0.0
+    # (the datagen source's split; its watermark is assigned after it, so the split's own is Long.MIN_VALUE)
+    got = _by(_collector().poll(NOW).samples)
+    (split,) = got[("tg_idle", SOURCE, 0)].extra["splits"]
+    assert split == {
+        "split": "2", "topic": None, "partition": None, "watermark_ms": None,
+        "active_ms_per_s": 1000.0, "paused_ms_per_s": 0.0, "idle_ms_per_s": 0.0,
+    }
+    assert [s["split"] for s in got[("tg_idle", SOURCE, 1)].extra["splits"]] == ["1"]
+    assert "splits" not in got[("tg_idle", WINDOW_IDLE, 0)].extra  # a window vertex has none
+
+
 def test_second_scrape_gives_late_deltas_and_a_failing_url_is_an_error() -> None:
     bodies = _bodies()
     collector = _collector(bodies)
