@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 #: CI runs these seeds; ``make differential N=...`` runs more.
-CI_SEEDS = range(40)
+CI_SEEDS = range(20)  # cover every case issue 3 lists (test_scenarios); the full runs are in FINDINGS.md
 
 
 @pytest.mark.parametrize("seed", CI_SEEDS)
