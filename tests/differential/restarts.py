@@ -1,0 +1,215 @@
+"""Restart differential scenarios: the engine's restart model against real PySpark, run by run.
+
+``python -m tests.differential.restarts --count 100`` (``--spark-only --verbose`` prints Spark's batches).
+
+A :class:`RestartScenario` is an ordinary seeded :class:`~tests.differential.scenarios.Scenario` (its
+inputs, delays, operation, output mode and ``min``/``max`` policy) plus a **run schedule**: the steps are
+split into consecutive query runs, and every run after the first is a restart, a new query started on the
+same checkpoint directory. A run is one of
+
+- ``live``: the default trigger; each step's file is written and ``processAllAvailable()`` waits for the
+  data batch and any no-data batch Spark decides to run (``spark_runner.feed_steps``); then the query is
+  stopped.
+- ``once``: ``trigger(once=True)`` over one step: exactly one batch, then the query ends on its own
+  (``SingleBatchExecutor``), so a no-data batch that would follow it never runs in that run.
+- ``available_now``: the run's step files are written first (their modification times set in step
+  order), then ``trigger(availableNow=True)`` with ``maxFilesPerTrigger=1`` reads one file per batch
+  back to back and ends when nothing is left to run (``MultiBatchExecutor``).
+
+The file source always has ``maxFilesPerTrigger=1`` (a live run writes one file at a time, so nothing
+changes for it). Batches of all runs are recorded from the one ``foreachBatch`` sink (batch ids continue
+across runs, from the checkpoint) and from each run's ``recentProgress``, then compared batch by batch
+with :func:`monitor.watermark.restart.replay_runs` over the same schedule (``compare.compare``: batch ids,
+no-data batches, watermark in effect, emitted rows, state, ``numRowsDroppedByWatermark``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tests.differential.scenarios import EventRow, Scenario, generate
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from monitor.watermark.restart import QueryRun
+    from tests.differential.compare import BatchView
+    from tests.differential.spark_runner import SparkRun
+
+#: Run kinds as the engine names them (``monitor.watermark.restart.RunKind``).
+RUN_KINDS = ("live", "once", "available_now")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One query run over steps ``[first_step, end_step)``."""
+
+    kind: str
+    first_step: int
+    end_step: int
+
+
+@dataclass(frozen=True)
+class RestartScenario:
+    """A scenario and its run schedule (``runs`` cover every step, in order)."""
+
+    base: Scenario
+    runs: tuple[RunSpec, ...]
+
+    @property
+    def seed(self) -> int:
+        """The seed (same as the base scenario's)."""
+        return self.base.seed
+
+    @property
+    def step_count(self) -> int:
+        """Number of steps (data batches)."""
+        return self.base.step_count
+
+    def step_rows(self, step: int) -> list[tuple[str, EventRow]]:
+        """One step's rows, as the base scenario writes them."""
+        return self.base.step_rows(step)
+
+    def schedule(self) -> str:
+        """The schedule in one line: ``live[0-1] | once[2] | available_now[3-5]``."""
+        return " | ".join(
+            f"{r.kind}[{r.first_step}" + (f"-{r.end_step - 1}]" if r.end_step - r.first_step > 1 else "]")
+            for r in self.runs
+        )
+
+    def describe(self) -> str:
+        """The base scenario's dump and the schedule."""
+        return f"{self.base.describe()}\n  runs: {self.schedule()}"
+
+
+def generate_restart(seed: int) -> RestartScenario:
+    """The restart scenario for ``seed``: the base scenario ``generate(seed)`` (3-6 steps) split at 1-3
+    random points into runs of random kinds (a ``once`` stretch is one run per step). Deterministic."""
+    base = generate(seed)
+    rng = random.Random(seed * 7919 + 17)
+    n = base.step_count
+    cut_count = rng.randint(1, min(3, n - 1))
+    cuts = sorted(rng.sample(range(1, n), cut_count))
+    runs: list[RunSpec] = []
+    for first, end in zip([0, *cuts], [*cuts, n], strict=True):
+        kind = rng.choice(RUN_KINDS)
+        if kind == "once":
+            runs.extend(RunSpec("once", s, s + 1) for s in range(first, end))
+        else:
+            runs.append(RunSpec(kind, first, end))
+    return RestartScenario(base=base, runs=tuple(runs))
+
+
+def engine_runs(scenario: RestartScenario) -> list[QueryRun]:
+    """The schedule as the engine's :class:`~monitor.watermark.restart.QueryRun` list."""
+    from monitor.watermark.restart import QueryRun
+
+    return [QueryRun(kind=r.kind, data_batches=r.end_step - r.first_step) for r in scenario.runs]  # type: ignore[arg-type]
+
+
+def run_restart_scenario(spark: SparkSession, scenario: RestartScenario) -> SparkRun:
+    """Runs the schedule on one checkpoint as the module docstring says; returns every batch of every
+    run. Raises RuntimeError if the batches do not map one data batch per step (``spark_runner``)."""
+    from tests.differential.spark_runner import (
+        EmittedRow,
+        SparkRun,
+        apply_session_confs,
+        assemble,
+        build_query_frame,
+        check_one_batch_per_step,
+        feed_steps,
+        write_step_file,
+    )
+
+    started = time.perf_counter()
+    base_dir = Path(tempfile.mkdtemp(prefix=f"restart-{scenario.seed}-"))
+    try:
+        input_dir = base_dir / "input"
+        input_dir.mkdir()
+        collected: dict[int, list[EmittedRow]] = {}
+
+        def sink(batch_df: Any, batch_id: int) -> None:
+            collected[batch_id] = [tuple(row) for row in batch_df.collect()]
+
+        apply_session_confs(spark, scenario.base.policy)
+        step_of_batch: dict[int, int | None] = {}
+        progress: list[Any] = []
+        clock = time.time()
+        for run in scenario.runs:
+            frame = build_query_frame(spark, scenario.base, input_dir, max_files_per_trigger=1)
+            writer = (
+                frame.writeStream.outputMode(scenario.base.output_mode)
+                .foreachBatch(sink)
+                .option("checkpointLocation", str(base_dir / "checkpoint"))
+                .queryName(f"restart_{scenario.seed}")
+            )
+            steps = range(run.first_step, run.end_step)
+            if run.kind == "live":
+                mapped, run_progress = feed_steps(writer.start(), input_dir, scenario, collected, steps)
+                step_of_batch.update(mapped)
+                progress.extend(run_progress)
+                continue
+            for step in steps:
+                write_step_file(input_dir, scenario, step)
+                # the file source orders waiting files by modification time
+                os.utime(input_dir / f"step{step:03d}.json", (clock + step, clock + step))
+            before = set(collected)
+            query = writer.trigger(**({"once": True} if run.kind == "once" else {"availableNow": True})).start()
+            try:
+                query.awaitTermination()
+                run_progress = list(query.recentProgress)
+            finally:
+                query.stop()
+            progress.extend(run_progress)
+            rows_of = {p.batchId: int(p.numInputRows) for p in run_progress if "addBatch" in (p.durationMs or {})}
+            pending = list(steps)
+            for batch_id in sorted(set(collected) - before):
+                step_of_batch[batch_id] = pending.pop(0) if rows_of.get(batch_id, 0) > 0 and pending else None
+        run_ = SparkRun(scenario_seed=scenario.seed)
+        run_.batches = assemble(collected, step_of_batch, progress)
+        check_one_batch_per_step(run_, scenario.base)
+        run_.seconds = time.perf_counter() - started
+        return run_
+    finally:
+        shutil.rmtree(base_dir, ignore_errors=True)
+
+
+def restart_engine_views(scenario: RestartScenario) -> list[BatchView]:
+    """The engine's replay of the scenario under its run schedule, as batch views."""
+    from monitor.watermark.restart import replay_runs
+    from tests.differential.engine_adapter import engine_config, engine_events, replay_views
+
+    result = replay_runs(engine_events(scenario.base), engine_config(scenario.base), engine_runs(scenario))
+    return replay_views(scenario.base, result.replay)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    from tests.differential.compare import BatchView, compare, render, spark_views
+    from tests.differential.seeds import Harness, arguments, run_seeds
+    from tests.differential.spark_runner import SparkRun, format_batches
+
+    args = arguments(__doc__, 20).parse_args(argv)
+    harness: Harness[RestartScenario, SparkRun, list[BatchView]] = Harness(
+        what="restart scenarios",
+        label=lambda s: f"{s.base.policy} inputs={len(s.base.inputs)} {s.schedule()}",
+        run_spark=run_restart_scenario, spark_views=lambda run, s: spark_views(run, s.base),
+        engine_views=restart_engine_views, compare=compare, render=render,
+        describe=RestartScenario.describe, spark_batches=lambda run: format_batches(run.batches),
+    )  # fmt: skip
+    seeds = range(args.seed_start, args.seed_start + args.count)
+    return run_seeds(
+        harness, [(s, generate_restart(s)) for s in seeds], spark_only=args.spark_only, verbose=args.verbose
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
