@@ -26,7 +26,10 @@ def drive_live(rt: WatermarkRuntime, plan: BatchPlan, record: Callable[[BatchRes
     """One query that runs from the first batch to the last: each data batch of ``plan``, then a
     no-data batch where the plan is idle after it and Spark would run one
     (``MicroBatchExecution.constructNextBatch``)."""
-    drive(rt, plan, record)
+    for j in range(len(plan)):
+        record(rt.run_data_batch(plan.rows(j), plan.times_ms[j]))
+        if plan.idle_after[j] and rt.needs_no_data_batch():
+            record(rt.run_no_data_batch(plan.idle_time_ms[j]))
 
 
 def replay(

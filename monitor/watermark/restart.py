@@ -122,7 +122,10 @@ class _Driver:
             data = rt.run_data_batch(plan.rows(j), plan.times_ms[j])
             record(data)
             last_of_run = (
-                j + 1 == len(plan) or (j + 1) in self.starts or kind == "once" or data.batch_id in self.stop_after
+                j + 1 == len(plan)
+                or (j + 1) in self.starts
+                or kind == "once"
+                or data.batch_id in self.stop_after
             )
             if kind == "live":
                 may_run = bool(plan.idle_after[j]) and data.batch_id not in self.stop_after
@@ -301,9 +304,11 @@ def restart_impact(with_restarts: RestartReplay, without: Replay) -> RestartImpa
         if not lower:
             continue
         j0, b0 = lower[0]
-        waiting = tuple(
-            name for name, wm in (stretch[0][1].source_watermarks_ms or {}).items() if wm is None
-        ) if stretch else ()
+        waiting = (
+            tuple(name for name, wm in (stretch[0][1].source_watermarks_ms or {}).items() if wm is None)
+            if stretch
+            else ()
+        )
         held.append(
             HeldBack(
                 restart=restart,

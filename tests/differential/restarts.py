@@ -162,14 +162,18 @@ def run_restart_scenario(spark: SparkSession, scenario: RestartScenario) -> Spar
                 # the file source orders waiting files by modification time
                 os.utime(input_dir / f"step{step:03d}.json", (clock + step, clock + step))
             before = set(collected)
-            query = writer.trigger(**({"once": True} if run.kind == "once" else {"availableNow": True})).start()
+            query = writer.trigger(
+                **({"once": True} if run.kind == "once" else {"availableNow": True})
+            ).start()
             try:
                 query.awaitTermination()
                 run_progress = list(query.recentProgress)
             finally:
                 query.stop()
             progress.extend(run_progress)
-            rows_of = {p.batchId: int(p.numInputRows) for p in run_progress if "addBatch" in (p.durationMs or {})}
+            rows_of = {
+                p.batchId: int(p.numInputRows) for p in run_progress if "addBatch" in (p.durationMs or {})
+            }
             pending = list(steps)
             for batch_id in sorted(set(collected) - before):
                 step_of_batch[batch_id] = pending.pop(0) if rows_of.get(batch_id, 0) > 0 and pending else None
@@ -193,9 +197,9 @@ def restart_engine_views(scenario: RestartScenario) -> list[BatchView]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
-    from tests.differential.compare import BatchView, compare, render, spark_views
+    from tests.differential.compare import compare, render, spark_views
     from tests.differential.seeds import Harness, arguments, run_seeds
-    from tests.differential.spark_runner import SparkRun, format_batches
+    from tests.differential.spark_runner import format_batches
 
     args = arguments(__doc__, 20).parse_args(argv)
     harness: Harness[RestartScenario, SparkRun, list[BatchView]] = Harness(
