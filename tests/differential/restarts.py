@@ -35,7 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.differential.scenarios import EventRow, Scenario, generate
+from tests.differential.scenarios import (
+    BASE_US,
+    EventRow,
+    InputSpec,
+    Scenario,
+    WindowSpec,
+    generate,
+    us_to_iso,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,6 +114,73 @@ def generate_restart(seed: int) -> RestartScenario:
         else:
             runs.append(RunSpec(kind, first, end))
     return RestartScenario(base=base, runs=tuple(runs))
+
+
+def _hand(
+    seed: int,
+    policy: str,
+    delays: dict[str, int],
+    steps: list[dict[str, list[float]]],
+    runs: str,
+    window_ms: int,
+) -> RestartScenario:
+    """A hand-made scenario: ``steps[i][input]`` = event times (seconds after ``BASE_US``) of step ``i``;
+    ``runs`` = ``"live:0-1,once:2,available_now:3-4"``; a tumbling window count, append mode."""
+    inputs = tuple(
+        InputSpec(
+            name=name,
+            delay_ms=delay_ms,
+            steps=tuple(
+                tuple(EventRow(us_to_iso(BASE_US + int(t * 1_000_000)), "k") for t in step.get(name, []))
+                for step in steps
+            ),
+        )
+        for name, delay_ms in delays.items()
+    )
+    base = Scenario(
+        seed=seed,
+        inputs=inputs,
+        operation=WindowSpec("tumbling", window_ms, None, False),
+        output_mode="append",
+        policy=policy,  # type: ignore[arg-type]
+    )
+    specs = []
+    for part in runs.split(","):
+        kind, _, span = part.partition(":")
+        first, _, last = span.partition("-")
+        specs.append(RunSpec(kind, int(first), int(last or first) + 1))
+    return RestartScenario(base=base, runs=tuple(specs))
+
+
+#: Two inputs, ``a`` (delay 0) and ``b`` (delay 5 s), 5 s tumbling windows: after step 1 ``a`` is at 20 s
+#: and ``b`` at 25 s; step 2 has rows of ``a`` only, step 3 a row at 22 s (window [20 s, 25 s)).
+_TWO_INPUTS = [
+    {"a": [10], "b": [12]},
+    {"a": [20], "b": [30]},
+    {"a": [31]},
+    {"a": [22, 41], "b": [45]},
+]
+
+
+def hand_restart_scenarios() -> list[RestartScenario]:
+    """The hand-made restart cases (seeds 900101-), recorded in FINDINGS.md R1-R4 and written out as
+    expected values in tests/unit/test_engine_restart.py."""
+    delays = {"a": 0, "b": 5_000}
+    one = [{"a": [1, 7]}, {"a": [12]}, {"a": [13]}]
+    return [
+        # R1: min policy, restart after step 1's run: per-input watermarks lost, b holds the watermark
+        _hand(900101, "min", delays, _TWO_INPUTS, "live:0-1,live:2-3", 5_000),
+        # the same without a restart (the baseline the restart is compared with)
+        _hand(900102, "min", delays, _TWO_INPUTS, "live:0-3", 5_000),
+        # R2: max policy, same restart
+        _hand(900103, "max", delays, _TWO_INPUTS, "live:0-1,live:2-3", 5_000),
+        # R3: Trigger.Once then live: stopped between a data batch and its no-data batch
+        _hand(900104, "min", {"a": 0}, one, "once:0,live:1-2", 5_000),
+        # R4: the two-input steps as AvailableNow runs
+        _hand(900105, "min", delays, _TWO_INPUTS, "available_now:0-1,available_now:2-3", 5_000),
+        # R4: the same as Trigger.Once runs
+        _hand(900106, "min", delays, _TWO_INPUTS, "once:0,once:1,once:2,once:3", 5_000),
+    ]
 
 
 def engine_runs(scenario: RestartScenario) -> list[QueryRun]:
@@ -201,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     from tests.differential.seeds import Harness, arguments, run_seeds
     from tests.differential.spark_runner import format_batches
 
-    args = arguments(__doc__, 20).parse_args(argv)
+    parser = arguments(__doc__, 20)
+    parser.add_argument("--hand", action="store_true", help="run the hand-made scenarios (900101-) only")
+    args = parser.parse_args(argv)
     harness: Harness[RestartScenario, SparkRun, list[BatchView]] = Harness(
         what="restart scenarios",
         label=lambda s: f"{s.base.policy} inputs={len(s.base.inputs)} {s.schedule()}",
@@ -210,8 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         describe=RestartScenario.describe, spark_batches=lambda run: format_batches(run.batches),
     )  # fmt: skip
     seeds = range(args.seed_start, args.seed_start + args.count)
+    scenarios = hand_restart_scenarios() if args.hand else [generate_restart(s) for s in seeds]
     return run_seeds(
-        harness, [(s, generate_restart(s)) for s in seeds], spark_only=args.spark_only, verbose=args.verbose
+        harness, [(s.seed, s) for s in scenarios], spark_only=args.spark_only, verbose=args.verbose
     )
 
 
