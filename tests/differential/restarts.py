@@ -270,6 +270,45 @@ def restart_engine_views(scenario: RestartScenario) -> list[BatchView]:
     return replay_views(scenario.base, result.replay)
 
 
+def model_check(seeds: range) -> dict[str, list[int]]:
+    """Which seeds the restart model matters for (engine only, no Spark): the seeds whose views differ
+    from a replay with no restart at all (``no_restart``), from a restart that keeps the per-input
+    watermarks (``keeps_input_watermarks``), and from a restart that runs the pending no-data batch
+    (``runs_pending_no_data``). A seed listed under a variant would fail the comparison with Spark had
+    the engine modelled restarts that way."""
+    from unittest import mock
+
+    from monitor.watermark import WatermarkRuntime, replay
+    from tests.differential.engine_adapter import engine_config, engine_events, replay_views
+
+    restart = WatermarkRuntime.restart
+
+    def keeps(self: WatermarkRuntime) -> dict[str, int | None]:
+        lost = restart(self)
+        self._source_wm = list(lost.values())
+        return lost
+
+    def pending(self: WatermarkRuntime) -> dict[str, int | None]:
+        lost = restart(self)
+        self._ran_since_start = True
+        return lost
+
+    found: dict[str, list[int]] = {"no_restart": [], "keeps_input_watermarks": [], "runs_pending_no_data": []}
+    for seed in seeds:
+        scenario = generate_restart(seed)
+        ours = restart_engine_views(scenario)
+        plain = replay_views(
+            scenario.base, replay(engine_events(scenario.base), engine_config(scenario.base))
+        )
+        if plain != ours:
+            found["no_restart"].append(seed)
+        for name, variant in (("keeps_input_watermarks", keeps), ("runs_pending_no_data", pending)):
+            with mock.patch.object(WatermarkRuntime, "restart", variant):
+                if restart_engine_views(scenario) != ours:
+                    found[name].append(seed)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     from tests.differential.compare import compare, render, spark_views
@@ -278,7 +317,17 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = arguments(__doc__, 20)
     parser.add_argument("--hand", action="store_true", help="run the hand-made scenarios (900101-) only")
+    parser.add_argument(
+        "--model-check",
+        action="store_true",
+        help="engine only: the seeds each other restart model would fail",
+    )
     args = parser.parse_args(argv)
+    if args.model_check:
+        found = model_check(range(args.seed_start, args.seed_start + args.count))
+        for name, listed in found.items():
+            print(f"{name}: {len(listed)} of {args.count} seeds differ: {listed}")
+        return 0
     harness: Harness[RestartScenario, SparkRun, list[BatchView]] = Harness(
         what="restart scenarios",
         label=lambda s: f"{s.base.policy} inputs={len(s.base.inputs)} {s.schedule()}",
