@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = arguments(__doc__, 20)
     parser.add_argument("--hand", action="store_true", help="run the hand-made scenarios (900101-) only")
+    parser.add_argument("--seeds", help="run exactly these seeds, e.g. 3,19,145 (instead of --count)")
     parser.add_argument(
         "--model-check",
         action="store_true",
@@ -336,7 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         describe=RestartScenario.describe, spark_batches=lambda run: format_batches(run.batches),
     )  # fmt: skip
     seeds = range(args.seed_start, args.seed_start + args.count)
-    scenarios = hand_restart_scenarios() if args.hand else [generate_restart(s) for s in seeds]
+    if args.seeds:
+        seeds = range(0)
+        scenarios = [generate_restart(int(s)) for s in args.seeds.split(",")]
+    else:
+        scenarios = hand_restart_scenarios() if args.hand else [generate_restart(s) for s in seeds]
     return run_seeds(
         harness, [(s.seed, s) for s in scenarios], spark_only=args.spark_only, verbose=args.verbose
     )
