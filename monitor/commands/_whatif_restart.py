@@ -131,20 +131,28 @@ def impact_text(
                 f"    watermark held back for {h.data_batches} data batch(es) from batch {h.first_batch_id} "
                 f"({T.iso(h.watermark_ms)} instead of {T.iso(h.watermark_without_restarts_ms)}){why}"
             )
-    lines.append("What the restarts changed (against one query that never stopped, same batches):")
+    changed = "the restarts changed" if kind == "live" else "these runs changed"
+    lines.append(f"What {changed} (against one live query that never stopped, same data batches):")
     lines.append(
-        f"  rows dropped as late: {impact.dropped_rows} with restarts, {impact.dropped_rows_without_restarts} "
-        f"without; {len(impact.dropped_only_with_restarts)} dropped only because of the restarts"
+        f"  rows dropped as late: {impact.dropped_rows} here, {impact.dropped_rows_without_restarts} in one "
+        f"live query; {len(impact.dropped_only_with_restarts)} dropped only here"
         + _lines(impact.dropped_only_with_restarts, events)
-        + f", {len(impact.kept_only_with_restarts)} kept only because of them"
+        + f", {len(impact.kept_only_with_restarts)} kept only here"
         + _lines(impact.kept_only_with_restarts, events)
     )
     lines.append(
-        f"  windows/rows emitted: {impact.windows_emitted} with restarts, {impact.windows_emitted_without_restarts} "
-        f"without; no-data batches: {impact.no_data_batches} with, {impact.no_data_batches_without_restarts} without"
+        f"  windows/rows emitted: {impact.windows_emitted} here, {impact.windows_emitted_without_restarts} in one "
+        f"live query; no-data batches: {impact.no_data_batches} here, "
+        f"{impact.no_data_batches_without_restarts} in one live query"
     )
+    if kind != "live" and impact.kept_only_with_restarts:
+        lines.append(
+            "  with data batches back to back (no no-data batch between them) each batch filters late rows "
+            "against the watermark of the data batch before it, one step behind a live query's: rows a live "
+            "query drops are counted"
+        )
     if not impact.held_back and not skipped and not impact.dropped_only_with_restarts:
-        lines.append("  nothing else: the restarts did not hold the watermark back or skip a no-data batch")
+        lines.append("  no restart held the watermark back or skipped a no-data batch")
         return lines
     lines.append("What to do:")
     if impact.held_back and config.policy == "min":

@@ -308,10 +308,10 @@ def restart_impact(with_restarts: RestartReplay, without: Replay) -> RestartImpa
         if not lower:
             continue
         j0, b0 = lower[0]
+        # the inputs still without a watermark after the batch before the first held-back one
+        before = [b for b in ours.batches if restart.first_batch_id <= b.batch_id < b0.batch_id]
         waiting = (
-            tuple(name for name, wm in (stretch[0][1].source_watermarks_ms or {}).items() if wm is None)
-            if stretch
-            else ()
+            tuple(n for n, wm in before[-1].source_watermarks_ms.items() if wm is None) if before else ()
         )
         held.append(
             HeldBack(

@@ -246,8 +246,8 @@ def test_whatif_restart_text_says_what_was_lost_and_what_it_changed(
         "2026-01-01T00:00:25Z): input b had no rows since the restart and counts as 0 under policy min"
     ) in out
     assert (
-        "  rows dropped as late: 0 with restarts, 1 without; 0 dropped only because of the restarts, "
-        "1 kept only because of them (lines 7)"
+        "  rows dropped as late: 0 here, 1 in one live query; 0 dropped only here, "
+        "1 kept only here (lines 7)"
     ) in out
     assert "under policy min, every restart holds the watermark until each input has rows again" in out
 
