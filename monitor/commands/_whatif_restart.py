@@ -24,9 +24,9 @@ __all__ = ["RestartOptions", "parse_restart_options", "restart_report"]
 #: ``--run-kind`` values and the engine's names for them.
 _KINDS: dict[str, RunKind] = {"live": "live", "available-now": "available_now", "once": "once"}
 _KIND_WORDS = {
-    "live": "one live query (default trigger)",
+    "live": "live runs with the default trigger",
     "available_now": "Trigger.AvailableNow runs",
-    "once": "Trigger.Once runs (one batch per run)",
+    "once": "Trigger.Once runs, one batch each",
 }
 
 
@@ -100,7 +100,7 @@ def impact_text(
 ) -> list[str]:
     """The restarts, one paragraph each, then what they changed and what to do."""
     n = len(impact.restarts)
-    lines = [f"Restarts: {n} ({_KIND_WORDS[kind]}; each restart starts a new query on the same checkpoint)"]
+    lines = [f"Restarts: {n}, {_KIND_WORDS[kind]}; each restart starts a new query on the same checkpoint"]
     held_by_restart = {h.restart.after_batch_id: h for h in impact.held_back}
     skipped = 0
     for r in impact.restarts:
