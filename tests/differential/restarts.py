@@ -180,6 +180,8 @@ def hand_restart_scenarios() -> list[RestartScenario]:
         _hand(900105, "min", delays, _TWO_INPUTS, "available_now:0-1,available_now:2-3", 5_000),
         # R4: the same as Trigger.Once runs
         _hand(900106, "min", delays, _TWO_INPUTS, "once:0,once:1,once:2,once:3", 5_000),
+        # R4: stopped right after step 1's data batch (a Once run), before its no-data batch
+        _hand(900107, "min", delays, _TWO_INPUTS, "live:0,once:1,live:2-3", 5_000),
     ]
 
 

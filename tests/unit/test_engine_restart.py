@@ -173,16 +173,20 @@ def test_once_runs_never_run_a_no_data_batch() -> None:
 
 
 def test_restart_after_a_data_batch_skips_its_no_data_batch() -> None:
-    # Restart after batch 2 (step 1's data batch, before the no-data batch 3 of NO_RESTART): the
-    # restarted query's first batch is step 2's data batch, with the checkpointed 20 s.
+    # Spark 900107 (runs live:0, once:1, live:2-3: stopped right after step 1's data batch 2, before
+    # the no-data batch 3 of NO_RESTART): the restarted query's first batch is step 2's data batch with
+    # the checkpointed 20 s; it emits window [10 s, 15 s) with its rows; b is then held at 0 (R1).
     s = SCENARIOS[900101].base
     result = replay_restarting(engine_events(s), engine_config(s), [2])
-    assert [(b.batch_id, b.kind, b.watermark_ms) for b in result.replay.batches][:4] == [
-        (0, "data", 0),
-        (1, "no-data", _at(7)),
-        (2, "data", _at(7)),
-        (3, "data", _at(20)),
+    assert _table(result.replay) == [
+        (0, "data", 0, 0),
+        (1, "no-data", _at(7), 0),
+        (2, "data", _at(7), 0),
+        (3, "data", _at(20), 0),
+        (4, "data", _at(20), 0),
+        (5, "no-data", _at(40), 0),
     ]
+    assert _windows(result.replay) == [(3, _at(10), 2), (5, _at(20), 2), (5, _at(30), 2)]
     assert result.restarts[0].skipped_no_data_batch is True
 
 
@@ -246,8 +250,7 @@ def test_whatif_restart_text_says_what_was_lost_and_what_it_changed(
         "2026-01-01T00:00:25Z): input b had no rows since the restart and counts as 0 under policy min"
     ) in out
     assert (
-        "  rows dropped as late: 0 here, 1 in one live query; 0 dropped only here, "
-        "1 kept only here (lines 7)"
+        "  rows dropped as late: 0 here, 1 in one live query; 0 dropped only here, 1 kept only here (lines 7)"
     ) in out
     assert "under policy min, every restart holds the watermark until each input has rows again" in out
 
