@@ -458,6 +458,8 @@ def dispatch_flink(engine: str, params: Mapping[str, Any]) -> bool:
         "--join": params.get("join") is not None,
         "--join-inputs": params.get("join_inputs") is not None,
         "--then-window": bool(params.get("then_window")),
+        "--restart-after": params.get("restart_after") is not None,
+        "--run-kind": params.get("run_kind", "live") != "live",
     }
     opts = FlinkOptions(
         allowed_lateness=params.get("allowed_lateness"),

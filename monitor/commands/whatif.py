@@ -36,6 +36,7 @@ from typing import Annotated, Any, TextIO
 import typer
 
 from monitor.commands import _whatif_ops as O
+from monitor.commands import _whatif_restart as R
 from monitor.commands import _whatif_text as T
 from monitor.durations import parse_duration_list_ms, parse_duration_ms, parse_optional_duration_ms
 from monitor.errors import InputError
@@ -350,11 +351,13 @@ def run_whatif(
     delay_given: bool = True,
     chain: ChainConfig | None = None,
     default_delay_given: bool = True,
+    restarts: R.RestartOptions | None = None,
 ) -> None:
     """Load the events, replay with ``engine``'s rules and print (text or JSON) to ``out``.
 
     ``config.join`` set: the stream-stream join's report; ``chain``: the chain's (``chain.first`` is then
     ``config``); ``default_delay_given``: ``--delay`` had a duration for the inputs it does not name.
+    ``restarts``: replay with the query restarted / run as AvailableNow or Once runs (:mod:`._whatif_restart`).
 
     Raises:
         InputError (subclasses): bad file, columns, units or options (one line; exit code 2).
@@ -373,6 +376,13 @@ def run_whatif(
             )
         if config.join is not None or chain is not None:
             raise WhatifUsageError(f"{flag} is not available with {'--join' if chain is None else '--then-window'}")
+    if restarts is not None and (
+        sweep_delays is not None or target_completeness is not None or config.join is not None or chain is not None
+    ):
+        raise WhatifUsageError(
+            "--restart-after / --run-kind replay one query; they do not combine with --sweep, "
+            "--target-completeness, --join or --then-window yet"
+        )
     events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
     if events.batch is not None and config.trigger_ms is not None:
         raise WhatifUsageError(
@@ -397,6 +407,8 @@ def run_whatif(
         part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
     elif chain is not None:
         part, lines = O.chain_report(events, chain, plan, show_batches=show_batches, show_late=show_late)
+    elif restarts is not None:
+        part, lines = R.restart_report(events, config, plan, restarts, show_batches=show_batches, show_late=show_late)
     else:
         part, lines = _spark_report(
             events,
@@ -515,6 +527,12 @@ def register(app: typer.Typer) -> None:
             "--allow-multiple/--no-allow-multiple",
             help="Chain: spark.sql.streaming.statefulOperator.allowMultiple.",
         ),
+        restart_after: str | None = typer.Option(
+            None, "--restart-after", help="Restart the query on its checkpoint after these batch ids, e.g. 12,40."
+        ),
+        run_kind: str = typer.Option(
+            "live", "--run-kind", help="live (default trigger), available-now or once (one Trigger run per batch)."
+        ),
     ) -> None:
         """Replay EVENTS through Spark's watermark rules: late rows, emitted windows, state, latency."""
         from monitor.commands._whatif_flink import dispatch_flink  # the Flink mode's glue
@@ -563,4 +581,5 @@ def register(app: typer.Typer) -> None:
             delay_given=delay is not None,
             chain=chain,
             default_delay_given=delay is None or parse_delays(delay)[0] is not None,
+            restarts=R.parse_restart_options(restart_after, run_kind),
         )

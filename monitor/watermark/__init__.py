@@ -111,6 +111,17 @@ batch for a join without a range condition (its state never shrinks). Checked ag
 (tests/differential/joins_*, FINDINGS.md J1-J5) and Spark's join suites
 (tests/unit/test_engine_join_suites.py).
 
+Restarts and run kinds (:mod:`monitor.watermark.restart`)::
+
+    replay_runs(events, config, [QueryRun("live", 2), QueryRun("once", 1), QueryRun("available_now", 3)])
+    replay_restarting(events, config, restart_after=[12, 40], kind="live")   # -> RestartReplay
+    restart_impact(with_restarts, replay(events, config))                    # what the restarts changed
+
+A restart (``WatermarkRuntime.restart``) keeps the global watermark, the late filter's previous-batch
+watermark and the state, loses the per-input watermarks (not checkpointed) and runs no no-data batch
+before the new query's first batch; ``Trigger.Once`` runs never run one, ``Trigger.AvailableNow`` runs
+one at the end of each run. Checked against PySpark 4.3.0 (tests/differential/restarts.py, FINDINGS.md R1-R5).
+
 Flink mode: :mod:`monitor.watermark.flink` (``replay_flink(events, FlinkConfig(...))``) replays the same
 ``EventsTable`` through Flink 2.3's rules (per-split bounded-out-of-orderness watermarks, idleness,
 ``WindowOperator`` with allowed lateness); it shares the window specs, the input loading and the window

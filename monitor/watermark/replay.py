@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -11,10 +13,23 @@ from monitor.watermark.plan import BatchPlan, plan_batches
 from monitor.watermark.results import BatchCountStats, BatchResult, LatencyStats, Replay, Summary
 from monitor.watermark.runtime import WatermarkRuntime
 
-__all__ = ["replay"]
+__all__ = ["Drive", "drive_live", "replay"]
 
 I64 = npt.NDArray[np.int64]
 _NONE = np.zeros(0, dtype=np.int64)
+
+#: Runs the plan's batches on the runtime and hands each result to the callback, in batch-id order.
+Drive = Callable[[WatermarkRuntime, BatchPlan, Callable[[BatchResult], None]], None]
+
+
+def drive_live(rt: WatermarkRuntime, plan: BatchPlan, record: Callable[[BatchResult], None]) -> None:
+    """One query that runs from the first batch to the last: each data batch of ``plan``, then a
+    no-data batch where the plan is idle after it and Spark would run one
+    (``MicroBatchExecution.constructNextBatch``)."""
+    for j in range(len(plan)):
+        record(rt.run_data_batch(plan.rows(j), plan.times_ms[j]))
+        if plan.idle_after[j] and rt.needs_no_data_batch():
+            record(rt.run_no_data_batch(plan.idle_time_ms[j]))
 
 
 def replay(
@@ -24,6 +39,7 @@ def replay(
     plan: BatchPlan | None = None,
     late_filter_uses_previous_batch: bool = True,
     keep: npt.NDArray[np.bool_] | None = None,
+    drive: Drive = drive_live,
 ) -> Replay:
     """Replay ``events`` through the query described by ``config``, as Spark would run it.
 
@@ -36,6 +52,8 @@ def replay(
         keep: optional bool per event: ``False`` rows are removed by a ``filter`` placed before
             ``withWatermark`` (they are read, count in ``input_rows``, and never reach the watermark);
             what-if uses it to replay "without these rows".
+        drive: how the query runs the plan (default :func:`drive_live`, one query from start to end;
+            :mod:`monitor.watermark.restart` passes one that stops and restarts it).
 
     Returns:
         :class:`~monitor.watermark.Replay` with one :class:`~monitor.watermark.BatchResult` per batch
@@ -73,10 +91,7 @@ def replay(
                 events.source_codes[op.late_rows], minlength=len(events.source_names)
             )
 
-    for j in range(len(plan)):
-        record(rt.run_data_batch(plan.rows(j), plan.times_ms[j]))
-        if plan.idle_after[j] and rt.needs_no_data_batch():
-            record(rt.run_no_data_batch(plan.idle_time_ms[j]))
+    drive(rt, plan, record)
 
     # latencies of final results
     proc: list[I64] = []

@@ -76,6 +76,7 @@ class WatermarkRuntime:
             raise ValueError(f"keep has {len(keep)} entries for {len(events)} events")
         self._keep = keep
         self._last_op: OpResult | None = None
+        self._ran_since_start = False  # MicroBatchExecutionContext.previousContext is set
 
     @property
     def watermark_ms(self) -> int:
@@ -115,11 +116,32 @@ class WatermarkRuntime:
         """Whether Spark would run a no-data batch now if no new data were available."""
         return (
             self.config.no_data_batches
+            and self._ran_since_start
             and self._last_batch_wm is not None
             and self._wm > self._last_batch_wm
             # a stream-stream join without a state watermark never runs one (shouldRunAnotherBatch)
             and bool(getattr(self._op, "evicts_state", True))
         )
+
+    def restart(self) -> dict[str, int | None]:
+        """Stop the query after the last batch and start it again on the same checkpoint.
+
+        Follows Spark's ``MicroBatchExecution.populateStartOffsets`` (3.5-4.x): the global watermark
+        comes back from the checkpoint (``max`` of the offset log's ``batchWatermarkMs`` and the commit
+        log's ``nextBatchWatermarkMs``: :attr:`watermark_ms` is kept), the late-row filter of the next
+        batch reads the offset log of the batch before it (kept), operator state is restored (kept),
+        but a new ``WatermarkTracker`` starts with no per-input watermark: each input counts as 0
+        (``min`` policy: the global watermark cannot move until every input has had rows again) and its
+        next rows set its watermark as is, even below the one it had. Until a batch has run in the new
+        query there is no previous execution, so no no-data batch runs (``previousContext`` is empty).
+
+        Returns:
+            the per-input watermarks (epoch ms, ``None``: never set) the restart forgot, by input name.
+        """
+        lost = {n: w for n, w in zip(self._names, self._source_wm, strict=True)}
+        self._source_wm = [None] * len(self._names)
+        self._ran_since_start = False
+        return lost
 
     def run_data_batch(self, rows: I64, processing_time_ms: int | None = None) -> BatchResult:
         """Run one data batch over ``rows`` (indices into the events).
@@ -162,6 +184,7 @@ class WatermarkRuntime:
         self._update_watermark(rows)
         self._last_batch_wm = batch_wm
         self._last_op = res
+        self._ran_since_start = True
         bid = self._batch_id
         self._batch_id += 1
         return BatchResult(

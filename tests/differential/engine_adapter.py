@@ -21,6 +21,7 @@ from monitor.watermark import (
     Dedup,
     EventsTable,
     LateRows,
+    Replay,
     Session,
     Sliding,
     Tumbling,
@@ -86,7 +87,12 @@ def engine_events(scenario: Scenario) -> EventsTable:
 
 def engine_views(scenario: Scenario) -> list[BatchView]:
     """Runs the engine on the scenario and returns one :class:`BatchView` per batch it ran."""
-    result = replay(engine_events(scenario), engine_config(scenario))
+    return replay_views(scenario, replay(engine_events(scenario), engine_config(scenario)))
+
+
+def replay_views(scenario: Scenario, result: Replay) -> list[BatchView]:
+    """One :class:`BatchView` per batch of an engine replay of ``scenario`` (its data batches read the
+    steps in order)."""
     flat_rows = [
         (row.key, row.event_time_us)
         for step in range(scenario.step_count)

@@ -128,12 +128,19 @@ def watermark_iso_to_ms(text: str) -> int:
     return iso_to_us(text) // 1_000
 
 
-def build_query_frame(spark: SparkSession, scenario: Scenario, input_dir: Path) -> DataFrame:
+def build_query_frame(
+    spark: SparkSession, scenario: Scenario, input_dir: Path, *, max_files_per_trigger: int | None = None
+) -> DataFrame:
     """The streaming DataFrame for ``scenario``: watermarked inputs, union, operation, normalised
-    output columns. Raises ValueError for an operation it does not know."""
+    output columns. ``max_files_per_trigger`` sets the file source's ``maxFilesPerTrigger`` (one step
+    file per batch when several wait, e.g. in a ``Trigger.AvailableNow`` run). Raises ValueError for an
+    operation it does not know."""
     from pyspark.sql import functions as F
 
-    source = spark.readStream.schema("input STRING, key STRING, event_time TIMESTAMP").json(str(input_dir))
+    reader = spark.readStream.schema("input STRING, key STRING, event_time TIMESTAMP")
+    if max_files_per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
+    source = reader.json(str(input_dir))
     union: DataFrame | None = None
     for spec in scenario.inputs:
         one = (
@@ -177,9 +184,9 @@ def build_query_frame(spark: SparkSession, scenario: Scenario, input_dir: Path) 
     raise ValueError(f"unknown operation {operation!r}")
 
 
-def _write_step_file(input_dir: Path, scenario: Scenario, step: int) -> None:
+def write_step_file(input_dir: Path, scenario: Any, step: int) -> None:
     """Writes one step's rows as one JSON-lines file, atomically (hidden temp name, then rename;
-    the file source ignores names starting with a dot)."""
+    the file source ignores names starting with a dot). ``scenario`` needs ``step_rows``."""
     temp = input_dir / f".step{step:03d}.tmp"
     with temp.open("w", encoding="utf-8") as handle:
         for name, row in scenario.step_rows(step):
@@ -188,16 +195,21 @@ def _write_step_file(input_dir: Path, scenario: Scenario, step: int) -> None:
 
 
 def feed_steps(
-    query: Any, input_dir: Path, scenario: Any, collected: dict[int, list[EmittedRow]]
+    query: Any,
+    input_dir: Path,
+    scenario: Any,
+    collected: dict[int, list[EmittedRow]],
+    steps: range | None = None,
 ) -> tuple[dict[int, int | None], list[Any]]:
     """Writes each step's file and waits for Spark to process it (``processAllAvailable``), then stops
     ``query``. Returns which step each batch read (``None``: a no-data batch) and the query's progress
-    list. ``scenario`` needs ``step_count`` and ``step_rows``; ``collected`` is filled by the query's sink."""
+    list. ``scenario`` needs ``step_count`` and ``step_rows``; ``collected`` is filled by the query's sink.
+    ``steps``: the steps to feed (default all; a restarted query on the same checkpoint is fed the rest)."""
     step_of_batch: dict[int, int | None] = {}
     try:
-        for step in range(scenario.step_count):
+        for step in range(scenario.step_count) if steps is None else steps:
             before = set(collected)
-            _write_step_file(input_dir, scenario, step)
+            write_step_file(input_dir, scenario, step)
             query.processAllAvailable()
             new_ids = sorted(set(collected) - before)
             for batch_id in new_ids:
@@ -236,12 +248,7 @@ def run_scenario(
             # Exactly one action per batch: a second one would double the state metrics.
             collected[batch_id] = [tuple(row) for row in batch_df.collect()]
 
-        # Runtime SQL confs are set per query, in case another test module created the session
-        # (getOrCreate then returns it with that module's settings).
-        spark.conf.set("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
-        spark.conf.set("spark.sql.session.timeZone", "UTC")
-        spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-        spark.conf.set("spark.sql.streaming.multipleWatermarkPolicy", scenario.policy)
+        apply_session_confs(spark, scenario.policy)
         query = (
             frame.writeStream.outputMode(scenario.output_mode)
             .foreachBatch(sink)
@@ -251,19 +258,30 @@ def run_scenario(
         )
         step_of_batch, progress = feed_steps(query, input_dir, scenario, collected)
         run = SparkRun(scenario_seed=scenario.seed)
-        run.batches = _assemble(collected, step_of_batch, progress)
-        _check_one_batch_per_step(run, scenario)
+        run.batches = assemble(collected, step_of_batch, progress)
+        check_one_batch_per_step(run, scenario)
         run.seconds = time.perf_counter() - started
         return run
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _assemble(
+def apply_session_confs(spark: SparkSession, policy: str) -> None:
+    """Sets the runtime SQL confs every differential query runs with (per query, in case another test
+    module created the session: ``getOrCreate`` then returns it with that module's settings)."""
+    spark.conf.set("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+    spark.conf.set("spark.sql.streaming.multipleWatermarkPolicy", policy)
+
+
+def assemble(
     collected: dict[int, list[EmittedRow]],
     step_of_batch: dict[int, int | None],
     progress: list[Any],
 ) -> list[SparkBatch]:
+    """The recorded batches from the sink's rows, the step map and the progress list (of one or
+    more query runs on the same checkpoint). Raises RuntimeError for a batch without progress."""
     by_batch: dict[int, Any] = {}
     for item in progress:
         # Idle progress events repeat a batch id without running it; they lack durationMs.addBatch.
@@ -309,7 +327,8 @@ def _sort_key(row: EmittedRow) -> tuple[Any, ...]:
     return tuple((value is not None, value) for value in row)
 
 
-def _check_one_batch_per_step(run: SparkRun, scenario: Scenario) -> None:
+def check_one_batch_per_step(run: SparkRun, scenario: Scenario) -> None:
+    """Raises RuntimeError unless each step was read by exactly one data batch, with all its rows."""
     steps = [b.data_step for b in run.batches if b.data_step is not None]
     if steps != list(range(scenario.step_count)):
         raise RuntimeError(f"seed {scenario.seed}: data batches map to steps {steps}")
