@@ -173,9 +173,10 @@ def build_chain(
     )
 
 
-def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_given: bool) -> None:
+def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_given: bool) -> list[str]:
     """Check the input names of ``--delay NAME=`` and ``--join-inputs`` against the events' ``source``
-    column, and that every input has a delay.
+    column, and that every input has a delay. Returns notes for the report (a default delay that no
+    input uses).
 
     Raises:
         WhatifUsageError: naming the option and the input, and listing the inputs the events have.
@@ -203,6 +204,13 @@ def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_
                 f"bare duration for the inputs not named (e.g. --delay {next(iter(config.source_delays_ms))}="
                 f"{T.dur(next(iter(config.source_delays_ms.values())))},10m)"
             )
+        return []
+    if config.source_delays_ms and present and all(n in config.source_delays_ms for n in present):
+        return [
+            f"Note: --delay's default {T.dur(config.delay_ms)} applies to no input: every input "
+            f"({', '.join(present)}) has its own delay. It is not used."
+        ]
+    return []
 
 
 def build_config(
@@ -220,6 +228,7 @@ def build_config(
     group_by_key: bool,
     no_data_batches: bool,
     need_delay: bool,
+    backlog: bool = False,
     join: StreamJoin | None = None,
 ) -> WatermarkConfig:
     """Turn the command-line options into a :class:`WatermarkConfig` (through the one builder,
@@ -249,6 +258,7 @@ def build_config(
         max_rows_per_batch=max_rows_per_batch,
         group_by_key=group_by_key,
         no_data_batches=no_data_batches,
+        backlog=backlog,
         names=CLI_NAMES,
     )
 
@@ -297,7 +307,10 @@ def _spark_report(
     else:
         result = replay(events, config, plan=plan)
         doc.update(result.to_json())
-        text += ["", *T.batches_text(result, show_batches), "", *T.summary_text(result.summary)]
+        labels = T.batch_labels(result.batches, plan)
+        doc["no_data_batches"], basis = T.no_data_basis(plan, config, labels, result.batches)
+        shown = labels if plan.labels else None
+        text += ["", *basis, "", *T.batches_text(result, show_batches, shown), "", *T.summary_text(result.summary)]
         late = T.late_entries(result, events, show_late)
         doc["late_row_details"] = late
         total_late = sum(len(b.late_rows) for b in result.batches)
@@ -350,11 +363,14 @@ def run_whatif(
     delay_given: bool = True,
     chain: ChainConfig | None = None,
     default_delay_given: bool = True,
+    backlog_flag: str | None = None,
 ) -> None:
     """Load the events, replay with ``engine``'s rules and print (text or JSON) to ``out``.
 
     ``config.join`` set: the stream-stream join's report; ``chain``: the chain's (``chain.first`` is then
-    ``config``); ``default_delay_given``: ``--delay`` had a duration for the inputs it does not name.
+    ``config``); ``default_delay_given``: ``--delay`` had a duration for the inputs it does not name;
+    ``backlog_flag``: ``"--backlog"`` / ``"--caught-up"`` when given (an error with arrival times, which
+    decide instead).
 
     Raises:
         InputError (subclasses): bad file, columns, units or options (one line; exit code 2).
@@ -378,7 +394,12 @@ def run_whatif(
         raise WhatifUsageError(
             f"{events_path} has a 'batch' column, which fixes the batches: drop --trigger or the column"
         )
-    check_inputs(events, config, default_delay_given=default_delay_given)
+    if backlog_flag is not None and events.arrival_ms is not None:
+        raise WhatifUsageError(
+            f"{backlog_flag}: {events_path} has an arrival_time column, which decides whether data waited at "
+            f"each trigger; drop {backlog_flag}"
+        )
+    notes = check_inputs(events, config, default_delay_given=default_delay_given)
     plan = plan_batches(events, config)
     doc: dict[str, Any] = {
         "events": str(events_path),
@@ -391,7 +412,10 @@ def run_whatif(
         f"tidegauge whatif: {events_path} - {len(events)} rows; {engine}; {O.describe_query(config, chain)}",
         *T.bad_rows_text(events, 10),
         *T.mismatches_text(events, 10),
+        *notes,
     ]
+    if notes:
+        doc["notes"] = notes
     # one dispatch point per engine (only Spark's rules here) and query kind
     if config.join is not None:
         part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
@@ -408,6 +432,9 @@ def run_whatif(
             show_batches=show_batches,
             show_late=show_late,
         )
+    if "no_data_batches" not in part:  # the basis alone (a sweep, a join, a chain)
+        part["no_data_batches"], basis = T.no_data_basis(plan, config)
+        lines = ["", *basis, *lines]
     doc.update(part)
     text += lines
     if fmt == "json":
@@ -452,6 +479,12 @@ def register(app: typer.Typer) -> None:
             True,
             "--no-data-batches/--no-no-data-batches",
             help="spark.sql.streaming.noDataMicroBatches.enabled",
+        ),
+        backlog: bool | None = typer.Option(
+            None,
+            "--backlog/--caught-up",
+            help="Without arrival_time: the query started on these batches already waiting, one per trigger "
+            "(maxFilesPerTrigger=1), or (default) a live query caught up between them.",
         ),
         time_unit: str | None = typer.Option(None, "--time-unit", help="Unit of numeric times: s, ms or us."),
         time_column: str = typer.Option("event_time", "--time-column", help="Name of the event-time column."),
@@ -536,6 +569,7 @@ def register(app: typer.Typer) -> None:
             max_rows_per_batch=max_rows_per_batch,
             group_by_key=group_by_key,
             no_data_batches=no_data_batches,
+            backlog=bool(backlog),
             need_delay=sweep_delays is None and target is None,
             join=join_spec_,
         )
@@ -557,4 +591,5 @@ def register(app: typer.Typer) -> None:
             delay_given=delay is not None,
             chain=chain,
             default_delay_given=delay is None or parse_delays(delay)[0] is not None,
+            backlog_flag=None if backlog is None else "--backlog" if backlog else "--caught-up",
         )
