@@ -47,6 +47,7 @@ from monitor.watermark import (
     replay,
 )
 from monitor.watermark.chain import ChainConfig
+from monitor.watermark.config import Session
 from monitor.watermark.diagnose import advise_delay, diagnose
 from monitor.watermark.io import load_events
 from monitor.watermark.join import StreamJoin
@@ -112,7 +113,8 @@ def build_join(
     RIGHT.event_time + Y`` (Spark's ``StreamingSymmetricHashJoinExec``); X and Y may be negative.
 
     Raises:
-        WhatifUsageError: a join option without ``--join``, or ``--join`` without ``--join-inputs``.
+        WhatifUsageError: a join option without ``--join``, ``--join`` without ``--join-inputs``, or a range
+            that can never hold (``X + Y < 0``).
         WhatifConfigError / EngineConfigError / DurationError: a bad type, sides or bound (named).
     """
     if join is None:
@@ -128,13 +130,23 @@ def build_join(
         raise WhatifUsageError(
             "--join needs --join-inputs LEFT,RIGHT: the two inputs to join (values of the events' source column)"
         )
-    return join_spec(
+    spec = join_spec(
         join_type=join,
         inputs=join_inputs.split(","),
         lower_ms=_signed_duration_ms(join_lower, "--join-lower"),
         upper_ms=_signed_duration_ms(join_upper, "--join-upper"),
         names=CLI_NAMES,
     )
+    lo, up = spec.lower_ms, spec.upper_ms
+    if lo is not None and up is not None and lo + up < 0:
+        # RIGHT - X <= LEFT <= RIGHT + Y holds for some LEFT only when -X <= Y (Spark accepts the query; it
+        # never joins a row, and an outer join then pads every row with NULLs)
+        raise WhatifUsageError(
+            f"--join-lower {join_lower} --join-upper {join_upper}: the condition {O.join_condition(spec)} can never "
+            f"hold (it needs --join-lower + --join-upper >= 0), so no row would ever join; e.g. "
+            f"--join-lower {T.dur(abs(lo))} --join-upper {T.dur(abs(up))} joins rows up to those apart"
+        )
+    return spec
 
 
 def build_chain(
@@ -211,6 +223,32 @@ def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_
             f"({', '.join(present)}) has its own delay. It is not used."
         ]
     return []
+
+
+def _check_key_column(
+    events: EventsTable, events_path: Path, config: WatermarkConfig, chain: ChainConfig | None
+) -> None:
+    """A query that matches or groups rows on ``key`` needs the events' ``key`` column: without it every row
+    would share one key, silently.
+
+    Raises:
+        WhatifUsageError: naming the option, the missing column and the file.
+    """
+    if events.has_keys:
+        return
+    need = (
+        "--join" if config.join is not None
+        else "--dedup" if config.dedup is not None
+        else "--session-gap (sessions are per key)" if isinstance(config.window, Session)
+        else "--group-by-key" if config.group_by_key
+        else "--then-group-by-key" if chain is not None and any(s.group_by_key for s in chain.then)
+        else None
+    )
+    if need is not None:
+        raise WhatifUsageError(
+            f"{need} matches rows on their key, but {events_path} has no 'key' column (or only empty keys): "
+            f"add a 'key' column, or drop {need.split()[0]}"
+        )
 
 
 def build_config(
@@ -399,6 +437,7 @@ def run_whatif(
             f"{backlog_flag}: {events_path} has an arrival_time column, which decides whether data waited at "
             f"each trigger; drop {backlog_flag}"
         )
+    _check_key_column(events, events_path, config, chain)
     notes = check_inputs(events, config, default_delay_given=default_delay_given)
     plan = plan_batches(events, config)
     doc: dict[str, Any] = {

@@ -1,0 +1,94 @@
+"""``tidegauge whatif`` fixes from the new-user trial (notes trial6: items 2, 6, 10): a query on ``key`` over
+a file without a key column, an impossible join range, an unused default delay, "late by 0s"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli import run_cli as run
+
+# two inputs, no key column
+NO_KEY = (
+    "event_time,batch,source\n"
+    "1970-01-01T00:00:10Z,0,clicks\n"
+    "1970-01-01T00:00:12Z,0,views\n"
+    "1970-01-01T00:01:00Z,1,clicks\n"
+    "1970-01-01T00:01:00Z,1,views\n"
+)
+
+
+def _file(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "events.csv"
+    p.write_text(text, encoding="utf-8")
+    return str(p)
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--join", "inner", "--join-inputs", "clicks,views"], "--join"),
+        (["--dedup", "key,event_time"], "--dedup"),
+        (["--dedup", "key"], "--dedup"),
+        (["--window", "1m", "--group-by-key"], "--group-by-key"),
+        (["--session-gap", "1m"], "--session-gap"),
+        (["--dedup", "key", "--then-window", "1m"], "--dedup"),
+    ],
+)
+def test_a_query_on_key_over_a_file_without_key_is_a_named_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], option: str
+) -> None:
+    path = _file(tmp_path, NO_KEY)
+    code, out, err = run(["whatif", path, "--delay", "10s", *args], capsys)
+    assert code == 2, out
+    assert f"{option}" in err and f"{path} has no 'key' column" in err
+    assert "Traceback" not in err
+
+
+def test_a_window_without_key_still_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run(["whatif", _file(tmp_path, NO_KEY), "--delay", "10s", "--window", "1m"], capsys)
+    assert code == 0
+
+
+def test_an_impossible_join_range_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = NO_KEY.replace("source\n", "source,key\n").replace("clicks\n", "clicks,k\n").replace("views\n", "views,k\n")
+    path = _file(tmp_path, text)
+    base = ["whatif", path, "--delay", "10s", "--join", "inner", "--join-inputs", "clicks,views"]
+    code, _, err = run([*base, "--join-lower=-5m", "--join-upper=-5m"], capsys)
+    assert code == 2
+    assert (
+        "--join-lower -5m --join-upper -5m: the condition inner join ON clicks.key = views.key AND "
+        "clicks.event_time >= views.event_time + 5m AND clicks.event_time <= views.event_time - 5m can never hold"
+    ) in err
+    # a range of width 0 (lower + upper = 0) can hold: rows exactly 5 m apart
+    code, _, _ = run([*base, "--join-lower=-5m", "--join-upper=5m"], capsys)
+    assert code == 0
+
+
+def test_an_unused_default_delay_is_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file(tmp_path, NO_KEY)
+    code, out, _ = run(["whatif", path, "--delay", "clicks=10s,views=1m,5m", "--window", "1m"], capsys)
+    assert code == 0
+    assert (
+        "Note: --delay's default 5m applies to no input: every input (clicks, views) has its own delay. "
+        "It is not used."
+    ) in out
+    code, out, _ = run(
+        ["whatif", path, "--delay", "clicks=10s,views=1m,5m", "--window", "1m", "--format", "json"], capsys
+    )
+    assert json.loads(out)["notes"] == [
+        "Note: --delay's default 5m applies to no input: every input (clicks, views) has its own delay. "
+        "It is not used."
+    ]
+
+
+def test_a_row_exactly_at_the_watermark_is_not_late_by_0s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # delay 0: batch 0's max 10 s sets the watermark 10 s (a no-data batch runs with it); batch 1's row at 7 s
+    # is in the window [5 s, 10 s), which ends at 10 s <= the watermark: late, by nothing
+    path = _file(tmp_path, "event_time,batch\n1970-01-01T00:00:10Z,0\n1970-01-01T00:00:07Z,1\n")
+    code, out, _ = run(["whatif", path, "--delay", "0s", "--window", "5s"], capsys)
+    assert code == 0
+    assert "late by 0s" not in out
+    assert "batch 1: line 3 (event time 1970-01-01T00:00:07Z) late: exactly at the watermark" in out
