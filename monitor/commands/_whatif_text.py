@@ -437,15 +437,40 @@ def _share(s: Summary) -> str:
     return f"{s.dropped_rows} rows ({s.dropped_share * 100:.3f}%)"
 
 
-def diagnosis_text(d: Diagnosis, limit: int = 5) -> list[str]:
+def diagnosis_text(
+    d: Diagnosis, limit: int = 5, *, config: WatermarkConfig | None = None, labels: dict[int, str] | None = None
+) -> list[str]:
     """The Cause block: which rows moved the watermark, that no delay helps, what does."""
-    rows, rest = diagnosis_parts(d, limit)
+    rows, rest = diagnosis_parts(d, limit, config=config, labels=labels)
     return rows + rest
 
 
-def diagnosis_parts(d: Diagnosis, limit: int = 5) -> tuple[list[str], list[str]]:
+def _delay_needed_text(d: Diagnosis, config: WatermarkConfig | None) -> str | None:
+    """What delay keeps the rows the mis-dated rows made late: one delay, or with per-input delays each
+    input's own raised by the same amount (a delay shifts that input's watermark); "No delay fixes it" only
+    when that is a day or more."""
+    if d.delay_needed_ms is None or d.delay_raise_ms is None:
+        return None
+    raise_ms = d.delay_raise_ms
+    if config is not None and config.source_delays_ms:
+        names = [*config.source_delays_ms] + [n for n in config.sources if n not in config.source_delays_ms]
+        each = ", ".join(f"{n} {dur(config.delay_for(n))} -> {dur(config.delay_for(n) + raise_ms)}" for n in names)
+        need = f"every input's delay raised by at least {human(raise_ms)} ({each})"
+    else:
+        need = f"a delay of at least {human(d.delay_needed_ms)}"
+        if d.delay_needed_ms >= _DAY_MS:
+            need += f" ({dur(d.delay_needed_ms)})"
+    if raise_ms >= _DAY_MS:
+        return f"  No delay fixes it: keeping those rows needs {need}."
+    return f"  A larger delay would keep those rows: {need}."
+
+
+def diagnosis_parts(
+    d: Diagnosis, limit: int = 5, *, config: WatermarkConfig | None = None, labels: dict[int, str] | None = None
+) -> tuple[list[str], list[str]]:
     """The Cause block in two parts: the mis-dated rows (header first), and the rest (how many drops they
-    caused, that no delay helps, what does); both empty when there is no mis-dated row."""
+    caused, that no delay helps, what does); both empty when there is no mis-dated row. ``config``: the
+    query (per-input delays are then named); ``labels``: :func:`batch_labels` (the file's batch numbers)."""
     if not d.misdated:
         return [], []
     n = len(d.misdated)
@@ -455,13 +480,17 @@ def diagnosis_parts(d: Diagnosis, limit: int = 5) -> tuple[list[str], list[str]]
     ]
     for m in d.misdated[:limit]:
         src = f", source {m.source}" if m.source else ""
-        lines.append(
-            f"  line {m.line} (batch {m.batch_id}{src}): event time {iso_us(m.event_time_us)} moved the "
-            f"watermark from {iso(m.watermark_before_ms)} to {iso(m.watermark_after_ms)} "
+        batch = labels.get(m.batch_id, str(m.batch_id)) if labels else str(m.batch_id)
+        moved = (
+            f"set the first watermark, {iso(m.watermark_after_ms)}"
+            if m.watermark_before_ms == 0  # Spark's initial 0: no watermark yet
+            else f"moved the watermark from {iso(m.watermark_before_ms)} to {iso(m.watermark_after_ms)} "
             f"(+{human(m.watermark_after_ms - m.watermark_before_ms)})"
         )
+        lines.append(f"  line {m.line} (batch {batch}{src}): event time {iso_us(m.event_time_us)} {moved}")
         if m.later_max_event_time_us is not None:
-            lines.append(f"    the rows read after it reach at most {iso_us(m.later_max_event_time_us)}")
+            of = f" of {m.source}" if m.source else ""
+            lines.append(f"    the rows{of} read after it reach at most {iso_us(m.later_max_event_time_us)}")
         if m.unit_mismatch is not None:
             u = m.unit_mismatch
             lines.append(
@@ -476,11 +505,9 @@ def diagnosis_parts(d: Diagnosis, limit: int = 5) -> tuple[list[str], list[str]]
         f"  {d.dropped_by_misdated} of the {d.dropped_rows} dropped rows ({share:.1f}%) were dropped "
         f"against a watermark {'these rows' if n > 1 else 'this row'} set."
     )
-    if d.delay_needed_ms is not None:
-        lines.append(
-            f"  No delay fixes it: keeping those rows needs a delay of at least {human(d.delay_needed_ms)} "
-            f"({dur(d.delay_needed_ms)})."
-        )
+    needed = _delay_needed_text(d, config)
+    if needed is not None:
+        lines.append(needed)
     fixes = []
     if d.without_misdated is not None:
         fixes.append(

@@ -317,6 +317,7 @@ def _spark_report(
     text: list[str] = []
     diagnosed_at = config
     lead: list[str] = []  # the useful answer first: the mis-dated row, then the delay without it
+    labels: dict[int, str] | None = None  # the file's batch numbers (a plain replay with a batch column)
     if sweep_delays is not None or target_completeness is not None:
         if sweep_delays is not None:
             summaries = sweep(events, config, sweep_delays, plan=plan)
@@ -345,10 +346,10 @@ def _spark_report(
     else:
         result = replay(events, config, plan=plan)
         doc.update(result.to_json())
-        labels = T.batch_labels(result.batches, plan)
-        doc["no_data_batches"], basis = T.no_data_basis(plan, config, labels, result.batches)
-        shown = labels if plan.labels else None
-        text += ["", *basis, "", *T.batches_text(result, show_batches, shown), "", *T.summary_text(result.summary)]
+        all_labels = T.batch_labels(result.batches, plan)
+        doc["no_data_batches"], basis = T.no_data_basis(plan, config, all_labels, result.batches)
+        labels = all_labels if plan.labels else None
+        text += ["", *basis, "", *T.batches_text(result, show_batches, labels), "", *T.summary_text(result.summary)]
         late = T.late_entries(result, events, show_late)
         doc["late_row_details"] = late
         total_late = sum(len(b.late_rows) for b in result.batches)
@@ -373,7 +374,7 @@ def _spark_report(
             ]
         diagnosis = diagnose(events, config, plan=plan, result=result)
     doc["cause"] = T.diagnosis_json(diagnosis) | {"delay_ms": diagnosed_at.delay_ms}
-    rows, rest = T.diagnosis_parts(diagnosis)
+    rows, rest = T.diagnosis_parts(diagnosis, config=diagnosed_at, labels=labels)
     if rows:
         at = (
             "" if diagnosed_at is config else f" (at delay {T.dur(diagnosed_at.delay_ms)}, the largest tried)"

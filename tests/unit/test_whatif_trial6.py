@@ -92,3 +92,45 @@ def test_a_row_exactly_at_the_watermark_is_not_late_by_0s(tmp_path: Path, capsys
     assert code == 0
     assert "late by 0s" not in out
     assert "batch 1: line 3 (event time 1970-01-01T00:00:07Z) late: exactly at the watermark" in out
+
+
+# Inputs a (delay 10s) and b (1m). Batch 1's rows at 2 min set the watermark min(1:50, 1:00) = 1:00 (b's row);
+# batch 2's a@0:55 is late (window [50 s, 60 s) ends at 1:00). No row of b is read after b's 2-min row.
+PER_INPUT = (
+    "event_time,batch,source\n"
+    "1970-01-01T00:00:10Z,0,a\n"
+    "1970-01-01T00:00:10Z,0,b\n"
+    "1970-01-01T00:02:00Z,1,a\n"
+    "1970-01-01T00:02:00Z,1,b\n"
+    "1970-01-01T00:00:55Z,2,a\n"
+)
+
+
+def test_an_ordinary_row_within_its_inputs_delay_is_not_blamed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # trial item 3: b's row is ordinary (input a is behind it, which is skew between inputs); no Cause block
+    code, out, _ = run(["whatif", _file(tmp_path, PER_INPUT), "--delay", "a=10s,b=1m", "--window", "10s"], capsys)
+    assert code == 0
+    assert "rows dropped as late: 1" in out
+    assert "Cause" not in out and "No delay fixes it" not in out
+
+
+def test_the_cause_block_names_each_inputs_delay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # b's 5-min row sets the watermark min(4:50, 4:00) = 4:00; b's later rows (0:40, 0:50) never reach it.
+    # The latest late row is a@0:30 (window ending 0:40, 3m20s before 4:00): keeping it needs every delay
+    # 3m20.001s longer.
+    text = (
+        "event_time,batch,source\n"
+        "1970-01-01T00:00:10Z,0,a\n1970-01-01T00:00:10Z,0,b\n"
+        "1970-01-01T00:05:00Z,1,a\n1970-01-01T00:05:00Z,1,b\n"
+        "1970-01-01T00:00:30Z,2,a\n1970-01-01T00:00:40Z,2,b\n"
+        "1970-01-01T00:00:50Z,3,b\n1970-01-01T00:00:55Z,3,a\n"
+    )
+    code, out, _ = run(["whatif", _file(tmp_path, text), "--delay", "a=10s,b=1m", "--window", "10s"], capsys)
+    assert code == 0
+    assert "  line 5 (batch 1, source b): event time 1970-01-01T00:05:00Z set the first watermark, " in out
+    assert "    the rows of b read after it reach at most 1970-01-01T00:00:50Z" in out
+    assert (
+        "  A larger delay would keep those rows: every input's delay raised by at least 3m20.001s "
+        "(a 10s -> 3m30.001s, b 1m -> 4m20.001s)."
+    ) in out
+    assert "No delay fixes it" not in out
