@@ -242,17 +242,24 @@ def no_data_basis(plan: BatchPlan, config: WatermarkConfig, labels: dict[int, st
     return doc, lines + ([f"  {where}"] if where else [])
 
 
+def batch_head(labels: dict[int, str] | None) -> str:
+    """The batch column(s) of a per-batch table's header: ``batch`` (and ``id``, Spark's batch id, when the
+    file's own numbers label the rows)."""
+    return f"{'batch':>9} {'id':>5}" if labels else f"{'batch':>9}"
+
+
+def batch_cell(batch_id: int, labels: dict[int, str] | None) -> str:
+    """A row's batch column(s), aligned with :func:`batch_head` (``labels``: :func:`batch_labels`)."""
+    return f"{labels[batch_id]:>9} {batch_id:>5}" if labels else f"{batch_id:>9}"
+
+
 def batches_text(r: Replay, show: int, labels: dict[int, str] | None = None) -> list[str]:
     """The per-batch table (``labels``: :func:`batch_labels`; the Spark batch id is then shown beside)."""
-    head = f"{'batch':>9} {'kind':<7} {'watermark':<24} {'input':>8} {'late':>7} {'state':>8}  emitted"
-    if labels:
-        head = f"{'batch':>9} {'id':>5} {'kind':<7} {'watermark':<24} {'input':>8} {'late':>7} {'state':>8}  emitted"
-    lines = [head]
+    lines = [f"{batch_head(labels)} {'kind':<7} {'watermark':<24} {'input':>8} {'late':>7} {'state':>8}  emitted"]
     rows = r.batches if show <= 0 or len(r.batches) <= show else r.batches[:show]
     for b in rows:
-        name = f"{b.batch_id:>9}" if not labels else f"{labels[b.batch_id]:>9} {b.batch_id:>5}"
         lines.append(
-            f"{name} {b.kind:<7} {wm_text(b.watermark_ms):<24} {b.input_rows:>8} "
+            f"{batch_cell(b.batch_id, labels)} {b.kind:<7} {wm_text(b.watermark_ms):<24} {b.input_rows:>8} "
             f"{b.late_row_count:>7} {b.state_rows:>8}  {emitted_text(b)}"
         )
     if len(rows) < len(r.batches):
