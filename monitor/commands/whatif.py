@@ -438,6 +438,11 @@ def run_whatif(
             f"{backlog_flag}: {events_path} has an arrival_time column, which decides whether data waited at "
             f"each trigger; drop {backlog_flag}"
         )
+    if backlog_flag is not None and events.batch is None:
+        raise WhatifUsageError(
+            f"{backlog_flag} says how the file's batches arrived, but {events_path} has no 'batch' column "
+            f"(every row is read in one batch); add the column or drop {backlog_flag}"
+        )
     _check_key_column(events, events_path, config, chain)
     notes = check_inputs(events, config, default_delay_given=default_delay_given)
     plan = plan_batches(events, config)

@@ -170,3 +170,10 @@ def test_a_chain_says_why_late_rows_and_spark_metric_differ(tmp_path: Path, caps
     assert (
         "8 rows in, 2 dropped as late (Spark's numRowsDroppedByWatermark shows 1: it counts late groups, not rows)"
     ) in out
+
+
+def test_backlog_without_a_batch_column_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file(tmp_path, "event_time\n1970-01-01T00:00:10Z\n")
+    code, _, err = run(["whatif", path, "--delay", "10s", "--window", "1m", "--backlog"], capsys)
+    assert code == 2
+    assert f"--backlog says how the file's batches arrived, but {path} has no 'batch' column" in err
