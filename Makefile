@@ -86,6 +86,11 @@ differential-chains: $(STAMP) system-deps
 differential-joinagg: $(STAMP) system-deps
 	$(BIN)/python -m tests.differential.joinagg --count $(N) --seed-start $(S)
 
+## No-data batches decided by arrival: N seeded scenarios fed in groups, one file per trigger, through real PySpark.
+.PHONY: differential-arrival
+differential-arrival: $(STAMP) system-deps
+	$(BIN)/python -m tests.differential.arrival --count $(N) --seed-start $(S)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 

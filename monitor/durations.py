@@ -119,20 +119,30 @@ def parse_duration_list_ms(text: str, *, what: str = "durations") -> list[int]:
 
 
 def format_duration_ms(ms: int) -> str:
-    """Format milliseconds compactly, largest units first: ``90_000 -> "1m30s"``, ``0 -> "0s"``.
+    """Format milliseconds compactly, largest units first: ``90_000 -> "1m30s"``, ``0 -> "0s"``,
+    ``68_086 -> "1m8.086s"`` (milliseconds as a decimal of the seconds), ``86 -> "86ms"``,
+    ``60_086 -> "1m86ms"``.
 
     Negative values are formatted with a leading ``-``. The output parses back with
-    :func:`parse_duration_ms` (for non-negative values).
+    :func:`parse_duration_ms` (for non-negative values). Every duration ``whatif``, ``scan`` and the
+    findings print in this compact form goes through it (one formatter).
     """
     if ms == 0:
         return "0s"
     sign = "-" if ms < 0 else ""
     rest = abs(ms)
     parts: list[str] = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000)):
         q, rest = divmod(rest, size)
         if q:
             parts.append(f"{q}{unit}")
+    seconds, millis = divmod(rest, 1000)
+    if millis and seconds:
+        parts.append(f"{seconds}.{millis:03d}".rstrip("0") + "s")
+    elif millis:
+        parts.append(f"{millis}ms")
+    elif seconds:
+        parts.append(f"{seconds}s")
     return sign + "".join(parts)
 
 

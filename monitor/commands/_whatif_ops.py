@@ -157,8 +157,9 @@ def join_report(
 
     # text
     left, right = j.left, j.right
+    labels = T.batch_labels(result.batches, plan) if plan.labels else None
     head = (
-        f"{'batch':>6} {'kind':<7} {'watermark':<24} {'input':>8} {'late ' + left + '/' + right:>16} "
+        f"{T.batch_head(labels)} {'kind':<7} {'watermark':<24} {'input':>8} {'late ' + left + '/' + right:>16} "
         f"{'state ' + left + '/' + right:>17} {'output':>7}"
     )
     lines = ["", f"Join: {join_condition(j)}", head]
@@ -167,7 +168,7 @@ def join_report(
         o = b.join
         assert o is not None
         lines.append(
-            f"{b.batch_id:>6} {b.kind:<7} {T.iso(b.watermark_ms):<24} {b.input_rows:>8} "
+            f"{T.batch_cell(b.batch_id, labels)} {b.kind:<7} {T.wm_text(b.watermark_ms):<24} {b.input_rows:>8} "
             f"{f'{o.late_left_rows}/{o.late_right_rows}':>16} {f'{o.state_rows_left}/{o.state_rows_right}':>17} "
             f"{len(o.left_rows):>7}"
         )
@@ -195,9 +196,13 @@ def join_report(
                 f"{s['null_padded_rows']} {s['input']} row(s) with NULLs (unmatched, output once the "
                 f"watermark passed their range)"
             )
-    if semi_removed:
-        out.append(f"({semi_removed} stored {left} row(s) output when a {right} row matched, then removed)")
-    lines.append(f"Output rows: {doc['join']['output_rows']} = " + " + ".join(out))
+    total = f"Output rows: {doc['join']['output_rows']}" + (f" = {' + '.join(out)}" if len(out) > 1 else "")
+    if semi_removed:  # a part of the joined rows, not more rows: said apart so the sum reads right
+        total += (
+            f"; {semi_removed} of them were {left} rows kept in state until a {right} row matched, output then "
+            "and removed (a left semi join outputs each left row once)"
+        )
+    lines.append(total)
     summ = result.summary
     lines += [
         "",
@@ -299,13 +304,14 @@ def chain_report(
     doc["late_row_details"] = late
 
     # text
+    labels = T.batch_labels(first, plan) if plan.labels else None
     cols = " ".join(f"{f'op{i} late/state/out':>20}" for i in range(1, n_ops + 1))
     lines = [
         "",
         "Chain (rows flow from operator 1 to operator "
         f"{n_ops}; Spark's progress lists them the other way round, stateOperators[0] = operator {n_ops}):",
         *(f"  operator {i}: {name}" for i, name in enumerate(names, start=1)),
-        f"{'batch':>6} {'kind':<7} {'watermark':<24} {'input':>8} {cols}",
+        f"{T.batch_head(labels)} {'kind':<7} {'watermark':<24} {'input':>8} {cols}",
     ]
     shown = result.batches if show_batches <= 0 else result.batches[:show_batches]
     for cb in shown:
@@ -313,15 +319,21 @@ def chain_report(
         cells = " ".join(
             f"{f'{op.late_row_count}/{op.state_rows}/{op.output_rows}':>20}" for op in cb.operators
         )
-        lines.append(f"{b.batch_id:>6} {b.kind:<7} {T.iso(b.watermark_ms):<24} {b.input_rows:>8} {cells}")
+        lines.append(
+            f"{T.batch_cell(b.batch_id, labels)} {b.kind:<7} {T.wm_text(b.watermark_ms):<24} {b.input_rows:>8} {cells}"
+        )
     if len(shown) < len(result.batches):
         lines.append(f"  ... {len(result.batches) - len(shown)} more batches (--show-batches 0 shows all)")
     lines += ["", f"Per operator ({_chain_late_rule(chain)}):"]
     for p in per_op:
         m = p["dropped_by_watermark_metric"]
+        metric_text = f"numRowsDroppedByWatermark {'-' if m is None else m}"
+        if m is not None and m != p["late_rows"] and p["spark_name"] != "dedupe":
+            # an aggregation's metric counts late groups after partial aggregation (FINDINGS S3), not rows
+            metric_text = f"Spark's numRowsDroppedByWatermark shows {m}: it counts late groups, not rows"
         lines.append(
             f"  operator {p['operator']}, {p['query']} ({p['spark_name']}): {p['input_rows']} rows in, "
-            f"{p['late_rows']} dropped as late (numRowsDroppedByWatermark {'-' if m is None else m}); "
+            f"{p['late_rows']} dropped as late ({metric_text}); "
             f"state rows: peak {p['state_rows_peak']}, at the end {p['state_rows_end']}; "
             f"{p['output_rows']} rows out"
         )

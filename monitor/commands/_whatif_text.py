@@ -8,12 +8,13 @@ Every instant goes through :func:`monitor.timefmt.format_epoch_ms`, which render
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from monitor.durations import format_duration_ms
 from monitor.timefmt import format_duration, format_epoch_ms
-from monitor.watermark import BatchResult, EventsTable, Replay, Summary, WatermarkConfig
+from monitor.watermark import BatchPlan, BatchResult, EventsTable, Replay, Summary, WatermarkConfig
 from monitor.watermark.config import Session, Sliding, Tumbling
 from monitor.watermark.diagnose import DelayAdvice, Diagnosis, WatermarkMover
 from monitor.watermark.events import UnitMismatch
@@ -125,7 +126,7 @@ def rows_text(s: Summary) -> list[str]:
 
 def batches_count_text(batches: int, no_data: int, final_watermark_ms: int) -> str:
     """The Summary block's last line."""
-    return f"  batches: {batches} ({no_data} no-data); final watermark {iso(final_watermark_ms)}"
+    return f"  batches: {batches} ({no_data} no-data); final watermark {wm_text(final_watermark_ms)}"
 
 
 def summary_text(s: Summary) -> list[str]:
@@ -187,19 +188,89 @@ def mismatches_text(events: EventsTable, limit: int) -> list[str]:
     return lines
 
 
-def batches_text(r: Replay, show: int) -> list[str]:
-    """The per-batch table."""
-    head = f"{'batch':>6} {'kind':<7} {'watermark':<24} {'input':>8} {'late':>7} {'state':>8}  emitted"
-    lines = [head]
+def batch_labels(batches: Sequence[BatchResult], plan: BatchPlan) -> dict[int, str]:
+    """How the report names each batch: with an explicit ``batch`` column, a data batch by the file's own
+    value (the Spark batch id counts no-data batches too, so it drifts from the file's numbers) and a
+    no-data batch as ``after N``; otherwise by the Spark batch id. Keyed by Spark batch id."""
+    out: dict[int, str] = {}
+    j = 0
+    last = "-"
+    for b in batches:
+        if b.kind == "data":
+            last = str(plan.labels[j]) if plan.labels else str(b.batch_id)
+            out[b.batch_id] = last
+            j += 1
+        else:
+            out[b.batch_id] = f"after {last}" if plan.labels else str(b.batch_id)
+    return out
+
+
+def no_data_basis(plan: BatchPlan, config: WatermarkConfig, labels: dict[int, str] | None = None,
+                  batches: Sequence[BatchResult] = ()) -> tuple[dict[str, Any], list[str]]:
+    """What decided when no-data batches ran (Spark's ``MicroBatchExecution.constructNextBatch`` runs one
+    only when no new data is available at a trigger and the watermark moved), as ``(json, text lines)``:
+    the arrival times, or, without them, the assumption made (``caught_up`` / ``backlog``) and the flag
+    that makes the other one. ``batches`` (with ``labels``): where no-data batches were added."""
+    after = [labels[b.batch_id].removeprefix("after ") for b in batches if b.kind == "no-data"] if labels else []
+    doc: dict[str, Any] = {"enabled": config.no_data_batches, "basis": plan.basis, "added": len(after)}
+    if plan.labels:
+        doc["after_file_batches"] = after
+    if not config.no_data_batches:
+        return doc, ["No-data batches: off (--no-no-data-batches: spark.sql.streaming.noDataMicroBatches.enabled=false)."]
+    where = ""
+    if plan.labels:
+        shown = ", ".join(after[:10]) + (f" and {len(after) - 10} more" if len(after) > 10 else "")
+        where = f"{len(after)} added" + (f", after file batch{'es' if len(after) > 1 else ''} {shown}" if after else "")
+        where += " (the batch column below keeps the file's numbers; id is Spark's batch id)."
+    text = {
+        "arrival_time": "decided from arrival_time: one runs after a batch only when no row of the next batch "
+        "had arrived by then and the watermark moved, as Spark does.",
+        "trigger": f"decided from arrival_time at each {dur(config.trigger_ms)} trigger: one runs at a trigger "
+        "that finds no new rows, when the watermark moved, as Spark does.",
+        "caught_up": "the file has no arrival_time, so whatif ASSUMED a live query caught up between batches: "
+        "after each batch that moved the watermark, a no-data batch runs before the next batch's data arrives. "
+        "A query started on this backlog (the batches already waiting, one per trigger as with "
+        "maxFilesPerTrigger=1) runs none until the last: --backlog. Add an arrival_time column to decide "
+        "from the data.",
+        "backlog": "ASSUMED a query started on this backlog (--backlog): the next batch's data is waiting at "
+        "every trigger, so a no-data batch can run only after the last batch. A live query caught up between "
+        "batches runs one after each batch that moves the watermark: --caught-up.",
+        "all": "every row is read in one batch (no batch or arrival_time column); a no-data batch can run "
+        "after it.",
+    }.get(plan.basis, "")
+    lines = textwrap.wrap(f"No-data batches: {text}", 110, subsequent_indent="  ")
+    return doc, lines + ([f"  {where}"] if where else [])
+
+
+def batch_head(labels: dict[int, str] | None) -> str:
+    """The batch column(s) of a per-batch table's header: ``batch`` (and ``id``, Spark's batch id, when the
+    file's own numbers label the rows)."""
+    return f"{'batch':>9} {'id':>5}" if labels else f"{'batch':>9}"
+
+
+def batch_cell(batch_id: int, labels: dict[int, str] | None) -> str:
+    """A row's batch column(s), aligned with :func:`batch_head` (``labels``: :func:`batch_labels`)."""
+    return f"{labels[batch_id]:>9} {batch_id:>5}" if labels else f"{batch_id:>9}"
+
+
+def batches_text(r: Replay, show: int, labels: dict[int, str] | None = None) -> list[str]:
+    """The per-batch table (``labels``: :func:`batch_labels`; the Spark batch id is then shown beside)."""
+    lines = [f"{batch_head(labels)} {'kind':<7} {'watermark':<24} {'input':>8} {'late':>7} {'state':>8}  emitted"]
     rows = r.batches if show <= 0 or len(r.batches) <= show else r.batches[:show]
     for b in rows:
         lines.append(
-            f"{b.batch_id:>6} {b.kind:<7} {iso(b.watermark_ms):<24} {b.input_rows:>8} "
+            f"{batch_cell(b.batch_id, labels)} {b.kind:<7} {wm_text(b.watermark_ms):<24} {b.input_rows:>8} "
             f"{b.late_row_count:>7} {b.state_rows:>8}  {emitted_text(b)}"
         )
     if len(rows) < len(r.batches):
         lines.append(f"  ... {len(r.batches) - len(rows)} more batches (--show-batches 0 shows all)")
     return lines
+
+
+def wm_text(ms: int) -> str:
+    """A watermark as text: ``-`` while it is still Spark's initial 0 (no watermark yet; progress shows
+    ``1970-01-01T00:00:00.000Z``, ``scan`` shows ``-``), else :func:`iso`."""
+    return "-" if ms == 0 else iso(ms)
 
 
 def late_entries(
@@ -215,6 +286,8 @@ def late_entries(
             out.append(
                 {
                     "batch_id": b.batch_id,
+                    # the file's own batch value when it has one (the Spark id counts no-data batches too)
+                    "batch": b.batch_id if events.batch is None else int(events.batch[lr.row_index]),
                     "line": events.line_of(lr.row_index),
                     "event_time_us": lr.event_time_us,
                     "window_start_ms": lr.window_start_ms,
@@ -239,9 +312,11 @@ def late_text(entries: list[dict[str, Any]], total: int) -> list[str]:
     for e in entries:
         where = f"window ending {iso(e['window_end_ms'])}" if e["window_end_ms"] is not None else "event time"
         src = f" source {e['source']}" if e["source"] else ""
+        # lateness 0: the window end (or event time) equals the watermark, and Spark drops <=
+        by = f"late by {e['lateness']}" if e["lateness_ms"] > 0 else "late: exactly at the watermark"
         lines.append(
-            f"  batch {e['batch_id']}: line {e['line']} (event time {iso_us(e['event_time_us'])}{src}) "
-            f"late by {e['lateness']} ({where} <= watermark {iso(e['watermark_ms'])})"
+            f"  batch {e['batch']}: line {e['line']} (event time {iso_us(e['event_time_us'])}{src}) "
+            f"{by} ({where} <= watermark {wm_text(e['watermark_ms'])})"
         )
     return lines
 
@@ -369,15 +444,40 @@ def _share(s: Summary) -> str:
     return f"{s.dropped_rows} rows ({s.dropped_share * 100:.3f}%)"
 
 
-def diagnosis_text(d: Diagnosis, limit: int = 5) -> list[str]:
+def diagnosis_text(
+    d: Diagnosis, limit: int = 5, *, config: WatermarkConfig | None = None, labels: dict[int, str] | None = None
+) -> list[str]:
     """The Cause block: which rows moved the watermark, that no delay helps, what does."""
-    rows, rest = diagnosis_parts(d, limit)
+    rows, rest = diagnosis_parts(d, limit, config=config, labels=labels)
     return rows + rest
 
 
-def diagnosis_parts(d: Diagnosis, limit: int = 5) -> tuple[list[str], list[str]]:
+def _delay_needed_text(d: Diagnosis, config: WatermarkConfig | None) -> str | None:
+    """What delay keeps the rows the mis-dated rows made late: one delay, or with per-input delays each
+    input's own raised by the same amount (a delay shifts that input's watermark); "No delay fixes it" only
+    when that is a day or more."""
+    if d.delay_needed_ms is None or d.delay_raise_ms is None:
+        return None
+    raise_ms = d.delay_raise_ms
+    if config is not None and config.source_delays_ms:
+        names = [*config.source_delays_ms] + [n for n in config.sources if n not in config.source_delays_ms]
+        each = ", ".join(f"{n} {dur(config.delay_for(n))} -> {dur(config.delay_for(n) + raise_ms)}" for n in names)
+        need = f"every input's delay raised by at least {human(raise_ms)} ({each})"
+    else:
+        need = f"a delay of at least {human(d.delay_needed_ms)}"
+        if d.delay_needed_ms >= _DAY_MS:
+            need += f" ({dur(d.delay_needed_ms)})"
+    if raise_ms >= _DAY_MS:
+        return f"  No delay fixes it: keeping those rows needs {need}."
+    return f"  A larger delay would keep those rows: {need}."
+
+
+def diagnosis_parts(
+    d: Diagnosis, limit: int = 5, *, config: WatermarkConfig | None = None, labels: dict[int, str] | None = None
+) -> tuple[list[str], list[str]]:
     """The Cause block in two parts: the mis-dated rows (header first), and the rest (how many drops they
-    caused, that no delay helps, what does); both empty when there is no mis-dated row."""
+    caused, that no delay helps, what does); both empty when there is no mis-dated row. ``config``: the
+    query (per-input delays are then named); ``labels``: :func:`batch_labels` (the file's batch numbers)."""
     if not d.misdated:
         return [], []
     n = len(d.misdated)
@@ -387,13 +487,17 @@ def diagnosis_parts(d: Diagnosis, limit: int = 5) -> tuple[list[str], list[str]]
     ]
     for m in d.misdated[:limit]:
         src = f", source {m.source}" if m.source else ""
-        lines.append(
-            f"  line {m.line} (batch {m.batch_id}{src}): event time {iso_us(m.event_time_us)} moved the "
-            f"watermark from {iso(m.watermark_before_ms)} to {iso(m.watermark_after_ms)} "
+        batch = labels.get(m.batch_id, str(m.batch_id)) if labels else str(m.batch_id)
+        moved = (
+            f"set the first watermark, {iso(m.watermark_after_ms)}"
+            if m.watermark_before_ms == 0  # Spark's initial 0: no watermark yet
+            else f"moved the watermark from {iso(m.watermark_before_ms)} to {iso(m.watermark_after_ms)} "
             f"(+{human(m.watermark_after_ms - m.watermark_before_ms)})"
         )
+        lines.append(f"  line {m.line} (batch {batch}{src}): event time {iso_us(m.event_time_us)} {moved}")
         if m.later_max_event_time_us is not None:
-            lines.append(f"    the rows read after it reach at most {iso_us(m.later_max_event_time_us)}")
+            of = f" of {m.source}" if m.source else ""
+            lines.append(f"    the rows{of} read after it reach at most {iso_us(m.later_max_event_time_us)}")
         if m.unit_mismatch is not None:
             u = m.unit_mismatch
             lines.append(
@@ -408,11 +512,9 @@ def diagnosis_parts(d: Diagnosis, limit: int = 5) -> tuple[list[str], list[str]]
         f"  {d.dropped_by_misdated} of the {d.dropped_rows} dropped rows ({share:.1f}%) were dropped "
         f"against a watermark {'these rows' if n > 1 else 'this row'} set."
     )
-    if d.delay_needed_ms is not None:
-        lines.append(
-            f"  No delay fixes it: keeping those rows needs a delay of at least {human(d.delay_needed_ms)} "
-            f"({dur(d.delay_needed_ms)})."
-        )
+    needed = _delay_needed_text(d, config)
+    if needed is not None:
+        lines.append(needed)
     fixes = []
     if d.without_misdated is not None:
         fixes.append(

@@ -48,6 +48,7 @@ from monitor.watermark import (
     replay,
 )
 from monitor.watermark.chain import ChainConfig
+from monitor.watermark.config import Session
 from monitor.watermark.diagnose import advise_delay, diagnose
 from monitor.watermark.io import load_events
 from monitor.watermark.join import StreamJoin
@@ -113,7 +114,8 @@ def build_join(
     RIGHT.event_time + Y`` (Spark's ``StreamingSymmetricHashJoinExec``); X and Y may be negative.
 
     Raises:
-        WhatifUsageError: a join option without ``--join``, or ``--join`` without ``--join-inputs``.
+        WhatifUsageError: a join option without ``--join``, ``--join`` without ``--join-inputs``, or a range
+            that can never hold (``X + Y < 0``).
         WhatifConfigError / EngineConfigError / DurationError: a bad type, sides or bound (named).
     """
     if join is None:
@@ -129,13 +131,23 @@ def build_join(
         raise WhatifUsageError(
             "--join needs --join-inputs LEFT,RIGHT: the two inputs to join (values of the events' source column)"
         )
-    return join_spec(
+    spec = join_spec(
         join_type=join,
         inputs=join_inputs.split(","),
         lower_ms=_signed_duration_ms(join_lower, "--join-lower"),
         upper_ms=_signed_duration_ms(join_upper, "--join-upper"),
         names=CLI_NAMES,
     )
+    lo, up = spec.lower_ms, spec.upper_ms
+    if lo is not None and up is not None and lo + up < 0:
+        # RIGHT - X <= LEFT <= RIGHT + Y holds for some LEFT only when -X <= Y (Spark accepts the query; it
+        # never joins a row, and an outer join then pads every row with NULLs)
+        raise WhatifUsageError(
+            f"--join-lower {join_lower} --join-upper {join_upper}: the condition {O.join_condition(spec)} can never "
+            f"hold (it needs --join-lower + --join-upper >= 0), so no row would ever join; e.g. "
+            f"--join-lower {T.dur(abs(lo))} --join-upper {T.dur(abs(up))} joins rows up to those apart"
+        )
+    return spec
 
 
 def build_chain(
@@ -174,9 +186,10 @@ def build_chain(
     )
 
 
-def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_given: bool) -> None:
+def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_given: bool) -> list[str]:
     """Check the input names of ``--delay NAME=`` and ``--join-inputs`` against the events' ``source``
-    column, and that every input has a delay.
+    column, and that every input has a delay. Returns notes for the report (a default delay that no
+    input uses).
 
     Raises:
         WhatifUsageError: naming the option and the input, and listing the inputs the events have.
@@ -204,6 +217,39 @@ def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_
                 f"bare duration for the inputs not named (e.g. --delay {next(iter(config.source_delays_ms))}="
                 f"{T.dur(next(iter(config.source_delays_ms.values())))},10m)"
             )
+        return []
+    if config.source_delays_ms and present and all(n in config.source_delays_ms for n in present):
+        return [
+            f"Note: --delay's default {T.dur(config.delay_ms)} applies to no input: every input "
+            f"({', '.join(present)}) has its own delay. It is not used."
+        ]
+    return []
+
+
+def _check_key_column(
+    events: EventsTable, events_path: Path, config: WatermarkConfig, chain: ChainConfig | None
+) -> None:
+    """A query that matches or groups rows on ``key`` needs the events' ``key`` column: without it every row
+    would share one key, silently.
+
+    Raises:
+        WhatifUsageError: naming the option, the missing column and the file.
+    """
+    if events.has_keys:
+        return
+    need = (
+        "--join" if config.join is not None
+        else "--dedup" if config.dedup is not None
+        else "--session-gap (sessions are per key)" if isinstance(config.window, Session)
+        else "--group-by-key" if config.group_by_key
+        else "--then-group-by-key" if chain is not None and any(s.group_by_key for s in chain.then)
+        else None
+    )
+    if need is not None:
+        raise WhatifUsageError(
+            f"{need} matches rows on their key, but {events_path} has no 'key' column (or only empty keys): "
+            f"add a 'key' column, or drop {need.split()[0]}"
+        )
 
 
 def build_config(
@@ -221,6 +267,7 @@ def build_config(
     group_by_key: bool,
     no_data_batches: bool,
     need_delay: bool,
+    backlog: bool = False,
     join: StreamJoin | None = None,
 ) -> WatermarkConfig:
     """Turn the command-line options into a :class:`WatermarkConfig` (through the one builder,
@@ -250,6 +297,7 @@ def build_config(
         max_rows_per_batch=max_rows_per_batch,
         group_by_key=group_by_key,
         no_data_batches=no_data_batches,
+        backlog=backlog,
         names=CLI_NAMES,
     )
 
@@ -270,6 +318,7 @@ def _spark_report(
     text: list[str] = []
     diagnosed_at = config
     lead: list[str] = []  # the useful answer first: the mis-dated row, then the delay without it
+    labels: dict[int, str] | None = None  # the file's batch numbers (a plain replay with a batch column)
     if sweep_delays is not None or target_completeness is not None:
         if sweep_delays is not None:
             summaries = sweep(events, config, sweep_delays, plan=plan)
@@ -298,7 +347,10 @@ def _spark_report(
     else:
         result = replay(events, config, plan=plan)
         doc.update(result.to_json())
-        text += ["", *T.batches_text(result, show_batches), "", *T.summary_text(result.summary)]
+        all_labels = T.batch_labels(result.batches, plan)
+        doc["no_data_batches"], basis = T.no_data_basis(plan, config, all_labels, result.batches)
+        labels = all_labels if plan.labels else None
+        text += ["", *basis, "", *T.batches_text(result, show_batches, labels), "", *T.summary_text(result.summary)]
         late = T.late_entries(result, events, show_late)
         doc["late_row_details"] = late
         total_late = sum(len(b.late_rows) for b in result.batches)
@@ -323,7 +375,7 @@ def _spark_report(
             ]
         diagnosis = diagnose(events, config, plan=plan, result=result)
     doc["cause"] = T.diagnosis_json(diagnosis) | {"delay_ms": diagnosed_at.delay_ms}
-    rows, rest = T.diagnosis_parts(diagnosis)
+    rows, rest = T.diagnosis_parts(diagnosis, config=diagnosed_at, labels=labels)
     if rows:
         at = (
             "" if diagnosed_at is config else f" (at delay {T.dur(diagnosed_at.delay_ms)}, the largest tried)"
@@ -352,12 +404,15 @@ def run_whatif(
     chain: ChainConfig | None = None,
     default_delay_given: bool = True,
     restarts: R.RestartOptions | None = None,
+    backlog_flag: str | None = None,
 ) -> None:
     """Load the events, replay with ``engine``'s rules and print (text or JSON) to ``out``.
 
     ``config.join`` set: the stream-stream join's report; ``chain``: the chain's (``chain.first`` is then
-    ``config``); ``default_delay_given``: ``--delay`` had a duration for the inputs it does not name.
-    ``restarts``: replay with the query restarted / run as AvailableNow or Once runs (:mod:`._whatif_restart`).
+    ``config``); ``default_delay_given``: ``--delay`` had a duration for the inputs it does not name;
+    ``restarts``: replay with the query restarted / run as AvailableNow or Once runs (:mod:`._whatif_restart`);
+    ``backlog_flag``: ``"--backlog"`` / ``"--caught-up"`` when given (an error with arrival times, which
+    decide instead).
 
     Raises:
         InputError (subclasses): bad file, columns, units or options (one line; exit code 2).
@@ -388,7 +443,18 @@ def run_whatif(
         raise WhatifUsageError(
             f"{events_path} has a 'batch' column, which fixes the batches: drop --trigger or the column"
         )
-    check_inputs(events, config, default_delay_given=default_delay_given)
+    if backlog_flag is not None and events.arrival_ms is not None:
+        raise WhatifUsageError(
+            f"{backlog_flag}: {events_path} has an arrival_time column, which decides whether data waited at "
+            f"each trigger; drop {backlog_flag}"
+        )
+    if backlog_flag is not None and events.batch is None:
+        raise WhatifUsageError(
+            f"{backlog_flag} says how the file's batches arrived, but {events_path} has no 'batch' column "
+            f"(every row is read in one batch); add the column or drop {backlog_flag}"
+        )
+    _check_key_column(events, events_path, config, chain)
+    notes = check_inputs(events, config, default_delay_given=default_delay_given)
     plan = plan_batches(events, config)
     doc: dict[str, Any] = {
         "events": str(events_path),
@@ -401,7 +467,10 @@ def run_whatif(
         f"tidegauge whatif: {events_path} - {len(events)} rows; {engine}; {O.describe_query(config, chain)}",
         *T.bad_rows_text(events, 10),
         *T.mismatches_text(events, 10),
+        *notes,
     ]
+    if notes:
+        doc["notes"] = notes
     # one dispatch point per engine (only Spark's rules here) and query kind
     if config.join is not None:
         part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
@@ -420,6 +489,9 @@ def run_whatif(
             show_batches=show_batches,
             show_late=show_late,
         )
+    if "no_data_batches" not in part:  # the basis alone (a sweep, a join, a chain)
+        part["no_data_batches"], basis = T.no_data_basis(plan, config)
+        lines = ["", *basis, *lines]
     doc.update(part)
     text += lines
     if fmt == "json":
@@ -464,6 +536,12 @@ def register(app: typer.Typer) -> None:
             True,
             "--no-data-batches/--no-no-data-batches",
             help="spark.sql.streaming.noDataMicroBatches.enabled",
+        ),
+        backlog: bool | None = typer.Option(
+            None,
+            "--backlog/--caught-up",
+            help="Without arrival_time: the query started on these batches already waiting, one per trigger "
+            "(maxFilesPerTrigger=1), or (default) a live query caught up between them.",
         ),
         time_unit: str | None = typer.Option(None, "--time-unit", help="Unit of numeric times: s, ms or us."),
         time_column: str = typer.Option("event_time", "--time-column", help="Name of the event-time column."),
@@ -560,6 +638,7 @@ def register(app: typer.Typer) -> None:
             max_rows_per_batch=max_rows_per_batch,
             group_by_key=group_by_key,
             no_data_batches=no_data_batches,
+            backlog=bool(backlog),
             need_delay=sweep_delays is None and target is None,
             join=join_spec_,
         )
@@ -582,4 +661,5 @@ def register(app: typer.Typer) -> None:
             chain=chain,
             default_delay_given=delay is None or parse_delays(delay)[0] is not None,
             restarts=R.parse_restart_options(restart_after, run_kind),
+            backlog_flag=None if backlog is None else "--backlog" if backlog else "--caught-up",
         )

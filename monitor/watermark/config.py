@@ -119,6 +119,11 @@ class WatermarkConfig:
         max_future_skew_ms: model ``filter(event_time <= current_timestamp() + skew)`` placed before
             ``withWatermark``; needs batch processing times (``arrival_ms``).
         no_data_batches: ``spark.sql.streaming.noDataMicroBatches.enabled`` (default ``True``).
+        backlog: for events with a ``batch`` column and no arrival times: the query started on these
+            batches already waiting, read one per trigger (``maxFilesPerTrigger=1`` over files written
+            before the start), so data waits at every trigger and a no-data batch can run only after
+            the last; ``False`` (default): a live query caught up between batches (see
+            :mod:`monitor.watermark.plan`). Arrival times, when the events have them, decide instead.
         sources: input names known up front, in plan order (the first one with rows provides the
             batch's reported ``eventTime`` stats). Sources seen in the events are appended in order of
             first appearance. A declared source that never has a row holds the ``min`` policy at 0.
@@ -139,6 +144,7 @@ class WatermarkConfig:
     max_rows_per_batch: int | None = None
     max_future_skew_ms: int | None = None
     no_data_batches: bool = True
+    backlog: bool = False
     sources: tuple[str, ...] = ()
     source_delays_ms: Mapping[str, int] = field(default_factory=dict)
     keep_late_rows: bool = True

@@ -61,9 +61,10 @@ class WatermarkMover:
         watermark_before_ms / watermark_after_ms: the global watermark the batch ran with, and the
             one after it (what the next batch runs with).
         rows_dropped: distinct rows dropped against a watermark this row set.
-        ahead_of_stream: fewer than 1% of the rows read after its batch reach the watermark it set.
-        later_max_event_time_us: the largest event time among rows read after its batch that are
-            not movers ahead of the stream (``None``: no such row).
+        ahead_of_stream: fewer than 1% of the rows of its input read after its batch (at least one)
+            reach the watermark it set.
+        later_max_event_time_us: the largest event time among rows of its input read after its batch
+            that are not movers ahead of the stream (``None``: no such row).
         unit_mismatch: the loader's note when its number looks written in another epoch unit.
     """
 
@@ -108,7 +109,9 @@ class Diagnosis:
         dropped_rows: rows dropped in the replay diagnosed.
         dropped_by_misdated: of those, rows dropped against a watermark a mis-dated row set.
         delay_needed_ms: the smallest delay that keeps every row the mis-dated rows made late
-            (``None`` when there are none).
+            (``None`` when there are none): ``delay_ms + delay_raise_ms`` (one delay for every input).
+        delay_raise_ms: how much every input's delay must grow to keep those rows (``None``: none); with
+            per-input delays the answer is this raise on each input's own delay.
         without_misdated: the replay with the mis-dated rows filtered out (``None``: none).
         skew_fix: see :class:`SkewFix` (``None``: see ``skew_unavailable``).
         skew_unavailable: why no skew is proposed (``""`` when one is, or nothing is mis-dated).
@@ -122,6 +125,7 @@ class Diagnosis:
     without_misdated: Summary | None
     skew_fix: SkewFix | None
     skew_unavailable: str
+    delay_raise_ms: int | None = None
 
 
 def _processing_order(
@@ -198,11 +202,15 @@ def _movers(
     eligible = cand > _LOW
     data_batches = [b for b in result.batches if b.kind == "data"]
     mismatch = {m.line: m for m in events.unit_mismatches}
+    codes = events.source_codes[order]
     ahead: dict[int, bool] = {}
     for pos, a in attribution.items():
         after = int(plan.bounds[int(pos_batch[pos]) + 1])
-        n_later = int(eligible[after:].sum())
-        reach = int((eligible[after:] & (et_ms[after:] > a.max_watermark_ms)).sum())
+        # the rows of the mover's own input: another input behind it is skew between inputs (each has its
+        # own delay), not a sign that this row is mis-dated
+        own = eligible[after:] & (codes[after:] == codes[pos])
+        n_later = int(own.sum())
+        reach = int((own & (et_ms[after:] > a.max_watermark_ms)).sum())
         ahead[pos] = n_later >= 1 and reach < max(1, n_later // 100)
     excluded = np.zeros(len(order), dtype=np.bool_)
     for pos, is_ahead in ahead.items():
@@ -213,7 +221,7 @@ def _movers(
         j = int(pos_batch[pos])
         b = data_batches[j]
         after = int(plan.bounds[j + 1])
-        later = eligible[after:] & ~excluded[after:]
+        later = eligible[after:] & ~excluded[after:] & (codes[after:] == codes[pos])
         later_max = int(events.event_time_us[order[after:]][later].max()) if later.any() else None
         row = int(order[pos])
         line = events.line_of(row)
@@ -296,6 +304,7 @@ def diagnose(
         without_misdated=without,
         skew_fix=skew_fix,
         skew_unavailable=why,
+        delay_raise_ms=max_lateness_us // 1000 + 1 if max_lateness_us >= 0 else None,
     )
 
 

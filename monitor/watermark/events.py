@@ -178,6 +178,11 @@ class EventsTable:
         """True when rows come from more than one named input."""
         return len(self.source_names) > 1 or (len(self.source_names) == 1 and self.source_names[0] != "")
 
+    @property
+    def has_keys(self) -> bool:
+        """True when the rows carry a ``key`` (a key column with at least one non-empty value)."""
+        return len(self.key_names) > 1 or (len(self.key_names) == 1 and self.key_names[0] != "")
+
     def line_of(self, row_index: int) -> int:
         """Line number (or 1-based row number) of row ``row_index``."""
         return int(self.line[row_index]) if self.line is not None else row_index + 1

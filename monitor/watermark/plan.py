@@ -5,10 +5,18 @@ The plan depends on the events and the trigger only (never on the delay), so a s
 Three ways rows are assigned to data batches:
 
 * **explicit** (the events have a ``batch`` column): rows with the same ``batch`` value form one data
-  batch, in ascending value order, rows in file order. Data for the next batch is taken to arrive after
-  the engine went idle, so a no-data batch can run between two data batches (what
-  ``processAllAvailable()`` between feeds does in tests). Processing time: the latest ``arrival_ms`` of
-  the batch's rows, if known.
+  batch, in ascending value order, rows in file order. Processing time: the latest ``arrival_ms`` of
+  the batch's rows, if known. Whether the engine is idle after a batch (so that a no-data batch may run,
+  Spark's ``MicroBatchExecution.constructNextBatch``: only when no new data is available) follows
+
+  - the arrival times when the events have them: idle unless a row of the next batch had arrived by
+    the batch's processing time (``basis="arrival_time"``; batches are taken to take no time);
+  - else the assumption the caller names: ``config.backlog=False`` (default), a live query caught up
+    between batches: the next batch's data arrives after the engine went idle (what
+    ``processAllAvailable()`` between feeds does in tests; ``basis="caught_up"``); ``config.backlog=True``,
+    a query started on these batches already waiting, one per trigger (files read with
+    ``maxFilesPerTrigger=1``): data waits at every trigger, idle only after the last
+    (``basis="backlog"``).
 * **trigger** (``trigger_ms`` and an ``arrival_ms`` column): Spark's ``ProcessingTimeTrigger`` fires at
   multiples of the interval; the batch fired at ``t`` reads every row with ``arrival_ms < t`` not read
   yet (in arrival order, ties in file order). When a tick finds no new rows the engine is idle and may
@@ -22,6 +30,7 @@ batch immediately (there is a backlog, so no no-data batch runs in between).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +55,10 @@ class BatchPlan:
         idle_after: whether the engine is idle after data batch j (a no-data batch may run then).
         idle_time_ms: the processing time of that possible no-data batch.
         mode: ``"explicit"``, ``"trigger"`` or ``"all"``.
+        labels: the events' own ``batch`` value of each data batch (explicit mode; ``None`` otherwise).
+        basis: what decided ``idle_after``: ``"arrival_time"`` (explicit batches with arrival times),
+            ``"caught_up"`` / ``"backlog"`` (explicit batches without: the assumption made, see the module
+            docstring), ``"trigger"`` (arrival times at each trigger) or ``"all"`` (one read of every row).
     """
 
     order: I64
@@ -54,6 +67,8 @@ class BatchPlan:
     idle_after: list[bool]
     idle_time_ms: list[int | None]
     mode: str
+    labels: list[int | None] | None = None
+    basis: str = ""
 
     def __len__(self) -> int:
         return len(self.times_ms)
@@ -80,13 +95,14 @@ def plan_batches(events: EventsTable, config: WatermarkConfig) -> BatchPlan:
     cap = config.max_rows_per_batch
     arrival = events.arrival_ms
     if events.batch is not None:
-        plan = _plan_explicit(events.batch, arrival, cap)
+        plan = _plan_explicit(events.batch, arrival, cap, backlog=config.backlog)
     elif config.trigger_ms is not None:
         if arrival is None:
             raise EngineConfigError(
                 "a processing-time trigger needs an 'arrival_time' column (or give a 'batch' column)"
             )
         plan = _plan_trigger(arrival, config.trigger_ms, cap)
+        plan = dataclasses.replace(plan, basis="trigger")
     else:
         if arrival is not None:
             raise EngineConfigError(
@@ -104,6 +120,7 @@ def plan_batches(events: EventsTable, config: WatermarkConfig) -> BatchPlan:
             idle_after=[j == k - 1 for j in range(k)],
             idle_time_ms=[None] * k,
             mode="all",
+            basis="all",
         )
     if config.max_future_skew_ms is not None and any(t is None for t in plan.times_ms):
         raise EngineConfigError(
@@ -113,25 +130,38 @@ def plan_batches(events: EventsTable, config: WatermarkConfig) -> BatchPlan:
     return plan
 
 
-def _plan_explicit(batch: I64, arrival: I64 | None, cap: int | None) -> BatchPlan:
+def _plan_explicit(batch: I64, arrival: I64 | None, cap: int | None, *, backlog: bool) -> BatchPlan:
+    basis = "arrival_time" if arrival is not None else "backlog" if backlog else "caught_up"
     order = np.argsort(batch, kind="stable").astype(np.int64)
     sb = batch[order]
     n = len(order)
     if n == 0:
-        return BatchPlan(order, np.zeros(1, dtype=np.int64), [], [], [], "explicit")
+        return BatchPlan(order, np.zeros(1, dtype=np.int64), [], [], [], "explicit", [], basis)
     cuts = np.flatnonzero(np.diff(sb)) + 1
     starts = np.concatenate([[0], cuts]).astype(np.int64)
     ends = np.concatenate([cuts, [n]]).astype(np.int64)
     bounds = [0]
     times: list[int | None] = []
     idle: list[bool] = []
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+    labels: list[int | None] = []
+    pairs = list(zip(starts.tolist(), ends.tolist(), strict=True))
+    for v, (s, e) in enumerate(pairs):
         parts = _chunks(s, e, cap)
+        last_value = v == len(pairs) - 1
+        if arrival is not None and not last_value:
+            # data waits at the trigger after this batch when a row of the next batch had arrived by then
+            ns, ne = pairs[v + 1]
+            waiting = int(arrival[order[ns:ne]].min()) <= int(arrival[order[s:e]].max())
+        else:
+            waiting = backlog and not last_value
         for i, (cs, ce) in enumerate(parts):
             bounds.append(ce)
             times.append(None if arrival is None else int(arrival[order[cs:ce]].max()))
-            idle.append(i == len(parts) - 1)
-    return BatchPlan(order, np.asarray(bounds, dtype=np.int64), times, idle, list(times), "explicit")
+            idle.append(i == len(parts) - 1 and not waiting)
+            labels.append(int(sb[s]))
+    return BatchPlan(
+        order, np.asarray(bounds, dtype=np.int64), times, idle, list(times), "explicit", labels, basis
+    )
 
 
 def _plan_trigger(arrival: I64, trigger_ms: int, cap: int | None) -> BatchPlan:

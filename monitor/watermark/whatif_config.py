@@ -156,6 +156,7 @@ def spark_config(
     max_rows_per_batch: int | None = None,
     group_by_key: bool = False,
     no_data_batches: bool = True,
+    backlog: bool = False,
     source_delays_ms: Mapping[str, int] | None = None,
     join: StreamJoin | None = None,
     names: Mapping[str, str] = NAMES,
@@ -166,6 +167,8 @@ def spark_config(
     ``policy`` (``min``/``max``), ``output_mode`` (``append``/``update``), a modelled
     ``filter(event_time <= current_timestamp() + skew)`` of ``max_future_skew_ms``, a
     ``maxOffsetsPerTrigger``-style ``max_rows_per_batch``, and ``spark.sql.streaming.noDataMicroBatches.enabled``.
+    ``backlog``: without arrival times, the query started on the events' batches already waiting
+    (:attr:`WatermarkConfig.backlog`).
     ``source_delays_ms``: each named input's own ``withWatermark`` delay (others take ``delay_ms``).
     ``join``: a stream-stream join (:func:`join_spec`) instead of a window or dedup; its two inputs
     become the config's ``sources`` (left first).
@@ -209,6 +212,7 @@ def spark_config(
         max_rows_per_batch=max_rows_per_batch,
         max_future_skew_ms=max_future_skew_ms,
         no_data_batches=no_data_batches,
+        backlog=backlog,
         sources=() if join is None else (join.left, join.right),
         source_delays_ms=dict(source_delays_ms or {}),
         join=join,

@@ -15,6 +15,7 @@ The events table mirrors what Spark reads: one row per input row, in the order o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from monitor.watermark import (
@@ -67,8 +68,9 @@ def engine_config(scenario: Scenario) -> WatermarkConfig:
     )
 
 
-def engine_events(scenario: Scenario) -> EventsTable:
-    """The scenario's rows as an engine :class:`EventsTable` (file order, step = batch)."""
+def engine_events(scenario: Scenario, arrival_ms_of_step: Sequence[int] | None = None) -> EventsTable:
+    """The scenario's rows as an engine :class:`EventsTable` (file order, step = batch);
+    ``arrival_ms_of_step``: an ``arrival_ms`` per step (the rows of a step arrive together)."""
     index_of = {spec.name: i for i, spec in enumerate(scenario.inputs)}
     times: list[int | None] = []
     batch: list[int] = []
@@ -82,12 +84,17 @@ def engine_events(scenario: Scenario) -> EventsTable:
             source.append(name)
             key.append(row.key)
             partition.append(index_of[name])
-    return EventsTable.from_columns(times, batch=batch, source=source, key=key, partition=partition)
+    arrival = None if arrival_ms_of_step is None else [arrival_ms_of_step[b] for b in batch]
+    return EventsTable.from_columns(
+        times, batch=batch, source=source, key=key, partition=partition, arrival_ms=arrival
+    )
 
 
-def engine_views(scenario: Scenario) -> list[BatchView]:
-    """Runs the engine on the scenario and returns one :class:`BatchView` per batch it ran."""
-    return replay_views(scenario, replay(engine_events(scenario), engine_config(scenario)))
+def engine_views(scenario: Scenario, arrival_ms_of_step: Sequence[int] | None = None) -> list[BatchView]:
+    """Runs the engine on the scenario (with :func:`engine_events`'s ``arrival_ms_of_step``) and returns
+    one :class:`BatchView` per batch it ran."""
+    result = replay(engine_events(scenario, arrival_ms_of_step), engine_config(scenario))
+    return replay_views(scenario, result)
 
 
 def replay_views(scenario: Scenario, result: Replay) -> list[BatchView]:

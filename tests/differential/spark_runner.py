@@ -129,18 +129,28 @@ def watermark_iso_to_ms(text: str) -> int:
 
 
 def build_query_frame(
-    spark: SparkSession, scenario: Scenario, input_dir: Path, *, max_files_per_trigger: int | None = None
+    spark: SparkSession,
+    scenario: Scenario,
+    input_dir: Path,
+    *,
+    max_files_per_trigger: int | None = None,
+    one_file_per_trigger: bool = False,
 ) -> DataFrame:
     """The streaming DataFrame for ``scenario``: watermarked inputs, union, operation, normalised
     output columns. ``max_files_per_trigger`` sets the file source's ``maxFilesPerTrigger`` (one step
-    file per batch when several wait, e.g. in a ``Trigger.AvailableNow`` run). Raises ValueError for an
+    file per batch when several wait, e.g. in a ``Trigger.AvailableNow`` run); ``one_file_per_trigger``:
+    ``maxFilesPerTrigger=1`` over the files of the input directory's subdirectories (:func:`feed_steps`
+    with ``groups`` writes them). Raises ValueError for an
     operation it does not know."""
     from pyspark.sql import functions as F
 
     reader = spark.readStream.schema("input STRING, key STRING, event_time TIMESTAMP")
-    if max_files_per_trigger is not None:
-        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
-    source = reader.json(str(input_dir))
+    if one_file_per_trigger:
+        source = reader.option("maxFilesPerTrigger", 1).json(str(input_dir / "*"))
+    else:
+        if max_files_per_trigger is not None:
+            reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
+        source = reader.json(str(input_dir))
     union: DataFrame | None = None
     for spec in scenario.inputs:
         one = (
@@ -184,14 +194,31 @@ def build_query_frame(
     raise ValueError(f"unknown operation {operation!r}")
 
 
-def write_step_file(input_dir: Path, scenario: Any, step: int) -> None:
+def write_step_file(input_dir: Path, scenario: Any, step: int, mtime: float | None = None) -> Path:
     """Writes one step's rows as one JSON-lines file, atomically (hidden temp name, then rename;
-    the file source ignores names starting with a dot). ``scenario`` needs ``step_rows``."""
+    the file source ignores names starting with a dot). ``scenario`` needs ``step_rows``; ``mtime``: the
+    file's modification time (the file source reads files in modification-time order)."""
     temp = input_dir / f".step{step:03d}.tmp"
     with temp.open("w", encoding="utf-8") as handle:
         for name, row in scenario.step_rows(step):
             handle.write(json.dumps({"input": name, "key": row.key, "event_time": row.event_time}) + "\n")
-    os.replace(temp, input_dir / f"step{step:03d}.json")
+    if mtime is not None:
+        os.utime(temp, (mtime, mtime))
+    final = input_dir / f"step{step:03d}.json"
+    os.replace(temp, final)
+    return final
+
+
+def _write_group(input_dir: Path, scenario: Any, index: int, steps: list[int]) -> None:
+    """Writes the files of ``steps`` into one hidden directory, then renames it into place: the file
+    source sees all of them at once (one step per file, modification times one second apart in step
+    order, so ``maxFilesPerTrigger=1`` reads them in step order)."""
+    temp = input_dir / f".group{index:03d}"
+    temp.mkdir()
+    now = time.time()
+    for i, step in enumerate(steps):
+        write_step_file(temp, scenario, step, mtime=now + i)
+    os.replace(temp, input_dir / f"group{index:03d}")
 
 
 def feed_steps(
@@ -200,23 +227,38 @@ def feed_steps(
     scenario: Any,
     collected: dict[int, list[EmittedRow]],
     steps: range | None = None,
+    groups: list[list[int]] | None = None,
 ) -> tuple[dict[int, int | None], list[Any]]:
     """Writes each step's file and waits for Spark to process it (``processAllAvailable``), then stops
     ``query``. Returns which step each batch read (``None``: a no-data batch) and the query's progress
     list. ``scenario`` needs ``step_count`` and ``step_rows``; ``collected`` is filled by the query's sink.
-    ``steps``: the steps to feed (default all; a restarted query on the same checkpoint is fed the rest)."""
+    ``steps``: the steps to feed one at a time (default all; a restarted query on the same checkpoint is
+    fed the rest). ``groups``: instead, steps written together (one directory each, all files appearing at
+    once) before each ``processAllAvailable``, for a query reading one file per trigger: the first file of
+    a group arrives when the engine is idle, the others wait at the triggers after it. A group's data
+    batches (those with input rows) map to its steps in order."""
     step_of_batch: dict[int, int | None] = {}
+    singles = [[s] for s in (range(scenario.step_count) if steps is None else steps)]
     try:
-        for step in range(scenario.step_count) if steps is None else steps:
+        for index, group in enumerate(groups if groups is not None else singles):
             before = set(collected)
-            write_step_file(input_dir, scenario, step)
+            if groups is None:
+                write_step_file(input_dir, scenario, group[0])
+            else:
+                _write_group(input_dir, scenario, index, group)
             query.processAllAvailable()
             new_ids = sorted(set(collected) - before)
             for batch_id in new_ids:
                 step_of_batch[batch_id] = None
-            if new_ids:
-                # The file lands in the first batch that runs after it was written.
-                step_of_batch[new_ids[0]] = step
+            if groups is None:
+                if new_ids:
+                    # The file lands in the first batch that runs after it was written.
+                    step_of_batch[new_ids[0]] = group[0]
+                continue
+            rows_of = {p.batchId: int(p.numInputRows) for p in query.recentProgress if "addBatch" in (p.durationMs or {})}
+            data_ids = [b for b in new_ids if rows_of.get(b, 0) > 0]
+            for batch_id, step in zip(data_ids, group, strict=False):
+                step_of_batch[batch_id] = step
         return step_of_batch, list(query.recentProgress)
     finally:
         query.stop()
@@ -227,13 +269,15 @@ def run_scenario(
     scenario: Scenario,
     work_dir: Path | None = None,
     frame_builder: Callable[[SparkSession, Any, Path], DataFrame] | None = None,
+    groups: list[list[int]] | None = None,
 ) -> SparkRun:
     """Runs ``scenario`` as a streaming query and returns every batch Spark ran, data and no-data.
 
     ``work_dir``: parent for the input and checkpoint directories (a fresh temp dir, removed
     afterwards). ``frame_builder``: builds the query instead of :func:`build_query_frame` (the join
     scenarios pass theirs; the scenario only needs ``seed``, ``step_count``, ``step_rows``,
-    ``output_mode`` and ``policy``). Raises RuntimeError if Spark runs more than one data batch for a step or if a batch's
+    ``output_mode`` and ``policy``). ``groups``: :func:`feed_steps`'s (the frame must then read one file
+    per trigger). Raises RuntimeError if Spark runs more than one data batch for a step or if a batch's
     progress is missing; Spark's own exceptions (StreamingQueryException) propagate.
     """
     started = time.perf_counter()
@@ -256,7 +300,7 @@ def run_scenario(
             .queryName(f"diff_{scenario.seed}")
             .start()
         )
-        step_of_batch, progress = feed_steps(query, input_dir, scenario, collected)
+        step_of_batch, progress = feed_steps(query, input_dir, scenario, collected, groups=groups)
         run = SparkRun(scenario_seed=scenario.seed)
         run.batches = assemble(collected, step_of_batch, progress)
         check_one_batch_per_step(run, scenario)

@@ -42,7 +42,14 @@ def test_parse_duration_list() -> None:
         parse_duration_list_ms(" , ")
 
 
-@pytest.mark.parametrize(("ms", "text"), [(0, "0s"), (90_000, "1m30s"), (500, "500ms"), (86_400_000, "1d")])
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (0, "0s"), (90_000, "1m30s"), (500, "500ms"), (86_400_000, "1d"),
+        # milliseconds beside seconds read as a decimal of the seconds, not "1m8s86ms" (new-user trial)
+        (68_086, "1m8.086s"), (1_500, "1.5s"), (60_086, "1m86ms"),
+    ],
+)
 def test_format_duration_ms_round_trips(ms: int, text: str) -> None:
     assert format_duration_ms(ms) == text
     assert parse_duration_ms(text) == ms

@@ -97,3 +97,40 @@ def test_processing_time_latency_is_emitting_batch_time_minus_window_end() -> No
     assert (r.summary.latency.count, r.summary.latency.p50_ms) == (1, 25_000)
     # event-time latency: the stream's max event time (116 s) was 11 s past the end when emitted
     assert r.summary.event_time_latency.p50_ms == 11_000
+
+
+def test_explicit_batches_with_arrival_times_are_idle_only_when_the_next_batch_had_not_arrived() -> None:
+    # batch 1's first row arrived at 4 s, before batch 0 ran (its last row at 5 s): data waited, not
+    # idle. Batch 2 arrives at 9 s, after batch 1 ran at 6 s: idle. The last batch is always idle.
+    ev = table([1, 2, 3, 4], batch=[0, 1, 1, 2], arrival_ms=[5_000, 4_000, 6_000, 9_000])
+    p = plan_batches(ev, cfg())
+    assert p.idle_after == [False, True, True]
+    assert (p.basis, p.labels) == ("arrival_time", [0, 1, 2])
+
+
+def test_explicit_batch_arriving_at_the_same_instant_waits() -> None:
+    # two files of one burst (the same arrival): the second is there when the first batch ends
+    ev = table([1, 2], batch=[0, 1], arrival_ms=[7_000, 7_000])
+    assert plan_batches(ev, cfg()).idle_after == [False, True]
+
+
+def test_explicit_batches_without_arrival_times_follow_the_assumption_named() -> None:
+    ev = table([1, 2, 3], batch=[4, 7, 9])
+    caught_up = plan_batches(ev, cfg())
+    assert (caught_up.idle_after, caught_up.basis, caught_up.labels) == ([True, True, True], "caught_up", [4, 7, 9])
+    backlog = plan_batches(ev, cfg(backlog=True))
+    assert (backlog.idle_after, backlog.basis) == ([False, False, True], "backlog")
+
+
+def test_backlog_replay_runs_no_no_data_batch_between_batches() -> None:
+    # windows of 5 s, delay 10 s: rows at 100 s, 120 s, 103 s. Caught up, the no-data batch after 120 s
+    # runs with 110 s before 103 s arrives, so 103 s's batch filters against 110 s: late. As a backlog, 103 s's
+    # batch runs right after 120 s's with 110 s for eviction but filters late rows against the previous
+    # batch's watermark (90 s): kept. It does not move the watermark, so no no-data batch follows it.
+    ev = table([100, 120, 103], batch=[0, 1, 2])
+    live = replay(ev, cfg())
+    assert [b.kind for b in live.batches] == ["data", "no-data", "data", "no-data", "data"]
+    assert live.summary.dropped_rows == 1
+    back = replay(ev, cfg(backlog=True))
+    assert [b.kind for b in back.batches] == ["data", "data", "data"]
+    assert back.summary.dropped_rows == 0

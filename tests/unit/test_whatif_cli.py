@@ -75,8 +75,63 @@ def test_whatif_text_lists_batches_summary_bad_and_late_rows(
     assert "line 6: 'garbage'" in out
     assert "rows dropped as late: 2 (33.333%); by source: a=2" in out
     assert "state rows: peak 3" in out
-    # the 83 s row is on line 4 of the file (header = line 1)
-    assert "batch 2: line 4 (event time 1970-01-01T00:01:23Z source a) late by 5s" in out
+    # the 83 s row is on line 4 of the file (header = line 1), in the file's batch 1 (Spark batch id 2:
+    # a no-data batch ran between; the report keeps the file's numbers)
+    assert "batch 1: line 4 (event time 1970-01-01T00:01:23Z source a) late by 5s" in out
+    # the assumption about arrival is said, and where no-data batches were added
+    assert "No-data batches: the file has no arrival_time, so whatif ASSUMED a live query caught up" in out
+    assert "  3 added, after file batches 0, 1, 2 (the batch column below keeps the file's numbers" in out
+    assert "  after 0     1 no-data 1970-01-01T00:01:30Z" in out
+    assert "        0     0 data    -    " in out  # the initial 0 watermark reads "-", as in scan
+
+
+def test_whatif_backlog_runs_no_data_batches_only_after_the_last(
+    events_csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the same three file batches as a backlog read one per trigger: data waits at every trigger, so
+    # no no-data batch runs before file batch 2; the watermark moves only at data batches
+    code, out, _ = run(
+        ["whatif", str(events_csv), "--delay", "10s", "--window", "5s", "--backlog", "--format", "json"], capsys
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert [(b["batch_id"], b["kind"], b["watermark_ms"]) for b in doc["batches"]] == [
+        (0, "data", 0),
+        (1, "data", 90_000),
+        (2, "data", 91_000),
+        (3, "no-data", 110_000),
+    ]
+    assert doc["no_data_batches"] == {
+        "enabled": True, "basis": "backlog", "added": 1, "after_file_batches": ["2"]
+    }
+    # 83 s (window [80, 85) s) against the previous batch's watermark 0: not late; 84 s against 90 s: late
+    assert doc["summary"]["dropped_rows"] == 1
+
+
+def test_whatif_arrival_time_decides_the_no_data_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # batch 1's row had arrived (at 5 s) before batch 0 ran (at 6 s): data waits, no no-data batch; batch 2
+    # arrives at 20 s, after batch 1 ran (at 7 s): the engine was idle, a no-data batch runs
+    p = tmp_path / "e.csv"
+    p.write_text(
+        "event_time,batch,arrival_time\n"
+        "1970-01-01T00:01:40Z,0,1970-01-01T00:00:06Z\n"
+        "1970-01-01T00:02:00Z,1,1970-01-01T00:00:05Z\n"
+        "1970-01-01T00:03:00Z,1,1970-01-01T00:00:07Z\n"
+        "1970-01-01T00:04:00Z,2,1970-01-01T00:00:20Z\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run(["whatif", str(p), "--delay", "10s", "--window", "5s", "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert [(b["batch_id"], b["kind"]) for b in doc["batches"]] == [
+        (0, "data"), (1, "data"), (2, "no-data"), (3, "data"), (4, "no-data")
+    ]
+    assert doc["no_data_batches"] == {
+        "enabled": True, "basis": "arrival_time", "added": 2, "after_file_batches": ["1", "2"]
+    }
+    code, _, err = run(["whatif", str(p), "--delay", "10s", "--window", "5s", "--backlog"], capsys)
+    assert code == 2
+    assert "--backlog: " in err and "has an arrival_time column" in err
 
 
 def test_whatif_sweep_and_target(events_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:

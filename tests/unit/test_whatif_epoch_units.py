@@ -94,7 +94,8 @@ def test_whatif_reports_the_row_and_the_unit_and_does_not_crash(
             "line 6: 1767225670000 read as epoch s is +57971-02-25T19:26:40Z; as epoch ms it would be "
             "2026-01-01T00:01:10Z" in out
         )
-        assert "line 6 (batch 2): event time +57971-02-25T19:26:40Z moved the watermark" in out
+        # the file's batch 1 (Spark batch id 2 in the JSON: a no-data batch ran before it)
+        assert "line 6 (batch 1): event time +57971-02-25T19:26:40Z moved the watermark" in out
         assert "+57971-02-25T19:25:40Z" in out  # the watermark, as Spark printed it (without .000)
 
 

@@ -197,7 +197,8 @@ def test_join_text_says_which_input_drops_rows(tmp_path: Path, capsys: pytest.Ca
         "2 removed by its state watermark"
     ) in out
     assert "Output rows: 3 = 2 joined + 1 clicks row(s) with NULLs" in out
-    assert "batch 4: line 9 (event time 1970-01-01T00:00:15Z source views) late by 5s" in out
+    # the file says batch 2 (Spark ran no-data batches between: its batch id is 4)
+    assert "batch 2: line 9 (event time 1970-01-01T00:00:15Z source views) late by 5s" in out
     assert "never shrinks" not in out
 
 
@@ -329,11 +330,12 @@ def test_chain_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_dedup_then_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # dropDuplicates(key, event_time) then 10 s windows: the file has no key column, so rows with the
-    # same event time would be duplicates (none here). Late at the dedup: 2 s in batch 2 (<= 2 s) and
+    # dropDuplicates(key, event_time) then 10 s windows: every row has key k, so rows with the same event
+    # time would be duplicates (none here). Late at the dedup: 2 s in batch 2 (<= 2 s) and
     # 4 s in batch 4 (<= 11 s). Passed: 1, 3, 7, 16, 31 s; operator 2 closes [0,10) (3 rows) in batch 3
-    # and [10,20) (1 row) in batch 5; [30,40) stays open.
-    doc = _json(["whatif", _file(tmp_path, CHAIN), "--delay", "5s", "--dedup", "key,event_time",
+    # and [10,20) (1 row) in batch 5; [30,40) stays open. (Without a key column whatif stops: exit 2.)
+    keyed = CHAIN.replace("source\n", "source,key\n").replace(",a\n", ",a,k\n")
+    doc = _json(["whatif", _file(tmp_path, keyed), "--delay", "5s", "--dedup", "key,event_time",
                  "--then-window", "10s"], capsys)
     ops = doc["chain"]["operators"]
     assert [(o["spark_name"], o["late_rows"], o["output_rows"]) for o in ops] == [
