@@ -13,7 +13,8 @@ fewer), so targets spread evenly as instances join and leave, and the same for r
   interval, at least 15 s; an instance that stops renewing (killed, cut off from the database) loses its
   targets then, and the others take them at their next tick.
 * A job is evaluated by the holder of the target its data comes from (:meth:`Fleet.evaluation_scope`,
-  inside the evaluation transaction, which locks those lease rows: nobody takes them meanwhile).
+  inside the evaluation transaction, which locks those lease rows ``FOR KEY SHARE``: nobody takes them
+  meanwhile, while this instance's polls and ticks go on renewing them).
 * A receiver is delivered by the holder of its lease only (:meth:`Fleet.held_receivers`).
 * Listener pushes (ingest) are accepted by any instance; their jobs, and jobs of unknown source (stored
   by ``scan --db`` or before migration 0006), are evaluated by the holder of the ``ingest`` lease.
@@ -42,6 +43,7 @@ from monitor.store.fleet_repo import (
     job_sources,
     leave_fleet,
     list_instances,
+    lock_held_leases,
     release_leases,
     renew_leases,
 )
@@ -274,17 +276,22 @@ class Fleet:
             return {n: h.held_since for n, h in sorted(self._held[_TARGET].items())}
 
     def evaluation_scope(self, session: Session, now: datetime) -> EvaluationScope | None:
-        """Within the evaluation's transaction: renew (and so lock) the held targets' leases and read
-        which target each job's data comes from (``None``: not joined yet, evaluate everything)."""
+        """Within the evaluation's transaction: lock the held targets' unexpired leases so that no other
+        instance takes them before it commits, and read which target each job's data comes from (``None``:
+        not joined yet, evaluate everything).
+
+        The lock is ``FOR KEY SHARE`` (:func:`monitor.store.fleet_repo.lock_held_leases`), not a renewal:
+        renewing (an ``UPDATE``) would hold the rows' write lock for the whole tick, and every poll of
+        those targets (its write transaction renews its lease first) and the fleet tick would wait for the
+        evaluation to commit. Polls and the fleet tick renew the leases."""
         if not self.joined:
             return None
         with self._lock:
-            mine = list(self._held[_TARGET])
-        until = {_key(_TARGET, n): now + self._resources[_TARGET][n].ttl for n in mine}
-        renewed = {_name(k) for k in renew_leases(session, self.name, list(until), now, until)}
+            mine = [_key(_TARGET, n) for n in self._held[_TARGET]]
+        held = {_name(k) for k in lock_held_leases(session, self.name, mine, now)}
         names = self._resources[_TARGET]
         default = INGEST_TARGET if INGEST_TARGET in names else min(names, default=None)
-        return EvaluationScope(frozenset(renewed), job_sources(session), default)
+        return EvaluationScope(frozenset(held), job_sources(session), default)
 
     # ------------------------------------------------------------------------------------ receivers
 
