@@ -31,6 +31,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -159,8 +160,11 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
             cpu0 = {n: cpu_s(p) for n, p in pids.items()}
             pg_cpu0, pg0, wall0 = tree_cpu_s(pm), pg_counters(server, url), time.monotonic()
             fault_log, fault_at = logs[len(logs) // 2], 0.0
+            per_round: list[int] = []  # rows inserted in each round: a round inside one long transaction shows 0
             with ActivitySampler(server, url) as activity:
                 for r in range(rounds):
+                    if r:
+                        per_round.append(pg_counters(server, url).tup_inserted)
                     round_start = time.monotonic()
                     if r == 1:
                         fault_log.batches(FAULT_TEMPLATE)
@@ -172,6 +176,8 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
                 wall = time.monotonic() - wall0
                 cpu = {n: cpu_s(p) - cpu0[n] for n, p in pids.items()}
                 pg_cpu, pg = tree_cpu_s(pm) - pg_cpu0, pg_counters(server, url) - pg0
+                marks = [pg0.tup_inserted, *per_round, pg0.tup_inserted + pg.tup_inserted]
+                per_round = [b - a for a, b in pairwise(marks)]
                 statements = statement_stats(server, url)
             intervals = wall / TRIGGER_S
             doc = cluster_status(config_path)
@@ -186,7 +192,7 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
                       f"{len(mine)} targets / {sum(by_target[t] for t in mine)} queries held, RSS {rss:.0f} MiB (peak {peak:.0f})")  # fmt: skip
             print(f"    PostgreSQL: CPU {pg_cpu / intervals:.2f} s per 10 s interval; {pg.xact_commit / wall:.1f} "
                   f"transactions/s; rows inserted {pg.tup_inserted / wall:,.0f}/s, updated {pg.tup_updated / wall:,.0f}/s, "
-                  f"deleted {pg.tup_deleted / wall:,.0f}/s; {statements.calls / wall:,.0f} statement executions/s "
+                  f"deleted {pg.tup_deleted / wall:,.0f}/s (inserted per round: {per_round}); {statements.calls / wall:,.0f} statement executions/s "
                   f"({statements.exec_s / intervals:.2f} s of execution per interval)")  # fmt: skip
             for calls, nrows, exec_s, text in statements.top:
                 print(f"      {calls:>7} calls {nrows:>8} rows {exec_s:6.2f} s  {text}")

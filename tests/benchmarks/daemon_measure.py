@@ -94,7 +94,7 @@ class PgCounters(NamedTuple):
         """Rows inserted + updated + deleted."""
         return self.tup_inserted + self.tup_updated + self.tup_deleted
 
-    def __sub__(self, other: tuple[Any, ...]) -> PgCounters:  # type: ignore[override]
+    def __sub__(self, other: tuple[Any, ...]) -> PgCounters:
         return PgCounters(*(a - b for a, b in zip(self, other, strict=True)))
 
 
