@@ -178,7 +178,7 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
                 pg_cpu, pg = tree_cpu_s(pm) - pg_cpu0, pg_counters(server, url) - pg0
                 marks = [pg0.tup_inserted, *per_round, pg0.tup_inserted + pg.tup_inserted]
                 per_round = [b - a for a, b in pairwise(marks)]
-                statements = statement_stats(server, url)
+                statements = statement_stats(server, url, top=10)
             intervals = wall / TRIGGER_S
             doc = cluster_status(config_path)
             held_now = _holders(doc, names)
@@ -197,7 +197,7 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
             for calls, nrows, exec_s, text in statements.top:
                 print(f"      {calls:>7} calls {nrows:>8} rows {exec_s:6.2f} s  {text}")
             print(f"    connections (samples of {activity.samples}): {activity.counts()}; "
-                  f"longest open transaction {activity.longest_xact_s:.1f} s")  # fmt: skip
+                  f"longest open transaction {activity.longest_xact_s:.1f} s (last statement: {activity.longest_xact_query})")  # fmt: skip
 
             notified = wait_for("the fault's notification at the webhook",
                                 lambda: _notified_at(rx, fault_log.query_id), timeout_s=180, interval_s=0.2)  # fmt: skip

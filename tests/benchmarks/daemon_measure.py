@@ -116,13 +116,14 @@ class ActivitySampler:
     connections are doing (``state``, ``wait_event_type:wait_event``) and the oldest open transaction.
 
     ``counts()`` gives ``{"active" | "idle in transaction" | "idle" | "active wait Lock:transactionid", ...:
-    samples}`` summed over connections; ``longest_xact_s`` the longest transaction seen open."""
+    samples}`` summed over connections; ``longest_xact_s`` the longest transaction seen open, ``longest_xact_query`` its statement then."""
 
     def __init__(self, server: Any, url: str, interval_s: float = 0.5) -> None:
         self._server, self._url, self._interval_s = server, url, interval_s
         self._stop = threading.Event()
         self._counts: Counter[str] = Counter()
         self.longest_xact_s = 0.0
+        self.longest_xact_query = ""  # the last statement of that transaction when it was seen longest
         self.samples = 0
         self._thread = threading.Thread(target=self._run, name="pg-activity", daemon=True)
 
@@ -139,18 +140,19 @@ class ActivitySampler:
         with _connect(self._server, self._url) as conn:
             while not self._stop.wait(self._interval_s):
                 rows = conn.execute(
-                    "SELECT state, wait_event_type, wait_event, EXTRACT(EPOCH FROM now() - xact_start) "
+                    "SELECT state, wait_event_type, wait_event, EXTRACT(EPOCH FROM now() - xact_start), query "
                     "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
                     (name,),
                 ).fetchall()
                 self.samples += 1
-                for state, wait_type, wait, xact_age in rows:
+                for state, wait_type, wait, xact_age, query in rows:
                     key = str(state)
                     if wait_type and wait_type != "Client":
                         key += f" wait {wait_type}:{wait}"
                     self._counts[key] += 1
-                    if xact_age is not None:
-                        self.longest_xact_s = max(self.longest_xact_s, float(xact_age))
+                    if xact_age is not None and float(xact_age) > self.longest_xact_s:
+                        self.longest_xact_s = float(xact_age)
+                        self.longest_xact_query = " ".join(str(query).split())[:160]
 
     def counts(self) -> dict[str, int]:
         """Samples per connection state (see the class)."""
