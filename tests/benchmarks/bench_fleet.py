@@ -212,6 +212,11 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
                     codes[name] = daemon.terminate(timeout_s=60)
                 daemon.close()
             engine.engine.dispose()
+        fired = [ln for d in daemons.values() for ln in d.log().splitlines() if f"alert {FAULT_RULE} firing for" in ln]
+        if fired:  # the daemon log's local time is this machine's (UTC here)
+            at = datetime.strptime(fired[0][:23], "%Y-%m-%d %H:%M:%S,%f").astimezone().timestamp()
+            print(f"    fault: the firing was logged {at - fault_at:.1f} s after the append "
+                  f"(evaluated), {notified - at:.1f} s before it reached the webhook (delivery)")  # fmt: skip
         for name, daemon in daemons.items():
             text = daemon.log()
             skipped = sum(1 for ln in text.splitlines() if "skipp" in ln.lower() or "missed" in ln.lower())
