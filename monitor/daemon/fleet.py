@@ -4,7 +4,7 @@ Every ``tidegauge run`` is an instance (``--instance NAME``, default ``host:pid`
 (scheduled every :attr:`Fleet.interval`) heartbeats in ``fleet_instances`` and keeps this instance's share
 of the leases (:mod:`monitor.store.fleet_repo`): with ``n`` live instances and ``t`` targets it holds at most
 ``ceil(t / n)`` targets, taking free or expired ones (``FOR UPDATE SKIP LOCKED``) and releasing what is over
-its share between two polls of that target (down to ``floor(t / n)`` while another live instance holds
+its share between two polls of that target and outside an evaluation tick over it (down to ``floor(t / n)`` while another live instance holds
 fewer), so targets spread evenly as instances join and leave, and the same for receivers.
 
 * A target is polled only while its lease is held; the poll's write transaction renews the lease
@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.daemon.tick import JobKey, tick_time
@@ -141,6 +142,8 @@ class Fleet:
         self._lock = threading.Lock()
         self._held: dict[str, dict[str, _Held]] = {_TARGET: {}, _RECEIVER: {}}
         self._polling: set[str] = set()
+        #: targets whose lease rows an evaluation transaction of this instance has locked (until it ends)
+        self._evaluating: set[str] = set()
         self._defined = False
         #: whether a :meth:`tick` succeeded: before that (a runtime driven without starting the daemon, as
         #: tests and the demo's seeding do) evaluation and delivery cover everything, as a lone daemon's
@@ -210,8 +213,8 @@ class Fleet:
                 held[name] = _Held(now, until[_key(kind, name)])
             over = len(held) - keep
             released: list[str] = []
-            if over > 0:  # give back what is not being polled right now (the rest at a later tick)
-                idle = sorted(n for n in held if n not in self._polling)
+            if over > 0:  # give back what is not being polled or evaluated now (the rest at a later tick)
+                idle = sorted(n for n in held if n not in self._polling and n not in self._evaluating)
                 released = idle[:over]
                 for name in released:
                     del held[name]
@@ -289,6 +292,18 @@ class Fleet:
         with self._lock:
             mine = [_key(_TARGET, n) for n in self._held[_TARGET]]
         held = {_name(k) for k in lock_held_leases(session, self.name, mine, now)}
+        # a target released while this transaction holds its row lock could not be taken by another instance
+        # (taking skips locked rows) until the evaluation commits: nobody would poll it meanwhile. Keep
+        # such targets until then (the fleet tick releases them later).
+        with self._lock:
+            self._evaluating = set(held)
+
+        def done(_session: Session, *_args: object) -> None:
+            with self._lock:
+                self._evaluating = set()
+
+        for hook in ("after_commit", "after_rollback"):
+            event.listen(session, hook, done, once=True)
         names = self._resources[_TARGET]
         default = INGEST_TARGET if INGEST_TARGET in names else min(names, default=None)
         return EvaluationScope(frozenset(held), job_sources(session), default)
