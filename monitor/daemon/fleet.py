@@ -4,8 +4,9 @@ Every ``tidegauge run`` is an instance (``--instance NAME``, default ``host:pid`
 (scheduled every :attr:`Fleet.interval`) heartbeats in ``fleet_instances`` and keeps this instance's share
 of the leases (:mod:`monitor.store.fleet_repo`): with ``n`` live instances and ``t`` targets it holds at most
 ``ceil(t / n)`` targets, taking free or expired ones (``FOR UPDATE SKIP LOCKED``) and releasing what is over
-its share between two polls of that target and outside an evaluation tick over it (down to ``floor(t / n)`` while another live instance holds
-fewer), so targets spread evenly as instances join and leave, and the same for receivers.
+its share between two polls of that target and outside an evaluation tick over it (down to ``floor(t / n)``
+while another live instance holds fewer), so targets spread evenly as instances join and leave, and the
+same for receivers.
 
 * A target is polled only while its lease is held; the poll's write transaction renews the lease
   (:meth:`Fleet.poll_guard`) and stores nothing if it was lost, so a taken-over target resumes from the
