@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench bench-instance differential differential-flink differential-joins fuzz system-deps clean
+.PHONY: demo test lint typecheck bench bench-instance bench-fleet differential differential-flink differential-joins fuzz system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -57,6 +57,13 @@ QUERIES ?= 2500
 bench-instance: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.bench_poll_store --queries 500
 	$(BIN)/python -m tests.benchmarks.bench_one_instance --queries $(QUERIES) --history 12 --rounds 4
+
+## A fleet (issue 16): FLEET_QUERIES simulated Spark queries at 10 s triggers over 12 targets on 1, 2 and 3
+## `tidegauge run` instances sharing one PostgreSQL (CPU per instance and of PostgreSQL, statements and rows
+## per second, time from a fault to its notification). FLEET_QUERIES: comma-separated sizes.
+FLEET_QUERIES ?= 1000
+bench-fleet: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.bench_fleet --queries $(FLEET_QUERIES) --instances 1,2,3 --history 6 --rounds 5
 
 ## Fuzzing (not part of `make test`): COUNT mutated recorded inputs per parser family under atheris (libFuzzer),
 ## JOBS families at once (one process each); FAMILIES: comma-separated, default all; SECONDS: stop each family

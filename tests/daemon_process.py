@@ -5,6 +5,7 @@ Waiting uses short polls with a deadline (:func:`wait_for`), never a fixed sleep
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -149,6 +150,18 @@ class DaemonProcess:
     def log(self) -> str:
         """What the daemon wrote so far."""
         return self.log_path.read_text() if self.log_path.exists() else ""
+
+
+def cluster_status(config_path: Path, timeout_s: float = 60.0) -> dict[str, Any]:
+    """``tidegauge cluster status -c CONFIG --format json`` run as a subprocess: ``{"instances": [{"name",
+    "last_heartbeat", "targets", ...}], "targets": [{"name", "collector", "holder", "lease_until", ...}], ...}``
+    (fails if the command fails)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "cluster", "status", "-c", str(config_path), "--format", "json"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s, check=True,
+    )  # fmt: skip
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
 
 
 def outbox_states(db_url: str) -> list[str]:

@@ -24,6 +24,8 @@ class Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    received_at: float = field(default_factory=time.time)
+    """When the request arrived (Unix seconds)."""
 
     def json(self) -> Any:
         return json.loads(self.body)

@@ -4,8 +4,9 @@ Every ``tidegauge run`` is an instance (``--instance NAME``, default ``host:pid`
 (scheduled every :attr:`Fleet.interval`) heartbeats in ``fleet_instances`` and keeps this instance's share
 of the leases (:mod:`monitor.store.fleet_repo`): with ``n`` live instances and ``t`` targets it holds at most
 ``ceil(t / n)`` targets, taking free or expired ones (``FOR UPDATE SKIP LOCKED``) and releasing what is over
-its share between two polls of that target (down to ``floor(t / n)`` while another live instance holds
-fewer), so targets spread evenly as instances join and leave, and the same for receivers.
+its share between two polls of that target and outside an evaluation tick over it (down to ``floor(t / n)``
+while another live instance holds fewer), so targets spread evenly as instances join and leave, and the
+same for receivers.
 
 * A target is polled only while its lease is held; the poll's write transaction renews the lease
   (:meth:`Fleet.poll_guard`) and stores nothing if it was lost, so a taken-over target resumes from the
@@ -13,7 +14,8 @@ fewer), so targets spread evenly as instances join and leave, and the same for r
   interval, at least 15 s; an instance that stops renewing (killed, cut off from the database) loses its
   targets then, and the others take them at their next tick.
 * A job is evaluated by the holder of the target its data comes from (:meth:`Fleet.evaluation_scope`,
-  inside the evaluation transaction, which locks those lease rows: nobody takes them meanwhile).
+  inside the evaluation transaction, which locks those lease rows ``FOR KEY SHARE``: nobody takes them
+  meanwhile, while this instance's polls and ticks go on renewing them).
 * A receiver is delivered by the holder of its lease only (:meth:`Fleet.held_receivers`).
 * Listener pushes (ingest) are accepted by any instance; their jobs, and jobs of unknown source (stored
   by ``scan --db`` or before migration 0006), are evaluated by the holder of the ``ingest`` lease.
@@ -31,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.daemon.tick import JobKey, tick_time
@@ -42,6 +45,7 @@ from monitor.store.fleet_repo import (
     job_sources,
     leave_fleet,
     list_instances,
+    lock_held_leases,
     release_leases,
     renew_leases,
 )
@@ -139,6 +143,8 @@ class Fleet:
         self._lock = threading.Lock()
         self._held: dict[str, dict[str, _Held]] = {_TARGET: {}, _RECEIVER: {}}
         self._polling: set[str] = set()
+        #: targets whose lease rows an evaluation transaction of this instance has locked (until it ends)
+        self._evaluating: set[str] = set()
         self._defined = False
         #: whether a :meth:`tick` succeeded: before that (a runtime driven without starting the daemon, as
         #: tests and the demo's seeding do) evaluation and delivery cover everything, as a lone daemon's
@@ -208,8 +214,8 @@ class Fleet:
                 held[name] = _Held(now, until[_key(kind, name)])
             over = len(held) - keep
             released: list[str] = []
-            if over > 0:  # give back what is not being polled right now (the rest at a later tick)
-                idle = sorted(n for n in held if n not in self._polling)
+            if over > 0:  # give back what is not being polled or evaluated now (the rest at a later tick)
+                idle = sorted(n for n in held if n not in self._polling and n not in self._evaluating)
                 released = idle[:over]
                 for name in released:
                     del held[name]
@@ -274,17 +280,34 @@ class Fleet:
             return {n: h.held_since for n, h in sorted(self._held[_TARGET].items())}
 
     def evaluation_scope(self, session: Session, now: datetime) -> EvaluationScope | None:
-        """Within the evaluation's transaction: renew (and so lock) the held targets' leases and read
-        which target each job's data comes from (``None``: not joined yet, evaluate everything)."""
+        """Within the evaluation's transaction: lock the held targets' unexpired leases so that no other
+        instance takes them before it commits, and read which target each job's data comes from (``None``:
+        not joined yet, evaluate everything).
+
+        The lock is ``FOR KEY SHARE`` (:func:`monitor.store.fleet_repo.lock_held_leases`), not a renewal:
+        renewing (an ``UPDATE``) would hold the rows' write lock for the whole tick, and every poll of
+        those targets (its write transaction renews its lease first) and the fleet tick would wait for the
+        evaluation to commit. Polls and the fleet tick renew the leases."""
         if not self.joined:
             return None
         with self._lock:
-            mine = list(self._held[_TARGET])
-        until = {_key(_TARGET, n): now + self._resources[_TARGET][n].ttl for n in mine}
-        renewed = {_name(k) for k in renew_leases(session, self.name, list(until), now, until)}
+            mine = [_key(_TARGET, n) for n in self._held[_TARGET]]
+        held = {_name(k) for k in lock_held_leases(session, self.name, mine, now)}
+        # a target released while this transaction holds its row lock could not be taken by another instance
+        # (taking skips locked rows) until the evaluation commits: nobody would poll it meanwhile. Keep
+        # such targets until then (the fleet tick releases them later).
+        with self._lock:
+            self._evaluating = set(held)
+
+        def done(_session: Session, *_args: object) -> None:
+            with self._lock:
+                self._evaluating = set()
+
+        for hook in ("after_commit", "after_rollback"):
+            event.listen(session, hook, done, once=True)
         names = self._resources[_TARGET]
         default = INGEST_TARGET if INGEST_TARGET in names else min(names, default=None)
-        return EvaluationScope(frozenset(renewed), job_sources(session), default)
+        return EvaluationScope(frozenset(held), job_sources(session), default)
 
     # ------------------------------------------------------------------------------------ receivers
 

@@ -34,6 +34,7 @@ __all__ = [
     "leave_fleet",
     "list_instances",
     "list_leases",
+    "lock_held_leases",
     "record_job_sources",
     "release_leases",
     "renew_leases",
@@ -168,6 +169,23 @@ def renew_leases(
         if row is not None:
             renewed.add(name)
     return renewed
+
+
+def lock_held_leases(session: Session, holder: str, names: Collection[str], now: datetime) -> set[str]:
+    """Which of ``names`` ``holder`` holds unexpired at ``now``, those rows locked ``FOR KEY SHARE`` until
+    the transaction ends (PostgreSQL row locks: no other instance takes them meanwhile, since taking one is
+    ``FOR UPDATE SKIP LOCKED``, which skips a row locked this way; but the holder's own polls and fleet tick
+    still renew them, an ``UPDATE`` of non-key columns that this lock does not block). For a long
+    transaction that must not store anything for a lease it lost, without stalling the lease's renewals: the
+    evaluation tick. Nothing is renewed. On SQLite no lock is emitted (one instance only)."""
+    if not names:
+        return set()
+    query = (
+        select(LeaseRow.name)
+        .where(LeaseRow.name.in_(sorted(names)), LeaseRow.holder == holder, LeaseRow.lease_until >= now)
+        .with_for_update(read=True, key_share=True)  # FOR KEY SHARE (key_share alone: FOR NO KEY UPDATE)
+    )
+    return set(session.scalars(query))
 
 
 def acquire_leases(

@@ -18,41 +18,23 @@ Run: ``PYTHONPATH=. python -m tests.benchmarks.bench_one_instance [--queries 100
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import func, select
 
 from monitor.store import make_engine, migrate
 from monitor.store.database import READ_ONLY
-from monitor.store.tables import SampleRow
+from tests.benchmarks.daemon_measure import cpu_s, database, pg_counters, rss_mib, stored_batches
 from tests.conftest import RECORDED_FIXTURES
 from tests.daemon_process import DaemonProcess, free_port, wait_for
 from tests.live_eventlog import LiveEventLog
 
 TEMPLATES = (2, 4, 5, 4, 5, 4)
 TRIGGER_S = 10.0
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
-
-
-def _rss_mib(pid: int) -> tuple[float, float]:
-    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
-
 
 _PROBE = """
 import sys, time, httpx
@@ -108,36 +90,9 @@ class Probe:
         return f"{phase}: {len(mine)} asked, slowest {max(d for _, d in mine):.3f} s, {bad} not 200 within 1 s"
 
 
-@contextmanager
-def _database(backend: str, work: Path) -> Iterator[tuple[str, Any]]:
-    if backend == "sqlite":
-        yield f"sqlite:///{work / 'tg.db'}", None
-        return
-    from tests.pg import start_postgres
-
-    server = start_postgres(os.environ)
-    try:
-        yield server.create_database(), server
-    finally:
-        server.stop()
-
-
-def _pg_counters(server: Any, url: str) -> tuple[int, int]:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(host="127.0.0.1", port=server.port, user="postgres", dbname=name, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = %s",
-            (name,),
-        ).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1])
-
-
 def run(backend: str, queries: int, history: int, rounds: int) -> None:
     spark = RECORDED_FIXTURES / "spark" / "real-4.3.0"
-    with tempfile.TemporaryDirectory() as tmp, _database(backend, Path(tmp)) as (url, server):
+    with tempfile.TemporaryDirectory() as tmp, database(backend, Path(tmp)) as (url, server):
         work = Path(tmp)
         start = datetime.now(UTC) - timedelta(seconds=TRIGGER_S * (history + 1))
         t0 = time.monotonic()
@@ -163,35 +118,30 @@ def run(backend: str, queries: int, history: int, rounds: int) -> None:
             assert daemon.proc is not None
             pid = daemon.proc.pid
             probe = Probe(f"{daemon.base}/healthz", work / "healthz.txt")
-            batches = select(func.count()).select_from(SampleRow).where(
-                SampleRow.kind == "progress", SampleRow.scope_source.is_(None)
-            )
-
             def caught_up() -> bool | None:
-                with engine.connect() as conn:
-                    return True if (conn.scalar(batches) or 0) >= queries * history else None
+                return True if stored_batches(engine) >= queries * history else None
 
             wait_for(f"{queries} x {history} batches stored", caught_up, timeout_s=3600, interval_s=2.0)
             catch_up_s = time.monotonic() - started
-            rss, peak = _rss_mib(pid)
+            rss, peak = rss_mib(pid)
             print(f"  catch-up: all {queries} x {history} batches stored {catch_up_s:.1f} s after start; "
                   f"RSS {rss:.0f} MiB (peak {peak:.0f})", flush=True)  # fmt: skip
             probe.mark("steady")
-            cpu0, wall0 = _cpu_s(pid), time.monotonic()
-            pg0 = _pg_counters(server, url) if server is not None else None
+            cpu0, wall0 = cpu_s(pid), time.monotonic()
+            pg0 = pg_counters(server, url) if server is not None else None
             for r in range(rounds):
                 round_start = time.monotonic()
                 for log in logs:
                     log.batches(TEMPLATES[(history + r) % len(TEMPLATES)])
                 time.sleep(max(0.0, TRIGGER_S - (time.monotonic() - round_start)))
-            cpu, wall = _cpu_s(pid) - cpu0, time.monotonic() - wall0
-            rss, peak = _rss_mib(pid)
+            cpu, wall = cpu_s(pid) - cpu0, time.monotonic() - wall0
+            rss, peak = rss_mib(pid)
             intervals = wall / TRIGGER_S
             line = (f"  steady: {rounds} rounds of one batch per query in {wall:.0f} s: daemon CPU {cpu / intervals:.2f} s "
                     f"per 10 s interval ({cpu / wall:.0%} of a core), RSS {rss:.0f} MiB (peak {peak:.0f})")  # fmt: skip
             if server is not None and pg0 is not None:
-                pg1 = _pg_counters(server, url)
-                line += f", PostgreSQL {(pg1[0] - pg0[0]) / wall:.1f} transactions/s, {(pg1[1] - pg0[1]) / wall:,.0f} rows written/s"
+                pg1 = pg_counters(server, url)
+                line += f", PostgreSQL {(pg1.xact_commit - pg0.xact_commit) / wall:.1f} transactions/s, {(pg1.rows_written - pg0.rows_written) / wall:,.0f} rows written/s"
             print(line, flush=True)
             for log in logs:
                 log.batches(TEMPLATES[0])

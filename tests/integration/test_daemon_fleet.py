@@ -14,7 +14,6 @@ connections) hands its targets to the other and back, never polled by two at onc
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import socket
 import subprocess
@@ -34,7 +33,7 @@ from sqlalchemy.engine import make_url
 
 from monitor.store import upgrade
 from tests.conftest import REPO_ROOT
-from tests.daemon_process import DaemonProcess, free_port, wait_for
+from tests.daemon_process import DaemonProcess, cluster_status, free_port, wait_for
 from tests.servers import serve_handler
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.slow]
@@ -113,15 +112,6 @@ def _config(base: str, instance: str) -> dict[str, Any]:
     }
 
 
-def _status(config: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor.cli", "cluster", "status", "-c", str(config), "--format", "json"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    doc: dict[str, Any] = json.loads(done.stdout)
-    return doc
-
-
 def _holders(doc: dict[str, Any]) -> dict[str, str | None]:
     return {t["name"]: t["holder"] for t in doc["targets"] if t["name"] in TARGETS}
 
@@ -152,7 +142,7 @@ def test_three_instances_share_targets_survive_a_kill_and_rebalance(
     try:
         for daemon in daemons.values():
             daemon.start()
-        spread = wait_for("targets spread over a, b, c", lambda: _spread(_status(status_config), NAMES), 60.0)
+        spread = wait_for("targets spread over a, b, c", lambda: _spread(cluster_status(status_config), NAMES), 60.0)
         per = defaultdict(list)
         for target, holder in spread.items():
             per[holder].append(target)
@@ -165,7 +155,7 @@ def test_three_instances_share_targets_survive_a_kill_and_rebalance(
             shown = {t["name"] for t in health["targets"]}
             assert all(t["held_since"] for t in health["targets"])
             assert shown <= set(TARGETS)
-        doc = _status(status_config)
+        doc = cluster_status(status_config)
         assert sorted(i["name"] for i in doc["instances"]) == list(NAMES)
         assert sum(i["targets"] for i in doc["instances"]) == len(TARGETS) + 1  # and the "ingest" lease
 
@@ -185,14 +175,14 @@ def test_three_instances_share_targets_survive_a_kill_and_rebalance(
         gap_s = max(first.values()) - killed
         print(f"kill -9 -> all of b's {len(orphaned)} targets polled again after {gap_s:.1f} s "
               f"(lease_ttl {LEASE_TTL_S:.0f} s + poll interval {POLL_S:.0f} s)")  # fmt: skip
-        wait_for("a and c hold everything", lambda: _spread(_status(status_config), ("a", "c")), 30.0)
+        wait_for("a and c hold everything", lambda: _spread(cluster_status(status_config), ("a", "c")), 30.0)
 
         # b restarts under its name: the targets spread over three again
         daemons[victim].start()
-        wait_for("targets spread over a, b, c again", lambda: _spread(_status(status_config), NAMES), 60.0)
+        wait_for("targets spread over a, b, c again", lambda: _spread(cluster_status(status_config), NAMES), 60.0)
         for daemon in daemons.values():
             assert daemon.terminate() == 0
-        assert _status(status_config)["instances"] == []  # a clean stop leaves the fleet
+        assert cluster_status(status_config)["instances"] == []  # a clean stop leaves the fleet
     finally:
         for daemon in daemons.values():
             daemon.close()
@@ -316,13 +306,13 @@ def test_database_unreachable_from_one_instance_for_20_s(
     try:
         for daemon in daemons.values():
             daemon.start()
-        before = wait_for("targets spread over a, b", lambda: _spread(_status(status_config), ("a", "b")), 60.0)
+        before = wait_for("targets spread over a, b", lambda: _spread(cluster_status(status_config), ("a", "b")), 60.0)
         cut_at = time.monotonic()
         proxy.cut()
-        wait_for("a holds everything", lambda: _spread(_status(status_config), ("a",)), LEASE_TTL_S + 30.0)
+        wait_for("a holds everything", lambda: _spread(cluster_status(status_config), ("a",)), LEASE_TTL_S + 30.0)
         time.sleep(max(0.0, 20.0 - (time.monotonic() - cut_at)))  # the outage lasts 20 s
         proxy.restore()
-        after = wait_for("targets spread over a, b again", lambda: _spread(_status(status_config), ("a", "b")), 90.0)
+        after = wait_for("targets spread over a, b again", lambda: _spread(cluster_status(status_config), ("a", "b")), 90.0)
         for daemon in daemons.values():
             assert daemon.terminate() == 0
     finally:
