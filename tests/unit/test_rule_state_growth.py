@@ -115,7 +115,7 @@ def _rolling_findings(samples: list[Sample], params: StateGrowthParams, lookback
     out = []
     for sample in samples:
         kept = rolling.extend([sample])
-        assert kept is not None and kept.state_track is not None
+        assert kept is not None and kept.marks_kept
         out.append([f.message for f in evaluate_state_growth(params, kept, sample.observed_at)])
     return out
 
@@ -125,7 +125,7 @@ def _scanned_findings(samples: list[Sample], params: StateGrowthParams, lookback
     out = []
     for n in range(1, len(samples) + 1):
         scanned = job_history(samples[:n], lookback, timedelta(0))
-        assert scanned is not None and scanned.state_track is None
+        assert scanned is not None and not scanned.marks_kept
         out.append([f.message for f in evaluate_state_growth(params, scanned, samples[n - 1].observed_at)])
     return out
 
