@@ -373,6 +373,18 @@ def _duplicate(batches: list[Sample], sample: Sample) -> bool:
     return False
 
 
+def _count_before(samples: list[Sample], cutoff: datetime) -> int:
+    """How many of ``samples`` (oldest first) were observed before ``cutoff``: counted from the front for the
+    few a new round pushes out of a window (the usual trim), bisected beyond."""
+    n = len(samples)
+    i = 0
+    while i < n and samples[i].observed_at < cutoff:
+        i += 1
+        if i == 4:
+            return bisect_left(samples, cutoff, 4, n, key=_TIME)
+    return i
+
+
 class RollingHistory:
     """A job's :class:`JobHistory` kept up to date as its samples arrive in time order (the replay's):
     after each :meth:`extend` it equals ``job_history(samples so far, lookback, series_lookback)`` (up to
@@ -434,7 +446,7 @@ class RollingHistory:
         cutoff = newest.observed_at - self._lookback
         for kept in (history.batches, history.idle, history.lifecycle):
             if kept and kept[0].observed_at < cutoff:
-                del kept[: bisect_left(kept, cutoff, key=_TIME)]
+                del kept[: _count_before(kept, cutoff)]
         # a mark whose batch was trimmed: no kept batch is newer and marked
         oldest_batch = history.batches[0].observed_at if history.batches else None
         if history.newest_drop_at is not None and (oldest_batch is None or history.newest_drop_at < oldest_batch):
@@ -455,7 +467,7 @@ class RollingHistory:
         empty: list[Scope] = []
         for scope, kept in history.series.items():
             if kept[0].observed_at < series_cutoff:
-                del kept[: bisect_left(kept, series_cutoff, key=_TIME)]
+                del kept[: _count_before(kept, series_cutoff)]
                 if not kept:
                     empty.append(scope)
         for scope in empty:

@@ -17,8 +17,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import pairwise
-from operator import attrgetter
+from itertools import islice, pairwise, repeat
+from operator import attrgetter, lt, sub, truediv
 from typing import Literal
 
 from pydantic import Field
@@ -111,12 +111,22 @@ def theil_sen_slope(xs: Sequence[float], ys: Sequence[float], max_points: int = 
         xs = [xs[i] for i in idx]
         ys = [ys[i] for i in idx]
         n = max_points
-    slopes = [
-        (yj - yi) / (xj - xi)
-        for i, (xi, yi) in enumerate(zip(xs, ys, strict=True))
-        for xj, yj in zip(xs[i + 1 :], ys[i + 1 :], strict=True)
-        if xj != xi
-    ]
+    slopes: list[float]
+    if all(map(lt, xs, islice(xs, 1, None))):  # distinct x (the usual case): the pairs in C-level maps
+        slopes = [
+            slope
+            for i in range(n - 1)
+            for slope in map(
+                truediv, map(sub, ys[i + 1 :], repeat(ys[i])), map(sub, xs[i + 1 :], repeat(xs[i]))
+            )
+        ]
+    else:
+        slopes = [
+            (yj - yi) / (xj - xi)
+            for i, (xi, yi) in enumerate(zip(xs, ys, strict=True))
+            for xj, yj in zip(xs[i + 1 :], ys[i + 1 :], strict=True)
+            if xj != xi
+        ]
     slopes.sort()
     if not slopes:
         raise ValueError("theil_sen_slope: need two distinct x values")

@@ -36,6 +36,7 @@ from rules.consumer_lag.burrow import (
     PartitionLagEvaluation,
     compute_lag,
     evaluate_partition,
+    surely_ok,
 )
 from rules.history import JobHistory, kept_state, unread_from
 from rules.params import Duration, RuleParams
@@ -311,7 +312,10 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
         # log-end offset arrives with the commit, so only the newest one is "recent" (older ones would
         # always look caught up compared with the newest commit, and STOP could never be reported)
         brokers = [samples[-1].log_end_offset] if samples[-1].log_end_offset is not None else []
-        result = evaluate_partition(commits, brokers, _lag(window[-1]), now_ms, params.allowed_lag)
+        current = _lag(window[-1])
+        if surely_ok(commits, brokers, current, now_ms, params.allowed_lag):
+            continue  # OK or UNKNOWN: no finding (the common case, from the cheapest checks)
+        result = evaluate_partition(commits, brokers, current, now_ms, params.allowed_lag)
         if len(commits) < 2 and result.status is not LagStatus.STOP:
             continue  # a single commit shows no trend; it can only be too old (STOP)
         severity = SEVERITY.get(result.status)
