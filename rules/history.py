@@ -17,16 +17,26 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import islice
 from operator import attrgetter, le, lt
+from typing import TypeVar
 
 from monitor.model import Engine, JobRef, Sample, SampleKind, Scope
 from rules.common import is_epoch, tail_since
 
-__all__ = ["JobHistory", "KnownPoints", "RollingHistory", "StateTrack", "WatermarkSteps", "job_history"]
+__all__ = [
+    "JobHistory",
+    "KnownPoints",
+    "RollingHistory",
+    "StateTrack",
+    "WatermarkSteps",
+    "job_history",
+    "kept_state",
+    "unread_from",
+]
 
 _MEASURED = (SampleKind.PROGRESS, SampleKind.GAUGE)
 
@@ -115,21 +125,24 @@ class WatermarkSteps:
 
 
 class StateTrack:
-    """What ``state_growth`` reads of a job's batches, kept as they arrive (by :class:`RollingHistory`), so
-    the rule reads its window in O(log n) instead of rescanning it at every batch.
+    """What ``state_growth`` reads of a job's batches, kept as they arrive, so the rule reads its window in
+    O(log n) instead of rescanning it at every batch. One of the rules' kept states (:func:`kept_state`):
+    :meth:`catch_up` feeds it the batches added to the history since it was last read.
 
     Attributes:
         rows: batches with a known ``state_rows_total``.
         bytes: batches with a known ``state_memory_bytes``.
         watermark: batches with a known watermark, and its steps.
+        last: the newest batch fed (``None``: none).
     """
 
-    __slots__ = ("bytes", "rows", "watermark")
+    __slots__ = ("bytes", "last", "rows", "watermark")
 
     def __init__(self) -> None:
         self.rows = KnownPoints("state_rows_total")
         self.bytes = KnownPoints("state_memory_bytes")
         self.watermark = WatermarkSteps()
+        self.last: Sample | None = None
 
     def add(self, sample: Sample) -> None:
         """Add the newest job batch (the three ``add`` s, skipped when there is nothing to add)."""
@@ -145,6 +158,59 @@ class StateTrack:
         self.rows.trim(cutoff)
         self.bytes.trim(cutoff)
         self.watermark.trim(cutoff)
+
+    def catch_up(self, batches: Sequence[Sample]) -> None:
+        """Feed the batches after :attr:`last` (:func:`unread_from`; all of them, from empty lists, when
+        ``last`` is no longer among them) and drop what is older than ``batches[0]``."""
+        start = unread_from(batches, self.last)
+        if start is None:
+            self.rows, self.bytes, self.watermark = (
+                KnownPoints("state_rows_total"), KnownPoints("state_memory_bytes"), WatermarkSteps()
+            )  # fmt: skip
+            start = 0
+        for sample in batches[start:] if start < len(batches) else ():
+            self.add(sample)
+        if batches:
+            self.last = batches[-1]
+            self.trim(batches[0].observed_at)
+
+
+_State = TypeVar("_State")
+
+
+def kept_state(history: JobHistory, key: str, factory: Callable[[], _State]) -> _State | None:
+    """THE store of a rule's running state over a job's rolling history (``history.rule_state[key]``, made
+    by ``factory`` on first use), or ``None`` when ``history`` is not a :class:`RollingHistory`'s (a
+    history split once: the rule reads its window from scratch).
+
+    A kept state follows the history by itself: it remembers the newest sample it consumed and, when read,
+    consumes those added since (:func:`unread_from`), rebuilding from the window when that sample is gone
+    (trimmed); its answers must be the ones a rescan of the window gives (``consumer_lag``'s partition
+    windows, ``state_growth``'s :class:`StateTrack`, ``freshness_slo``'s minute ledger).
+    """
+    if not history.marks_kept:
+        return None
+    state = history.rule_state.get(key)
+    if state is None:
+        state = history.rule_state[key] = factory()
+    return state  # type: ignore[return-value]
+
+
+def unread_from(samples: Sequence[Sample], last: Sample | None) -> int | None:
+    """The index in ``samples`` (oldest first, appended to at the end) of the first sample after ``last``
+    (the newest one a kept state consumed), found by identity from the newest back: O(samples added since
+    plus those observed at ``last``'s time). ``None`` when ``last`` is ``None`` or no longer in ``samples``
+    (trimmed off the front): the state must be rebuilt from ``samples``."""
+    if last is None:
+        return None
+    at = last.observed_at
+    for i in range(len(samples) - 1, -1, -1):
+        sample = samples[i]
+        if sample is last:
+            return i + 1
+        if sample.observed_at < at:
+            return None
+    return None
 
 
 @dataclass(slots=True)
@@ -180,12 +246,9 @@ class JobHistory:
     """When ``marks_kept``: the ``observed_at`` of the newest of ``batches`` that removed state rows (a
     non-zero ``state_rows_removed``), ``None`` if none did; lets ``state_growth`` skip in O(1)."""
     rule_state: dict[str, object] = field(default_factory=dict)
-    """A rule's own running totals over this history as :class:`RollingHistory` extends it (keyed by rule
-    name; a rule's findings stay a function of the history, the totals only spare it re-reading the
-    window at every instant: ``freshness_slo``'s minute ledger)."""
-    state_track: StateTrack | None = None
-    """Kept by :class:`RollingHistory` (with ``marks_kept``): the batches ``state_growth`` fits, so it does not
-    rescan its window at every batch (``None``: the rule scans ``batches``)."""
+    """The rules' running states over this history as :class:`RollingHistory` extends it (keyed by rule;
+    read and made through :func:`kept_state`, the one mechanism): a rule's findings stay a function of the
+    history, its state only spares it re-reading the window at every instant."""
 
     @property
     def engine(self) -> Engine:
@@ -310,6 +373,18 @@ def _duplicate(batches: list[Sample], sample: Sample) -> bool:
     return False
 
 
+def _count_before(samples: list[Sample], cutoff: datetime) -> int:
+    """How many of ``samples`` (oldest first) were observed before ``cutoff``: counted from the front for the
+    few a new round pushes out of a window (the usual trim), bisected beyond."""
+    n = len(samples)
+    i = 0
+    while i < n and samples[i].observed_at < cutoff:
+        i += 1
+        if i == 4:
+            return bisect_left(samples, cutoff, 4, n, key=_TIME)
+    return i
+
+
 class RollingHistory:
     """A job's :class:`JobHistory` kept up to date as its samples arrive in time order (the replay's):
     after each :meth:`extend` it equals ``job_history(samples so far, lookback, series_lookback)`` (up to
@@ -345,9 +420,7 @@ class RollingHistory:
             return self.history
         history = self.history
         if history is None:
-            history = self.history = JobHistory(job=samples[0].job, marks_kept=True, state_track=StateTrack())
-        track = history.state_track
-        assert track is not None
+            history = self.history = JobHistory(job=samples[0].job, marks_kept=True)
         progress, gauge, idle_kind = SampleKind.PROGRESS, SampleKind.GAUGE, SampleKind.IDLE
         for sample in samples:
             kind = sample.kind
@@ -357,7 +430,6 @@ class RollingHistory:
                     if not (history.batches and _duplicate(history.batches, sample)):
                         history.batches.append(sample)
                         self._push_max(sample)
-                        track.add(sample)
                         if sample.dropped_by_watermark:
                             history.newest_drop_at = sample.observed_at
                         if sample.state_rows_removed:
@@ -374,8 +446,7 @@ class RollingHistory:
         cutoff = newest.observed_at - self._lookback
         for kept in (history.batches, history.idle, history.lifecycle):
             if kept and kept[0].observed_at < cutoff:
-                del kept[: bisect_left(kept, cutoff, key=_TIME)]
-        track.trim(cutoff)
+                del kept[: _count_before(kept, cutoff)]
         # a mark whose batch was trimmed: no kept batch is newer and marked
         oldest_batch = history.batches[0].observed_at if history.batches else None
         if history.newest_drop_at is not None and (oldest_batch is None or history.newest_drop_at < oldest_batch):
@@ -396,7 +467,7 @@ class RollingHistory:
         empty: list[Scope] = []
         for scope, kept in history.series.items():
             if kept[0].observed_at < series_cutoff:
-                del kept[: bisect_left(kept, series_cutoff, key=_TIME)]
+                del kept[: _count_before(kept, series_cutoff)]
                 if not kept:
                     empty.append(scope)
         for scope in empty:

@@ -80,11 +80,25 @@ class ReplayState:
 
 
 def _start(samples: Sequence[Sample], after: tuple[datetime, int] | None) -> int:
-    """The position of the first sample after instant ``after`` (``(at, at_count)``): O(log n)."""
+    """The position of the first sample after instant ``after`` (``(at, at_count)``): O(log n), or less when
+    few samples came after it (a daemon tick's, counted back from the newest)."""
     if after is None:
         return 0
     at = after[0]
-    return min(bisect_left(samples, at, key=_TIME) + after[1], bisect_right(samples, at, key=_TIME))
+    n = len(samples)
+    hi = n  # the first sample observed after ``at``
+    while hi and samples[hi - 1].observed_at > at:
+        hi -= 1
+        if n - hi == 16:
+            hi = bisect_right(samples, at, 0, hi, key=_TIME)
+            break
+    lo = hi  # the first sample observed at ``at``
+    while lo and samples[lo - 1].observed_at == at:
+        lo -= 1
+        if hi - lo == 16:
+            lo = bisect_left(samples, at, 0, lo, key=_TIME)
+            break
+    return min(lo + after[1], hi)
 
 
 def resume(

@@ -44,7 +44,7 @@ from pydantic import BeforeValidator
 from monitor.model import Engine, Finding, Sample, Severity
 from monitor.timefmt import format_duration
 from rules.freshness import job_watermark
-from rules.history import JobHistory
+from rules.history import JobHistory, kept_state
 from rules.params import Duration, RuleParams
 
 __all__ = [
@@ -276,14 +276,14 @@ class MinuteLedger:
 
 
 def _ledger(history: JobHistory, now: datetime, target: timedelta) -> MinuteLedger:
-    """The job's minute ledger up to ``now``: kept on the history (``rule_state``) and extended by the
-    batches added since, when the history is a :class:`rules.history.RollingHistory`'s (the replay's);
-    rebuilt from the window otherwise (and always for a watermark taken from the scopes)."""
+    """The job's minute ledger up to ``now``: kept on the history (:func:`rules.history.kept_state`) and
+    extended by the batches added since, when the history is a :class:`rules.history.RollingHistory`'s (the
+    replay's); rebuilt from the window otherwise (and always for a watermark taken from the scopes)."""
     series = _uses_series(history)
-    key = f"{RULE}:{target.total_seconds()}"
-    ledger = None if series else history.rule_state.get(key)
-    if not isinstance(ledger, MinuteLedger) or (ledger.seen is not None and ledger.seen > now):
-        ledger = MinuteLedger(target.total_seconds())
+    target_seconds = target.total_seconds()
+    key = f"{RULE}:{target_seconds}"
+    kept = None if series else kept_state(history, key, lambda: MinuteLedger(target_seconds))
+    ledger = kept if kept is not None and (kept.seen is None or kept.seen <= now) else MinuteLedger(target_seconds)
     if series:
         ledger.advance(_series_points(history, now), now)
         return ledger
@@ -292,8 +292,8 @@ def _ledger(history: JobHistory, now: datetime, target: timedelta) -> MinuteLedg
     hi = bisect_right(batches, now, key=_TIME)
     new = [p for p in (_batch_point(history, b) for b in batches[lo:hi]) if p is not None]
     ledger.advance(new, now)
-    if history.marks_kept:
-        history.rule_state[key] = ledger
+    if kept is not None:
+        history.rule_state[key] = ledger  # (a fresh one, when the kept one stood past ``now``)
     return ledger
 
 

@@ -17,8 +17,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import pairwise
-from operator import attrgetter
+from itertools import islice, pairwise, repeat
+from operator import attrgetter, lt, sub, truediv
 from typing import Literal
 
 from pydantic import Field
@@ -26,7 +26,7 @@ from pydantic import Field
 from monitor.model import JOIN_PLAN_EXTRA, STREAM_JOIN_EXTRA, Engine, Finding, Sample, Severity
 from monitor.timefmt import format_duration, format_instant_short
 from rules.common import tail_since, watermark_moves
-from rules.history import JobHistory, StateTrack
+from rules.history import JobHistory, StateTrack, kept_state
 from rules.params import Duration, RuleParams
 from rules.remedies import Cause, remedy
 
@@ -48,6 +48,8 @@ __all__ = [
 RULE = "state_growth"
 _REMOVED = attrgetter("state_rows_removed")
 _TIME = attrgetter("observed_at")
+#: ``JobHistory.rule_state`` key of the kept :class:`StateTrack` (:func:`rules.history.kept_state`)
+_TRACK = f"{RULE}.track"
 _FIT_POINTS = 40  # points the Theil-Sen slope is fitted on (evenly spaced over the window)
 
 
@@ -109,12 +111,22 @@ def theil_sen_slope(xs: Sequence[float], ys: Sequence[float], max_points: int = 
         xs = [xs[i] for i in idx]
         ys = [ys[i] for i in idx]
         n = max_points
-    slopes = [
-        (yj - yi) / (xj - xi)
-        for i, (xi, yi) in enumerate(zip(xs, ys, strict=True))
-        for xj, yj in zip(xs[i + 1 :], ys[i + 1 :], strict=True)
-        if xj != xi
-    ]
+    slopes: list[float]
+    if all(map(lt, xs, islice(xs, 1, None))):  # distinct x (the usual case): the pairs in C-level maps
+        slopes = [
+            slope
+            for i in range(n - 1)
+            for slope in map(
+                truediv, map(sub, ys[i + 1 :], repeat(ys[i])), map(sub, xs[i + 1 :], repeat(xs[i]))
+            )
+        ]
+    else:
+        slopes = [
+            (yj - yi) / (xj - xi)
+            for i, (xi, yi) in enumerate(zip(xs, ys, strict=True))
+            for xj, yj in zip(xs[i + 1 :], ys[i + 1 :], strict=True)
+            if xj != xi
+        ]
     slopes.sort()
     if not slopes:
         raise ValueError("theil_sen_slope: need two distinct x values")
@@ -146,8 +158,10 @@ def evaluate_state_growth(params: StateGrowthParams, history: JobHistory, now: d
     # Flink reports no state rows: its state size is the latest completed checkpoint's state_size (bytes)
     metric = "bytes" if history.engine is Engine.FLINK else params.metric
     field = "state_rows_total" if metric == "rows" else "state_memory_bytes"
-    if history.marks_kept and history.state_track is not None:
-        fit = _tracked_fit(params, history.state_track, metric, cutoff)
+    track = kept_state(history, _TRACK, StateTrack)
+    if track is not None:
+        track.catch_up(batches)
+        fit = _tracked_fit(params, track, metric, cutoff)
     else:
         fit = scanned_fit(params, tail_since(batches, cutoff), attrgetter(field), _REMOVED)
     if fit is None:
@@ -213,8 +227,7 @@ def scanned_fit(
 
 
 def _tracked_fit(params: StateGrowthParams, track: StateTrack, metric: str, cutoff: datetime) -> Fit | None:
-    """The same fit as :func:`scanned_fit` from the points :class:`~rules.history.RollingHistory` keeps
-    (no removal in the window is known from ``newest_removal_at``): O(log n) plus the fitted points."""
+    """The same fit as :func:`scanned_fit` from the points kept as the batches arrived (no removal in the window is known from ``newest_removal_at``): O(log n) plus the fitted points."""
     known = track.rows if metric == "rows" else track.bytes
     first = bisect_left(known.samples, cutoff, key=_TIME)
     n = len(known.samples) - first

@@ -43,6 +43,7 @@ __all__ = [
     "PartitionLagEvaluation",
     "compute_lag",
     "evaluate_partition",
+    "surely_ok",
 ]
 
 
@@ -141,6 +142,27 @@ def _lag_not_decreasing(window: Sequence[CommitObservation]) -> bool:
 def _recent_lag_zero(window: Sequence[CommitObservation], broker_offsets: Sequence[int]) -> bool:
     last_offset = window[-1].offset
     return any(b <= last_offset for b in broker_offsets)
+
+
+def surely_ok(
+    window: Sequence[CommitObservation],
+    broker_offsets: Sequence[int],
+    current_lag: int | None,
+    now_ms: int,
+    allowed_lag: int = 0,
+) -> bool:
+    """Whether :func:`evaluate_partition` of the same arguments is certainly ``OK`` or ``UNKNOWN`` (no
+    finding), from its cheapest checks: the lag is unknown or at most ``allowed_lag``; or the window is not
+    STOP (its span covers the time since its last commit, or the consumer was caught up recently) and some
+    known lag in it is at most ``allowed_lag`` (so REWIND, STALL and WARN are not judged). ``False``: call
+    :func:`evaluate_partition` for the status (this is a pre-check, never a status of its own)."""
+    if current_lag is None or max(0, current_lag) <= allowed_lag:
+        return True
+    if not window:
+        return True
+    if _stopped(window, now_ms) and not _recent_lag_zero(window, broker_offsets):
+        return False
+    return not _lag_always_above(window, allowed_lag)
 
 
 def evaluate_partition(

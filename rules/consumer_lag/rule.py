@@ -20,7 +20,10 @@ owned and uncommitted, which wait under both); ``INFO`` before that, or when rec
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable
 from datetime import datetime, timedelta
+from itertools import islice
 
 from pydantic import Field
 
@@ -33,8 +36,9 @@ from rules.consumer_lag.burrow import (
     PartitionLagEvaluation,
     compute_lag,
     evaluate_partition,
+    surely_ok,
 )
-from rules.history import JobHistory
+from rules.history import JobHistory, kept_state, unread_from
 from rules.params import Duration, RuleParams
 from rules.remedies import Cause, remedy
 
@@ -84,20 +88,6 @@ def _owned(sample: Sample) -> bool:
     """Whether a live group member owned the partition at this observation (``extra["assigned"]`` from
     :mod:`collectors.kafka`; samples without it, e.g. from other exporters, count as owned)."""
     return sample.extra.get("assigned", True) is not False
-
-
-def _window(samples: list[Sample], size: int, max_age: timedelta) -> list[Sample]:
-    out: list[Sample] = []
-    oldest = samples[-1].observed_at - max_age
-    for sample in reversed(samples):
-        if sample.observed_at < oldest:
-            break
-        if sample.committed_offset is not None and sample.committed_offset >= 0:
-            out.append(sample)
-            if len(out) == size:
-                break
-    out.reverse()
-    return _commits_only(out)
 
 
 def _commits_only(window: list[Sample]) -> list[Sample]:
@@ -162,32 +152,69 @@ def sample_instant(value: object) -> datetime | None:
         return None
 
 
-#: ``JobHistory.rule_state`` key: per partition, the window's commit observations by sample (kept across the
-#: ticks of a daemon's rolling history, so each observation is built once rather than at every tick)
-_OBSERVATIONS = "consumer_lag.observations"
+#: ``JobHistory.rule_state`` key (:func:`rules.history.kept_state`): each partition's :class:`_Commits`, kept
+#: across the instants and ticks of a rolling history
+_WINDOWS = f"{RULE}.windows"
 
 
-def _observations(
-    before: dict[int, tuple[Sample, CommitObservation]],
-    kept: dict[Scope, dict[int, tuple[Sample, CommitObservation]]],
-    scope: Scope,
-    window: list[Sample],
-) -> list[CommitObservation]:
-    """Burrow's window of commits (:class:`CommitObservation`: offset, commit time in epoch ms, lag) for the
-    committed samples of ``window``, reusing those built for the same sample objects at the previous
-    evaluation (``before``); this window's are stored as ``kept[scope]``."""
-    now: dict[int, tuple[Sample, CommitObservation]] = {}
-    out: list[CommitObservation] = []
-    for s in window:
-        if s.committed_offset is None:
-            continue
-        hit = before.get(id(s))
-        if hit is None or hit[0] is not s:  # (an id can be reused once its sample is gone)
-            hit = (s, CommitObservation(s.committed_offset, round(s.observed_at.timestamp() * 1000), _lag(s)))
-        now[id(s)] = hit
-        out.append(hit[1])
-    kept[scope] = now
-    return out
+def _committed(sample: Sample) -> bool:
+    return sample.committed_offset is not None and sample.committed_offset >= 0
+
+
+class _Commits:
+    """A partition's newest ``size`` observations with a committed offset, each with its Burrow
+    :class:`CommitObservation` (offset, commit time in epoch ms, lag), kept as the partition's samples arrive
+    (:func:`rules.history.unread_from`): each observation is built once, not at every instant."""
+
+    __slots__ = ("entries", "last", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.entries: deque[tuple[Sample, CommitObservation]] = deque(maxlen=size)
+        self.last: Sample | None = None
+
+    def catch_up(self, samples: list[Sample]) -> None:
+        """Take the samples after :attr:`last` (rebuilt from the newest of ``samples`` when it is gone)."""
+        start = unread_from(samples, self.last)
+        if start is None:
+            self.entries.clear()
+            picked: list[Sample] = []
+            for sample in reversed(samples):
+                if _committed(sample):
+                    picked.append(sample)
+                    if len(picked) == self.size:
+                        break
+            new: Iterable[Sample] = reversed(picked)
+        else:
+            new = (sample for sample in islice(samples, start, None) if _committed(sample))
+        for sample in new:
+            assert sample.committed_offset is not None
+            observation = CommitObservation(
+                sample.committed_offset, round(sample.observed_at.timestamp() * 1000), _lag(sample)
+            )
+            self.entries.append((sample, observation))
+        self.last = samples[-1]
+
+    def window(self, oldest: datetime) -> tuple[list[Sample], list[CommitObservation]]:
+        """Burrow's window: the kept observations observed at or after ``oldest``, cut by
+        :func:`_commits_only`, and their commit observations."""
+        entries = self.entries
+        first = 0
+        while first < len(entries) and entries[first][0].observed_at < oldest:
+            first += 1
+        kept = list(islice(entries, first, None)) if first else list(entries)
+        window = _commits_only([sample for sample, _ in kept])
+        return window, [observation for _, observation in kept[: len(window)]]
+
+
+def _commits(store: dict[Scope, _Commits] | None, scope: Scope, size: int) -> _Commits:
+    """The partition's kept :class:`_Commits` (a new one when the history keeps none, or the size changed)."""
+    commits = None if store is None else store.get(scope)
+    if commits is None or commits.size != size:
+        commits = _Commits(size)
+        if store is not None:
+            store[scope] = commits
+    return commits
 
 
 def _never_committed(params: LagParams, history: JobHistory, scope: Scope, sample: Sample, now: datetime) -> Finding | None:
@@ -263,10 +290,10 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
     now_ms = datetime_to_ms(now)
     assert now_ms is not None
     out: list[Finding] = []
-    cached = history.rule_state.get(_OBSERVATIONS)
-    before: dict[Scope, dict[int, tuple[Sample, CommitObservation]]] = cached if isinstance(cached, dict) else {}
-    kept: dict[Scope, dict[int, tuple[Sample, CommitObservation]]] = {}  # only the partitions still evaluated
-    history.rule_state[_OBSERVATIONS] = kept
+    store = kept_state(history, _WINDOWS, dict[Scope, _Commits])
+    if store is not None and len(store) > len(history.series):
+        for gone in [scope for scope in store if scope not in history.series]:
+            del store[gone]  # (a partition whose samples left the window)
     for scope, samples in history.series.items():
         if scope.partition is None:
             continue
@@ -275,15 +302,20 @@ def evaluate_lag(params: LagParams, history: JobHistory, now: datetime) -> list[
         if never is not None:
             out.append(never)
             continue
-        window = _window(samples, params.window_samples, params.max_age)
+        kept = _commits(store, scope, params.window_samples)
+        kept.catch_up(samples)
+        # (a partition's samples trimmed off the job's series window leave its kept window too)
+        window, commits = kept.window(max(samples[-1].observed_at - params.max_age, samples[0].observed_at))
         if len(window) < 2 and (not window or _owned(window[-1])):
             continue  # one observation is no trend (Burrow evaluates a window of commits)
-        commits = _observations(before.get(scope, {}), kept, scope, window)
         # Burrow keeps its own ring of recent broker offsets, refreshed independently of commits; here the
         # log-end offset arrives with the commit, so only the newest one is "recent" (older ones would
         # always look caught up compared with the newest commit, and STOP could never be reported)
         brokers = [samples[-1].log_end_offset] if samples[-1].log_end_offset is not None else []
-        result = evaluate_partition(commits, brokers, _lag(window[-1]), now_ms, params.allowed_lag)
+        current = _lag(window[-1])
+        if surely_ok(commits, brokers, current, now_ms, params.allowed_lag):
+            continue  # OK or UNKNOWN: no finding (the common case, from the cheapest checks)
+        result = evaluate_partition(commits, brokers, current, now_ms, params.allowed_lag)
         if len(commits) < 2 and result.status is not LagStatus.STOP:
             continue  # a single commit shows no trend; it can only be too old (STOP)
         severity = SEVERITY.get(result.status)

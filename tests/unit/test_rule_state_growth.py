@@ -88,6 +88,13 @@ def test_theil_sen_ignores_outliers() -> None:
         theil_sen_slope([1.0, 1.0], [1.0, 2.0])
 
 
+def test_theil_sen_median_of_pairs_with_and_without_repeated_x() -> None:
+    # distinct x: slopes 2, 2, 2, 100/3, 49, 96 -> median (2 + 100/3) / 2
+    assert theil_sen_slope([0.0, 1.0, 2.0, 3.0], [0.0, 2.0, 4.0, 100.0]) == pytest.approx(53 / 3)
+    # x = 1 twice (two batches at one time): that pair has no slope; 1, 5, 1, 1, -3 -> 1
+    assert theil_sen_slope([0.0, 1.0, 1.0, 2.0], [0.0, 1.0, 5.0, 2.0]) == 1.0
+
+
 def test_a_limit_far_beyond_the_trend_gives_no_date_and_no_overflow() -> None:
     # 6000 rows/h towards a limit of 2**63 - 1 rows: about 1.75e11 years away, beyond any datetime (this
     # raised OverflowError in timedelta before)
@@ -115,7 +122,7 @@ def _rolling_findings(samples: list[Sample], params: StateGrowthParams, lookback
     out = []
     for sample in samples:
         kept = rolling.extend([sample])
-        assert kept is not None and kept.state_track is not None
+        assert kept is not None and kept.marks_kept
         out.append([f.message for f in evaluate_state_growth(params, kept, sample.observed_at)])
     return out
 
@@ -125,7 +132,7 @@ def _scanned_findings(samples: list[Sample], params: StateGrowthParams, lookback
     out = []
     for n in range(1, len(samples) + 1):
         scanned = job_history(samples[:n], lookback, timedelta(0))
-        assert scanned is not None and scanned.state_track is None
+        assert scanned is not None and not scanned.marks_kept
         out.append([f.message for f in evaluate_state_growth(params, scanned, samples[n - 1].observed_at)])
     return out
 
