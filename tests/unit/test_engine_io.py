@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from monitor.watermark import EventsTable
 from monitor.watermark.io import EventsFileError, load_events
 
 SEC_US = 1_000_000
@@ -111,6 +112,16 @@ def test_missing_file_and_unknown_extension(tmp_path: Path) -> None:
         load_events(write(tmp_path / "e.txt", "event_time\n"))
 
 
+def assert_same_table(fast: EventsTable, slow: EventsTable) -> None:
+    """The vectorised and the row-by-row loader read the file alike (null times are 0 in both)."""
+    for attr in ("event_time_us", "valid", "source_codes", "key_codes", "batch", "arrival_ms", "partition", "line"):
+        a, b = getattr(fast, attr), getattr(slow, attr)
+        assert (a is None) == (b is None), attr
+        if a is not None:
+            assert a.tolist() == b.tolist(), attr
+    assert (fast.source_names, fast.key_names, fast.bad_rows) == (slow.source_names, slow.key_names, slow.bad_rows)
+
+
 CLEAN_FILES = {
     "iso": "event_time,batch,source,key,arrival_time\n"
     "2026-01-01T00:00:00Z,0,s1,a,2026-01-01T00:00:01Z\n"
@@ -137,28 +148,9 @@ def test_vectorised_csv_path_equals_row_by_row_path(
     fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
     monkeypatch.setattr(io_mod, "_fast_csv", lambda *a, **k: None)
     slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    for attr in (
-        "event_time_us",
-        "valid",
-        "source_codes",
-        "key_codes",
-        "batch",
-        "arrival_ms",
-        "partition",
-        "line",
-    ):
-        a, b = getattr(fast, attr), getattr(slow, attr)
-        assert (a is None) == (b is None), attr
-        if a is not None:
-            assert a.tolist() == b.tolist(), attr  # null times are 0 in both
-    assert (fast.source_names, fast.key_names, fast.bad_rows) == (
-        slow.source_names,
-        slow.key_names,
-        slow.bad_rows,
-    )
+    assert_same_table(fast, slow)
 
 
-_TABLE_ATTRS = ("event_time_us", "valid", "source_codes", "key_codes", "batch", "arrival_ms", "partition", "line")
 
 JSONL_FILES = {
     # every column, an explicit null event time and a missing one, an offset, fractions of a second
@@ -190,12 +182,7 @@ def test_vectorised_jsonl_path_equals_row_by_row_path(
     fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
     monkeypatch.setattr(io_mod, "_fast_jsonl", lambda *a, **k: None)
     slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    for attr in _TABLE_ATTRS:
-        a, b = getattr(fast, attr), getattr(slow, attr)
-        assert (a is None) == (b is None), attr
-        if a is not None:
-            assert a.tolist() == b.tolist(), attr
-    assert (fast.source_names, fast.key_names, fast.bad_rows) == (slow.source_names, slow.key_names, slow.bad_rows)
+    assert_same_table(fast, slow)
     if name == "iso":  # written out: line 3 null, line 4 missing; 02:00+02:00 is midnight UTC
         assert fast.valid.tolist() == [True, True, False, False, True]
         assert fast.event_time_us.tolist()[:2] == [1767225600_000000, 1767225601_123456]
@@ -243,12 +230,7 @@ def test_vectorised_parquet_path_equals_row_by_row_path(
     fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
     monkeypatch.setattr(io_mod, "_fast_parquet", lambda *a, **k: None)
     slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    for attr in _TABLE_ATTRS:
-        a, b = getattr(fast, attr), getattr(slow, attr)
-        assert (a is None) == (b is None), attr
-        if a is not None:
-            assert a.tolist() == b.tolist(), attr
-    assert (fast.source_names, fast.key_names, fast.bad_rows) == (slow.source_names, slow.key_names, slow.bad_rows)
+    assert_same_table(fast, slow)
     if name == "ts_ns_negative":  # written out: -1501 ns -> -2 us (floor), 1500 ns -> 1 us
         assert fast.event_time_us.tolist() == [-2, 1]
     if name == "ts_ms":
