@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from monitor.errors import InputError
 
-__all__ = ["ALL_IDLE_FLUSH_SINCE", "NEWEST_MODELLED_FLINK", "FlinkVersionError", "flushes_when_all_idle", "parse_flink_version"]
+__all__ = [
+    "ALL_IDLE_FLUSH_SINCE",
+    "LATE_FILTER_PREVIOUS_BATCH_SINCE",
+    "NEWEST_MODELLED_FLINK",
+    "FlinkVersionError",
+    "SparkVersionError",
+    "flushes_when_all_idle",
+    "late_filter_uses_previous_batch",
+    "parse_flink_version",
+    "parse_spark_version",
+]
 
 #: The newest Flink release whose semantics the engine and rules follow (checked against a real 2.3.0).
 NEWEST_MODELLED_FLINK = (2, 3)
@@ -16,6 +26,40 @@ NEWEST_MODELLED_FLINK = (2, 3)
 #: subtask is idle, ``CombinedWatermarkStatus.updateCombinedWatermark`` flushes the max over the splits'
 #: watermarks before the output is marked idle (as ``StatusWatermarkValve`` does for channels since FLINK-7728).
 ALL_IDLE_FLUSH_SINCE = (2, 2)
+
+
+#: SPARK-40925 (apache/spark#38405, first in Spark 3.4.0): a stateful operator drops input rows as late
+#: against the *previous* batch's watermark (``eventTimeWatermarkForLateEvents``) and evicts state against the
+#: current one (``eventTimeWatermarkForEviction``). Before, both used the current batch's watermark, so a row
+#: between the two is dropped before 3.4 and kept (and counted in the windows evicted that batch) from 3.4.
+#: Observed: the same three files read one per trigger (Trigger.AvailableNow) drop that row on PySpark 3.3.4
+#: and keep it on 4.3.0 (``tests/unit/test_spark_versions.py``).
+LATE_FILTER_PREVIOUS_BATCH_SINCE = (3, 4)
+
+
+class SparkVersionError(InputError):
+    """A Spark version string that is not ``MAJOR.MINOR[.PATCH]`` of a 3.x or 4.x release."""
+
+
+def parse_spark_version(text: str) -> tuple[int, int]:
+    """``"3.3"``, ``"3.5.1"`` or ``"4.1.0-preview"`` -> ``(major, minor)``.
+
+    Raises:
+        SparkVersionError: not a Spark 3.x or 4.x version (tidegauge models Structured Streaming from 3.0).
+    """
+    head = text.strip().split("-", 1)[0].split(".")
+    if len(head) < 2 or not all(p.isdigit() and len(p) <= 4 for p in head[:3]):
+        raise SparkVersionError(f"spark version {text[:40]!r}: expected MAJOR.MINOR[.PATCH], e.g. 3.3")
+    version = (int(head[0]), int(head[1]))
+    if version[0] not in (3, 4):
+        raise SparkVersionError(f"spark version {text[:40]!r}: tidegauge models Spark 3.x and 4.x")
+    return version
+
+
+def late_filter_uses_previous_batch(version: tuple[int, int] | None) -> bool:
+    """Whether a Spark of ``version`` (``None``: the newest modelled, 4.x) drops late rows against the
+    previous batch's watermark (:data:`LATE_FILTER_PREVIOUS_BATCH_SINCE`) rather than the batch's own."""
+    return version is None or version >= LATE_FILTER_PREVIOUS_BATCH_SINCE
 
 
 class FlinkVersionError(InputError):

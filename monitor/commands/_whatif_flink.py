@@ -460,6 +460,7 @@ def dispatch_flink(engine: str, params: Mapping[str, Any]) -> bool:
         "--then-window": bool(params.get("then_window")),
         "--restart-after": params.get("restart_after") is not None,
         "--run-kind": params.get("run_kind", "live") != "live",
+        "--spark-version": params.get("spark_version") is not None,
     }
     opts = FlinkOptions(
         allowed_lateness=params.get("allowed_lateness"),

@@ -14,6 +14,7 @@ from typing import Any
 
 from monitor.durations import format_duration_ms
 from monitor.timefmt import format_duration, format_epoch_ms
+from monitor.versions import late_filter_uses_previous_batch
 from monitor.watermark import BatchPlan, BatchResult, EventsTable, Replay, Summary, WatermarkConfig
 from monitor.watermark.config import Session, Sliding, Tumbling
 from monitor.watermark.diagnose import DelayAdvice, Diagnosis, WatermarkMover
@@ -69,6 +70,10 @@ def describe(config: WatermarkConfig) -> str:
         parts.append(f"max {config.max_rows_per_batch} rows/batch")
     if config.max_future_skew_ms is not None:
         parts.append(f"future-skew filter {dur(config.max_future_skew_ms)}")
+    if config.spark_version is not None:
+        major, minor = config.spark_version
+        late = "previous batch's" if late_filter_uses_previous_batch(config.spark_version) else "batch's own"
+        parts.append(f"Spark {major}.{minor} semantics (late rows against the {late} watermark)")
     return ", ".join(p for p in parts if p)
 
 

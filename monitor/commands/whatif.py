@@ -269,6 +269,7 @@ def build_config(
     need_delay: bool,
     backlog: bool = False,
     join: StreamJoin | None = None,
+    spark_version: str | None = None,
 ) -> WatermarkConfig:
     """Turn the command-line options into a :class:`WatermarkConfig` (through the one builder,
     :func:`monitor.watermark.whatif_config.spark_config`, which the dashboard's What-if lab calls too).
@@ -298,6 +299,7 @@ def build_config(
         group_by_key=group_by_key,
         no_data_batches=no_data_batches,
         backlog=backlog,
+        spark_version=spark_version,
         names=CLI_NAMES,
     )
 
@@ -537,6 +539,12 @@ def register(app: typer.Typer) -> None:
             "--no-data-batches/--no-no-data-batches",
             help="spark.sql.streaming.noDataMicroBatches.enabled",
         ),
+        spark_version: str | None = typer.Option(
+            None,
+            "--spark-version",
+            help="Follow this Spark release where they differ, e.g. 3.3 (before 3.4 late rows are filtered "
+            "against the batch's own watermark, SPARK-40925). Default: 4.x.",
+        ),
         backlog: bool | None = typer.Option(
             None,
             "--backlog/--caught-up",
@@ -639,6 +647,7 @@ def register(app: typer.Typer) -> None:
             group_by_key=group_by_key,
             no_data_batches=no_data_batches,
             backlog=bool(backlog),
+            spark_version=spark_version,
             need_delay=sweep_delays is None and target is None,
             join=join_spec_,
         )

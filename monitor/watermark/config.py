@@ -132,6 +132,9 @@ class WatermarkConfig:
         keep_late_rows: keep per-row late details (``BatchResult.late_rows``); sweeps turn it off.
         join: a :class:`monitor.watermark.join.StreamJoin` (stream-stream join of two inputs),
             instead of ``window`` / ``dedup``; ``sources`` should then be ``(left, right)``.
+        spark_version: ``(major, minor)`` of the Spark whose behaviour to follow where it changed
+            (:func:`monitor.versions.late_filter_uses_previous_batch`: before 3.4 late rows are filtered
+            against the batch's own watermark); ``None``: the newest (4.x).
     """
 
     delay_ms: int
@@ -149,6 +152,7 @@ class WatermarkConfig:
     source_delays_ms: Mapping[str, int] = field(default_factory=dict)
     keep_late_rows: bool = True
     join: StreamJoin | None = None
+    spark_version: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.validate()

@@ -15,7 +15,8 @@ Semantics follow Spark Structured Streaming 3.5–4.x:
 * ``PropagateWatermarkSimulator`` (``spark.sql.streaming.statefulOperator.allowMultiple=true``, the
   default): a batch filters late rows against the **previous** batch's watermark and evicts state
   against its own (``getInputWatermarkForLateEvents(batchId) = watermark(batchId - 1)``, 0 for batch
-  0). With ``allowMultiple=false`` (``UseSingleWatermarkPropagator``) both are the batch's own.
+  0). With ``allowMultiple=false`` (``UseSingleWatermarkPropagator``) both are the batch's own, as in every
+  Spark before 3.4 (SPARK-40925; ``WatermarkConfig.spark_version``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from monitor.versions import late_filter_uses_previous_batch as late_filter_previous
 from monitor.watermark.config import WatermarkConfig
 from monitor.watermark.events import EventsTable
 from monitor.watermark.operators import Operator, OpResult, make_operator
@@ -61,7 +63,8 @@ class WatermarkRuntime:
             events = events.with_source_names(config.sources)
         self.events = events
         self.config = config
-        self._late_prev = late_filter_uses_previous_batch
+        # allowMultiple=false, or a Spark before 3.4 (SPARK-40925): late rows against the batch's own watermark
+        self._late_prev = late_filter_uses_previous_batch and late_filter_previous(config.spark_version)
         self._op: Operator = make_operator(events, config)
         self._names = events.source_names
         self._delays = np.array([config.delay_for(s) for s in self._names], dtype=np.int64)

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
-from monitor.versions import FlinkVersionError, parse_flink_version
+from monitor.versions import FlinkVersionError, SparkVersionError, parse_flink_version, parse_spark_version
 from monitor.watermark.chain import ChainConfig, ThenWindow
 from monitor.watermark.config import (
     Dedup,
@@ -101,6 +101,7 @@ CLI_NAMES: Final[Mapping[str, str]] = MappingProxyType({
     "per_event_watermarks": "--per-event-watermarks",
     "idleness": "--idleness",
     "flink_version": "--flink-version",
+    "spark_version": "--spark-version",
     "join": "--join",
     "join_inputs": "--join-inputs",
     "join_lower": "--join-lower",
@@ -159,6 +160,7 @@ def spark_config(
     backlog: bool = False,
     source_delays_ms: Mapping[str, int] | None = None,
     join: StreamJoin | None = None,
+    spark_version: str | None = None,
     names: Mapping[str, str] = NAMES,
 ) -> WatermarkConfig:
     """A Spark-mode config: ``withWatermark(delay)`` then a window (``size_ms`` [+ ``slide_ms``] or
@@ -171,7 +173,8 @@ def spark_config(
     (:attr:`WatermarkConfig.backlog`).
     ``source_delays_ms``: each named input's own ``withWatermark`` delay (others take ``delay_ms``).
     ``join``: a stream-stream join (:func:`join_spec`) instead of a window or dedup; its two inputs
-    become the config's ``sources`` (left first).
+    become the config's ``sources`` (left first). ``spark_version`` (``"3.3"``; ``None``: the newest) picks
+    the behaviour where Spark releases differ (:attr:`WatermarkConfig.spark_version`).
 
     Raises:
         WhatifConfigError: settings that do not fit together, an unknown dedup mode, policy or output mode.
@@ -216,7 +219,15 @@ def spark_config(
         sources=() if join is None else (join.left, join.right),
         source_delays_ms=dict(source_delays_ms or {}),
         join=join,
+        spark_version=None if spark_version is None else _spark_version(spark_version, names),
     )
+
+
+def _spark_version(text: str, names: Mapping[str, str]) -> tuple[int, int]:
+    try:
+        return parse_spark_version(text)
+    except SparkVersionError as exc:
+        raise EngineConfigError(f"{names.get('spark_version', 'the Spark version')}: {exc}") from None
 
 
 def join_spec(
