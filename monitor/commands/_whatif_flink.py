@@ -39,7 +39,7 @@ from monitor.durations import (
 )
 from monitor.errors import InputError
 from monitor.timefmt import format_epoch_ms
-from monitor.versions import flushes_when_all_idle
+from monitor.versions import NEWEST_MODELLED_FLINK, flushes_when_all_idle
 from monitor.watermark import EventsTable, Session, Sliding
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
 from monitor.watermark.flink.replay import FlinkSummary
@@ -148,7 +148,8 @@ def describe(config: FlinkConfig) -> str:
     if config.idleness_ms is not None:
         parts.append(f"idleness {format_duration_ms(config.idleness_ms)}")
     if config.flink_version is not None:
-        parts.append("Flink {}.{} semantics".format(*config.flink_version))
+        newer = config.flink_version > NEWEST_MODELLED_FLINK  # a later release is replayed as the newest modelled
+        parts.append("Flink {}.{} semantics".format(*config.flink_version) + (" (modelled as {}.{})".format(*NEWEST_MODELLED_FLINK) if newer else ""))
     if config.per_event_watermarks:
         parts.append("per-event watermarks")
     else:

@@ -87,6 +87,10 @@ def restart_report(
     doc["run_kind"] = options.kind
     doc["restart_after"] = list(options.restart_after)
     doc["restart_impact"] = impact.to_json()
+    for key in ("dropped_only_with_restarts", "kept_only_with_restarts"):  # the file's lines, as the text says
+        doc["restart_impact"][f"{key}_lines"] = [
+            events.line_of(r) for r in getattr(impact, key)
+        ]
     late = T.late_entries(result, events, show_late)
     doc["late_row_details"] = late
     text = ["", *T.batches_text(result, show_batches), "", *T.summary_text(result.summary)]

@@ -216,14 +216,18 @@ def no_data_basis(plan: BatchPlan, config: WatermarkConfig, labels: dict[int, st
     only when no new data is available at a trigger and the watermark moved), as ``(json, text lines)``:
     the arrival times, or, without them, the assumption made (``caught_up`` / ``backlog``) and the flag
     that makes the other one. ``batches`` (with ``labels``): where no-data batches were added."""
-    after = [labels[b.batch_id].removeprefix("after ") for b in batches if b.kind == "no-data"] if labels else []
-    doc: dict[str, Any] = {"enabled": config.no_data_batches, "basis": plan.basis, "added": len(after)}
-    if plan.labels:
-        doc["after_file_batches"] = after
+    # where they were added is said only for the replay whose batches are listed (labels given): a sweep,
+    # a join, a chain or a restart report lists its own batches
+    after = [labels[b.batch_id].removeprefix("after ") for b in batches if b.kind == "no-data"] if labels else None
+    doc: dict[str, Any] = {"enabled": config.no_data_batches, "basis": plan.basis}
+    if after is not None:
+        doc["added"] = len(after)
+        if plan.labels:
+            doc["after_file_batches"] = [int(a) if a.lstrip("-").isdigit() else a for a in after]
     if not config.no_data_batches:
         return doc, ["No-data batches: off (--no-no-data-batches: spark.sql.streaming.noDataMicroBatches.enabled=false)."]
     where = ""
-    if plan.labels:
+    if plan.labels and after is not None:
         shown = ", ".join(after[:10]) + (f" and {len(after) - 10} more" if len(after) > 10 else "")
         where = f"{len(after)} added" + (f", after file batch{'es' if len(after) > 1 else ''} {shown}" if after else "")
         where += " (the batch column below keeps the file's numbers; id is Spark's batch id)."

@@ -300,7 +300,10 @@ def _run_scan(
         print(f"tidegauge: internal error: {line}", file=sys.stderr)
     if db is not None:
         print(store_polls(db, polls, cursors.states, now, report.episodes), file=sys.stderr)
-    typer.echo(render_json(report) if fmt == "json" else render_text(report))
+    if fmt == "json":
+        typer.echo(render_json(report))
+    elif samples or not bad:  # nothing read and an error said why: no "Findings: none" as if all were well
+        typer.echo(render_text(report))
     if internal:
         return EXIT_INTERNAL
     if bad:

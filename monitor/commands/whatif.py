@@ -462,6 +462,8 @@ def run_whatif(
         "events": str(events_path),
         "engine": engine,
         "query": O.describe_query(config, chain),
+        # the delay each input ran with (``summary.delay_ms`` is the default one, 0 when every input is named)
+        "delays_ms": {name or "": config.delay_for(name) for name in events.source_names},
         "bad_rows": [dataclasses.asdict(b) for b in events.bad_rows],
         "unit_mismatches": [T.mismatch_json(m) for m in events.unit_mismatches],
     }

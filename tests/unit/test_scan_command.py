@@ -370,8 +370,8 @@ def test_folder_of_folders_is_an_error_naming_the_subdirectories(
         (tmp_path / name).mkdir()
         shutil.copy(spark_fixtures / "eventlog_trimmed.jsonl", tmp_path / name / DEMO_APP)
     (tmp_path / "PROVENANCE.md").write_text("# where these came from\n")
-    code, _, err = run(["scan", str(tmp_path)], capsys)
-    assert code == 2
+    code, out, err = run(["scan", str(tmp_path)], capsys)
+    assert code == 2 and out == ""  # not "Findings: none" when nothing was read
     assert f"tidegauge: error: {tmp_path}: no event log or progress file at its top level" in err
     assert "(job_a, job_b)" in err
     assert f"{tmp_path / 'PROVENANCE.md'}: not an event log: '.md' is no codec Spark writes" in err

@@ -102,7 +102,7 @@ def test_whatif_backlog_runs_no_data_batches_only_after_the_last(
         (3, "no-data", 110_000),
     ]
     assert doc["no_data_batches"] == {
-        "enabled": True, "basis": "backlog", "added": 1, "after_file_batches": ["2"]
+        "enabled": True, "basis": "backlog", "added": 1, "after_file_batches": [2]
     }
     # 83 s (window [80, 85) s) against the previous batch's watermark 0: not late; 84 s against 90 s: late
     assert doc["summary"]["dropped_rows"] == 1
@@ -127,7 +127,7 @@ def test_whatif_arrival_time_decides_the_no_data_batches(tmp_path: Path, capsys:
         (0, "data"), (1, "data"), (2, "no-data"), (3, "data"), (4, "no-data")
     ]
     assert doc["no_data_batches"] == {
-        "enabled": True, "basis": "arrival_time", "added": 2, "after_file_batches": ["1", "2"]
+        "enabled": True, "basis": "arrival_time", "added": 2, "after_file_batches": [1, 2]
     }
     code, _, err = run(["whatif", str(p), "--delay", "10s", "--window", "5s", "--backlog"], capsys)
     assert code == 2
