@@ -93,7 +93,9 @@ def restart_report(
         ]
     late = T.late_entries(result, events, show_late)
     doc["late_row_details"] = late
-    text = ["", *T.batches_text(result, show_batches), "", *T.summary_text(result.summary)]
+    # with a batch column, the file's batch numbers beside Spark's ids (--restart-after takes the ids)
+    labels = T.batch_labels(result.batches, plan) if plan.labels else None
+    text = ["", *T.batches_text(result, show_batches, labels), "", *T.summary_text(result.summary)]
     text += T.late_text(late, sum(len(b.late_rows) for b in result.batches))
     text += ["", *impact_text(impact, options.kind, config, events)]
     return doc, text

@@ -616,7 +616,10 @@ def register(app: typer.Typer) -> None:
             help="Chain: spark.sql.streaming.statefulOperator.allowMultiple.",
         ),
         restart_after: str | None = typer.Option(
-            None, "--restart-after", help="Restart the query on its checkpoint after these batch ids, e.g. 12,40."
+            None,
+            "--restart-after",
+            help="Restart the query on its checkpoint after these batch ids (Spark's batchId: the report's id "
+            "column when the file has batch numbers), e.g. 12,40.",
         ),
         run_kind: str = typer.Option(
             "live", "--run-kind", help="live (default trigger), available-now or once (one Trigger run per batch)."
