@@ -11,6 +11,7 @@ then what changed (rows dropped or kept only because of the restarts, windows, l
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,11 @@ def parse_restart_options(restart_after: str | None, run_kind: str) -> RestartOp
             ids.add(int(part))
     if not ids and kind == "live":
         return None
+    if ids and kind == "once":
+        raise RestartUsageError(
+            "--restart-after has no effect with --run-kind once: every Trigger.Once run is one batch, and the "
+            "query stops after each; drop --restart-after"
+        )
     return RestartOptions(restart_after=tuple(sorted(ids)), kind=kind)
 
 
@@ -91,11 +97,22 @@ def restart_report(
         doc["restart_impact"][f"{key}_lines"] = [
             events.line_of(r) for r in getattr(impact, key)
         ]
+    if options.kind != "live":  # the run kind, not an assumption about arrival, decides the no-data batches
+        doc["no_data_batches"] = {"enabled": config.no_data_batches, "basis": options.kind}
+        what = (
+            "Trigger.AvailableNow: each run reads what is waiting batch after batch, then runs one no-data batch"
+            if options.kind == "available_now"
+            else "Trigger.Once: each run is one batch and never a no-data batch"
+        )
+        text_basis = textwrap.wrap(f"No-data batches: decided by --run-kind ({what}).", 110, subsequent_indent="  ")
+    else:
+        text_basis = []
     late = T.late_entries(result, events, show_late)
     doc["late_row_details"] = late
     # with a batch column, the file's batch numbers beside Spark's ids (--restart-after takes the ids)
     labels = T.batch_labels(result.batches, plan) if plan.labels else None
-    text = ["", *T.batches_text(result, show_batches, labels), "", *T.summary_text(result.summary)]
+    text = [*(["", *text_basis] if text_basis else []), "", *T.batches_text(result, show_batches, labels), "",
+            *T.summary_text(result.summary)]
     text += T.late_text(late, sum(len(b.late_rows) for b in result.batches))
     text += ["", *impact_text(impact, options.kind, config, events)]
     return doc, text

@@ -299,3 +299,21 @@ def test_whatif_restart_usage_errors(
     code, _, err = run(["whatif", _events(tmp_path), *extra], capsys)
     assert code == 2
     assert message in err
+
+
+def test_run_kind_says_what_decides_no_data_batches_and_once_refuses_restart_points(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "rb.csv"
+    f.write_text(
+        "event_time,batch\n1970-01-01T00:00:10Z,0\n1970-01-01T00:00:30Z,1\n1970-01-01T00:00:50Z,2\n"
+        "1970-01-01T00:01:20Z,3\n",
+        encoding="utf-8",
+    )
+    base = ["whatif", str(f), "--delay", "0s", "--window", "1m"]
+    code, out, _ = run([*base, "--run-kind", "available-now", "--restart-after", "2"], capsys)
+    assert code == 0 and "No-data batches: decided by --run-kind (Trigger.AvailableNow" in out
+    assert "ASSUMED" not in out  # the run kind decides, not an assumption about the arrival
+    assert "    batch    id kind" in out  # the file's batch numbers beside Spark's ids
+    code, _, err = run([*base, "--run-kind", "once", "--restart-after", "2"], capsys)
+    assert code == 2 and "--restart-after has no effect with --run-kind once" in err
