@@ -14,6 +14,7 @@ __all__ = [
     "NEWEST_MODELLED_FLINK",
     "FlinkVersionError",
     "SparkVersionError",
+    "VersionError",
     "flushes_when_all_idle",
     "late_filter_uses_previous_batch",
     "parse_flink_version",
@@ -37,8 +38,27 @@ ALL_IDLE_FLUSH_SINCE = (2, 2)
 LATE_FILTER_PREVIOUS_BATCH_SINCE = (3, 4)
 
 
-class SparkVersionError(InputError):
+class VersionError(InputError):
+    """A release version string that tidegauge cannot follow (the message names the engine and the text)."""
+
+
+class SparkVersionError(VersionError):
     """A Spark version string that is not ``MAJOR.MINOR[.PATCH]`` of a 3.x or 4.x release."""
+
+
+def _major_minor(text: str, engine: str, example: str, majors: tuple[int, ...], modelled: str) -> tuple[int, int]:
+    """``MAJOR.MINOR[.PATCH][-SUFFIX]`` -> ``(major, minor)`` of one engine's releases (``majors``).
+
+    Raises:
+        ValueError: the message the caller raises as its engine's :class:`VersionError`.
+    """
+    head = text.strip().split("-", 1)[0].split(".")
+    if len(head) < 2 or not all(p.isdigit() and len(p) <= 4 for p in head[:3]):
+        raise ValueError(f"{engine} version {text[:40]!r}: expected MAJOR.MINOR[.PATCH], e.g. {example}")
+    version = (int(head[0]), int(head[1]))
+    if version[0] not in majors:
+        raise ValueError(f"{engine} version {text[:40]!r}: tidegauge models {modelled}")
+    return version
 
 
 def parse_spark_version(text: str) -> tuple[int, int]:
@@ -47,13 +67,10 @@ def parse_spark_version(text: str) -> tuple[int, int]:
     Raises:
         SparkVersionError: not a Spark 3.x or 4.x version (tidegauge models Structured Streaming from 3.0).
     """
-    head = text.strip().split("-", 1)[0].split(".")
-    if len(head) < 2 or not all(p.isdigit() and len(p) <= 4 for p in head[:3]):
-        raise SparkVersionError(f"spark version {text[:40]!r}: expected MAJOR.MINOR[.PATCH], e.g. 3.3")
-    version = (int(head[0]), int(head[1]))
-    if version[0] not in (3, 4):
-        raise SparkVersionError(f"spark version {text[:40]!r}: tidegauge models Spark 3.x and 4.x")
-    return version
+    try:
+        return _major_minor(text, "spark", "3.3", (3, 4), "Spark 3.x and 4.x")
+    except ValueError as exc:
+        raise SparkVersionError(str(exc)) from None
 
 
 def late_filter_uses_previous_batch(version: tuple[int, int] | None) -> bool:
@@ -62,7 +79,7 @@ def late_filter_uses_previous_batch(version: tuple[int, int] | None) -> bool:
     return version is None or version >= LATE_FILTER_PREVIOUS_BATCH_SINCE
 
 
-class FlinkVersionError(InputError):
+class FlinkVersionError(VersionError):
     """A Flink version string that is not ``MAJOR.MINOR[.PATCH][-SUFFIX]`` of a 2.x release."""
 
 
@@ -72,13 +89,10 @@ def parse_flink_version(text: str) -> tuple[int, int]:
     Raises:
         FlinkVersionError: not a Flink 2.x version (tidegauge models Flink 2.0 and later).
     """
-    head = text.strip().split("-", 1)[0].split(".")
-    if len(head) < 2 or not all(p.isdigit() and len(p) <= 4 for p in head[:3]):
-        raise FlinkVersionError(f"flink version {text[:40]!r}: expected MAJOR.MINOR[.PATCH], e.g. 2.1")
-    version = (int(head[0]), int(head[1]))
-    if version[0] != 2:
-        raise FlinkVersionError(f"flink version {text[:40]!r}: tidegauge models Flink 2.x only")
-    return version
+    try:
+        return _major_minor(text, "flink", "2.1", (2,), "Flink 2.x only")
+    except ValueError as exc:
+        raise FlinkVersionError(str(exc)) from None
 
 
 def flushes_when_all_idle(version: tuple[int, int] | None) -> bool:

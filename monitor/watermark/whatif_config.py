@@ -22,11 +22,11 @@ Semantics followed:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
-from monitor.versions import FlinkVersionError, SparkVersionError, parse_flink_version, parse_spark_version
+from monitor.versions import VersionError, parse_flink_version, parse_spark_version
 from monitor.watermark.chain import ChainConfig, ThenWindow
 from monitor.watermark.config import (
     Dedup,
@@ -86,6 +86,8 @@ NAMES: Final[Mapping[str, str]] = MappingProxyType({
     "join_upper": "the upper bound",
     "then_window": "a later window",
     "then_group_by_key": "grouping later windows by key",
+    "spark_version": "the Spark version",
+    "flink_version": "the Flink version",
 })
 
 #: How ``tidegauge whatif`` names them (its options).
@@ -219,15 +221,17 @@ def spark_config(
         sources=() if join is None else (join.left, join.right),
         source_delays_ms=dict(source_delays_ms or {}),
         join=join,
-        spark_version=None if spark_version is None else _spark_version(spark_version, names),
+        spark_version=None if spark_version is None else _version(parse_spark_version, spark_version, names, 'spark_version'),
     )
 
 
-def _spark_version(text: str, names: Mapping[str, str]) -> tuple[int, int]:
+def _version(parse: Callable[[str], tuple[int, int]], text: str, names: Mapping[str, str], key: str) -> tuple[int, int]:
+    """``parse(text)`` (:func:`monitor.versions.parse_spark_version` / ``parse_flink_version``), its error
+    prefixed with the option's name (``names[key]``)."""
     try:
-        return parse_spark_version(text)
-    except SparkVersionError as exc:
-        raise EngineConfigError(f"{names.get('spark_version', 'the Spark version')}: {exc}") from None
+        return parse(text)
+    except VersionError as exc:
+        raise EngineConfigError(f"{names[key]}: {exc}") from None
 
 
 def join_spec(
@@ -367,12 +371,7 @@ def flink_config(
         per_event_watermarks=per_event_watermarks,
         late_side_output=late_side_output,
         end_of_input=end_of_input,
-        flink_version=None if flink_version is None else _flink_version(flink_version, names),
+        flink_version=None if flink_version is None else _version(parse_flink_version, flink_version, names, 'flink_version'),
     )
 
 
-def _flink_version(text: str, names: Mapping[str, str]) -> tuple[int, int]:
-    try:
-        return parse_flink_version(text)
-    except FlinkVersionError as exc:
-        raise EngineConfigError(f"{names.get('flink_version', 'the Flink version')}: {exc}") from None
