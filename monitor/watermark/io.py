@@ -587,6 +587,11 @@ def _int(p: Path, line: int, column: str, value: Any) -> int:
     return out
 
 
+def _lines_in(data: bytes) -> int:
+    """Lines of a file's bytes (a last line without its newline counts)."""
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
 def _fast_csv(p: Path, time_column: str, unit: str | None) -> EventsTable | None:
     """Vectorised CSV load with pyarrow for clean files; ``None`` means "use the row-by-row path".
 
@@ -625,8 +630,7 @@ def _fast_csv(p: Path, time_column: str, unit: str | None) -> EventsTable | None
         )
     except (pa.ArrowException, UnicodeDecodeError):  # the row-by-row path says what is wrong
         return None
-    lines_in_file = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if lines_in_file != table.num_rows + 1:  # blank lines or quoted newlines: keep exact line numbers
+    if _lines_in(data) != table.num_rows + 1:  # blank lines or quoted newlines: keep exact line numbers
         return None
     return _from_arrow(p, table, wanted, time_column, unit, first_line=2)
 
@@ -649,6 +653,7 @@ def _fast_jsonl(p: Path, time_column: str, unit: str | None) -> EventsTable | No
     if time_column not in wanted:
         return None
     times = (time_column, "arrival_time")
+    lines = _lines_in(data)
     for time_type in (pa.string(), pa.int64()):
         fields = [
             pa.field(c, time_type if c in times else pa.int64() if c in ("batch", "partition") else pa.string())
@@ -664,7 +669,7 @@ def _fast_jsonl(p: Path, time_column: str, unit: str | None) -> EventsTable | No
             )
         except (pa.ArrowException, UnicodeDecodeError):
             continue
-        if table.num_rows != data.count(b"\n") + (0 if data.endswith(b"\n") else 1):
+        if table.num_rows != lines:
             return None
         # a field missing on some lines (null here) is for the row-by-row path, but a null event time
         if any(table.column(c).null_count for c in wanted if c != time_column):
