@@ -112,6 +112,17 @@ def test_missing_file_and_unknown_extension(tmp_path: Path) -> None:
         load_events(write(tmp_path / "e.txt", "event_time\n"))
 
 
+def load_both_ways(f: Path, unit: str | None, reader: str, monkeypatch: pytest.MonkeyPatch) -> EventsTable:
+    """Load ``f`` with its vectorised ``reader`` (``_fast_csv``, ``_fast_jsonl``, ``_fast_parquet``) and again
+    with that reader turned off (the row-by-row path); assert both read it alike; return the first."""
+    import monitor.watermark.io as io_mod
+
+    fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
+    monkeypatch.setattr(io_mod, reader, lambda *a, **k: None)
+    assert_same_table(fast, load_events(f, time_unit=unit))  # type: ignore[arg-type]
+    return fast
+
+
 def assert_same_table(fast: EventsTable, slow: EventsTable) -> None:
     """The vectorised and the row-by-row loader read the file alike (null times are 0 in both)."""
     for attr in ("event_time_us", "valid", "source_codes", "key_codes", "batch", "arrival_ms", "partition", "line"):
@@ -141,14 +152,9 @@ CLEAN_FILES = {
 def test_vectorised_csv_path_equals_row_by_row_path(
     tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import monitor.watermark.io as io_mod
-
     f = write(tmp_path / f"{name}.csv", CLEAN_FILES[name])
     unit = "ms" if name == "numeric" else ("s" if name == "mixed" else None)
-    fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    monkeypatch.setattr(io_mod, "_fast_csv", lambda *a, **k: None)
-    slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    assert_same_table(fast, slow)
+    load_both_ways(f, unit, "_fast_csv", monkeypatch)
 
 
 
@@ -179,10 +185,7 @@ def test_vectorised_jsonl_path_equals_row_by_row_path(
     unit = "ms" if name == "numeric" else ("s" if name == "mixed" else None)
     taken = io_mod._fast_jsonl(f, "event_time", unit) is not None
     assert taken == (name in ("iso", "numeric"))  # the others are the row-by-row path's to report
-    fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    monkeypatch.setattr(io_mod, "_fast_jsonl", lambda *a, **k: None)
-    slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    assert_same_table(fast, slow)
+    fast = load_both_ways(f, unit, "_fast_jsonl", monkeypatch)
     if name == "iso":  # written out: line 3 null, line 4 missing; 02:00+02:00 is midnight UTC
         assert fast.valid.tolist() == [True, True, False, False, True]
         assert fast.event_time_us.tolist()[:2] == [1767225600_000000, 1767225601_123456]
@@ -227,10 +230,7 @@ def test_vectorised_parquet_path_equals_row_by_row_path(
     unit = "ms" if name == "epoch_ms_ints" else None
     taken = io_mod._fast_parquet(f, "event_time", unit) is not None
     assert taken == (name not in ("dictionary_key", "date"))
-    fast = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    monkeypatch.setattr(io_mod, "_fast_parquet", lambda *a, **k: None)
-    slow = load_events(f, time_unit=unit)  # type: ignore[arg-type]
-    assert_same_table(fast, slow)
+    fast = load_both_ways(f, unit, "_fast_parquet", monkeypatch)
     if name == "ts_ns_negative":  # written out: -1501 ns -> -2 us (floor), 1500 ns -> 1 us
         assert fast.event_time_us.tolist() == [-2, 1]
     if name == "ts_ms":
