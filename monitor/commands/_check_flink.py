@@ -33,7 +33,7 @@ import typer
 
 from collectors.flink import FlinkRestCollector
 from collectors.flink.responses import DEFAULT_MAX_JOBS
-from collectors.http import DEFAULT_READ_LIMITS, ReadLimits, make_client
+from collectors.http import DEFAULT_READ_LIMITS, ReadLimits, check_url, make_client
 from collectors.kafka.admin import require_client
 from collectors.kafka.culprit import DEFAULT_MAX_BYTES, parse_field_path
 from monitor.commands._check_errors import json_error_document
@@ -83,6 +83,7 @@ def run_check_flink(
         connect_timeout_s=timeout_s, read_timeout_s=timeout_s, headers=headers, transport=transport
     ) as client:
         try:
+            check_url(url, "check flink URL (the JobManager's REST address, e.g. http://jobmanager:8081)")
             collector = FlinkRestCollector(url, client, limits=limits, max_jobs=max_jobs)
         except ValueError as exc:
             raise InputError(str(exc)) from None

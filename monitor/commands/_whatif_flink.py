@@ -326,6 +326,28 @@ def _advice_text(advice: FlinkDelayAdvice, tried: list[FlinkSummary], target: fl
     return out
 
 
+def _check_processing_time(events: EventsTable, config: FlinkConfig, events_path: Path) -> None:
+    """Periodic watermarks and idleness run on processing time (``pipeline.auto-watermark-interval``,
+    ``WatermarksWithIdleness``): without an ``arrival_time`` column there is none to run them on.
+
+    Raises:
+        WhatifFlinkUsageError: naming the file and the option that needs the column.
+    """
+    if events.arrival_ms is not None:
+        return
+    if config.idleness_ms is not None:
+        raise WhatifFlinkUsageError(
+            f"--idleness: {events_path} has no arrival_time column; idleness is measured in processing time "
+            "(WatermarksWithIdleness), so it needs one: add the column or drop --idleness"
+        )
+    if not config.per_event_watermarks:
+        raise WhatifFlinkUsageError(
+            f"{events_path} has no arrival_time column: periodic watermarks (every "
+            f"{format_duration_ms(config.watermark_interval_ms)}) are emitted on processing time, so they need "
+            "one; add the column, or pass --per-event-watermarks (a watermark after every element)"
+        )
+
+
 def run_whatif_flink(
     events_path: Path,
     *,
@@ -358,6 +380,7 @@ def run_whatif_flink(
         raise WhatifFlinkUsageError(f"--time-unit must be s, ms or us, got {time_unit!r}")
     events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
     check_flink_events(events, str(events_path))
+    _check_processing_time(events, config, events_path)
     result = replay_flink(events, config)
     late = _late_entries(result, events, show_late)
     doc: dict[str, Any] = {

@@ -215,7 +215,7 @@ def check_inputs(events: EventsTable, config: WatermarkConfig, *, default_delay_
             raise WhatifUsageError(
                 f"--delay gives no delay for input {what}: add {missing[0] or 'a duration'}=DURATION, or one "
                 f"bare duration for the inputs not named (e.g. --delay {next(iter(config.source_delays_ms))}="
-                f"{T.dur(next(iter(config.source_delays_ms.values())))},10m)"
+                f"{T.dur(next(iter(config.source_delays_ms.values())))},10m); inputs in the source column: {have}"
             )
         return []
     if config.source_delays_ms and present and all(n in config.source_delays_ms for n in present):
@@ -444,6 +444,12 @@ def run_whatif(
     if events.batch is not None and config.trigger_ms is not None:
         raise WhatifUsageError(
             f"{events_path} has a 'batch' column, which fixes the batches: drop --trigger or the column"
+        )
+    if events.arrival_ms is not None and events.batch is None and config.trigger_ms is None:
+        raise WhatifUsageError(
+            f"{events_path} has an arrival_time column but no 'batch' column, so the batches follow a "
+            "processing-time trigger: pass --trigger (e.g. --trigger 30s, the query's "
+            "Trigger.ProcessingTime interval) or add a 'batch' column"
         )
     if backlog_flag is not None and events.arrival_ms is not None:
         raise WhatifUsageError(

@@ -275,6 +275,8 @@ def load_events(
     p = Path(path)
     if time_unit is not None and time_unit not in _UNIT_US:
         raise EventsFileError(f"unknown time unit {time_unit!r}; use s, ms or us")
+    if p.is_dir():
+        raise EventsFileError(f"{p}: is a directory; give one events file (.csv, .jsonl or .parquet)")
     if not p.is_file():
         raise EventsFileError(f"{p}: no such file")
     kind = fmt or _format_of(p)
@@ -579,7 +581,8 @@ def _int(p: Path, line: int, column: str, value: Any) -> int:
         if text.lstrip("+-").isdigit() and len(text) <= 40:
             out = int(text)
     if out is None:
-        raise EventsFileError(f"{p}:{line}: column {column!r} must be an integer, got {_text(value)[:40]!r}")
+        got = "null" if value is None else repr(_text(value)[:40])
+        raise EventsFileError(f"{p}:{line}: column {column!r} must be an integer, got {got}")
     if not -_I64_MAX - 1 <= out <= _I64_MAX:
         raise EventsFileError(
             f"{p}:{line}: column {column!r} value {_text(value)[:40]} is beyond the 64-bit integer range"

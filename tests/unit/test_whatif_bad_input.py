@@ -220,7 +220,7 @@ def test_an_unreadable_path_is_a_one_line_error(tmp_path: Path, capsys: pytest.C
     d = tmp_path / "dir.csv"
     d.mkdir()
     code, _, err = _run(_whatif(d), capsys)
-    assert code == 2 and "dir.csv: no such file" in err
+    assert code == 2 and "dir.csv: is a directory; give one events file" in err
 
 
 @pytest.mark.parametrize(
@@ -241,3 +241,38 @@ def test_broken_csv_structure_is_one_line(
     code, _, err = _run(_whatif(p), capsys)
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_arrival_times_without_trigger_or_batch_name_the_file_and_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = tmp_path / "arr.csv"
+    p.write_text("event_time,arrival_time\n2026-01-01T00:00:00Z,2026-01-01T00:00:05Z\n")
+    code, _, err = _run(_whatif(p), capsys)
+    assert code == 2, err
+    assert "arr.csv has an arrival_time column but no 'batch' column" in err and "pass --trigger" in err
+
+
+def test_a_null_batch_reads_null_not_a_python_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "nb.jsonl"
+    p.write_text('{"event_time": "2026-01-01T00:00:00Z", "batch": 0}\n{"event_time": "2026-01-01T00:00:01Z", "batch": null}\n')
+    code, _, err = _run(_whatif(p), capsys)
+    assert code == 2 and "nb.jsonl:2: column 'batch' must be an integer, got null" in err, err
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--idleness", "10s", "--per-event-watermarks"], "--idleness: {f} has no arrival_time column"),
+        ([], "{f} has no arrival_time column: periodic watermarks (every 200ms)"),
+    ],
+)
+def test_flink_processing_time_options_without_arrival_times_name_the_option_and_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], expected: str
+) -> None:
+    p = tmp_path / "f.csv"
+    p.write_text("event_time\n2026-01-01T00:00:00Z\n2026-01-01T00:00:01Z\n")
+    code, _, err = _run(
+        ["whatif", str(p), "--engine", "flink", "--delay", "2s", "--window", "10s", *extra], capsys
+    )
+    assert code == 2 and expected.format(f=p) in err, err

@@ -106,6 +106,7 @@ def test_one_delay_still_applies_to_every_input(tmp_path: Path, capsys: pytest.C
             "--delay c=...: no input 'c' in the events (inputs in the source column: a, b)",
         ),
         (["--delay", "a=10s", "--window", "10s"], "--delay gives no delay for input 'b'"),
+        (["--delay", "a=10s", "--window", "10s"], "; inputs in the source column: a, b"),
         (["--delay", "a=10s,a=5s", "--window", "10s"], "--delay 'a=10s,a=5s': input 'a' is given twice"),
         (["--delay", "a=10s,5s,1s", "--window", "10s"], "two delays without an input name"),
         (["--delay", "a=ten", "--window", "10s"], "--delay a=: cannot parse 'ten'"),
