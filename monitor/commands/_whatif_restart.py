@@ -25,7 +25,7 @@ __all__ = ["RestartOptions", "parse_restart_options", "restart_report"]
 #: ``--run-kind`` values and the engine's names for them.
 _KINDS: dict[str, RunKind] = {"live": "live", "available-now": "available_now", "once": "once"}
 _KIND_WORDS = {
-    "live": "live runs with the default trigger",
+    "live": "live runs",
     "available_now": "Trigger.AvailableNow runs",
     "once": "Trigger.Once runs, one batch each",
 }
@@ -114,20 +114,33 @@ def restart_report(
     text = [*(["", *text_basis] if text_basis else []), "", *T.batches_text(result, show_batches, labels), "",
             *T.summary_text(result.summary)]
     text += T.late_text(late, sum(len(b.late_rows) for b in result.batches))
-    text += ["", *impact_text(impact, options.kind, config, events)]
+    text += ["", *impact_text(impact, options.kind, config, events, requested=options.restart_after)]
     return doc, text
 
 
 def impact_text(
-    impact: RestartImpact, kind: RunKind, config: WatermarkConfig, events: EventsTable
+    impact: RestartImpact,
+    kind: RunKind,
+    config: WatermarkConfig,
+    events: EventsTable,
+    *,
+    requested: tuple[int, ...] = (),
 ) -> list[str]:
-    """The restarts, one paragraph each, then what they changed and what to do."""
+    """The restarts, one paragraph each, then what they changed and what to do. ``requested``: the
+    ``--restart-after`` ids (an AvailableNow run asked to stop after a data batch stops after the no-data
+    batch that closes it, which the paragraph says)."""
     n = len(impact.restarts)
-    lines = [f"Restarts: {n}, {_KIND_WORDS[kind]}; each restart starts a new query on the same checkpoint"]
+    runs = _KIND_WORDS[kind]
+    if kind == "live" and config.trigger_ms is not None:
+        runs += f" with a {T.dur(config.trigger_ms)} processing-time trigger"
+    lines = [f"Restarts: {n}, {runs}; each restart starts a new query on the same checkpoint"]
     held_by_restart = {h.restart.after_batch_id: h for h in impact.held_back}
     skipped = 0
     for r in impact.restarts:
-        lost = ", ".join(f"{k} {T.iso(v)}" for k, v in r.lost_source_watermarks_ms.items() if v is not None)
+        # with one input the global watermark is that input's: nothing of it is lost
+        lost = ", ".join(
+            f"{k} {T.iso(v)}" for k, v in r.lost_source_watermarks_ms.items() if v is not None
+        ) if len(r.lost_source_watermarks_ms) > 1 else ""
         lines.append(
             f"  after batch {r.after_batch_id}: batch {r.first_batch_id} starts with the watermark "
             f"{T.iso(r.watermark_ms)} from the checkpoint"
@@ -137,6 +150,11 @@ def impact_text(
                 else ""
             )
         )
+        if kind == "available_now" and requested and r.after_batch_id not in requested:
+            lines.append(
+                f"    (asked after batch {r.after_batch_id - 1}: a Trigger.AvailableNow run ends with the no-data "
+                f"batch that closes it, so this run stopped after that batch, {r.after_batch_id})"
+            )
         if r.skipped_no_data_batch:
             skipped += 1
             lines.append(
@@ -202,4 +220,4 @@ def _lines(rows: tuple[int, ...], events: EventsTable, limit: int = 5) -> str:
         return ""
     shown = ", ".join(str(events.line_of(r)) for r in rows[:limit])
     more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
-    return f" (lines {shown}{more})"
+    return f" ({'line' if len(rows) == 1 else 'lines'} {shown}{more})"

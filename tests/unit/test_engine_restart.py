@@ -250,7 +250,7 @@ def test_whatif_restart_text_says_what_was_lost_and_what_it_changed(
         "2026-01-01T00:00:25Z): input b had no rows since the restart and counts as 0 under policy min"
     ) in out
     assert (
-        "  rows dropped as late: 0 here, 1 in one live query; 0 dropped only here, 1 kept only here (lines 7)"
+        "  rows dropped as late: 0 here, 1 in one live query; 0 dropped only here, 1 kept only here (line 7)"
     ) in out
     assert "under policy min, every restart holds the watermark until each input has rows again" in out
 
@@ -317,3 +317,38 @@ def test_run_kind_says_what_decides_no_data_batches_and_once_refuses_restart_poi
     assert "    batch    id kind" in out  # the file's batch numbers beside Spark's ids
     code, _, err = run([*base, "--run-kind", "once", "--restart-after", "2"], capsys)
     assert code == 2 and "--restart-after has no effect with --run-kind once" in err
+
+
+ONE_INPUT = "event_time,arrival_time\n2026-01-01T00:00:10Z,2026-01-01T00:00:11Z\n2026-01-01T00:00:40Z,2026-01-01T00:00:41Z\n" \
+    "2026-01-01T00:01:20Z,2026-01-01T00:01:21Z\n"
+
+
+def test_one_input_restart_loses_nothing_per_input_and_names_the_trigger_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "arr.csv"
+    path.write_text(ONE_INPUT, encoding="utf-8")
+    code, out, err = run(
+        ["whatif", str(path), "--delay", "10s", "--window", "30s", "--trigger", "10s", "--restart-after", "1"],
+        capsys,
+    )
+    assert code == 0, err
+    assert "Restarts: 1, live runs with a 10s processing-time trigger;" in out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("  after batch 1:")]
+    assert line.endswith("from the checkpoint"), line  # one input: its watermark is the global one
+    assert "per-input" not in line
+
+
+def test_available_now_restart_after_a_data_batch_says_why_it_stopped_after_the_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        ["whatif", _events(tmp_path), "--delay", "0s", "--window", "5s", "--restart-after", "2",
+         "--run-kind", "available-now"], capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "  after batch 3: batch 4 starts with the watermark 2026-01-01T00:00:30Z" in out
+    assert (
+        "    (asked after batch 2: a Trigger.AvailableNow run ends with the no-data batch that closes it, so this "
+        "run stopped after that batch, 3)"
+    ) in out
