@@ -90,6 +90,7 @@ def restart_report(
     result = with_restarts.replay
     impact = restart_impact(with_restarts, replay(events, config, plan=plan))
     doc: dict[str, Any] = result.to_json()
+    T.number_batches_json(doc["batches"], plan)
     doc["run_kind"] = options.kind
     doc["restart_after"] = list(options.restart_after)
     doc["restart_impact"] = impact.to_json()
@@ -112,7 +113,7 @@ def restart_report(
     # with a batch column, the file's batch numbers beside Spark's ids (--restart-after takes the ids)
     labels = T.batch_labels(result.batches, plan) if plan.labels else None
     text = [*(["", *text_basis] if text_basis else []), "", *T.batches_text(result, show_batches, labels), "",
-            *T.summary_text(result.summary)]
+            *T.summary_text(result.summary, config)]
     text += T.late_text(late, sum(len(b.late_rows) for b in result.batches))
     text += ["", *impact_text(impact, options.kind, config, events, requested=options.restart_after)]
     return doc, text

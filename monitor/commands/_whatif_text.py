@@ -134,16 +134,26 @@ def batches_count_text(batches: int, no_data: int, final_watermark_ms: int) -> s
     return f"  batches: {batches} ({no_data} no-data); final watermark {wm_text(final_watermark_ms)}"
 
 
-def summary_text(s: Summary) -> list[str]:
-    """The Summary block."""
+def summary_text(s: Summary, config: WatermarkConfig | None = None) -> list[str]:
+    """The Summary block (``config``: the replayed query, which names what was emitted and, for
+    ``dropDuplicates`` on the key alone, says that its state is never evicted)."""
     lines = ["Summary", *rows_text(s)]
     if s.future_filtered_rows:
         lines.append(f"  rows removed by the future-skew filter: {s.future_filtered_rows}")
     if s.duplicates_dropped:
         lines.append(f"  duplicates dropped: {s.duplicates_dropped}")
-    lines.append(f"  windows/rows emitted: {s.windows_emitted}")
+    dedup = config.dedup if config is not None else None
+    what = "rows emitted" if dedup is not None else "windows/rows emitted"
+    lines.append(f"  {what}: {s.windows_emitted}")
     lines.extend(latency_text(s))
     lines.append(f"  state rows: peak {s.peak_state_rows}, at the end {s.final_state_rows}")
+    if dedup is not None and dedup.mode == "key":
+        lines.append(
+            "    dropDuplicates on the key alone never evicts: the watermark cannot expire a key without its "
+            "event time (StreamingDeduplicateExec), so the state keeps every key seen and grows for as long as "
+            "new keys arrive. Add the event-time column to the keys (--dedup key,event_time) or use "
+            "dropDuplicatesWithinWatermark (--dedup within-watermark)"
+        )
     lines.append(batches_count_text(s.batches, s.no_data_batches, s.final_watermark_ms))
     return lines
 
@@ -208,6 +218,17 @@ def batch_labels(batches: Sequence[BatchResult], plan: BatchPlan) -> dict[int, s
         else:
             out[b.batch_id] = f"after {last}" if plan.labels else str(b.batch_id)
     return out
+
+
+def number_batches_json(batches: list[dict[str, Any]], plan: BatchPlan) -> None:
+    """Add to each JSON data batch (``BatchResult.to_json``) the file's own ``batch`` value, when the events
+    have a ``batch`` column (``batch_id`` is Spark's id, which counts no-data batches too)."""
+    if not plan.labels:
+        return
+    data = iter(plan.labels)
+    for b in batches:
+        if b.get("kind") == "data":
+            b["batch"] = next(data, None)
 
 
 def no_data_basis(plan: BatchPlan, config: WatermarkConfig, labels: dict[int, str] | None = None,

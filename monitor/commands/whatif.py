@@ -349,10 +349,11 @@ def _spark_report(
     else:
         result = replay(events, config, plan=plan)
         doc.update(result.to_json())
+        T.number_batches_json(doc["batches"], plan)
         all_labels = T.batch_labels(result.batches, plan)
         doc["no_data_batches"], basis = T.no_data_basis(plan, config, all_labels, result.batches)
         labels = all_labels if plan.labels else None
-        text += ["", *basis, "", *T.batches_text(result, show_batches, labels), "", *T.summary_text(result.summary)]
+        text += ["", *basis, "", *T.batches_text(result, show_batches, labels), "", *T.summary_text(result.summary, config)]
         late = T.late_entries(result, events, show_late)
         doc["late_row_details"] = late
         total_late = sum(len(b.late_rows) for b in result.batches)

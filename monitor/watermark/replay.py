@@ -131,7 +131,7 @@ def replay(
         },
         future_filtered_rows=future,
         duplicates_dropped=sum(b.duplicates_dropped for b in batches),
-        windows_emitted=sum(len(b.emitted) for b in batches),
+        windows_emitted=sum(b.output_rows if config.dedup is not None else len(b.emitted) for b in batches),
         latency=LatencyStats.of(cat(proc)) if times_known else None,
         event_time_latency=LatencyStats.of(cat(evt)),
         latency_batches=BatchCountStats.of(cat(nb)),

@@ -300,6 +300,8 @@ class BatchResult:
             "batch_id": self.batch_id,
             "kind": self.kind,
             "watermark_ms": self.watermark_ms,
+            # Spark's initial 0 (progress: 1970-01-01T00:00:00.000Z) before any watermark, as scan flags it
+            "watermark_is_placeholder": self.watermark_ms == 0,
             "late_watermark_ms": self.late_watermark_ms,
             "next_watermark_ms": self.next_watermark_ms,
             "processing_time_ms": self.processing_time_ms,
@@ -396,7 +398,8 @@ class Summary:
         dropped_by_source: dropped rows per input name.
         future_filtered_rows: rows removed by the future-skew filter.
         duplicates_dropped: dedup only.
-        windows_emitted: emitted window results (append: final windows; update: updates).
+        windows_emitted: emitted window results (append: final windows; update: updates); for a dedup,
+            the rows it passed on (the first of each key).
         latency: processing-time latency of final results (emitting batch's processing time minus
             window end), when processing times are known; else ``None``. In update mode a window's
             result is final in the batch that evicts it (its last update was already sent).
