@@ -121,7 +121,7 @@ def parse_duration_list_ms(text: str, *, what: str = "durations") -> list[int]:
 def format_duration_ms(ms: int) -> str:
     """Format milliseconds compactly, largest units first: ``90_000 -> "1m30s"``, ``0 -> "0s"``,
     ``68_086 -> "1m8.086s"`` (milliseconds as a decimal of the seconds), ``86 -> "86ms"``,
-    ``60_086 -> "1m86ms"``.
+    ``60_086 -> "1m0.086s"`` (after a larger unit the milliseconds stay a decimal of the seconds).
 
     Negative values are formatted with a leading ``-``. The output parses back with
     :func:`parse_duration_ms` (for non-negative values). Every duration ``whatif``, ``scan`` and the
@@ -137,7 +137,7 @@ def format_duration_ms(ms: int) -> str:
         if q:
             parts.append(f"{q}{unit}")
     seconds, millis = divmod(rest, 1000)
-    if millis and seconds:
+    if millis and (seconds or parts):
         parts.append(f"{seconds}.{millis:03d}".rstrip("0") + "s")
     elif millis:
         parts.append(f"{millis}ms")

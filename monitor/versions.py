@@ -17,6 +17,7 @@ __all__ = [
     "VersionError",
     "flushes_when_all_idle",
     "late_filter_uses_previous_batch",
+    "modelled_flink",
     "parse_flink_version",
     "parse_spark_version",
 ]
@@ -93,6 +94,12 @@ def parse_flink_version(text: str) -> tuple[int, int]:
         return _major_minor(text, "flink", "2.1", (2,), "Flink 2.x only")
     except ValueError as exc:
         raise FlinkVersionError(str(exc)) from None
+
+
+def modelled_flink(version: tuple[int, int] | None) -> tuple[int, int]:
+    """The Flink release whose semantics are followed for ``version`` (``(major, minor)``): itself up to
+    :data:`NEWEST_MODELLED_FLINK`, that one for a later or unknown (``None``) release."""
+    return NEWEST_MODELLED_FLINK if version is None or version > NEWEST_MODELLED_FLINK else version
 
 
 def flushes_when_all_idle(version: tuple[int, int] | None) -> bool:

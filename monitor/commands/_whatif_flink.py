@@ -38,8 +38,9 @@ from monitor.durations import (
     parse_optional_duration_ms,
 )
 from monitor.errors import InputError
+from monitor.text import plural
 from monitor.timefmt import format_epoch_ms
-from monitor.versions import NEWEST_MODELLED_FLINK, flushes_when_all_idle
+from monitor.versions import NEWEST_MODELLED_FLINK, flushes_when_all_idle, modelled_flink
 from monitor.watermark import EventsTable, Session, Sliding
 from monitor.watermark.flink import LONG_MAX, LONG_MIN, FlinkConfig, FlinkReplay, replay_flink
 from monitor.watermark.flink.replay import FlinkSummary
@@ -150,6 +151,8 @@ def describe(config: FlinkConfig) -> str:
     if config.flink_version is not None:
         newer = config.flink_version > NEWEST_MODELLED_FLINK  # a later release is replayed as the newest modelled
         parts.append("Flink {}.{} semantics".format(*config.flink_version) + (" (modelled as {}.{})".format(*NEWEST_MODELLED_FLINK) if newer else ""))
+    else:
+        parts.append("Flink {}.{} semantics (the default; --flink-version to change)".format(*NEWEST_MODELLED_FLINK))
     if config.per_event_watermarks:
         parts.append("per-event watermarks")
     else:
@@ -229,7 +232,7 @@ def _text(
     ]
     idle = [p for p in s.idle_periods if p.partition is not None]
     if idle:
-        lines.append(f"  idle partitions (withIdleness): {len(idle)} periods")
+        lines.append(f"  idle partitions (withIdleness): {plural(len(idle), 'period')} (processing time)")
         for p in idle[:10]:
             until = _instant(p.until_ms) if p.until_ms is not None else "the end"
             value = r.partition_values[p.partition or 0]
@@ -387,6 +390,8 @@ def run_whatif_flink(
         "events": str(events_path),
         "engine": "flink",
         "query": describe(config),
+        # the release whose semantics were replayed (the newest modelled when none was given)
+        "flink_version": "{}.{}".format(*modelled_flink(config.flink_version)),
         "bad_rows": [dataclasses.asdict(b) for b in events.bad_rows],
         **result.to_json(),
         "late_rows": late,

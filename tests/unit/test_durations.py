@@ -47,7 +47,7 @@ def test_parse_duration_list() -> None:
     [
         (0, "0s"), (90_000, "1m30s"), (500, "500ms"), (86_400_000, "1d"),
         # milliseconds beside seconds read as a decimal of the seconds, not "1m8s86ms" (new-user trial)
-        (68_086, "1m8.086s"), (1_500, "1.5s"), (60_086, "1m86ms"),
+        (68_086, "1m8.086s"), (1_500, "1.5s"), (60_086, "1m0.086s"), (60_600, "1m0.6s"),
     ],
 )
 def test_format_duration_ms_round_trips(ms: int, text: str) -> None:

@@ -96,7 +96,7 @@ def test_the_delays_tried_all_fail_and_the_cause_is_still_named(
         "withWatermark): 0s (drops 0 of 39 rows = 0.000% <= 1.000%"
     )
     kept = text.index(
-        "With the mis-dated row kept (for comparison, not a fix): 26662d23h58m1ms (73 years) (drops 0 of 40 rows"
+        "With the mis-dated row kept (for comparison, not a fix): 26662d23h58m0.001s (73 years) (drops 0 of 40 rows"
     )
     assert row < without < kept < text.index("   delay   dropped")  # before the sweep table
     assert "Smallest delay for 99.0% completeness: " not in text  # 73 years is never THE recommendation
@@ -104,7 +104,7 @@ def test_the_delays_tried_all_fail_and_the_cause_is_still_named(
     code, out, _ = _run([*args, "--format", "json"], capsys)
     rec = json.loads(out)["recommendation"]
     assert (rec["delay_ms"], rec["misdated_rows"], rec["smallest_candidate_ms"]) == (0, [9], 60_000)
-    # the delay with the row kept is the 26662d23h58m1ms the text shows
+    # the delay with the row kept is the 26662d23h58m0.001s the text shows
     assert rec["with_misdated_rows"]["delay_ms"] == ((26662 * 24 + 23) * 60 + 58) * 60_000 + 1
 
 

@@ -66,3 +66,31 @@ def test_json_data_batches_carry_the_file_batch_number_and_flag_the_placeholder_
     assert all("batch" not in b for b in batches if b["kind"] == "no-data")
     assert [b["watermark_is_placeholder"] for b in batches][:2] == [True, False]
     assert batches[0]["watermark_ms"] == 0
+
+
+# partition 0 goes quiet after 00:00:01 (arrival); partition 1 keeps going, then both stop
+FLINK_IDLE = (
+    "event_time,arrival_time,partition\n"
+    "2026-01-01T00:00:00Z,2026-01-01T00:00:00.500Z,0\n"
+    "2026-01-01T00:00:01Z,2026-01-01T00:00:01.500Z,1\n"
+    + "".join(f"2026-01-01T00:00:{s:02d}Z,2026-01-01T00:00:{s:02d}.500Z,1\n" for s in range(2, 40, 2))
+)
+
+
+def test_flink_whatif_names_the_modelled_release_and_the_scope_of_each_idle_period(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _file(tmp_path, FLINK_IDLE)
+    argv = ["whatif", path, "--engine", "flink", "--delay", "2s", "--window", "10s", "--idleness", "5s"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "Flink 2.3 semantics (the default; --flink-version to change)" in out.splitlines()[0]
+    assert "  idle partitions (withIdleness): 1 period (processing time)" in out
+    code, out, err = run([*argv, "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert doc["flink_version"] == "2.3"
+    periods = doc["summary"]["idle_periods"] if "summary" in doc else doc["idle_periods"]
+    scopes = [(p["scope"], p["partition"]) for p in periods]
+    assert ("partition", 0) in scopes and all((s == "all_partitions") == (p is None) for s, p in scopes)
+    code, out, err = run([*argv, "--flink-version", "2.1", "--format", "json"], capsys)
+    assert json.loads(out)["flink_version"] == "2.1"

@@ -39,7 +39,9 @@ class FlinkSummary:
         watermark_advances: watermark values the window operator received (end of input included).
         final_watermark_ms: the last watermark (``None``: never one; ``Long.MAX_VALUE``: end of input).
         partitions: number of splits (one generator each).
-        idle_periods: idle periods of single partitions and of all of them (event time frozen).
+        idle_periods: idle periods of single partitions and of all of them (event time frozen), in
+            processing time; JSON ``{"scope": "partition" | "all_partitions", "partition", "from_ms",
+            "until_ms"}`` (``partition`` null for all of them).
         ticks: periodic emissions replayed.
         firing_delay_ms: on-time firings, processing time of the firing minus the window's end
             (``{"count", "p50", "p95", "max"}``; meaningful when event time tracks processing time;
@@ -82,7 +84,12 @@ class FlinkSummary:
             "final_watermark_ms": self.final_watermark_ms,
             "partitions": self.partitions,
             "idle_periods": [
-                {"partition": p.partition, "from_ms": p.from_ms, "until_ms": p.until_ms}
+                {
+                    "scope": "all_partitions" if p.partition is None else "partition",
+                    "partition": p.partition,
+                    "from_ms": p.from_ms,
+                    "until_ms": p.until_ms,
+                }
                 for p in self.idle_periods
             ],
             "all_partitions_idle_ms": self.all_partitions_idle_ms,
