@@ -212,7 +212,7 @@ def add_flink(group: typer.Typer) -> None:
     ) -> None:
         """Poll a Flink JobManager's REST API and print per job its vertices, each subtask's input/output watermark, idle subtasks, late drops and the findings.
 
-        --format json prints {"jobs": [{"jid", "name", "state", "vertices": [{"id", "name", "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms", "output_watermark_ms", "source_idle_ms", "splits"?, ...}]}]}], "findings": [{"rule", "severity", "job", "jid", "vertex", "subtask", "message", "labels", "split"?}], "errors": [...]}. In text a finding with a sub-check shows it after the rule (split_watermark/alignment_paused).
+        --format json prints {"jobs": [{"jid", "name", "state", "restarts", "flink_version", "flink_version_followed", "watermark_ms", "holding_min", "exception", "checkpoints_failed", "vertices": [{"id", "name", "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms", "output_watermark_ms", "source_idle_ms", "splits"?, ...}]}]}], "findings": [{"rule", "severity", "job", "jid", "vertex", "vertex_id", "subtask", "message", "labels", "split"?}], "errors": [...]}. labels.check is a rule's sub-check; in text it follows the rule (split_watermark/alignment_paused).
 
         A check that cannot run (the JobManager unreachable, a bad option) prints {"error": "..."} under --format json.
 

@@ -7,7 +7,8 @@ and subtask is shown; unknown values are ``null`` in JSON and ``-`` in text (nev
 
 JSON shape::
 
-    {"jobs": [{"jid", "name", "state", "restarts", "flink_version", "watermark_ms", "holding_min", "vertices": [{"id", "name",
+    {"jobs": [{"jid", "name", "state", "restarts", "flink_version", "flink_version_followed", "watermark_ms",
+      "holding_min", "exception", "checkpoints_failed", "vertices": [{"id", "name",
       "parallelism", "late_records_dropped", "subtasks": [{"subtask", "input_watermark_ms",
       "output_watermark_ms", "source_idle_ms", "idle_ms", "records_in", "records_out",
       "backpressure_ratio", "end_of_input", "splits"?: [{"split", "topic", "partition", "watermark_ms",
@@ -32,6 +33,8 @@ from typing import Any
 from monitor.facts import JobFacts, job_facts
 from monitor.model import MIN_TIME, CollectorError, Finding, Sample, Severity, datetime_to_ms
 from monitor.timefmt import format_epoch_ms
+from monitor.versions import modelled_flink
+from rules.common import flink_version
 
 __all__ = ["build_check_report", "render_json", "render_text"]
 
@@ -64,6 +67,10 @@ def build_check_report(
             "state": None if job_sample is None else job_sample.extra.get("state"),
             "restarts": None if job_sample is None else job_sample.restart_count,
             "flink_version": None if job_sample is None else job_sample.extra.get("flink_version"),
+            # the release whose semantics the rules follow for it (the newest modelled when unknown)
+            "flink_version_followed": "{}.{}".format(
+                *modelled_flink(None if job_sample is None else flink_version(job_sample))
+            ),
             "watermark_ms": None if job_sample is None else datetime_to_ms(job_sample.watermark),
             "holding_min": None if facts.holding_min is None else facts.holding_min.name,
             "vertices": [],
@@ -154,7 +161,12 @@ def render_text(report: dict[str, Any]) -> str:
     for job in report["jobs"]:
         lines.append(
             f"job {job['name']} ({job['jid']}): {job['state'] or '-'}, restarts {_cell(job['restarts'])}, "
-            f"watermark {_time(job['watermark_ms'])}" + (f", Flink {job['flink_version']}" if job.get("flink_version") else "")
+            f"watermark {_time(job['watermark_ms'])}"
+            + (
+                f", Flink {job['flink_version']}"
+                if job.get("flink_version")
+                else f", Flink version unknown (/config not read): rules follow {job['flink_version_followed']}"
+            )
         )
         if job.get("exception"):
             lines.append(f"  last exception: {job['exception']}")

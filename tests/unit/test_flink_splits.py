@@ -48,9 +48,12 @@ def _without_splits(exchanges: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _run(
-    folder: str, fmt: str, capsys: pytest.CaptureFixture[str], *, idle_for: str | None = None, splits: bool = True
+    folder: str, fmt: str, capsys: pytest.CaptureFixture[str], *, idle_for: str | None = None, splits: bool = True,
+    config: bool = True,
 ) -> str:
     polls, exchanges = load_exchanges(REAL / folder)
+    if not config:  # as behind a proxy that does not serve /config
+        exchanges = [ex for ex in exchanges if not str(ex.get("path", "")).endswith("/config")]
     rules = RulesConfig.model_validate({"idle_source": {"for": idle_for}} if idle_for else {})
     code = run_check_flink(
         "http://jm:8081",
@@ -205,3 +208,14 @@ def test_check_flink_names_the_cluster_s_flink_version(capsys: pytest.CaptureFix
     report = _json("splits_align", capsys)
     assert _job(report, "tg-kafka-splits-align")["flink_version"] == "2.3.0"
     assert ", Flink 2.3.0" in _run("splits_align", "text", capsys).splitlines()[0]
+
+
+def test_check_flink_says_when_the_version_is_unknown_and_which_release_it_follows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = _json("splits_align", capsys, config=False)
+    job = _job(report, "tg-kafka-splits-align")
+    assert (job["flink_version"], job["flink_version_followed"]) == (None, "2.3")
+    header = _run("splits_align", "text", capsys, config=False).splitlines()[0]
+    assert header.endswith(", Flink version unknown (/config not read): rules follow 2.3"), header
+    assert _job(_json("splits_align", capsys), "tg-kafka-splits-align")["flink_version_followed"] == "2.3"
