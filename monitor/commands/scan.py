@@ -102,7 +102,8 @@ def _report_subdirectories(given: str, names: list[str], inputs: ScanInputs, fou
     if len(inputs.event_logs) + len(inputs.progress_files) == found_before:
         inputs.errors.append(
             f"{given}: no event log or progress file at its top level, and its subdirectories are not "
-            f"searched ({shown}): scan the one that holds the logs"
+            f"searched ({shown}): scan the ones that hold the logs, e.g. tidegauge scan "
+            + " ".join(f"{given.rstrip('/')}/{n}" for n in sorted(names)[:3])
         )
     else:
         inputs.warnings.append(f"{given}: subdirectories not searched: {shown}")

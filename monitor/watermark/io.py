@@ -474,6 +474,10 @@ def _parquet_time_type(pa: Any, t: Any) -> bool:
     )
 
 
+#: Bad values of the ``batch``, ``partition`` and ``arrival_time`` columns named in one error, one line each.
+_MAX_PROBLEMS = 10
+
+
 def _build(
     p: Path, rows: Iterable[Row], columns: list[str], time_column: str, unit: str | None
 ) -> EventsTable:
@@ -491,6 +495,7 @@ def _build(
     source: list[str | None] = []
     key: list[str | None] = []
     part: list[int] = []
+    problems: list[str] = []  # our own columns' bad values: all named at the end, one line each
     for line, rec in rows:
         pos = len(lines)
         lines.append(line)
@@ -515,10 +520,13 @@ def _build(
         et.append(us)
         if reason is not None:
             bad.append(BadRow(line, _text(v)[:80], reason))
-        if has["batch"]:
-            batch.append(_int(p, line, "batch", rec.get("batch")))
-        if has["partition"]:
-            part.append(_int(p, line, "partition", rec.get("partition")))
+        for column, values in (("batch", batch), ("partition", part)):
+            if has[column]:
+                try:
+                    values.append(_int(p, line, column, rec.get(column)))
+                except EventsFileError as exc:  # every such line is named (up to _MAX_PROBLEMS), then raised
+                    problems.append(str(exc))
+                    values.append(0)
         if has["arrival_time"]:
             a = rec.get("arrival_time")
             aus: int | None
@@ -527,9 +535,8 @@ def _build(
             else:
                 aus, awhy = aparser.parse(a, line)
             if aus is None:
-                raise EventsFileError(
-                    f"{p}:{line}: column 'arrival_time' value {_text(a)[:40]!r} is {awhy or 'missing'}"
-                )
+                problems.append(f"{p}:{line}: column 'arrival_time' value {_text(a)[:40]!r} is {awhy or 'missing'}")
+                aus = 0
             arrival.append(aus // 1000)
         if has["source"]:
             s = rec.get("source")
@@ -537,6 +544,11 @@ def _build(
         if has["key"]:
             k = rec.get("key")
             key.append(None if k is None else _text(k))
+    if problems:
+        more = len(problems) - _MAX_PROBLEMS
+        raise EventsFileError(
+            "\n".join(problems[:_MAX_PROBLEMS]) + (f"\n{p}: ... and {more} more such lines" if more > 0 else "")
+        )
     tparser.finish()
     aparser.finish()
     return EventsTable.from_columns(

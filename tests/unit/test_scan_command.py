@@ -374,6 +374,7 @@ def test_folder_of_folders_is_an_error_naming_the_subdirectories(
     assert code == 2 and out == ""  # not "Findings: none" when nothing was read
     assert f"tidegauge: error: {tmp_path}: no event log or progress file at its top level" in err
     assert "(job_a, job_b)" in err
+    assert f"e.g. tidegauge scan {tmp_path}/job_a {tmp_path}/job_b" in err
     assert f"{tmp_path / 'PROVENANCE.md'}: not an event log: '.md' is no codec Spark writes" in err
     assert "unknown compression codec" not in err
     # next to a log, the same subdirectories are a warning and the log is scanned

@@ -276,3 +276,15 @@ def test_flink_processing_time_options_without_arrival_times_name_the_option_and
         ["whatif", str(p), "--engine", "flink", "--delay", "2s", "--window", "10s", *extra], capsys
     )
     assert code == 2 and expected.format(f=p) in err, err
+
+
+def test_every_bad_batch_value_is_named_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "eb.csv"
+    rows = "".join(f"2026-01-01T00:00:{i:02d}Z,x{i}\n" for i in range(14))
+    p.write_text("event_time,batch\n2026-01-01T00:00:00Z,0\n2026-01-01T00:00:01Z,\n2026-01-01T00:00:02Z,1.5\n" + rows)
+    code, _, err = _run(_whatif(p), capsys)
+    assert code == 2
+    lines = err.splitlines()
+    assert f"{p}:3: column 'batch' must be an integer, got ''" in lines[0]
+    assert f"{p}:4: column 'batch' must be an integer, got '1.5'" in lines[1]
+    assert len(lines) == 11 and lines[-1].endswith(f"{p}: ... and 6 more such lines"), lines
