@@ -104,6 +104,12 @@ def latency_text(s: Summary) -> list[str]:
             f"  output latency (processing time, window end -> emitting batch): p50 {dur(lat.p50_ms)}, "
             f"p95 {dur(lat.p95_ms)}, max {dur(lat.max_ms)} over {lat.count} windows"
         )
+        if lat.p50_ms < 0:
+            lines.append(
+                "    negative: windows were emitted at arrival times before their end in event time, so the "
+                "event times run ahead of the arrival_time clock (a clock or unit mismatch between the two "
+                "columns?)"
+            )
     e = s.event_time_latency
     if e.count:
         lines.append(
@@ -343,7 +349,12 @@ def late_text(entries: list[dict[str, Any]], total: int) -> list[str]:
         where = f"window ending {iso(e['window_end_ms'])}" if e["window_end_ms"] is not None else "event time"
         src = f" source {e['source']}" if e["source"] else ""
         # lateness 0: the window end (or event time) equals the watermark, and Spark drops <=
-        by = f"late by {e['lateness']}" if e["lateness_ms"] > 0 else "late: exactly at the watermark"
+        by = (
+            f"late by {e['lateness']}"
+            if e["lateness_ms"] > 0
+            else "late: its " + ("window ended" if e["window_end_ms"] is not None else "event time is")
+            + " exactly at the watermark, and Spark drops <="
+        )
         lines.append(
             f"  batch {e['batch']}: line {e['line']} (event time {iso_us(e['event_time_us'])}{src}) "
             f"{by} ({where} <= watermark {wm_text(e['watermark_ms'])})"

@@ -91,7 +91,7 @@ def test_a_row_exactly_at_the_watermark_is_not_late_by_0s(tmp_path: Path, capsys
     code, out, _ = run(["whatif", path, "--delay", "0s", "--window", "5s"], capsys)
     assert code == 0
     assert "late by 0s" not in out
-    assert "batch 1: line 3 (event time 1970-01-01T00:00:07Z) late: exactly at the watermark" in out
+    assert "batch 1: line 3 (event time 1970-01-01T00:00:07Z) late: its window ended exactly at the watermark, and Spark drops <=" in out
 
 
 # Inputs a (delay 10s) and b (1m). Batch 1's rows at 2 min set the watermark min(1:50, 1:00) = 1:00 (b's row);

@@ -94,3 +94,16 @@ def test_flink_whatif_names_the_modelled_release_and_the_scope_of_each_idle_peri
     assert ("partition", 0) in scopes and all((s == "all_partitions") == (p is None) for s, p in scopes)
     code, out, err = run([*argv, "--flink-version", "2.1", "--format", "json"], capsys)
     assert json.loads(out)["flink_version"] == "2.1"
+
+
+def test_negative_processing_time_latency_is_explained(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # event times 10 min ahead of the arrival clock: windows close (in event time) after they are emitted
+    rows = "".join(
+        f"2026-01-01T00:{10 + m:02d}:00Z,2026-01-01T00:{m:02d}:00Z\n" for m in range(0, 40, 5)
+    )
+    path = _file(tmp_path, "event_time,arrival_time\n" + rows)
+    code, out, err = run(["whatif", path, "--delay", "1m", "--window", "5m", "--trigger", "1m"], capsys)
+    assert code == 0, err
+    (latency,) = [ln for ln in out.splitlines() if ln.startswith("  output latency (processing time")]
+    assert "p50 -" in latency
+    assert "    negative: windows were emitted at arrival times before their end in event time" in out
