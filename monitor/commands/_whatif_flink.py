@@ -184,6 +184,37 @@ def _late_entries(r: FlinkReplay, events: EventsTable, limit: int) -> list[dict[
     return out
 
 
+def _after_all_idle_flush(events: EventsTable, config: FlinkConfig, r: FlinkReplay) -> list[str]:
+    """Late elements that met the watermark an all-idle flush set (Flink 2.2+, FLINK-38454: when every split
+    of a source subtask is idle its watermark jumps to the highest split's), one line per such flush: the
+    replay's own watermark advance at the processing time every partition went idle, linked to the late
+    elements that arrived after it and met that watermark."""
+    if not flushes_when_all_idle(config.flink_version) or events.arrival_ms is None or not len(r.late_rows):
+        return []
+    times = r.timeline.advance_time_ms.tolist()
+    values = r.timeline.advance_ms.tolist()
+    late = list(zip(r.late_rows.tolist(), r.late_row_watermarks_ms.tolist(), strict=True))
+    lines: list[str] = []
+    for p in r.summary.idle_periods:
+        if p.partition is not None or p.from_ms not in times:
+            continue
+        flush = values[times.index(p.from_ms)]
+        rows = [row for row, wm in late if wm == flush and int(events.arrival_ms[row]) >= p.from_ms]
+        if not rows:
+            continue
+        parts = sorted({int(events.partition[row]) for row in rows}) if events.partition is not None else []
+        whose = f" of partition {', '.join(map(str, parts))}" if parts else ""
+        lines.append(
+            f"  {plural(len(rows), 'late element')}{whose} met the watermark {_instant(flush)} that the "
+            f"all-idle flush at {_instant(p.from_ms)} (processing time) set: with every partition idle, the "
+            "watermark jumped to the highest partition's (Flink 2.2+, FLINK-38454), so elements that came "
+            "later below it were dropped. Before 2.2 (--flink-version 2.1) it would have stayed where the "
+            "partition that went idle last left it; an --idleness longer than the pause of the partition that "
+            "resumed would not have marked every partition idle"
+        )
+    return lines
+
+
 def _text(
     path: Path,
     events: EventsTable,
@@ -251,6 +282,7 @@ def _text(
         lines.append(
             "  a partition never emitted a watermark: it holds the min at Long.MIN_VALUE (try --idleness)"
         )
+    lines += _after_all_idle_flush(events, config, r)
     if late:
         lines += ["", f"Late elements ({len(late)} of {s.late_elements} shown; --show-late N, -1 for all):"]
         for e in late:

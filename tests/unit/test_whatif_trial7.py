@@ -107,3 +107,34 @@ def test_negative_processing_time_latency_is_explained(tmp_path: Path, capsys: p
     (latency,) = [ln for ln in out.splitlines() if ln.startswith("  output latency (processing time")]
     assert "p50 -" in latency
     assert "    negative: windows were emitted at arrival times before their end in event time" in out
+
+
+def _at(seconds: float) -> str:
+    whole, frac = divmod(round(seconds * 1000), 1000)
+    return f"2026-01-01T00:{whole // 60:02d}:{whole % 60:02d}.{frac:03d}Z"
+
+
+# partition 1: three rows dated 100-102 s early on, then silent; partition 0: rows 0-5 s, a pause of 7 s,
+# then rows dated 6 s and 7 s. With idleness 2 s both partitions are idle from 7.4 s: Flink 2.2+ flushes the
+# watermark to partition 1's (100.999 s), so partition 0's two later rows are late.
+ALL_IDLE = "event_time,arrival_time,partition\n" + "".join(
+    [f"{_at(100 + i)},{_at(i * 0.5)},1\n" for i in range(3)]
+    + [f"{_at(i)},{_at(i)},0\n" for i in range(6)]
+    + [f"{_at(6)},{_at(12)},0\n", f"{_at(7)},{_at(12.5)},0\n"]
+)
+
+
+def test_late_elements_after_an_all_idle_flush_are_linked_to_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["whatif", _file(tmp_path, ALL_IDLE), "--engine", "flink", "--delay", "1s", "--window", "10s",
+            "--idleness", "2s"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert (
+        "  2 late elements of partition 0 met the watermark 2026-01-01T00:01:40.999Z that the all-idle flush at "
+        "2026-01-01T00:00:07.400Z (processing time) set"
+    ) in out
+    code, out, err = run([*argv, "--flink-version", "2.1"], capsys)
+    assert code == 0, err
+    assert "late elements (all their windows past end - 1 + allowed lateness): 0 " in out and "flush at" not in out
