@@ -104,7 +104,7 @@ def latency_text(s: Summary) -> list[str]:
             f"  output latency (processing time, window end -> emitting batch): p50 {dur(lat.p50_ms)}, "
             f"p95 {dur(lat.p95_ms)}, max {dur(lat.max_ms)} over {lat.count} windows"
         )
-        if lat.p50_ms < 0:
+        if lat.p50_ms is not None and lat.p50_ms < 0:
             lines.append(
                 "    negative: windows were emitted at arrival times before their end in event time, so the "
                 "event times run ahead of the arrival_time clock (a clock or unit mismatch between the two "
