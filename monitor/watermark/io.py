@@ -169,7 +169,7 @@ class _TimeParser:
             line, num = self.unitless[0]
             guess = _guess_unit(abs(num))
             raise EventsFileError(
-                f"{self.path}:{line}: column {self.column!r} holds epoch numbers ({num:g}); pass the unit "
+                f"{self.path}: line {line}: field {self.column}: holds epoch numbers ({num:g}); pass the unit "
                 f"with --time-unit s|ms|us (these look like {guess})"
             )
         self.check_unit()
@@ -327,7 +327,7 @@ def _read_csv(p: Path) -> tuple[Iterator[Row], list[str]]:
         except StopIteration:
             raise EventsFileError(f"{p}: empty file (expected a header line)") from None
         except csv.Error as exc:
-            raise EventsFileError(f"{p}:1: malformed CSV header: {exc}") from None
+            raise EventsFileError(f"{p}: line 1: malformed CSV header: {exc}") from None
 
     def gen() -> Iterator[Row]:
         with p.open(newline="", encoding="utf-8-sig", errors="replace") as fh:
@@ -339,7 +339,7 @@ def _read_csv(p: Path) -> tuple[Iterator[Row], list[str]]:
                 except StopIteration:
                     return
                 except csv.Error as exc:
-                    raise EventsFileError(f"{p}:{reader.line_num}: malformed CSV record: {exc}") from None
+                    raise EventsFileError(f"{p}: line {reader.line_num}: malformed CSV record: {exc}") from None
                 if not rec:
                     continue
                 yield reader.line_num, dict(zip(header, rec, strict=False))
@@ -384,7 +384,7 @@ def _read_jsonl(p: Path, time_column: str) -> tuple[Iterator[Row], list[str]]:
     if not columns and corrupt:
         first = min(corrupt)
         raise EventsFileError(
-            f"{p}:{lines[first]}: {corrupt[first][1]}; no line of the file is a JSON object "
+            f"{p}: line {lines[first]}: {corrupt[first][1]}; no line of the file is a JSON object "
             f"({len(corrupt)} unreadable)"
         )
 
@@ -505,7 +505,7 @@ def _build(
             bad.append(BadRow(line, _text(rec["\x00corrupt"])[:80], why, kind="line"))
             for c in ("batch", "partition", "arrival_time"):
                 if has[c]:
-                    raise EventsFileError(f"{p}:{line}: {why}, so its {c!r} is unknown")
+                    raise EventsFileError(f"{p}: line {line}: {why}, so its field {c} is unknown")
             if has["source"]:
                 source.append(None)
             if has["key"]:
@@ -535,7 +535,7 @@ def _build(
             else:
                 aus, awhy = aparser.parse(a, line)
             if aus is None:
-                problems.append(f"{p}:{line}: column 'arrival_time' value {_text(a)[:40]!r} is {awhy or 'missing'}")
+                problems.append(f"{p}: line {line}: field arrival_time: value {_text(a)[:40]!r} is {awhy or 'missing'}")
                 aus = 0
             arrival.append(aus // 1000)
         if has["source"]:
@@ -594,10 +594,10 @@ def _int(p: Path, line: int, column: str, value: Any) -> int:
             out = int(text)
     if out is None:
         got = "null" if value is None else repr(_text(value)[:40])
-        raise EventsFileError(f"{p}:{line}: column {column!r} must be an integer, got {got}")
+        raise EventsFileError(f"{p}: line {line}: field {column}: must be an integer, got {got}")
     if not -_I64_MAX - 1 <= out <= _I64_MAX:
         raise EventsFileError(
-            f"{p}:{line}: column {column!r} value {_text(value)[:40]} is beyond the 64-bit integer range"
+            f"{p}: line {line}: field {column}: value {_text(value)[:40]} is beyond the 64-bit integer range"
         )
     return out
 

@@ -48,7 +48,7 @@ def test_jsonl_numeric_times_with_unit_and_arrival(tmp_path: Path) -> None:
         "{not json\n"  # line 3: corrupt record -> null time, reported
         '{"event_time": null, "arrival_time": 1767225602000, "partition": 1}\n',
     )
-    with pytest.raises(EventsFileError, match=r"e.jsonl:3: invalid JSON: Expecting property name"):
+    with pytest.raises(EventsFileError, match=r"e.jsonl: line 3: invalid JSON: Expecting property name"):
         load_events(f, time_unit="ms")  # a corrupt line cannot give the arrival time needed to plan
     f2 = write(
         tmp_path / "e2.jsonl",
@@ -101,7 +101,7 @@ def test_wrong_unit_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_bad_batch_value_names_line_and_column(tmp_path: Path) -> None:
     f = write(tmp_path / "e.csv", "event_time,batch\n2026-01-01T00:00:00Z,0\n2026-01-01T00:00:00Z,x\n")
-    with pytest.raises(EventsFileError, match=r"e.csv:3: column 'batch' must be an integer"):
+    with pytest.raises(EventsFileError, match=r"e.csv: line 3: field batch: must be an integer"):
         load_events(f)
 
 

@@ -76,32 +76,32 @@ def test_values_spark_reads_as_null_are_listed_rows(
         (
             "batch.csv",
             f"event_time,batch\n{ISO},99999999999999999999\n",
-            "batch.csv:2: column 'batch' value 99999999999999999999 is beyond the 64-bit integer range",
+            "batch.csv: line 2: field batch: value 99999999999999999999 is beyond the 64-bit integer range",
         ),
         (
             "batch_inf.jsonl",
             f'{{"event_time": "{ISO}", "batch": 1e400}}\n',
-            "batch_inf.jsonl:1: column 'batch' must be an integer",
+            "batch_inf.jsonl: line 1: field batch: must be an integer",
         ),
         (
             "batch_big.jsonl",
             f'{{"event_time": "{ISO}", "batch": 1e300}}\n',
-            "batch_big.jsonl:1: column 'batch' value",
+            "batch_big.jsonl: line 1: field batch: value",
         ),
         (
             "part.csv",
             f"event_time,partition\n{ISO},-9223372036854775809\n",
-            "part.csv:2: column 'partition' value",
+            "part.csv: line 2: field partition: value",
         ),
         (
             "arrival.csv",
             "event_time,arrival_time\n1767225600,+inf\n",
-            "arrival.csv:2: column 'arrival_time' value '+inf' is",
+            "arrival.csv: line 2: field arrival_time: value '+inf' is",
         ),
         (
             "digits.jsonl",
             '{{"event_time": "{}", "batch": {}}}\n'.format(ISO, "1" * 5000),
-            "digits.jsonl:1: invalid JSON",
+            "digits.jsonl: line 1: invalid JSON",
         ),
     ],
 )
@@ -257,7 +257,7 @@ def test_a_null_batch_reads_null_not_a_python_none(tmp_path: Path, capsys: pytes
     p = tmp_path / "nb.jsonl"
     p.write_text('{"event_time": "2026-01-01T00:00:00Z", "batch": 0}\n{"event_time": "2026-01-01T00:00:01Z", "batch": null}\n')
     code, _, err = _run(_whatif(p), capsys)
-    assert code == 2 and "nb.jsonl:2: column 'batch' must be an integer, got null" in err, err
+    assert code == 2 and "nb.jsonl: line 2: field batch: must be an integer, got null" in err, err
 
 
 @pytest.mark.parametrize(
@@ -285,6 +285,6 @@ def test_every_bad_batch_value_is_named_one_line_each(tmp_path: Path, capsys: py
     code, _, err = _run(_whatif(p), capsys)
     assert code == 2
     lines = err.splitlines()
-    assert f"{p}:3: column 'batch' must be an integer, got ''" in lines[0]
-    assert f"{p}:4: column 'batch' must be an integer, got '1.5'" in lines[1]
+    assert f"{p}: line 3: field batch: must be an integer, got ''" in lines[0]
+    assert f"{p}: line 4: field batch: must be an integer, got '1.5'" in lines[1]
     assert len(lines) == 11 and lines[-1].endswith(f"{p}: ... and 6 more such lines"), lines
