@@ -808,6 +808,10 @@ class WhatIf:
             each (``[]``: none).
         recommended_delay_with_s: with mis-dated rows, the delay the target needs with them kept (decades
             for a row dated 2099: for comparison, never the recommendation); else ``recommended_delay_s``.
+        no_data_basis: what decided when no-data batches ran (the engine's sentence,
+            :func:`monitor.watermark.plan.no_data_basis_text`).
+        file_batches: the events have a ``batch`` column and no ``arrival_time`` (the backlog / caught-up
+            choice then decides the no-data batches).
     """
 
     batches: pd.DataFrame
@@ -818,6 +822,8 @@ class WhatIf:
     bad_rows: int
     misdated: list[dict[str, Any]] = field(default_factory=list)
     recommended_delay_with_s: float | None = None
+    no_data_basis: str = ""
+    file_batches: bool = False
 
 
 def _ms(seconds: float) -> int:
@@ -864,6 +870,7 @@ def whatif(
     future_skew_s: float | None,
     sweep_s: tuple[float, ...],
     target_pct: float,
+    backlog: bool = False,
 ) -> WhatIf:
     """Replay an events file (``content`` of a ``.csv``/``.jsonl``/``.parquet``) through the reference
     watermark engine (Spark semantics), and sweep the delay.
@@ -872,13 +879,16 @@ def whatif(
         window: ``tumbling``, ``sliding``, ``session`` (``window_s`` is the gap) or ``dedup`` (on ``key``).
         trigger_s: a processing-time trigger (needs ``arrival_time``), ``None`` for the file's own batches.
         future_skew_s: model ``filter(event_time <= current_timestamp() + skew)`` (needs ``arrival_time``).
+        backlog: without arrival times, the query started on the file's batches already waiting (one
+            no-data batch at the end) rather than a live query caught up between them.
 
     Raises:
         monitor.errors.InputError / ConfigError: the file or the settings do not fit (the message says why).
     """
     from monitor.timefmt import format_epoch_ms
-    from monitor.watermark import replay
+    from monitor.watermark import plan_batches, replay
     from monitor.watermark.diagnose import advise_delay
+    from monitor.watermark.plan import no_data_basis_text
     from monitor.watermark.sweep import sweep
     from monitor.watermark.whatif_config import spark_config
 
@@ -887,8 +897,10 @@ def whatif(
         delay_ms=_ms(delay_s), **_shape(window, window_s, slide_s), policy=policy,
         trigger_ms=None if trigger_s is None else _ms(trigger_s),
         max_future_skew_ms=None if future_skew_s is None else _ms(future_skew_s),
+        backlog=backlog and events.batch is not None and events.arrival_ms is None,
     )
-    result = replay(events, config)
+    plan = plan_batches(events, config)
+    result = replay(events, config, plan=plan)
     rows = []
     mover = None
     best = 0
@@ -928,6 +940,8 @@ def whatif(
         batches=pd.DataFrame(rows), mover=mover, summary=result.to_json()["summary"],
         sweep=pd.DataFrame(sweep_rows), recommended_delay_s=advice.recommended.delay_ms / 1000,
         bad_rows=len(events.bad_rows), misdated=misdated, recommended_delay_with_s=advice.with_rows.delay_ms / 1000,
+        no_data_basis=no_data_basis_text(plan.basis, config.trigger_ms),
+        file_batches=events.batch is not None and events.arrival_ms is None,
     )
 
 

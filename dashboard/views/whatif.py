@@ -52,6 +52,12 @@ window_s = c2.number_input("window size / session gap (s)", min_value=1.0, value
 slide_s = c2.number_input("slide (s)", min_value=1.0, value=30.0, step=5.0) if window == "sliding" else None
 trigger = c3.number_input("trigger (s; 0 = the file's own batches)", min_value=0.0, value=10.0, step=5.0)
 policy = c3.selectbox("multiple-watermark policy", ["min", "max"])
+arrived = c3.radio(
+    "a file with a batch column and no arrival_time was read", ["by a live query, caught up", "as a backlog"],
+    help="Decides the no-data batches: a live query caught up between batches runs one after each batch that moves "
+         "the watermark; a query started on the batches already waiting (one per trigger, maxFilesPerTrigger=1) "
+         "runs one only after the last. With arrival_time the data decides.",
+)
 use_skew = c4.checkbox("drop rows from the future first", value=False,
                        help="filter(event_time <= current_timestamp() + skew) before withWatermark")
 skew_s = c4.number_input("future skew (s)", min_value=0.0, value=3600.0, step=60.0) if use_skew else None
@@ -63,6 +69,7 @@ try:
     result = data.whatif(
         content, suffix, delay_s=delay_s, window=window, window_s=window_s, slide_s=slide_s,
         trigger_s=trigger or None, policy=policy, future_skew_s=skew_s, sweep_s=sweep, target_pct=target,
+        backlog=arrived == "as a backlog",
     )
 except Exception as exc:  # the file or the settings do not fit: say why and keep the page
     st.error(f"Cannot replay: {exc}")
@@ -74,6 +81,8 @@ m1.metric("rows", f"{s['input_rows']:,}")
 m2.metric("dropped as late", f"{s['dropped_rows']:,}", f"{100 * s['dropped_share']:.2f}%", delta_color="inverse")
 m3.metric("peak state rows", f"{s['peak_state_rows']:,}")
 m4.metric("batches", f"{s['batches']:,}")
+if result.no_data_basis:
+    st.caption(f"No-data batches: {result.no_data_basis}")
 if result.bad_rows:
     st.warning(f"{plural(result.bad_rows, 'row')} had an unreadable event time (skipped, as Spark skips null times).")
 

@@ -17,6 +17,7 @@ from monitor.timefmt import format_duration, format_epoch_ms
 from monitor.versions import late_filter_uses_previous_batch
 from monitor.watermark import BatchPlan, BatchResult, EventsTable, Replay, Summary, WatermarkConfig
 from monitor.watermark.config import Session, Sliding, Tumbling
+from monitor.watermark.plan import no_data_basis_text
 from monitor.watermark.diagnose import DelayAdvice, Diagnosis, WatermarkMover
 from monitor.watermark.events import UnitMismatch
 from monitor.watermark.sweep import Recommendation
@@ -258,21 +259,13 @@ def no_data_basis(plan: BatchPlan, config: WatermarkConfig, labels: dict[int, st
         shown = ", ".join(after[:10]) + (f" and {len(after) - 10} more" if len(after) > 10 else "")
         where = f"{len(after)} added" + (f", after file batch{'es' if len(after) > 1 else ''} {shown}" if after else "")
         where += " (the batch column below keeps the file's numbers; id is Spark's batch id)."
-    text = {
-        "arrival_time": "decided from arrival_time: one runs after a batch only when no row of the next batch "
-        "had arrived by then and the watermark moved, as Spark does.",
-        "trigger": f"decided from arrival_time at each {dur(config.trigger_ms)} trigger: one runs at a trigger "
-        "that finds no new rows, when the watermark moved, as Spark does.",
-        "caught_up": "the file has no arrival_time, so whatif ASSUMED a live query caught up between batches: "
-        "after each batch that moved the watermark, a no-data batch runs before the next batch's data arrives. "
-        "A query started on this backlog (the batches already waiting, one per trigger as with "
+    # what decided (one sentence, shared with the What-if lab), then the flag that makes the other assumption
+    text = no_data_basis_text(plan.basis, config.trigger_ms) + {
+        "caught_up": " A query started on this backlog (the batches already waiting, one per trigger as with "
         "maxFilesPerTrigger=1) runs none until the last: --backlog. Add an arrival_time column to decide "
         "from the data.",
-        "backlog": "ASSUMED a query started on this backlog (--backlog): the next batch's data is waiting at "
-        "every trigger, so a no-data batch can run only after the last batch. A live query caught up between "
-        "batches runs one after each batch that moves the watermark: --caught-up.",
-        "all": "every row is read in one batch (no batch or arrival_time column); a no-data batch can run "
-        "after it.",
+        "backlog": " (--backlog) A live query caught up between batches runs one after each batch that moves "
+        "the watermark: --caught-up.",
     }.get(plan.basis, "")
     lines = textwrap.wrap(f"No-data batches: {text}", 110, subsequent_indent="  ")
     return doc, lines + ([f"  {where}"] if where else [])

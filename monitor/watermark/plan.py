@@ -36,10 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from monitor.durations import format_duration_ms
 from monitor.watermark.config import EngineConfigError, WatermarkConfig
 from monitor.watermark.events import EventsTable
 
-__all__ = ["BatchPlan", "plan_batches"]
+__all__ = ["BatchPlan", "no_data_basis_text", "plan_batches"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -205,3 +206,25 @@ def _plan_trigger(arrival: I64, trigger_ms: int, cap: int | None) -> BatchPlan:
             idle_t.append(None)
             tick += 1
     return BatchPlan(order, np.asarray(bounds, dtype=np.int64), times, idle, idle_t, "trigger")
+
+
+def no_data_basis_text(basis: str, trigger_ms: int | None = None) -> str:
+    """One sentence for a reader: what decided when no-data batches run in a replay whose
+    :attr:`BatchPlan.basis` is ``basis`` (Spark's ``MicroBatchExecution.constructNextBatch`` runs one only
+    when no new data is available at a trigger and the watermark moved). ``trigger_ms``: the
+    processing-time trigger of a ``"trigger"`` basis. ``""`` for an unknown basis."""
+    every = "" if trigger_ms is None else f" at each {format_duration_ms(trigger_ms)} trigger"
+    return {
+        "arrival_time": "decided from arrival_time: one runs after a batch only when no row of the next batch "
+        "had arrived by then and the watermark moved, as Spark does.",
+        "trigger": f"decided from arrival_time{every}: one runs at a trigger that finds no new rows, when the "
+        "watermark moved, as Spark does.",
+        "caught_up": "the file has no arrival_time, so the replay ASSUMES a live query caught up between "
+        "batches: after each batch that moved the watermark, a no-data batch runs before the next batch's "
+        "data arrives.",
+        "backlog": "ASSUMED a query started on this backlog (the batches already waiting, one per trigger as "
+        "with maxFilesPerTrigger=1): the next batch's data is waiting at every trigger, so a no-data batch "
+        "can run only after the last batch.",
+        "all": "every row is read in one batch (no batch or arrival_time column); a no-data batch can run "
+        "after it.",
+    }.get(basis, "")

@@ -632,3 +632,25 @@ def test_whatif_lab_recommendation_is_a_row_of_the_sweep(app_env: Seeded) -> Non
     assert list(sweep["delay_s"]) == [0.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0]
     recommended = next(s.value for s in at.success if s.value.startswith("Recommended delay"))
     assert _delay_s(recommended) in set(sweep["delay_s"])
+
+
+def test_whatif_lab_says_what_decided_the_no_data_batches(app_env: Seeded) -> None:
+    at = run("views/whatif.py")
+    # the default sample has arrival_time and the lab's default 10 s trigger
+    assert any(c.value.startswith("No-data batches: decided from arrival_time at each 10s trigger") for c in at.caption)
+
+
+# three file batches, no arrival_time; each moves the watermark (delay 0)
+BATCHES_ONLY = b"event_time,batch\n2026-01-01T00:00:10Z,0\n2026-01-01T00:00:20Z,1\n2026-01-01T00:00:30Z,2\n"
+
+
+@pytest.mark.parametrize(("backlog", "no_data", "said"), [(False, 3, "ASSUMES a live query caught up"),
+                                                          (True, 1, "ASSUMED a query started on this backlog")])
+def test_whatif_lab_backlog_choice_decides_the_no_data_batches(backlog: bool, no_data: int, said: str) -> None:
+    st.cache_data.clear()
+    result = data.whatif(
+        BATCHES_ONLY, ".csv", delay_s=0.0, window="tumbling", window_s=5.0, slide_s=None, trigger_s=None,
+        policy="min", future_skew_s=None, sweep_s=(0.0,), target_pct=99.0, backlog=backlog,
+    )
+    assert result.file_batches and said in result.no_data_basis
+    assert result.summary["no_data_batches"] == no_data

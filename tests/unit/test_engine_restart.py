@@ -313,7 +313,7 @@ def test_run_kind_says_what_decides_no_data_batches_and_once_refuses_restart_poi
     base = ["whatif", str(f), "--delay", "0s", "--window", "1m"]
     code, out, _ = run([*base, "--run-kind", "available-now", "--restart-after", "2"], capsys)
     assert code == 0 and "No-data batches: decided by --run-kind (Trigger.AvailableNow" in out
-    assert "ASSUMED" not in out  # the run kind decides, not an assumption about the arrival
+    assert "ASSUME" not in out  # the run kind decides, not an assumption about the arrival
     assert "    batch    id kind" in out  # the file's batch numbers beside Spark's ids
     code, _, err = run([*base, "--run-kind", "once", "--restart-after", "2"], capsys)
     assert code == 2 and "--restart-after has no effect with --run-kind once" in err

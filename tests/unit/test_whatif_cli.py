@@ -79,7 +79,7 @@ def test_whatif_text_lists_batches_summary_bad_and_late_rows(
     # a no-data batch ran between; the report keeps the file's numbers)
     assert "batch 1: line 4 (event time 1970-01-01T00:01:23Z source a) late by 5s" in out
     # the assumption about arrival is said, and where no-data batches were added
-    assert "No-data batches: the file has no arrival_time, so whatif ASSUMED a live query caught up" in out
+    assert "No-data batches: the file has no arrival_time, so the replay ASSUMES a live query caught up" in out
     assert "  3 added, after file batches 0, 1, 2 (the batch column below keeps the file's numbers" in out
     assert "  after 0     1 no-data 1970-01-01T00:01:30Z" in out
     assert "        0     0 data    -    " in out  # the initial 0 watermark reads "-", as in scan
