@@ -17,9 +17,9 @@ from monitor.timefmt import format_duration, format_epoch_ms
 from monitor.versions import late_filter_uses_previous_batch
 from monitor.watermark import BatchPlan, BatchResult, EventsTable, Replay, Summary, WatermarkConfig
 from monitor.watermark.config import Session, Sliding, Tumbling
-from monitor.watermark.plan import no_data_basis_text
 from monitor.watermark.diagnose import DelayAdvice, Diagnosis, WatermarkMover
 from monitor.watermark.events import UnitMismatch
+from monitor.watermark.plan import no_data_basis_text
 from monitor.watermark.sweep import Recommendation
 
 _DAY_MS = 86_400_000
