@@ -29,7 +29,7 @@ def _chain_late_rule(chain: ChainConfig) -> str:
     which = "the previous batch's watermark" if chain.allow_multiple else "the current batch's watermark"
     return (
         f"a row is dropped as late at an operator when {which} there has passed its window's end "
-        "(a dedup: its event time)"
+        "(a dedup or a join side: its event time)"
     )
 
 
@@ -63,7 +63,9 @@ def _window_name(w: Tumbling | Sliding) -> str:
 def _operator_names(chain: ChainConfig) -> list[str]:
     """Each operator of the chain in a few words, in chain order."""
     f = chain.first
-    if f.dedup is not None:
+    if f.join is not None:
+        first = f"stream-stream join ({join_condition(f.join)})"
+    elif f.dedup is not None:
         first = f"dedup ({f.dedup.mode})"
     else:
         assert isinstance(f.window, Tumbling | Sliding)
@@ -77,19 +79,23 @@ def _operator_names(chain: ChainConfig) -> list[str]:
 def describe_query(config: WatermarkConfig, chain: ChainConfig | None = None) -> str:
     """The report's one-line query: :func:`._whatif_text.describe`, a join's condition or a chain's
     operators, and the per-input delays when given."""
-    if config.join is not None:
-        parts = [join_condition(config.join), f"policy {config.policy}"]
-        if config.trigger_ms is not None:
-            parts.append(f"trigger {T.dur(config.trigger_ms)}")
-    elif chain is not None:
+    if chain is not None:
         names = _operator_names(chain)
         parts = [
             " -> ".join(names),
             f"policy {config.policy}",
             f"allowMultiple {'true' if chain.allow_multiple else 'false'}",
         ]
-        rest = T.describe(config).split(", ")[1:]  # the options after the first operator's shape
-        parts += [p for p in rest if not p.startswith(("policy", "append", "grouped"))]
+        if config.join is not None:
+            if config.trigger_ms is not None:
+                parts.append(f"trigger {T.dur(config.trigger_ms)}")
+        else:
+            rest = T.describe(config).split(", ")[1:]  # the options after the first operator's shape
+            parts += [p for p in rest if not p.startswith(("policy", "append", "grouped"))]
+    elif config.join is not None:
+        parts = [join_condition(config.join), f"policy {config.policy}"]
+        if config.trigger_ms is not None:
+            parts.append(f"trigger {T.dur(config.trigger_ms)}")
     else:
         parts = [T.describe(config)]
     d = _delays(config)
@@ -336,6 +342,16 @@ def chain_report(
             f"{p['late_rows']} dropped as late ({metric_text}); "
             f"state rows: peak {p['state_rows_peak']}, at the end {p['state_rows_end']}; "
             f"{p['output_rows']} rows out"
+        )
+    if chain.first.join is not None and result.batches:
+        # StreamingSymmetricHashJoinExec.produceOutputWatermark: the operators after a join read its output
+        # watermark, lowered by the range condition, so their windows close later than the global one says
+        end = result.batches[-1]
+        lines.append(
+            f"  operator 2 reads the join's output watermark, not the global one: at the end "
+            f"{T.wm_text(max(end.operators[1].eviction_watermark_ms, 0))} against the global "
+            f"{T.wm_text(end.batch.next_watermark_ms)} (the join's state watermarks: the global watermark minus "
+            "the range's bound and 1 ms), so its windows close that much later"
         )
     later = [p for p in per_op[1:] if p["late_rows"]]
     for p in later:

@@ -483,10 +483,10 @@ def run_whatif(
     if notes:
         doc["notes"] = notes
     # one dispatch point per engine (only Spark's rules here) and query kind
-    if config.join is not None:
-        part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
-    elif chain is not None:
+    if chain is not None:  # operator 1 may be a join (join -> aggregation)
         part, lines = O.chain_report(events, chain, plan, show_batches=show_batches, show_late=show_late)
+    elif config.join is not None:
+        part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
     elif restarts is not None:
         part, lines = R.restart_report(events, config, plan, restarts, show_batches=show_batches, show_late=show_late)
     else:
@@ -641,8 +641,6 @@ def register(app: typer.Typer) -> None:
             raise WhatifUsageError(f"--engine {engine!r} is not supported; only {', '.join(ENGINES)}")
         sweep_delays = parse_duration_list_ms(sweep_opt, what="--sweep") if sweep_opt is not None else None
         join_spec_ = build_join(join=join, join_inputs=join_inputs, join_lower=join_lower, join_upper=join_upper)
-        if join_spec_ is not None and then_window:
-            raise WhatifUsageError("--then-window after --join (join -> aggregation) is not modelled by whatif yet")
         if join_spec_ is not None and group_by_key:
             raise WhatifUsageError("--group-by-key is for windows; a --join always matches rows on key")
         config = build_config(

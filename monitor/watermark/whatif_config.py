@@ -313,8 +313,6 @@ def chain_config(
         w = window_spec(size_ms=size_ms, slide_ms=slide_ms, names=names)
         assert isinstance(w, Tumbling | Sliding)
         stages.append(ThenWindow(w, group_by_key=then_group_by_key))
-    if first.join is not None:
-        raise WhatifConfigError(f"{names['then_window']} after {names['join']} is not modelled by whatif yet")
     if then_group_by_key and not (first.group_by_key or first.dedup is not None):
         raise WhatifConfigError(
             f"{names['then_group_by_key']} needs operator 1 to output the key: group it by key too, or "

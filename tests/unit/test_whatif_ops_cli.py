@@ -240,8 +240,6 @@ def test_join_without_range_says_state_never_shrinks(tmp_path: Path, capsys: pyt
          "Add: clicks.event_time >= views.event_time - INTERVAL"),
         (["--delay", "1s", "--join", "inner", "--join-inputs", "clicks,views", "--window", "5s"],
          "--join cannot be combined with --window"),
-        (["--delay", "1s", "--join", "inner", "--join-inputs", "clicks,views", "--then-window", "5s"],
-         "--then-window after --join"),
         (["--engine", "flink", "--delay", "1s", "--window", "5s", "--join", "inner"],
          "--join: only for --engine spark"),
         (["--engine", "flink", "--delay", "clicks=1s,views=2s", "--window", "5s"],
@@ -385,3 +383,40 @@ def test_join_bound_may_be_negative(tmp_path: Path, capsys: pytest.CaptureFixtur
         "inner join ON clicks.key = views.key AND clicks.event_time >= views.event_time + 5s "
         "AND clicks.event_time <= views.event_time + 20s"
     )
+
+
+# MultiStatefulOperatorsSuite "stream-stream time interval left outer join -> aggregation, append mode" (Spark's
+# own test, translated as case 5 of tests/unit/test_watermark_chain_suite.py): left.eventTime BETWEEN
+# right.eventTime - 40 s AND right.eventTime + 30 s, leftOuter, withWatermark 2 min / 4 min,
+# groupBy(window(left.eventTime, 30 s)).count(); two MultiAddData steps, CheckNewAnswer after each.
+SUITE_JOIN_AGG = (
+    "event_time,source,key,batch\n"
+    "2020-01-01T00:00:00Z,left,abc,0\n"  # no join partner: NULL-padded, counted once the watermark passes
+    "2020-01-02T00:00:00Z,left,abc,0\n"  # joined with A
+    "2020-01-02T01:00:00Z,left,abc,0\n"  # joined with B
+    "2020-01-02T00:00:10Z,right,abc,0\n"  # A
+    "2020-01-02T00:59:59Z,right,abc,0\n"  # B
+    "2020-01-02T02:00:00Z,right,abc,0\n"  # C
+    "2020-01-05T00:00:00Z,left,abc,1\n"  # joined with D
+    "2020-01-05T00:00:10Z,right,abc,1\n"  # D
+)
+
+
+def test_join_then_window_replays_spark_s_suite_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["whatif", _file(tmp_path, SUITE_JOIN_AGG), "--delay", "left=2m,right=4m", "--join", "left-outer",
+            "--join-inputs", "left,right", "--join-lower", "40s", "--join-upper", "30s", "--then-window", "30s"]
+    doc = _json([*argv, "--format", "json"], capsys)
+    emitted = [
+        [(w["start_ms"], w["end_ms"], w["count"]) for w in b["emitted"]] for b in doc["chain"]["batches"]
+    ]
+    day1, day2 = 1_577_836_800_000, 1_577_923_200_000  # 2020-01-01 and 2020-01-02 00:00 UTC
+    # CheckNewAnswer after step 1: ([2020-01-01 00:00, +30 s), 1), ([2020-01-02 00:00, +30 s), 1); after step 2:
+    # ([2020-01-02 01:00, +30 s), 1) -- each emitted by the no-data batch that follows the step
+    assert [w for ws in emitted for w in ws] == [
+        (day1, day1 + 30_000, 1), (day2, day2 + 30_000, 1), (day2 + 3_600_000, day2 + 3_630_000, 1)
+    ]
+    assert [i for i, ws in enumerate(emitted) if ws] == [1, 3]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "operator 1: stream-stream join (left-outer join ON left.key = right.key" in out
+    assert "operator 2 reads the join's output watermark, not the global one" in out
