@@ -432,8 +432,8 @@ def run_whatif(
             raise WhatifUsageError(
                 f"{flag} varies one delay for every input; give --delay as one duration (not per input)"
             )
-        if config.join is not None or chain is not None:
-            raise WhatifUsageError(f"{flag} is not available with {'--join' if chain is None else '--then-window'}")
+        if chain is not None:
+            raise WhatifUsageError(f"{flag} is not available with --then-window")
     if restarts is not None and (
         sweep_delays is not None or target_completeness is not None or config.join is not None or chain is not None
     ):
@@ -485,7 +485,7 @@ def run_whatif(
     # one dispatch point per engine (only Spark's rules here) and query kind
     if chain is not None:  # operator 1 may be a join (join -> aggregation)
         part, lines = O.chain_report(events, chain, plan, show_batches=show_batches, show_late=show_late)
-    elif config.join is not None:
+    elif config.join is not None and sweep_delays is None and target_completeness is None:
         part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
     elif restarts is not None:
         part, lines = R.restart_report(events, config, plan, restarts, show_batches=show_batches, show_late=show_late)

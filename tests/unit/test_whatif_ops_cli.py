@@ -420,3 +420,26 @@ def test_join_then_window_replays_spark_s_suite_case(tmp_path: Path, capsys: pyt
     assert code == 0, err
     assert "operator 1: stream-stream join (left-outer join ON left.key = right.key" in out
     assert "operator 2 reads the join's output watermark, not the global one" in out
+
+
+# batch 0 sets the watermark to 10:00 - delay; batch 1's left row at 09:58 is late with a delay under 2 min
+LATE_LEFT = (
+    "event_time,source,key,batch\n"
+    "2026-01-01T10:00:00Z,left,k,0\n"
+    "2026-01-01T10:00:00Z,right,k,0\n"
+    "2026-01-01T09:58:00Z,left,k,1\n"
+)
+JOIN_ARGS = ["--join", "inner", "--join-inputs", "left,right", "--join-lower", "5m", "--join-upper", "5m"]
+
+
+def test_a_join_sweeps_its_delay_and_recommends_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file(tmp_path, LATE_LEFT)
+    doc = _json(["whatif", path, "--delay", "0s", *JOIN_ARGS, "--sweep", "0s,1m,2m,5m", "--format", "json"], capsys)
+    # the row is late while 09:58 <= 10:00 - delay: delays 0 s, 1 min and 2 min (<=) drop it
+    assert [(s["delay_ms"], s["dropped_rows"]) for s in doc["sweep"]] == [
+        (0, 1), (60_000, 1), (120_000, 1), (300_000, 0)
+    ]
+    doc = _json(["whatif", path, *JOIN_ARGS, "--sweep", "0s,1m,2m,5m", "--target-completeness", "100",
+                 "--format", "json"], capsys)  # fmt: skip
+    # the smallest delay that keeps it: 10:00 - delay < 09:58, i.e. 2 min + 1 ms (read off its lateness)
+    assert doc["recommendation"]["delay_ms"] == 120_001
