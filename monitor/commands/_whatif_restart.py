@@ -37,9 +37,13 @@ class RestartUsageError(InputError):
 
 @dataclass(frozen=True)
 class RestartOptions:
-    """``--restart-after`` batch ids (ascending, distinct) and the ``--run-kind``."""
+    """``--restart-after`` points (ascending, distinct) and the ``--run-kind``.
 
-    restart_after: tuple[int, ...]
+    ``restart_after``: ``(number, after its no-data batch)`` each: with a ``batch`` column the file's batch
+    number as the report's batch column shows it (``4`` or ``after 4``), else Spark's batch id (``after``
+    is then never set)."""
+
+    restart_after: tuple[tuple[int, bool], ...]
     kind: RunKind
 
 
@@ -53,15 +57,18 @@ def parse_restart_options(restart_after: str | None, run_kind: str) -> RestartOp
     kind = _KINDS.get(run_kind)
     if kind is None:
         raise RestartUsageError(f"--run-kind must be one of {', '.join(_KINDS)}, got {run_kind!r}")
-    ids: set[int] = set()
+    ids: set[tuple[int, bool]] = set()
     if restart_after is not None:
         for part in (p.strip() for p in restart_after.split(",")):
-            if not part.isdigit():
+            number = part.removeprefix("after").strip()
+            if not number.isdigit():
                 raise RestartUsageError(
-                    "--restart-after takes batch ids as the query's progress numbers them (batchId), "
-                    f"e.g. --restart-after 12,40; got {part!r}"
+                    "--restart-after takes the batches as the report's batch column names them: with a batch "
+                    "column the file's numbers, N (right after data batch N) or 'after N' (after the no-data "
+                    "batch that follows it), else Spark's batch ids; e.g. --restart-after '4,after 7'; "
+                    f"got {part!r}"
                 )
-            ids.add(int(part))
+            ids.add((int(number), part.startswith("after")))
     if not ids and kind == "live":
         return None
     if ids and kind == "once":
@@ -70,6 +77,37 @@ def parse_restart_options(restart_after: str | None, run_kind: str) -> RestartOp
             "query stops after each; drop --restart-after"
         )
     return RestartOptions(restart_after=tuple(sorted(ids)), kind=kind)
+
+
+def _batch_ids(options: RestartOptions, plan: BatchPlan) -> list[int]:
+    """Without a ``batch`` column the points are Spark's batch ids."""
+    return [] if plan.labels else [n for n, _ in options.restart_after]
+
+
+def _file_batches(options: RestartOptions, plan: BatchPlan, events: EventsTable) -> list[tuple[int, bool]]:
+    """With a ``batch`` column, each point's data-batch index (``(index, after its no-data batch)``).
+
+    Raises:
+        RestartUsageError: a batch number the file does not have; ``after N`` without a batch column.
+    """
+    if not plan.labels:
+        if any(after for _, after in options.restart_after):
+            raise RestartUsageError(
+                f"--restart-after 'after N' names the no-data batch after file batch N, but {events.path or 'the events'} "
+                "has no batch column: give Spark's batch ids (the report's batch column)"
+            )
+        return []
+    index = {label: j for j, label in enumerate(plan.labels)}
+    out = []
+    for n, after in options.restart_after:
+        if n not in index:
+            have = sorted(v for v in index if v is not None)
+            raise RestartUsageError(
+                f"--restart-after {'after ' if after else ''}{n}: the file has no batch {n} (its batch column "
+                f"holds {have[0]} to {have[-1]})"
+            )
+        out.append((index[n], after))
+    return out
 
 
 def restart_report(
@@ -86,13 +124,16 @@ def restart_report(
     Raises:
         EngineConfigError: a restart point beyond the replay's last batch.
     """
-    with_restarts = replay_restarting(events, config, options.restart_after, kind=options.kind, plan=plan)
+    with_restarts = replay_restarting(
+        events, config, _batch_ids(options, plan), kind=options.kind, plan=plan,
+        after_data_batches=_file_batches(options, plan, events),
+    )
     result = with_restarts.replay
     impact = restart_impact(with_restarts, replay(events, config, plan=plan))
     doc: dict[str, Any] = result.to_json()
     T.number_batches_json(doc["batches"], plan)
     doc["run_kind"] = options.kind
-    doc["restart_after"] = list(options.restart_after)
+    doc["restart_after"] = [f"after {n}" if after else n for n, after in options.restart_after]
     doc["restart_impact"] = impact.to_json()
     for key in ("dropped_only_with_restarts", "kept_only_with_restarts"):  # the file's lines, as the text says
         doc["restart_impact"][f"{key}_lines"] = [
@@ -115,7 +156,7 @@ def restart_report(
     text = [*(["", *text_basis] if text_basis else []), "", *T.batches_text(result, show_batches, labels), "",
             *T.summary_text(result.summary, config)]
     text += T.late_text(late, sum(len(b.late_rows) for b in result.batches))
-    text += ["", *impact_text(impact, options.kind, config, events, requested=options.restart_after)]
+    text += ["", *impact_text(impact, options.kind, config, events, requested=options.restart_after, labels=labels)]
     return doc, text
 
 
@@ -125,11 +166,22 @@ def impact_text(
     config: WatermarkConfig,
     events: EventsTable,
     *,
-    requested: tuple[int, ...] = (),
+    requested: tuple[tuple[int, bool], ...] = (),
+    labels: dict[int, str] | None = None,
 ) -> list[str]:
     """The restarts, one paragraph each, then what they changed and what to do. ``requested``: the
-    ``--restart-after`` ids (an AvailableNow run asked to stop after a data batch stops after the no-data
-    batch that closes it, which the paragraph says)."""
+    ``--restart-after`` points (an AvailableNow run asked to stop after a data batch stops after the no-data
+    batch that closes it, which the paragraph says); ``labels``: the report's batch names by Spark id
+    (:func:`._whatif_text.batch_labels`), with a ``batch`` column."""
+
+    def name(batch_id: int) -> str:
+        label = None if labels is None else labels.get(batch_id)
+        if label is None:
+            return f"batch {batch_id}"
+        if label.startswith("after "):
+            return f"the no-data batch after batch {label.removeprefix('after ')} (id {batch_id})"
+        return f"batch {label} (id {batch_id})"
+
     n = len(impact.restarts)
     runs = _KIND_WORDS[kind]
     if kind == "live" and config.trigger_ms is not None:
@@ -143,7 +195,7 @@ def impact_text(
             f"{k} {T.iso(v)}" for k, v in r.lost_source_watermarks_ms.items() if v is not None
         ) if len(r.lost_source_watermarks_ms) > 1 else ""
         lines.append(
-            f"  after batch {r.after_batch_id}: batch {r.first_batch_id} starts with the watermark "
+            f"  after {name(r.after_batch_id)}: {name(r.first_batch_id)} starts with the watermark "
             f"{T.iso(r.watermark_ms)} from the checkpoint"
             + (
                 f"; the per-input watermarks ({lost}) are lost: only the global one is checkpointed"
@@ -151,15 +203,25 @@ def impact_text(
                 else ""
             )
         )
-        if kind == "available_now" and requested and r.after_batch_id not in requested:
+        label = None if labels is None else labels.get(r.after_batch_id)
+        asked = (
+            label is not None and label.startswith("after ")
+            and (int(label.removeprefix("after ")), False) in requested
+        ) if labels is not None else (r.after_batch_id, False) not in requested
+        if kind == "available_now" and requested and asked:
             lines.append(
-                f"    (asked after batch {r.after_batch_id - 1}: a Trigger.AvailableNow run ends with the no-data "
-                f"batch that closes it, so this run stopped after that batch, {r.after_batch_id})"
+                f"    (asked after {name(r.after_batch_id - 1)}: a Trigger.AvailableNow run ends with the no-data "
+                "batch that closes it, so this run stopped after that one)"
+            )
+        if label is not None and not label.startswith("after ") and (int(label), True) in requested:
+            lines.append(
+                f"    (asked after the no-data batch after batch {label}: none ran there, the watermark did not "
+                "move, so the query stopped after the data batch)"
             )
         if r.skipped_no_data_batch:
             skipped += 1
             lines.append(
-                f"    the query stopped between data batch {r.after_batch_id} and the no-data batch Spark "
+                f"    the query stopped between data {name(r.after_batch_id)} and the no-data batch Spark "
                 "would have run next: what that batch would have evicted and emitted waits for the next data"
             )
         h = held_by_restart.get(r.after_batch_id)
@@ -170,7 +232,7 @@ def impact_text(
                 else ": each input's watermark starts again from its first rows after the restart"
             )
             lines.append(
-                f"    watermark held back for {h.data_batches} data batch(es) from batch {h.first_batch_id} "
+                f"    watermark held back for {h.data_batches} data batch(es) from {name(h.first_batch_id)} "
                 f"({T.iso(h.watermark_ms)} instead of {T.iso(h.watermark_without_restarts_ms)}){why}"
             )
     changed = "the restarts changed" if kind == "live" else "these runs changed"

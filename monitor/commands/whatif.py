@@ -625,8 +625,9 @@ def register(app: typer.Typer) -> None:
         restart_after: str | None = typer.Option(
             None,
             "--restart-after",
-            help="Restart the query on its checkpoint after these batch ids (Spark's batchId: the report's id "
-            "column when the file has batch numbers), e.g. 12,40.",
+            help="Restart the query on its checkpoint after these batches, as the report's batch column names "
+            "them: with a batch column the file's numbers, N (right after data batch N, before its no-data batch) "
+            "or 'after N' (after that no-data batch); else Spark's batch ids. E.g. '4,after 7'.",
         ),
         run_kind: str = typer.Option(
             "live", "--run-kind", help="live (default trigger), available-now or once (one Trigger run per batch)."

@@ -105,12 +105,17 @@ class _Driver:
     """The replay's ``drive`` for a run schedule (see the module docstring for the run kinds).
 
     ``kind_of(j)``: the kind of the run data batch ``j`` belongs to; ``starts``: data-batch indices
-    that start a new run; ``stop_after``: batch ids after which the query stops (a run ends there)."""
+    that start a new run; ``stop_after``: batch ids after which the query stops (a run ends there);
+    ``stop_data`` / ``stop_idle``: data-batch indices after which it stops, right after the data batch
+    (before its no-data batch) / after the no-data batch that follows it (or the data batch when none
+    runs there)."""
 
     kind_of: Callable[[int], RunKind]
     starts: frozenset[int]
     stop_after: frozenset[int]
     restarts: list[Restart] = field(default_factory=list)
+    stop_data: frozenset[int] = frozenset()
+    stop_idle: frozenset[int] = frozenset()
 
     def __call__(self, rt: WatermarkRuntime, plan: BatchPlan, record: Callable[[BatchResult], None]) -> None:
         stopped: tuple[int, bool] | None = None  # (last batch id, skipped a no-data batch)
@@ -130,9 +135,13 @@ class _Driver:
                 or (j + 1) in self.starts
                 or kind == "once"
                 or data.batch_id in self.stop_after
+                or j in self.stop_data
+                or j in self.stop_idle
             )
             if kind == "live":
-                may_run = bool(plan.idle_after[j]) and data.batch_id not in self.stop_after
+                may_run = (
+                    bool(plan.idle_after[j]) and data.batch_id not in self.stop_after and j not in self.stop_data
+                )
             else:
                 may_run = kind == "available_now" and last_of_run
             stopped = None
@@ -196,9 +205,13 @@ def replay_restarting(
     *,
     kind: RunKind = "live",
     plan: BatchPlan | None = None,
+    after_data_batches: Sequence[tuple[int, bool]] = (),
 ) -> RestartReplay:
     """Replay ``events`` with the query stopped after each batch id in ``restart_after`` and started again
-    on the same checkpoint (a redeploy), every run of the given ``kind``.
+    on the same checkpoint (a redeploy), every run of the given ``kind``. ``after_data_batches``: more
+    restart points as ``(data-batch index, after its no-data batch)``, which do not move when an earlier
+    restart changes the batch ids (``False``: right after that data batch, before the no-data batch Spark
+    would run next; ``True``: after that no-data batch, or after the data batch when none runs there).
 
     ``live``: the query stops right after that batch (a data batch's no-data batch does not run);
     ``available_now``: the run whose data ends with that batch stops after its closing no-data batch (a
@@ -213,7 +226,21 @@ def replay_restarting(
     bad = sorted(b for b in restart_after if b < 0)
     if bad:
         raise EngineConfigError(f"restart after batch {bad[0]}: batch ids start at 0")
-    driver = _Driver(kind_of=lambda _j: kind, starts=frozenset(), stop_after=frozenset(restart_after))
+    if plan is None:
+        plan = plan_batches(events, config)
+    outside = sorted(j for j, _ in after_data_batches if not 0 <= j < len(plan) - 1)
+    if outside:
+        raise EngineConfigError(
+            f"restart after data batch {outside[0]}: data batches are 0 to {len(plan) - 1} and a restart needs "
+            "one after it"
+        )
+    driver = _Driver(
+        kind_of=lambda _j: kind,
+        starts=frozenset(),
+        stop_after=frozenset(restart_after),
+        stop_data=frozenset(j for j, idle in after_data_batches if not idle),
+        stop_idle=frozenset(j for j, idle in after_data_batches if idle),
+    )
     result = replay(events, config, plan=plan, drive=driver)
     beyond = sorted(b for b in restart_after if b >= len(result.batches) - 1)
     if beyond:

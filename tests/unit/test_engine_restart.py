@@ -238,15 +238,17 @@ def _events(tmp_path: Path) -> str:
 def test_whatif_restart_text_says_what_was_lost_and_what_it_changed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(["whatif", _events(tmp_path), *ARGS, "--restart-after", "3"], capsys)
+    # the file's batch numbers, as the report's batch column shows them: after the no-data batch after
+    # file batch 1 (Spark id 3)
+    code, out, err = run(["whatif", _events(tmp_path), *ARGS, "--restart-after", "after 1"], capsys)
     assert code == 0, err
     assert (
-        "  after batch 3: batch 4 starts with the watermark 2026-01-01T00:00:20Z from the checkpoint; the "
-        "per-input watermarks (a 2026-01-01T00:00:20Z, b 2026-01-01T00:00:25Z) are lost: only the global "
-        "one is checkpointed"
+        "  after the no-data batch after batch 1 (id 3): batch 2 (id 4) starts with the watermark "
+        "2026-01-01T00:00:20Z from the checkpoint; the per-input watermarks (a 2026-01-01T00:00:20Z, "
+        "b 2026-01-01T00:00:25Z) are lost: only the global one is checkpointed"
     ) in out
     assert (
-        "    watermark held back for 1 data batch(es) from batch 5 (2026-01-01T00:00:20Z instead of "
+        "    watermark held back for 1 data batch(es) from batch 3 (id 5) (2026-01-01T00:00:20Z instead of "
         "2026-01-01T00:00:25Z): input b had no rows since the restart and counts as 0 under policy min"
     ) in out
     assert (
@@ -279,8 +281,9 @@ def test_whatif_restart_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ([*ARGS, "--restart-after", "3,x"], "--restart-after takes batch ids"),
-        ([*ARGS, "--restart-after", "-1"], "--restart-after takes batch ids"),
+        ([*ARGS, "--restart-after", "3,x"], "--restart-after takes the batches as the report's batch column"),
+        ([*ARGS, "--restart-after", "-1"], "got '-1'"),
+        ([*ARGS, "--restart-after", "after x"], "got 'after x'"),
         (
             [*ARGS, "--run-kind", "hourly"],
             "--run-kind must be one of live, available-now, once, got 'hourly'",
@@ -289,7 +292,8 @@ def test_whatif_restart_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
             ["--delay", "5s", "--window", "5s", "--restart-after", "3", "--sweep", "1s,5s"],
             "do not combine with --sweep",
         ),
-        ([*ARGS, "--restart-after", "30"], "the replay's last batch is 7"),
+        ([*ARGS, "--restart-after", "30"], "--restart-after 30: the file has no batch 30 (its batch column holds 0 to 3)"),
+        ([*ARGS, "--restart-after", "3"], "restart after data batch 3: data batches are 0 to 3 and a restart needs one after it"),
         ([*ARGS, "--engine", "flink", "--run-kind", "once"], "--run-kind"),
     ],
 )
@@ -347,8 +351,56 @@ def test_available_now_restart_after_a_data_batch_says_why_it_stopped_after_the_
          "--run-kind", "available-now"], capsys,
     )  # fmt: skip
     assert code == 0, err
-    assert "  after batch 3: batch 4 starts with the watermark 2026-01-01T00:00:30Z" in out
     assert (
-        "    (asked after batch 2: a Trigger.AvailableNow run ends with the no-data batch that closes it, so this "
-        "run stopped after that batch, 3)"
+        "  after the no-data batch after batch 2 (id 3): batch 3 (id 4) starts with the watermark "
+        "2026-01-01T00:00:30Z"
     ) in out
+    assert (
+        "    (asked after batch 2 (id 2): a Trigger.AvailableNow run ends with the no-data batch that closes it, "
+        "so this run stopped after that one)"
+    ) in out
+
+
+# one input, six file batches 10 s apart: every batch moves the watermark, so a caught-up live query runs a
+# no-data batch after each; a restart right after a data batch skips one, which shifts every later Spark id
+SIX = "event_time,batch\n" + "".join(f"2026-01-01T00:00:{10 * (i + 1):02d}Z,{i}\n" for i in range(6))
+
+
+@pytest.mark.parametrize(
+    ("points", "expected"),
+    [
+        ("2,4", ["  after batch 2 (id 4): batch 3 (id 5)", "  after batch 4 (id 7): batch 5 (id 8)"]),
+        (
+            "after 2,after 4",
+            ["  after the no-data batch after batch 2 (id 5): batch 3 (id 6)",
+             "  after the no-data batch after batch 4 (id 9): batch 5 (id 10)"],
+        ),
+    ],
+)
+def test_restart_points_are_the_file_batches_whatever_earlier_restarts_did_to_the_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], points: str, expected: list[str]
+) -> None:
+    path = tmp_path / "six.csv"
+    path.write_text(SIX, encoding="utf-8")
+    code, out, err = run(["whatif", str(path), "--delay", "0s", "--window", "5s", "--restart-after", points], capsys)
+    assert code == 0, err
+    paragraphs = [ln for ln in out.splitlines() if ln.startswith("  after ") and " starts with the watermark" in ln]
+    assert [p.split(" starts")[0] for p in paragraphs] == expected
+
+
+def test_a_data_batch_restart_point_equals_its_batch_id_before_any_shift(tmp_path: Path) -> None:
+    from monitor.watermark.config import Tumbling
+    from monitor.watermark.io import load_events
+    from monitor.watermark.whatif_config import spark_config
+
+    path = tmp_path / "six.csv"
+    path.write_text(SIX, encoding="utf-8")
+    events = load_events(path)
+    config = spark_config(delay_ms=0, size_ms=5_000)
+    assert isinstance(config.window, Tumbling)
+    by_id = replay_restarting(events, config, [4])  # data batch 2 is Spark id 4 (a no-data batch after each)
+    by_position = replay_restarting(events, config, [], after_data_batches=[(2, False)])
+    assert by_id.restarts == by_position.restarts
+    assert [b.batch_id for b in by_id.replay.batches] == [b.batch_id for b in by_position.replay.batches]
+    with pytest.raises(EngineConfigError, match="restart after data batch 5: data batches are 0 to 5"):
+        replay_restarting(events, config, [], after_data_batches=[(5, True)])

@@ -51,7 +51,7 @@ GAPPED = (
 )
 
 
-@pytest.mark.parametrize("extra", [[], ["--restart-after", "1"]])
+@pytest.mark.parametrize("extra", [[], ["--restart-after", "5"]])
 def test_json_data_batches_carry_the_file_batch_number_and_flag_the_placeholder_watermark(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
 ) -> None:
