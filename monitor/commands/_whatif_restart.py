@@ -252,8 +252,8 @@ def impact_text(
     if kind != "live" and impact.kept_only_with_restarts:
         lines.append(
             "  with data batches back to back (no no-data batch between them) each batch filters late rows "
-            "against the watermark of the data batch before it, one step behind a live query's: rows a live "
-            "query drops are counted"
+            "against the watermark of the data batch before it, one step behind a live query's (whose no-data "
+            "batch moves it in between): rows a live query drops as late are kept here and counted in their windows"
         )
     if not impact.held_back and not skipped and not impact.dropped_only_with_restarts:
         lines.append("  no restart held the watermark back or skipped a no-data batch")
