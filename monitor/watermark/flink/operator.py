@@ -376,43 +376,34 @@ class _SessionKey:
         return True
 
 
+#: Tests only: True sends every session element through :class:`_SessionKey` (the reference path).
+_SESSIONS_ELEMENT_BY_ELEMENT = False
+
+
 def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int) -> WindowOutcome:
-    """Per key, element by element (``MergingWindowSet`` + ``EventTimeTrigger``); pure Python."""
+    """Session windows (``EventTimeSessionWindows`` + ``EventTimeTrigger`` in ``WindowOperator`` with its
+    ``MergingWindowSet``): the vectorised fast path of :func:`_simple_sessions` for the gap-connected
+    runs it proves simple, :class:`_SessionKey` element by element for the rest.
+
+    Runs of one key whose timestamps are gap-connected (sorted, consecutive differences ``<= gap``) are
+    independent: a session window only ever holds elements of one such run, so its windows never touch
+    another run's, and the firings of a subset of the runs are those of the whole input restricted to
+    them (a timer's firing is recorded at the first watermark advance reaching it, whenever it is popped).
+    """
     n = len(ts)
-    w = tl.event_watermark_ms.tolist()
-    final_wm = int(tl.advance_ms[-1]) if len(tl.advance_ms) else None
-    adv = (tl.advance_ms.tolist(), tl.advance_pos.tolist(), tl.advance_time_ms.tolist())
+    if _SESSIONS_ELEMENT_BY_ELEMENT or n == 0:
+        slow = np.arange(n, dtype=np.int64)
+        fast = None
+    else:
+        fast = _simple_sessions(ts, keys, tl, gap, lateness)
+        slow = fast.slow_positions
     out: list[tuple[int, int, int, int, bool, int, int, int]] = []  # seq, start, end, count, late, key, wm, t
     late_events: list[int] = []
     open_windows: list[tuple[int, int, int, int]] = []
-    order = np.lexsort((np.arange(n), keys))
-    ks = keys[order].tolist()
-    evs = order.tolist()
-    tss = ts.tolist()
-    i = 0
-    while i < n:
-        key = ks[i]
-        j = i
-        while j < n and ks[j] == key:
-            j += 1
-        state = _SessionKey(key, lateness, adv, out)
-        for x in range(i, j):
-            e_idx = evs[x]
-            cur = w[e_idx]
-            if not state.element(e_idx, tss[e_idx], gap, cur):
-                t0 = tss[e_idx]
-                if (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur:  # isElementLate
-                    late_events.append(e_idx)
-        state.fire_until(final_wm)
-        for s, e, c in zip(state.starts, state.ends, state.counts, strict=True):
-            open_windows.append((key, s, e, c))
-        i = j
-    out.sort(key=lambda f: (f[0], f[2], f[5], f[1]))
-    late_arr = np.array(sorted(late_events), dtype=np.int64)
-    if not out:
-        return WindowOutcome(Firings(), late_arr, open_windows)
-    cols = list(zip(*out, strict=True))
-    firings = Firings(
+    if len(slow):
+        _sessions_element_by_element(ts, keys, tl, gap, lateness, slow, out, late_events, open_windows)
+    cols = list(zip(*out, strict=True)) if out else [[]] * 8
+    slow_firings = Firings(
         start_ms=np.array(cols[1], dtype=np.int64),
         end_ms=np.array(cols[2], dtype=np.int64),
         count=np.array(cols[3], dtype=np.int64),
@@ -422,4 +413,232 @@ def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int
         seq=np.array(cols[0], dtype=np.int64),
         time_ms=np.array(cols[7], dtype=np.int64),
     )
+    late_arr = np.array(late_events, dtype=np.int64)
+    if fast is None:
+        firings = _concat_sorted([slow_firings])
+        late_arr = np.sort(late_arr)
+    else:
+        firings = _concat_sorted([slow_firings, fast.firings])
+        late_arr = np.sort(np.concatenate([late_arr, fast.late_events]))
+        open_windows.extend(fast.open_windows)
+        open_windows.sort(key=lambda w: (w[0], w[1]))
+    if not len(firings):
+        firings = Firings()
     return WindowOutcome(firings, late_arr, open_windows)
+
+
+def _sessions_element_by_element(
+    ts: I64,
+    keys: I64,
+    tl: WatermarkTimeline,
+    gap: int,
+    lateness: int,
+    subset: I64,
+    out: list[tuple[int, int, int, int, bool, int, int, int]],
+    late_events: list[int],
+    open_windows: list[tuple[int, int, int, int]],
+) -> None:
+    """The elements at processing positions ``subset`` (whole gap-connected runs), per key in processing
+    order, through :class:`_SessionKey`; appends to ``out``, ``late_events`` and ``open_windows``."""
+    w = tl.event_watermark_ms
+    final_wm = int(tl.advance_ms[-1]) if len(tl.advance_ms) else None
+    adv = (tl.advance_ms.tolist(), tl.advance_pos.tolist(), tl.advance_time_ms.tolist())
+    order = subset[np.lexsort((subset, keys[subset]))]
+    ks = keys[order].tolist()
+    evs = order.tolist()
+    tss = ts[order].tolist()
+    curs = w[order].tolist()
+    m = len(evs)
+    i = 0
+    while i < m:
+        key = ks[i]
+        j = i
+        while j < m and ks[j] == key:
+            j += 1
+        state = _SessionKey(key, lateness, adv, out)
+        for x in range(i, j):
+            cur = curs[x]
+            t0 = tss[x]
+            if not state.element(evs[x], t0, gap, cur):
+                if (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur:  # isElementLate
+                    late_events.append(evs[x])
+        state.fire_until(final_wm)
+        for s, e, c in zip(state.starts, state.ends, state.counts, strict=True):
+            open_windows.append((key, s, e, c))
+        i = j
+
+
+@dataclass(frozen=True, eq=False)
+class _FastSessions:
+    """What :func:`_simple_sessions` settled: ``firings``, ``late_events`` (processing positions),
+    ``open_windows`` of the simple runs, and ``slow_positions``: the elements of the other runs (sorted)."""
+
+    firings: Firings
+    late_events: I64
+    open_windows: list[tuple[int, int, int, int]]
+    slow_positions: I64
+
+
+def _range_min(a: I64, lo: I64, hi: I64) -> I64:
+    """``min(a[lo[q]:hi[q]])`` for each query ``q`` (``hi > lo``): a sparse table built level by level
+    (``O(len(a) log L)`` for ``L = max(hi - lo)``), each query answered at its level by two overlapping
+    power-of-two blocks."""
+    res = np.empty(len(lo), dtype=np.int64)
+    if not len(lo):
+        return res
+    length = hi - lo
+    level = np.zeros(len(lo), dtype=np.int64)
+    for k in range(1, int(length.max()).bit_length()):
+        level[length >= (1 << k)] = k
+    table = a
+    top = int(level.max())
+    for k in range(top + 1):
+        q = np.flatnonzero(level == k)
+        if len(q):
+            res[q] = np.minimum(table[lo[q]], table[hi[q] - (1 << k)])
+        if k < top:
+            table = np.minimum(table[: len(table) - (1 << k)], table[(1 << k) :])
+    return res
+
+
+def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int) -> _FastSessions:
+    """Vectorised session windows for the gap-connected runs that provably behave simply.
+
+    Follows ``WindowOperator.processElement`` with a ``MergingWindowSet`` (``EventTimeSessionWindows``,
+    ``EventTimeTrigger``) as :class:`_SessionKey` does, for the runs where the outcome has a closed form.
+    Per key, elements sorted by timestamp are cut into *runs* (consecutive differences ``> gap`` cut).
+    With ``cur`` the watermark when an element is processed, an element is a *drop candidate* when its
+    own window ``[t, t + gap)`` is late (``t + gap - 1 + allowedLateness <= cur``), else *on time*. On-time
+    elements are cut into *clusters* the same way. A run is simple, and settled here, when:
+
+    * every on-time element has ``cur < t + gap - 1`` (with ``allowedLateness > 0`` an element between
+      its window's ``maxTimestamp`` and cleanup would fire late: not simple);
+    * no partial cluster fires before it is complete: for each on-time element ``i``, the first on-time
+      element in ``(t_i, t_i + gap]`` to arrive (its *bridge*), if it arrives after ``i``, arrives while
+      the watermark is still ``< t_i + gap - 1`` (before the timer of a window ending at ``t_i + gap``).
+      Then every window in flight during a cluster's arrival is a union of its elements whose end is
+      above the watermark, and the cluster ends as one window ``[min t, max t + gap)``;
+    * each drop candidate either *joins* a cluster -- it lies in the cluster's span, an on-time element of
+      the cluster in ``(t, t + gap]`` arrived before it (so it merges into an in-flight window of the
+      cluster without moving its end) and it arrives before the cluster's window fires (``cur < end - 1``)
+      -- or touches no in-flight window: for each cluster whose span it touches, it arrives before the
+      cluster's first element or after its cleanup (``cur >= end - 1 + allowedLateness``); it is then
+      skipped and is a late element (``isElementLate``).
+
+    A simple cluster's window ``[min t, max t + gap)`` holds its elements and joiners when its timer at
+    ``end - 1`` fires on time at the first watermark advance reaching it (seq and time of that advance),
+    and is cleared at the first advance reaching ``end - 1 + allowedLateness``; otherwise it is open at the
+    end. Everything else (and inputs whose ``key * span + t`` or ``t + gap + allowedLateness`` would not fit
+    in int64) is returned as ``slow_positions`` for :class:`_SessionKey`.
+    """
+    n = len(ts)
+    w = tl.event_watermark_ms
+    t_min, t_max = int(ts.min()), int(ts.max())
+    n_keys = int(keys.max()) + 1
+    span = t_max - t_min + 2 * gap + 2
+    if n_keys * span >= 1 << 62 or t_max >= LONG_MAX - gap - lateness - 2 or int(keys.min()) < 0:
+        return _FastSessions(Firings(), _EMPTY, [], np.arange(n, dtype=np.int64))
+    comp = keys * span + (ts - t_min)
+    o = np.argsort(comp)
+    c = comp[o]
+    t = ts[o]
+    cur = w[o]
+    drop = t + (gap - 1 + lateness) <= cur  # own window late when processed
+    on = ~drop
+    bad_el = on & (cur >= t + (gap - 1)) if lateness else np.zeros(n, dtype=np.bool_)
+    # runs over all elements (sorted order)
+    run_id = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        np.cumsum(np.diff(c) > gap, out=run_id[1:])
+    n_runs = int(run_id[-1]) + 1
+    bad_run = np.zeros(n_runs, dtype=np.bool_)
+    if lateness:
+        bad_run[run_id[bad_el]] = True
+    idx_on = np.flatnonzero(on)
+    cn, tn, posn = c[idx_on], t[idx_on], o[idx_on]
+    m = len(idx_on)
+    # clusters of on-time elements
+    cl_first = np.flatnonzero(np.concatenate(([True], np.diff(cn) > gap))) if m else _EMPTY
+    cl_id = np.zeros(m, dtype=np.int64)
+    if m:
+        np.cumsum(np.diff(cn) > gap, out=cl_id[1:])
+        cl_first_pos = np.minimum.reduceat(posn, cl_first)
+        cl_last = np.append(cl_first[1:], m) - 1
+        cl_c_lo, cl_c_hi = cn[cl_first], cn[cl_last]
+        cl_start, cl_end = tn[cl_first], tn[cl_last] + gap
+        cl_run = run_id[idx_on[cl_first]]
+        # bridges: first arrival among on-time elements in (t_i, t_i + gap]
+        b_lo = np.searchsorted(cn, cn, side="right")
+        b_hi = np.searchsorted(cn, cn + gap, side="right")
+        q = np.flatnonzero(b_hi > b_lo)
+        bridge = _range_min(posn, b_lo[q], b_hi[q])
+        fired_early = (bridge > posn[q]) & (w[bridge] >= tn[q] + (gap - 1))
+        bad_run[cl_run[cl_id[q[fired_early]]]] = True
+    # drop candidates: join a cluster or touch nothing in flight
+    idx_d = np.flatnonzero(drop)
+    joined = np.zeros(len(idx_d), dtype=np.bool_)
+    join_cl = np.zeros(len(idx_d), dtype=np.int64)
+    if len(idx_d) and m:
+        cd, td, posd, curd = c[idx_d], t[idx_d], o[idx_d], cur[idx_d]
+        nxt = np.searchsorted(cn, cd, side="right")  # first on-time element above
+        hi = np.searchsorted(cn, cd + gap, side="right")
+        has_nxt = nxt < m
+        nc = cl_id[np.minimum(nxt, m - 1)]
+        q = np.flatnonzero(has_nxt & (hi > nxt) & (cl_c_lo[nc] <= cd))
+        first_above = _range_min(posn, nxt[q], hi[q])
+        jq = (first_above < posd[q]) & (curd[q] < cl_end[nc[q]] - 1)
+        joined[q[jq]] = True
+        join_cl[q[jq]] = nc[q[jq]]
+        # otherwise: each touching cluster must have no window in flight when the element is processed
+        ok = joined.copy()
+        rest = ~joined
+        clean = np.ones(len(idx_d), dtype=np.bool_)
+        for cl, touch in (
+            (nc, has_nxt & (cl_c_lo[nc] <= cd + gap)),
+            (cl_id[np.maximum(nxt - 1, 0)], (nxt > 0) & (cl_c_hi[cl_id[np.maximum(nxt - 1, 0)]] + gap >= cd)),
+        ):
+            in_flight = (posd > cl_first_pos[cl]) & (curd < cl_end[cl] - 1 + lateness)
+            clean &= ~(touch & in_flight)
+        ok |= rest & clean
+        bad_run[run_id[idx_d[~ok]]] = True
+    slow_sorted = bad_run[run_id]
+    slow_positions = np.sort(o[slow_sorted])
+    # stragglers of simple runs: skipped; late when t + allowedLateness <= cur (isElementLate)
+    d_fast = ~slow_sorted[idx_d] & ~joined
+    late = idx_d[d_fast]
+    late_events = o[late[t[late] + lateness <= cur[late]]]
+    if not m:
+        return _FastSessions(Firings(), late_events, [], slow_positions)
+    good = ~bad_run[cl_run]
+    count = np.diff(np.append(cl_first, m)) + np.bincount(
+        join_cl[joined & ~slow_sorted[idx_d]], minlength=len(cl_first)
+    )
+    g = np.flatnonzero(good)
+    g_key = keys[o[idx_on[cl_first[g]]]]
+    g_start, g_end, g_count = cl_start[g], cl_end[g], count[g]
+    adv_ms = tl.advance_ms
+    a = np.searchsorted(adv_ms, g_end - 1, side="left")
+    fires = a < len(adv_ms)
+    fa = a[fires]
+    firings = Firings(
+        start_ms=g_start[fires],
+        end_ms=g_end[fires],
+        count=g_count[fires],
+        watermark_ms=adv_ms[fa],
+        late_firing=np.zeros(len(fa), dtype=np.bool_),
+        key_codes=g_key[fires],
+        seq=2 * tl.advance_pos[fa],
+        time_ms=tl.advance_time_ms[fa],
+    )
+    final_wm = int(adv_ms[-1]) if len(adv_ms) else None
+    still = np.ones(len(g), dtype=np.bool_) if final_wm is None else g_end - 1 + lateness > final_wm
+    open_windows = list(
+        zip(
+            g_key[still].tolist(),
+            g_start[still].tolist(),
+            g_end[still].tolist(),
+            g_count[still].tolist(),
+            strict=True,
+        )
+    )
+    return _FastSessions(firings, late_events, open_windows, slow_positions)
