@@ -479,8 +479,20 @@ class _FastSessions:
     slow_positions: I64
 
 
+#: Rounds of the joiner fixpoint (each round admits the drop candidates whose witness joined the round before).
+_JOIN_ROUNDS = 16
+
+
+def _in_range(sorted_c: I64, c: I64, lo_off: int, hi_off: int) -> tuple[I64, I64]:
+    """Index bounds ``[lo, hi)`` of the values of ``sorted_c`` in ``[c + lo_off, c + hi_off]``."""
+    return (
+        np.searchsorted(sorted_c, c + lo_off, side="left").astype(np.int64),
+        np.searchsorted(sorted_c, c + hi_off, side="right").astype(np.int64),
+    )
+
+
 def _range_min(a: I64, lo: I64, hi: I64) -> I64:
-    """``min(a[lo[q]:hi[q]])`` for each query ``q`` (``hi > lo``): a sparse table built level by level
+    """``min(a[lo[q]:hi[q]])`` for each query ``q`` (each ``hi > lo``): a sparse table built level by level
     (``O(len(a) log L)`` for ``L = max(hi - lo)``), each query answered at its level by two overlapping
     power-of-two blocks."""
     res = np.empty(len(lo), dtype=np.int64)
@@ -538,84 +550,101 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     span = t_max - t_min + 2 * gap + 2
     if n_keys * span >= 1 << 62 or t_max >= LONG_MAX - gap - lateness - 2 or int(keys.min()) < 0:
         return _FastSessions(Firings(), _EMPTY, [], np.arange(n, dtype=np.int64))
+    # sorted by (key, timestamp): one int64, keys more than 2 * gap apart
     comp = keys * span + (ts - t_min)
-    o = np.argsort(comp)
-    c = comp[o]
-    t = ts[o]
-    cur = w[o]
+    o = np.argsort(comp)  # ties in any order: nothing below depends on it
+    c, t, cur = comp[o], ts[o], w[o]
     drop = t + (gap - 1 + lateness) <= cur  # own window late when processed
     on = ~drop
-    bad_el = on & (cur >= t + (gap - 1)) if lateness else np.zeros(n, dtype=np.bool_)
-    # runs over all elements (sorted order)
     run_id = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        np.cumsum(np.diff(c) > gap, out=run_id[1:])
-    n_runs = int(run_id[-1]) + 1
-    bad_run = np.zeros(n_runs, dtype=np.bool_)
-    if lateness:
-        bad_run[run_id[bad_el]] = True
+    np.cumsum(np.diff(c) > gap, out=run_id[1:])
+    bad_run = np.zeros(int(run_id[-1]) + 1, dtype=np.bool_)
+    if lateness:  # on time, yet past maxTimestamp: a late firing
+        bad_run[run_id[on & (cur >= t + (gap - 1))]] = True
     idx_on = np.flatnonzero(on)
-    cn, tn, posn = c[idx_on], t[idx_on], o[idx_on]
-    m = len(idx_on)
-    # clusters of on-time elements
-    cl_first = np.flatnonzero(np.concatenate(([True], np.diff(cn) > gap))) if m else _EMPTY
-    cl_id = np.zeros(m, dtype=np.int64)
-    if m:
-        np.cumsum(np.diff(cn) > gap, out=cl_id[1:])
-        cl_first_pos = np.minimum.reduceat(posn, cl_first)
-        cl_last = np.append(cl_first[1:], m) - 1
-        cl_c_lo, cl_c_hi = cn[cl_first], cn[cl_last]
-        cl_start, cl_end = tn[cl_first], tn[cl_last] + gap
-        cl_run = run_id[idx_on[cl_first]]
-        # bridges: first arrival among on-time elements in (t_i, t_i + gap]
-        b_lo = np.searchsorted(cn, cn, side="right")
-        b_hi = np.searchsorted(cn, cn + gap, side="right")
-        q = np.flatnonzero(b_hi > b_lo)
-        bridge = _range_min(posn, b_lo[q], b_hi[q])
-        fired_early = (bridge > posn[q]) & (w[bridge] >= tn[q] + (gap - 1))
-        bad_run[cl_run[cl_id[q[fired_early]]]] = True
-    # drop candidates: join a cluster or touch nothing in flight
     idx_d = np.flatnonzero(drop)
+    m = len(idx_on)
+    if m == 0:  # no window is ever created: every element is skipped
+        late = idx_d[t[idx_d] + lateness <= cur[idx_d]]
+        return _FastSessions(Firings(), np.sort(o[late]), [], _EMPTY)
+    cn, tn, posn = c[idx_on], t[idx_on], o[idx_on]
+    # clusters: gap-connected runs of on-time elements
+    cl_id = np.zeros(m, dtype=np.int64)
+    np.cumsum(np.diff(cn) > gap, out=cl_id[1:])
+    cl_first = np.flatnonzero(np.concatenate(([True], np.diff(cn) > gap)))
+    n_cl = len(cl_first)
+    cl_last = np.append(cl_first[1:], m) - 1
+    cl_first_pos = np.minimum.reduceat(posn, cl_first)
+    cl_c_lo, cl_c_hi = cn[cl_first], cn[cl_last]
+    cl_end = tn[cl_last] + gap
+    cl_ext_start = tn[cl_first].copy()
+    cl_run = run_id[idx_on[cl_first]]
+    # joiners: drop candidates with an earlier member in (t, t + gap] before the cluster above fires
+    cd, td, posd, curd = c[idx_d], t[idx_d], o[idx_d], cur[idx_d]
+    nxt = np.searchsorted(cn, cd, side="right")  # first on-time element above
+    join_cl = cl_id[np.minimum(nxt, m - 1)]
+    cand = (nxt < m) & (curd < cl_end[join_cl] - 1)
     joined = np.zeros(len(idx_d), dtype=np.bool_)
-    join_cl = np.zeros(len(idx_d), dtype=np.int64)
-    if len(idx_d) and m:
-        cd, td, posd, curd = c[idx_d], t[idx_d], o[idx_d], cur[idx_d]
-        nxt = np.searchsorted(cn, cd, side="right")  # first on-time element above
-        hi = np.searchsorted(cn, cd + gap, side="right")
-        has_nxt = nxt < m
-        nc = cl_id[np.minimum(nxt, m - 1)]
-        q = np.flatnonzero(has_nxt & (hi > nxt) & (cl_c_lo[nc] <= cd))
-        first_above = _range_min(posn, nxt[q], hi[q])
-        jq = (first_above < posd[q]) & (curd[q] < cl_end[nc[q]] - 1)
-        joined[q[jq]] = True
-        join_cl[q[jq]] = nc[q[jq]]
-        # otherwise: each touching cluster must have no window in flight when the element is processed
-        ok = joined.copy()
-        rest = ~joined
-        clean = np.ones(len(idx_d), dtype=np.bool_)
-        for cl, touch in (
-            (nc, has_nxt & (cl_c_lo[nc] <= cd + gap)),
-            (cl_id[np.maximum(nxt - 1, 0)], (nxt > 0) & (cl_c_hi[cl_id[np.maximum(nxt - 1, 0)]] + gap >= cd)),
-        ):
-            in_flight = (posd > cl_first_pos[cl]) & (curd < cl_end[cl] - 1 + lateness)
-            clean &= ~(touch & in_flight)
-        ok |= rest & clean
-        bad_run[run_id[idx_d[~ok]]] = True
+    member = on.copy()
+    for _ in range(_JOIN_ROUNDS):
+        q = np.flatnonzero(cand & ~joined)
+        if not len(q):
+            break
+        idx_m = np.flatnonzero(member)
+        lo, hi = _in_range(c[idx_m], cd[q], 1, gap)
+        has = hi > lo
+        q, lo, hi = q[has], lo[has], hi[has]
+        new = q[_range_min(o[idx_m], lo, hi) < posd[q]]
+        if not len(new):
+            break
+        joined[new] = True
+        member[idx_d[new]] = True
+    jx = np.flatnonzero(joined)
+    np.minimum.at(cl_ext_start, join_cl[jx], td[jx])
+    idx_m = np.flatnonzero(member)
+    cm, pm = c[idx_m], o[idx_m]
+    # no partial window fires: the first member to arrive in (t_i, t_i + gap] (the bridge) of an on-time
+    # element i, if later than i, comes while the watermark is below t_i + gap - 1
+    q = np.arange(m)
+    lo, hi = _in_range(cm, cn, 1, gap)
+    hi = np.minimum(hi, np.searchsorted(cm, cl_c_hi[cl_id], side="right"))  # its cluster's members only
+    has = hi > lo
+    q, lo, hi = q[has], lo[has], hi[has]
+    bridge = _range_min(pm, lo, hi)
+    early = (bridge > posn[q]) & (w[bridge] >= tn[q] + (gap - 1))
+    bad_run[cl_run[cl_id[q[early]]]] = True
+    ok = np.ones(len(idx_d), dtype=np.bool_)
+    # a joiner touches no other cluster's window in flight: the cluster below, the one after its own
+    below = cl_id[np.maximum(nxt - 1, 0)]
+    after = np.minimum(join_cl + 1, n_cl - 1)
+    for cl, touch in (
+        (below, (nxt > 0) & (cl_c_hi[below] + gap >= cd)),
+        (after, (join_cl + 1 < n_cl) & (cl_ext_start[after] - td <= gap)),
+    ):
+        in_flight = (posd > cl_first_pos[cl]) & (curd < cl_end[cl] - 1 + lateness)
+        ok &= ~(joined & touch & (cl != join_cl) & (cl_run[cl] == run_id[idx_d]) & in_flight)
+    # the others are skipped: each member within gap that came before must have been cleaned up by then
+    m_cl = np.empty(n, dtype=np.int64)
+    m_cl[idx_on] = cl_id
+    m_cl[idx_d[jx]] = join_cl[jx]
+    q = np.flatnonzero(~joined)
+    lo, hi = _in_range(cm, cd[q], -gap, gap)
+    has = hi > lo
+    q, lo, hi = q[has], lo[has], hi[has]
+    came = _range_min(pm, lo, hi) < posd[q]
+    q, lo, hi = q[came], lo[came], hi[came]
+    m_cleanup = cl_end[m_cl[idx_m]] - 1 + lateness
+    ok[q[-_range_min(-m_cleanup, lo, hi) > curd[q]]] = False
+    bad_run[run_id[idx_d[~ok]]] = True
     slow_sorted = bad_run[run_id]
     slow_positions = np.sort(o[slow_sorted])
-    # stragglers of simple runs: skipped; late when t + allowedLateness <= cur (isElementLate)
-    d_fast = ~slow_sorted[idx_d] & ~joined
-    late = idx_d[d_fast]
+    # skipped elements of simple runs are late when t + allowedLateness <= cur (isElementLate)
+    late = idx_d[~joined & ~slow_sorted[idx_d]]
     late_events = o[late[t[late] + lateness <= cur[late]]]
-    if not m:
-        return _FastSessions(Firings(), late_events, [], slow_positions)
-    good = ~bad_run[cl_run]
-    count = np.diff(np.append(cl_first, m)) + np.bincount(
-        join_cl[joined & ~slow_sorted[idx_d]], minlength=len(cl_first)
-    )
-    g = np.flatnonzero(good)
+    count = np.diff(np.append(cl_first, m)) + np.bincount(join_cl[jx], minlength=n_cl)
+    g = np.flatnonzero(~bad_run[cl_run])
     g_key = keys[o[idx_on[cl_first[g]]]]
-    g_start, g_end, g_count = cl_start[g], cl_end[g], count[g]
+    g_start, g_end, g_count = cl_ext_start[g], cl_end[g], count[g]
     adv_ms = tl.advance_ms
     a = np.searchsorted(adv_ms, g_end - 1, side="left")
     fires = a < len(adv_ms)
