@@ -568,10 +568,18 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
         late = idx_d[t[idx_d] + lateness <= cur[idx_d]]
         return _FastSessions(Firings(), np.sort(o[late]), [], _EMPTY)
     cn, tn, posn = c[idx_on], t[idx_on], o[idx_on]
-    # clusters: gap-connected runs of on-time elements
+    # clusters: gap-connected runs of on-time elements, also cut after an element whose window fires
+    # and is cleaned up before the first on-time element of (t, t + gap] arrives (then every on-time
+    # element at or below t has arrived: a later one would find its own window late)
+    step = np.diff(cn)
+    lo, hi = _in_range(cn, cn[:-1], 1, gap)
+    q = np.flatnonzero(hi > lo)
+    bridge = _range_min(posn, lo[q], hi[q])
+    cut = step > gap
+    cut[q] |= (bridge > posn[q]) & (w[bridge] >= tn[q] + (gap - 1 + lateness)) & (step[q] > 0)
     cl_id = np.zeros(m, dtype=np.int64)
-    np.cumsum(np.diff(cn) > gap, out=cl_id[1:])
-    cl_first = np.flatnonzero(np.concatenate(([True], np.diff(cn) > gap)))
+    np.cumsum(cut, out=cl_id[1:])
+    cl_first = np.flatnonzero(np.concatenate(([True], cut)))
     n_cl = len(cl_first)
     cl_last = np.append(cl_first[1:], m) - 1
     cl_first_pos = np.minimum.reduceat(posn, cl_first)
