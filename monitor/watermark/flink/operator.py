@@ -479,8 +479,10 @@ class _FastSessions:
     slow_positions: I64
 
 
-#: Rounds of the joiner fixpoint (each round admits the drop candidates whose witness joined the round before).
+#: Rounds of the joiner fixpoint (each round admits the drop candidates whose witness joined the round
+#: before); candidates still open after the last round are checked as skipped elements (or go slow).
 _JOIN_ROUNDS = 16
+_NONE = np.iinfo(np.int64).max
 
 
 def _in_range(sorted_c: I64, c: I64, lo_off: int, hi_off: int) -> tuple[I64, I64]:
@@ -492,22 +494,36 @@ def _in_range(sorted_c: I64, c: I64, lo_off: int, hi_off: int) -> tuple[I64, I64
 
 
 def _range_min(a: I64, lo: I64, hi: I64) -> I64:
-    """``min(a[lo[q]:hi[q]])`` for each query ``q`` (each ``hi > lo``): a sparse table built level by level
-    (``O(len(a) log L)`` for ``L = max(hi - lo)``), each query answered at its level by two overlapping
-    power-of-two blocks."""
-    res = np.empty(len(lo), dtype=np.int64)
-    if not len(lo):
-        return res
+    """``min(a[lo[q]:hi[q]])`` for each query ``q``; ``_NONE`` for an empty range (``hi <= lo``).
+
+    Short ranges (at most 32 values) are scanned offset by offset (work: the sum of the lengths); longer
+    ones use a sparse table built level by level (``O(len(a) log L)`` for ``L = max(hi - lo)``), each
+    query answered at its level by two overlapping power-of-two blocks.
+    """
+    res = np.full(len(lo), _NONE, dtype=np.int64)
     length = hi - lo
-    level = np.zeros(len(lo), dtype=np.int64)
-    for k in range(1, int(length.max()).bit_length()):
+    q = np.flatnonzero(length > 0)
+    if not len(q):
+        return res
+    lo, length = lo[q], length[q]
+    top_len = int(length.max())
+    if top_len <= 32:
+        out = a[lo]
+        act = np.arange(len(q))
+        for j in range(1, top_len):
+            act = act[length[act] > j]
+            out[act] = np.minimum(out[act], a[lo[act] + j])
+        res[q] = out
+        return res
+    level = np.zeros(len(q), dtype=np.int64)
+    for k in range(1, top_len.bit_length()):
         level[length >= (1 << k)] = k
     table = a
     top = int(level.max())
     for k in range(top + 1):
-        q = np.flatnonzero(level == k)
-        if len(q):
-            res[q] = np.minimum(table[lo[q]], table[hi[q] - (1 << k)])
+        at = np.flatnonzero(level == k)
+        if len(at):
+            res[q[at]] = np.minimum(table[lo[at]], table[lo[at] + length[at] - (1 << k)])
         if k < top:
             table = np.minimum(table[: len(table) - (1 << k)], table[(1 << k) :])
     return res
@@ -518,26 +534,33 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
 
     Follows ``WindowOperator.processElement`` with a ``MergingWindowSet`` (``EventTimeSessionWindows``,
     ``EventTimeTrigger``) as :class:`_SessionKey` does, for the runs where the outcome has a closed form.
-    Per key, elements sorted by timestamp are cut into *runs* (consecutive differences ``> gap`` cut).
-    With ``cur`` the watermark when an element is processed, an element is a *drop candidate* when its
-    own window ``[t, t + gap)`` is late (``t + gap - 1 + allowedLateness <= cur``), else *on time*. On-time
-    elements are cut into *clusters* the same way. A run is simple, and settled here, when:
+    Per key, elements sorted by timestamp are cut into *runs* (consecutive differences ``> gap`` cut):
+    windows never span two runs. With ``cur`` the watermark when an element is processed, an element is
+    a *drop candidate* when its own window ``[t, t + gap)`` is late (``t + gap - 1 + allowedLateness <=
+    cur``), else *on time*; a window in flight touches an element exactly when one of its elements
+    lies within ``gap`` of it. A run is simple, and settled here, when:
 
     * every on-time element has ``cur < t + gap - 1`` (with ``allowedLateness > 0`` an element between
       its window's ``maxTimestamp`` and cleanup would fire late: not simple);
-    * no partial cluster fires before it is complete: for each on-time element ``i``, the first on-time
-      element in ``(t_i, t_i + gap]`` to arrive (its *bridge*), if it arrives after ``i``, arrives while
-      the watermark is still ``< t_i + gap - 1`` (before the timer of a window ending at ``t_i + gap``).
-      Then every window in flight during a cluster's arrival is a union of its elements whose end is
-      above the watermark, and the cluster ends as one window ``[min t, max t + gap)``;
-    * each drop candidate either *joins* a cluster -- it lies in the cluster's span, an on-time element of
-      the cluster in ``(t, t + gap]`` arrived before it (so it merges into an in-flight window of the
-      cluster without moving its end) and it arrives before the cluster's window fires (``cur < end - 1``)
-      -- or touches no in-flight window: for each cluster whose span it touches, it arrives before the
-      cluster's first element or after its cleanup (``cur >= end - 1 + allowedLateness``); it is then
-      skipped and is a late element (``isElementLate``).
+    * on-time elements are cut into *clusters* where consecutive ones are more than ``gap`` apart, and
+      after an element ``i`` whose window fires and is cleaned up before the first on-time element of
+      ``(t_i, t_i + gap]`` (its *bridge*) arrives: watermark at the bridge ``>= t_i + gap - 1 +
+      allowedLateness`` (every on-time element at or below ``t_i`` has come by then: a later one would
+      find its own window late). Within a cluster no partial window fires: for each element ``i`` but
+      the cluster's top, the first member of the cluster in ``(t_i, t_i + gap]`` to arrive, if after
+      ``i``, comes while the watermark is ``< t_i + gap - 1``. Then every window in flight while the
+      cluster arrives is a union of its members ending above the watermark, and the cluster ends as one
+      window ``[min t, max t + gap)``;
+    * a drop candidate *joins* the cluster of the next on-time element above it when a member of that
+      cluster in ``(t, t + gap]`` came before it and the cluster's window has not fired
+      (``cur < end - 1``): it merges into that in-flight window without moving its end (found by a
+      fixpoint: joiners are witnesses for later ones), and touches no window in flight of the cluster
+      below or of the one after; any other drop candidate must touch nothing in flight: on each side
+      (``[t - gap, t]``, ``(t, t + gap]``) either no member came before it or every member's cluster is
+      cleaned up by then (``cur >= end - 1 + allowedLateness``). It is skipped, and a late element when
+      ``t + allowedLateness <= cur`` (``isElementLate``).
 
-    A simple cluster's window ``[min t, max t + gap)`` holds its elements and joiners when its timer at
+    A simple cluster's window ``[min(t of members), max t + gap)`` holds its members when its timer at
     ``end - 1`` fires on time at the first watermark advance reaching it (seq and time of that advance),
     and is cleared at the first advance reaching ``end - 1 + allowedLateness``; otherwise it is open at the
     end. Everything else (and inputs whose ``key * span + t`` or ``t + gap + allowedLateness`` would not fit
@@ -548,110 +571,129 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     t_min, t_max = int(ts.min()), int(ts.max())
     n_keys = int(keys.max()) + 1
     span = t_max - t_min + 2 * gap + 2
+    pos_bits = max(1, (n - 1).bit_length())
     if n_keys * span >= 1 << 62 or t_max >= LONG_MAX - gap - lateness - 2 or int(keys.min()) < 0:
         return _FastSessions(Firings(), _EMPTY, [], np.arange(n, dtype=np.int64))
-    # sorted by (key, timestamp): one int64, keys more than 2 * gap apart
+    # sorted by (key, timestamp, position): one int64; keys end up more than 2 * gap apart
     comp = keys * span + (ts - t_min)
-    o = np.argsort(comp)  # ties in any order: nothing below depends on it
-    c, t, cur = comp[o], ts[o], w[o]
+    if n_keys * span < 1 << (62 - pos_bits):
+        packed = np.sort((comp << pos_bits) | np.arange(n, dtype=np.int64))
+        c, o = packed >> pos_bits, packed & ((1 << pos_bits) - 1)
+    else:
+        o = np.argsort(comp, kind="stable")
+        c = comp[o]
+    t, cur = ts[o], w[o]
     drop = t + (gap - 1 + lateness) <= cur  # own window late when processed
-    on = ~drop
-    run_id = np.zeros(n, dtype=np.int64)
-    np.cumsum(np.diff(c) > gap, out=run_id[1:])
-    bad_run = np.zeros(int(run_id[-1]) + 1, dtype=np.bool_)
+    run_first = np.flatnonzero(np.diff(c) > gap) + 1
+    run_first = np.concatenate((np.zeros(1, dtype=np.int64), run_first))
+    bad = [_EMPTY]  # sorted indices whose run goes slow
     if lateness:  # on time, yet past maxTimestamp: a late firing
-        bad_run[run_id[on & (cur >= t + (gap - 1))]] = True
-    idx_on = np.flatnonzero(on)
+        bad.append(np.flatnonzero(~drop & (cur >= t + (gap - 1))))
+    idx_on = np.flatnonzero(~drop)
     idx_d = np.flatnonzero(drop)
     m = len(idx_on)
     if m == 0:  # no window is ever created: every element is skipped
         late = idx_d[t[idx_d] + lateness <= cur[idx_d]]
-        return _FastSessions(Firings(), np.sort(o[late]), [], _EMPTY)
-    cn, tn, posn = c[idx_on], t[idx_on], o[idx_on]
-    # clusters: gap-connected runs of on-time elements, also cut after an element whose window fires
-    # and is cleaned up before the first on-time element of (t, t + gap] arrives (then every on-time
-    # element at or below t has arrived: a later one would find its own window late)
+        return _FastSessions(Firings(), o[late], [], _EMPTY)
+    cn, tn, posn, curn = c[idx_on], t[idx_on], o[idx_on], cur[idx_on]
     step = np.diff(cn)
-    lo, hi = _in_range(cn, cn[:-1], 1, gap)
-    q = np.flatnonzero(hi > lo)
-    bridge = _range_min(posn, lo[q], hi[q])
+    if m > 1 and bool((step == 0).any()):  # the next on-time element with a higher timestamp
+        last_of_value = np.flatnonzero(np.append(step != 0, True))
+        nd = np.repeat(last_of_value + 1, np.diff(np.concatenate(([-1], last_of_value))))[:-1]
+    else:
+        nd = np.arange(1, m, dtype=np.int64)
+    # cut after an element whose window is fired and cleaned up before its bridge arrives
+    k = np.flatnonzero(
+        (step > 0) & (step <= gap) & (posn[1:] > posn[:-1]) & (curn[1:] >= tn[:-1] + (gap - 1 + lateness))
+    )
+    hi = np.searchsorted(cn, cn[k] + gap, side="right")
+    bridge = _range_min(posn, k + 1, hi)
     cut = step > gap
-    cut[q] |= (bridge > posn[q]) & (w[bridge] >= tn[q] + (gap - 1 + lateness)) & (step[q] > 0)
+    cut[k[w[bridge] >= tn[k] + (gap - 1 + lateness)]] = True
     cl_id = np.zeros(m, dtype=np.int64)
     np.cumsum(cut, out=cl_id[1:])
     cl_first = np.flatnonzero(np.concatenate(([True], cut)))
     n_cl = len(cl_first)
     cl_last = np.append(cl_first[1:], m) - 1
     cl_first_pos = np.minimum.reduceat(posn, cl_first)
-    cl_c_lo, cl_c_hi = cn[cl_first], cn[cl_last]
+    cl_c_hi = cn[cl_last]
     cl_end = tn[cl_last] + gap
     cl_ext_start = tn[cl_first].copy()
-    cl_run = run_id[idx_on[cl_first]]
-    # joiners: drop candidates with an earlier member in (t, t + gap] before the cluster above fires
+    # joiners (fixpoint): a member of the cluster above in (t, t + gap] came before
     cd, td, posd, curd = c[idx_d], t[idx_d], o[idx_d], cur[idx_d]
     nxt = np.searchsorted(cn, cd, side="right")  # first on-time element above
     join_cl = cl_id[np.minimum(nxt, m - 1)]
-    cand = (nxt < m) & (curd < cl_end[join_cl] - 1)
+    cand = np.flatnonzero((nxt < m) & (curd < cl_end[join_cl] - 1))
+    lo, hi = _in_range(cn, cd[cand], 1, gap)
+    first_on = _range_min(posn, lo, hi)
     joined = np.zeros(len(idx_d), dtype=np.bool_)
-    member = on.copy()
+    witness = first_on
     for _ in range(_JOIN_ROUNDS):
-        q = np.flatnonzero(cand & ~joined)
-        if not len(q):
+        new = (witness < posd[cand]) & ~joined[cand]
+        if not new.any():
             break
-        idx_m = np.flatnonzero(member)
-        lo, hi = _in_range(c[idx_m], cd[q], 1, gap)
-        has = hi > lo
-        q, lo, hi = q[has], lo[has], hi[has]
-        new = q[_range_min(o[idx_m], lo, hi) < posd[q]]
-        if not len(new):
-            break
-        joined[new] = True
-        member[idx_d[new]] = True
+        joined[cand[new]] = True
+        jx = np.flatnonzero(joined)
+        lo, hi = _in_range(cd[jx], cd[cand], 1, gap)
+        witness = np.minimum(first_on, _range_min(posd[jx], lo, hi))
     jx = np.flatnonzero(joined)
-    np.minimum.at(cl_ext_start, join_cl[jx], td[jx])
-    idx_m = np.flatnonzero(member)
-    cm, pm = c[idx_m], o[idx_m]
-    # no partial window fires: the first member to arrive in (t_i, t_i + gap] (the bridge) of an on-time
-    # element i, if later than i, comes while the watermark is below t_i + gap - 1
-    q = np.arange(m)
-    lo, hi = _in_range(cm, cn, 1, gap)
-    hi = np.minimum(hi, np.searchsorted(cm, cl_c_hi[cl_id], side="right"))  # its cluster's members only
-    has = hi > lo
-    q, lo, hi = q[has], lo[has], hi[has]
-    bridge = _range_min(pm, lo, hi)
-    early = (bridge > posn[q]) & (w[bridge] >= tn[q] + (gap - 1))
-    bad_run[cl_run[cl_id[q[early]]]] = True
-    ok = np.ones(len(idx_d), dtype=np.bool_)
-    # a joiner touches no other cluster's window in flight: the cluster below, the one after its own
-    below = cl_id[np.maximum(nxt - 1, 0)]
-    after = np.minimum(join_cl + 1, n_cl - 1)
+    cj, pj, jcl = cd[jx], posd[jx], join_cl[jx]
+    np.minimum.at(cl_ext_start, jcl, td[jx])
+    # no partial window fires: the first member of the cluster in (t_i, t_i + gap] to come, if after i,
+    # comes before the watermark reaches t_i + gap - 1 (checked where the next value's element says so)
+    nd_ok = nd < m
+    k = np.flatnonzero(nd_ok)
+    k = k[
+        (cl_id[nd[k]] == cl_id[k]) & (posn[nd[k]] > posn[k]) & (curn[nd[k]] >= tn[k] + (gap - 1))
+    ]
+    cap = cl_c_hi[cl_id[k]]
+    hi = np.searchsorted(cn, np.minimum(cn[k] + gap, cap), side="right")
+    lo2, hi2 = _in_range(cj, cn[k], 1, gap)
+    hi2 = np.minimum(hi2, np.searchsorted(cj, cap, side="right"))
+    bridge = np.minimum(_range_min(posn, nd[k], hi), _range_min(pj, lo2, hi2))
+    bad.append(idx_on[k[(bridge > posn[k]) & (w[np.minimum(bridge, n - 1)] >= tn[k] + (gap - 1))]])
+    # a joiner touches no window in flight of the cluster below or of the one after its own
+    below = cl_id[np.maximum(nxt[jx] - 1, 0)]
+    after = np.minimum(jcl + 1, n_cl - 1)
     for cl, touch in (
-        (below, (nxt > 0) & (cl_c_hi[below] + gap >= cd)),
-        (after, (join_cl + 1 < n_cl) & (cl_ext_start[after] - td <= gap)),
+        (below, (nxt[jx] > 0) & (cl_c_hi[below] + gap >= cj)),
+        (after, (jcl + 1 < n_cl) & (cl_ext_start[after] - td[jx] <= gap)),
     ):
-        in_flight = (posd > cl_first_pos[cl]) & (curd < cl_end[cl] - 1 + lateness)
-        ok &= ~(joined & touch & (cl != join_cl) & (cl_run[cl] == run_id[idx_d]) & in_flight)
-    # the others are skipped: each member within gap that came before must have been cleaned up by then
-    m_cl = np.empty(n, dtype=np.int64)
-    m_cl[idx_on] = cl_id
-    m_cl[idx_d[jx]] = join_cl[jx]
-    q = np.flatnonzero(~joined)
-    lo, hi = _in_range(cm, cd[q], -gap, gap)
-    has = hi > lo
-    q, lo, hi = q[has], lo[has], hi[has]
-    came = _range_min(pm, lo, hi) < posd[q]
-    q, lo, hi = q[came], lo[came], hi[came]
-    m_cleanup = cl_end[m_cl[idx_m]] - 1 + lateness
-    ok[q[-_range_min(-m_cleanup, lo, hi) > curd[q]]] = False
-    bad_run[run_id[idx_d[~ok]]] = True
-    slow_sorted = bad_run[run_id]
-    slow_positions = np.sort(o[slow_sorted])
+        in_flight = (pj > cl_first_pos[cl]) & (curd[jx] < cl_end[cl] - 1 + lateness)
+        bad.append(idx_d[jx[touch & (cl != jcl) & in_flight]])
+    # the others are skipped: on each side, no member came before, or all members are cleaned up by then
+    sk = np.flatnonzero(~joined)
+    c_sk, p_sk, cur_sk = cd[sk], posd[sk], curd[sk]
+    on_cleanup = cl_end[cl_id] - 1 + lateness
+    j_cleanup = cl_end[jcl] - 1 + lateness
+    for lo_off, hi_off in ((-gap, 0), (1, gap)):
+        lo, hi = _in_range(cn, c_sk, lo_off, hi_off)
+        lo2, hi2 = _in_range(cj, c_sk, lo_off, hi_off)
+        came = np.minimum(_range_min(posn, lo, hi), _range_min(pj, lo2, hi2)) < p_sk
+        q = np.flatnonzero(came)
+        last_cleanup = -np.minimum(
+            _range_min(-on_cleanup, lo[q], hi[q]), _range_min(-j_cleanup, lo2[q], hi2[q])
+        )
+        bad.append(idx_d[sk[q[last_cleanup > cur_sk[q]]]])
+    # runs with a bad element go slow
+    bad_idx = np.concatenate(bad)
+    run_of_d = np.searchsorted(run_first, idx_d, side="right") - 1
+    cl_run = np.searchsorted(run_first, idx_on[cl_first], side="right") - 1
+    bad_run = np.zeros(len(run_first), dtype=np.bool_)
+    bad_run[np.searchsorted(run_first, bad_idx, side="right") - 1] = True
+    slow_positions = _EMPTY
+    if bad_run.any():
+        r = np.flatnonzero(bad_run)
+        starts = run_first[r]
+        lens = np.append(run_first, n)[r + 1] - starts
+        offs = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        slow_positions = np.sort(o[np.repeat(starts, lens) + offs])
     # skipped elements of simple runs are late when t + allowedLateness <= cur (isElementLate)
-    late = idx_d[~joined & ~slow_sorted[idx_d]]
+    late = idx_d[~joined & ~bad_run[run_of_d]]
     late_events = o[late[t[late] + lateness <= cur[late]]]
-    count = np.diff(np.append(cl_first, m)) + np.bincount(join_cl[jx], minlength=n_cl)
+    count = np.diff(np.append(cl_first, m)) + np.bincount(jcl, minlength=n_cl)
     g = np.flatnonzero(~bad_run[cl_run])
-    g_key = keys[o[idx_on[cl_first[g]]]]
+    g_key = keys[posn[cl_first[g]]]
     g_start, g_end, g_count = cl_ext_start[g], cl_end[g], count[g]
     adv_ms = tl.advance_ms
     a = np.searchsorted(adv_ms, g_end - 1, side="left")
