@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.watermark.config import Session, Sliding, Tumbling
-from monitor.watermark.flink.config import LONG_MAX
+from monitor.watermark.flink.config import LONG_MAX, LONG_MIN
 from monitor.watermark.flink.watermarks import WatermarkTimeline
 from monitor.watermark.windowing import assign_window_indices
 
@@ -597,15 +597,17 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
         return _FastSessions(Firings(), o[late], [], _EMPTY)
     cn, tn, posn, curn = c[idx_on], t[idx_on], o[idx_on], cur[idx_on]
     step = np.diff(cn)
-    if m > 1 and bool((step == 0).any()):  # the next on-time element with a higher timestamp
+    repeats = m > 1 and bool((step == 0).any())
+    if repeats:  # the next on-time element with a higher timestamp
         last_of_value = np.flatnonzero(np.append(step != 0, True))
         nd = np.repeat(last_of_value + 1, np.diff(np.concatenate(([-1], last_of_value))))[:-1]
     else:
         nd = np.arange(1, m, dtype=np.int64)
-    # cut after an element whose window is fired and cleaned up before its bridge arrives
-    k = np.flatnonzero(
-        (step > 0) & (step <= gap) & (posn[1:] > posn[:-1]) & (curn[1:] >= tn[:-1] + (gap - 1 + lateness))
-    )
+    # cut after an element whose window is fired and cleaned up before its bridge arrives (the next
+    # element coming later, at a watermark past that, is necessary: the bridge comes no later than it)
+    later = posn[1:] > posn[:-1]
+    wm_past = curn[1:] - tn[:-1]  # watermark at the next element's arrival minus this timestamp
+    k = np.flatnonzero((step > 0) & (step <= gap) & later & (wm_past >= gap - 1 + lateness))
     hi = np.searchsorted(cn, cn[k] + gap, side="right")
     bridge = _range_min(posn, k + 1, hi)
     cut = step > gap
@@ -641,11 +643,11 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     np.minimum.at(cl_ext_start, jcl, td[jx])
     # no partial window fires: the first member of the cluster in (t_i, t_i + gap] to come, if after i,
     # comes before the watermark reaches t_i + gap - 1 (checked where the next value's element says so)
-    nd_ok = nd < m
-    k = np.flatnonzero(nd_ok)
-    k = k[
-        (cl_id[nd[k]] == cl_id[k]) & (posn[nd[k]] > posn[k]) & (curn[nd[k]] >= tn[k] + (gap - 1))
-    ]
+    if not repeats:  # the next value is the next element
+        k = np.flatnonzero(~cut & later & (wm_past >= gap - 1))
+    else:
+        k = np.flatnonzero(nd < m)
+        k = k[(cl_id[nd[k]] == cl_id[k]) & (posn[nd[k]] > posn[k]) & (curn[nd[k]] >= tn[k] + (gap - 1))]
     cap = cl_c_hi[cl_id[k]]
     hi = np.searchsorted(cn, np.minimum(cn[k] + gap, cap), side="right")
     lo2, hi2 = _in_range(cj, cn[k], 1, gap)
@@ -664,17 +666,18 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     # the others are skipped: on each side, no member came before, or all members are cleaned up by then
     sk = np.flatnonzero(~joined)
     c_sk, p_sk, cur_sk = cd[sk], posd[sk], curd[sk]
-    on_cleanup = cl_end[cl_id] - 1 + lateness
-    j_cleanup = cl_end[jcl] - 1 + lateness
     for lo_off, hi_off in ((-gap, 0), (1, gap)):
         lo, hi = _in_range(cn, c_sk, lo_off, hi_off)
         lo2, hi2 = _in_range(cj, c_sk, lo_off, hi_off)
         came = np.minimum(_range_min(posn, lo, hi), _range_min(pj, lo2, hi2)) < p_sk
         q = np.flatnonzero(came)
-        last_cleanup = -np.minimum(
-            _range_min(-on_cleanup, lo[q], hi[q]), _range_min(-j_cleanup, lo2[q], hi2[q])
+        # within one key clusters (and the clusters of joiners) ascend with the timestamp, and so do
+        # their ends: the last member in range has the latest cleanup
+        last_end = np.maximum(
+            np.where(hi[q] > lo[q], cl_end[cl_id[np.maximum(hi[q] - 1, 0)]], LONG_MIN),
+            np.where(hi2[q] > lo2[q], cl_end[jcl[np.maximum(hi2[q] - 1, 0)]] if len(jcl) else LONG_MIN, LONG_MIN),
         )
-        bad.append(idx_d[sk[q[last_cleanup > cur_sk[q]]]])
+        bad.append(idx_d[sk[q[last_end - 1 + lateness > cur_sk[q]]]])
     # runs with a bad element go slow
     bad_idx = np.concatenate(bad)
     run_of_d = np.searchsorted(run_first, idx_d, side="right") - 1
