@@ -663,21 +663,21 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     ):
         in_flight = (pj > cl_first_pos[cl]) & (curd[jx] < cl_end[cl] - 1 + lateness)
         bad.append(idx_d[jx[touch & (cl != jcl) & in_flight]])
-    # the others are skipped: on each side, no member came before, or all members are cleaned up by then
+    # the others are skipped: no member within gap came before whose cluster is still in flight. Within
+    # a key clusters ascend with the timestamp and so do their cleanup times: the members in flight at
+    # the element's arrival are a suffix of the on-time elements and one of the joiners
     sk = np.flatnonzero(~joined)
-    c_sk, p_sk, cur_sk = cd[sk], posd[sk], curd[sk]
-    for lo_off, hi_off in ((-gap, 0), (1, gap)):
-        lo, hi = _in_range(cn, c_sk, lo_off, hi_off)
-        lo2, hi2 = _in_range(cj, c_sk, lo_off, hi_off)
-        came = np.minimum(_range_min(posn, lo, hi), _range_min(pj, lo2, hi2)) < p_sk
-        q = np.flatnonzero(came)
-        # within one key clusters (and the clusters of joiners) ascend with the timestamp, and so do
-        # their ends: the last member in range has the latest cleanup
-        last_end = np.maximum(
-            np.where(hi[q] > lo[q], cl_end[cl_id[np.maximum(hi[q] - 1, 0)]], LONG_MIN),
-            np.where(hi2[q] > lo2[q], cl_end[jcl[np.maximum(hi2[q] - 1, 0)]] if len(jcl) else LONG_MIN, LONG_MIN),
-        )
-        bad.append(idx_d[sk[q[last_end - 1 + lateness > cur_sk[q]]]])
+    c_sk, p_sk = cd[sk], posd[sk]
+    cur_c = c_sk - td[sk] + curd[sk]  # the watermark on the element's key's axis
+    live_cl = np.searchsorted(cl_c_hi + (gap - 1 + lateness), cur_c, side="right")
+    live_on = np.append(cl_first, m)[live_cl]
+    live_j = np.searchsorted(cl_c_hi[jcl] + (gap - 1 + lateness), cur_c, side="right")
+    lo, hi = _in_range(cn, c_sk, -gap, gap)
+    lo2, hi2 = _in_range(cj, c_sk, -gap, gap)
+    came = np.minimum(
+        _range_min(posn, np.maximum(lo, live_on), hi), _range_min(pj, np.maximum(lo2, live_j), hi2)
+    )
+    bad.append(idx_d[sk[came < p_sk]])
     # runs with a bad element go slow
     bad_idx = np.concatenate(bad)
     run_of_d = np.searchsorted(run_first, idx_d, side="right") - 1
