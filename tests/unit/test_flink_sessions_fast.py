@@ -60,7 +60,9 @@ def _config(seed: int) -> FlinkConfig:
     )
 
 
-def _replay(events: EventsTable, cfg: FlinkConfig, element_by_element: bool, mp: pytest.MonkeyPatch) -> FlinkReplay:
+def _replay(
+    events: EventsTable, cfg: FlinkConfig, element_by_element: bool, mp: pytest.MonkeyPatch
+) -> FlinkReplay:
     mp.setattr(flink_operator, "_SESSIONS_ELEMENT_BY_ELEMENT", element_by_element)
     return replay_flink(events, cfg)
 
@@ -102,7 +104,9 @@ def test_a_session_fires_before_its_bridge_arrives_only_once_the_watermark_reach
     cfg = FlinkConfig(delay_ms=0, window=Session(10), per_event_watermarks=True, end_of_input=True)
     events = _table([100, b_ms, 105], ["a", "b", "a"])
     fast = _replay(events, cfg, False, monkeypatch)
-    got = [(f["key"], f["start_ms"], f["end_ms"], f["count"], f["watermark_ms"]) for f in fast.firing_records()]
+    got = [
+        (f["key"], f["start_ms"], f["end_ms"], f["count"], f["watermark_ms"]) for f in fast.firing_records()
+    ]
     assert [g for g in got if g[0] == "a"] == expected
     _assert_same(fast, _replay(events, cfg, True, monkeypatch))
 
@@ -129,11 +133,49 @@ def test_a_late_element_joins_a_session_still_in_flight_through_an_earlier_late_
     cfg = FlinkConfig(delay_ms=0, window=Session(10), per_event_watermarks=True, end_of_input=True)
     events = _table([100, 106, 120, 125, 112, b_ms, 104], ["a", "a", "a", "a", "a", "b", "a"])
     fast = _replay(events, cfg, False, monkeypatch)
-    got = [(f["start_ms"], f["end_ms"], f["count"], f["watermark_ms"]) for f in fast.firing_records() if f["key"] == "a"]
+    got = [
+        (f["start_ms"], f["end_ms"], f["count"], f["watermark_ms"])
+        for f in fast.firing_records()
+        if f["key"] == "a"
+    ]
     assert got == expected_a
     assert fast.late_rows.tolist() == late_rows
     _assert_same(fast, _replay(events, cfg, True, monkeypatch))
     # which rows the vectorised path leaves to the element-by-element one
+    ts = np.floor_divide(events.event_time_us, 1000)
+    simple = flink_operator._simple_sessions(ts, events.key_codes.astype(np.int64), fast.timeline, 10, 0)
+    assert simple.slow_positions.tolist() == slow_rows
+
+
+@pytest.mark.parametrize(
+    ("b_ms", "expected_a", "late_rows", "slow_rows"),
+    [
+        # watermark 121 when 104 comes: [113,123) (cleanup 122) is in flight: 104 merges into it
+        (122, [(100, 115, 2, 114), (104, 123, 2, LONG_MAX)], [], [0, 1, 3, 5]),
+        # watermark 122: [113,123) was cleaned up just before: 104 is dropped as late
+        (123, [(100, 115, 2, 114), (113, 123, 1, 122)], [5], []),
+    ],
+)
+def test_a_session_cut_off_by_a_firing_is_in_flight_until_its_own_cleanup(
+    b_ms: int,
+    expected_a: list[tuple[int, int, int, int]],
+    late_rows: list[int],
+    slow_rows: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # gap 10, watermark = max - 1 per event. 115 (key b) takes the watermark to 114: [100,115) fires
+    # when 113 comes, which opens [113,123) although it is within the gap of 105.
+    cfg = FlinkConfig(delay_ms=0, window=Session(10), per_event_watermarks=True, end_of_input=True)
+    events = _table([100, 105, 115, 113, b_ms, 104], ["a", "a", "b", "a", "b", "a"])
+    fast = _replay(events, cfg, False, monkeypatch)
+    got = [
+        (f["start_ms"], f["end_ms"], f["count"], f["watermark_ms"])
+        for f in fast.firing_records()
+        if f["key"] == "a"
+    ]
+    assert got == expected_a
+    assert fast.late_rows.tolist() == late_rows
+    _assert_same(fast, _replay(events, cfg, True, monkeypatch))
     ts = np.floor_divide(events.event_time_us, 1000)
     simple = flink_operator._simple_sessions(ts, events.key_codes.astype(np.int64), fast.timeline, 10, 0)
     assert simple.slow_positions.tolist() == slow_rows

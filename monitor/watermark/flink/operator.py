@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.watermark.config import Session, Sliding, Tumbling
-from monitor.watermark.flink.config import LONG_MAX, LONG_MIN
+from monitor.watermark.flink.config import LONG_MAX
 from monitor.watermark.flink.watermarks import WatermarkTimeline
 from monitor.watermark.windowing import assign_window_indices
 
@@ -402,7 +402,7 @@ def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int
     open_windows: list[tuple[int, int, int, int]] = []
     if len(slow):
         _sessions_element_by_element(ts, keys, tl, gap, lateness, slow, out, late_events, open_windows)
-    cols = list(zip(*out, strict=True)) if out else [[]] * 8
+    cols: list[tuple[int | bool, ...]] = list(zip(*out, strict=True)) if out else [()] * 8
     slow_firings = Firings(
         start_ms=np.array(cols[1], dtype=np.int64),
         end_ms=np.array(cols[2], dtype=np.int64),
@@ -457,11 +457,10 @@ def _sessions_element_by_element(
             j += 1
         state = _SessionKey(key, lateness, adv, out)
         for x in range(i, j):
-            cur = curs[x]
-            t0 = tss[x]
-            if not state.element(evs[x], t0, gap, cur):
-                if (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur:  # isElementLate
-                    late_events.append(evs[x])
+            cur, t0 = curs[x], tss[x]
+            is_late = (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur  # isElementLate
+            if not state.element(evs[x], t0, gap, cur) and is_late:
+                late_events.append(evs[x])
         state.fire_until(final_wm)
         for s, e, c in zip(state.starts, state.ends, state.counts, strict=True):
             open_windows.append((key, s, e, c))
@@ -617,7 +616,6 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     cl_first = np.flatnonzero(np.concatenate(([True], cut)))
     n_cl = len(cl_first)
     cl_last = np.append(cl_first[1:], m) - 1
-    cl_first_pos = np.minimum.reduceat(posn, cl_first)
     cl_c_hi = cn[cl_last]
     cl_end = tn[cl_last] + gap
     cl_ext_start = tn[cl_first].copy()
@@ -654,15 +652,10 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     hi2 = np.minimum(hi2, np.searchsorted(cj, cap, side="right"))
     bridge = np.minimum(_range_min(posn, nd[k], hi), _range_min(pj, lo2, hi2))
     bad.append(idx_on[k[(bridge > posn[k]) & (w[np.minimum(bridge, n - 1)] >= tn[k] + (gap - 1))]])
-    # a joiner touches no window in flight of the cluster below or of the one after its own
-    below = cl_id[np.maximum(nxt[jx] - 1, 0)]
-    after = np.minimum(jcl + 1, n_cl - 1)
-    for cl, touch in (
-        (below, (nxt[jx] > 0) & (cl_c_hi[below] + gap >= cj)),
-        (after, (jcl + 1 < n_cl) & (cl_ext_start[after] - td[jx] <= gap)),
-    ):
-        in_flight = (pj > cl_first_pos[cl]) & (curd[jx] < cl_end[cl] - 1 + lateness)
-        bad.append(idx_d[jx[touch & (cl != jcl) & in_flight]])
+    # a joiner touches no other cluster's window: a drop candidate comes after every cluster whose top
+    # is below it was cleaned up (cur >= t + gap - 1 + lateness > top + gap - 1 + lateness), and members
+    # of higher clusters within gap above it come after the cluster above it fired (its cut, or they
+    # are drop candidates above its top), which a joiner does not
     # the others are skipped: no member within gap came before whose cluster is still in flight. Within
     # a key clusters ascend with the timestamp and so do their cleanup times: the members in flight at
     # the element's arrival are a suffix of the on-time elements and one of the joiners
