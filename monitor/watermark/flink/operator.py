@@ -552,12 +552,13 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
       window ``[min t, max t + gap)``;
     * a drop candidate *joins* the cluster of the next on-time element above it when a member of that
       cluster in ``(t, t + gap]`` came before it and the cluster's window has not fired
-      (``cur < end - 1``): it merges into that in-flight window without moving its end (found by a
-      fixpoint: joiners are witnesses for later ones), and touches no window in flight of the cluster
-      below or of the one after; any other drop candidate must touch nothing in flight: on each side
-      (``[t - gap, t]``, ``(t, t + gap]``) either no member came before it or every member's cluster is
-      cleaned up by then (``cur >= end - 1 + allowedLateness``). It is skipped, and a late element when
-      ``t + allowedLateness <= cur`` (``isElementLate``).
+      (``cur < end - 1``): it merges into that in-flight window without moving its end, possibly
+      moving its start down (found by a fixpoint: joiners are witnesses for later ones). It touches no
+      other cluster's window: clusters whose top is below it were cleaned up before it came (its own
+      window is late), and members of the clusters above within gap come only after its cluster fired.
+      Any other drop candidate must touch nothing in flight: no member within ``gap`` of it came before
+      it while its cluster is not cleaned up (``cur < end - 1 + allowedLateness``). It is skipped, and
+      a late element when ``t + allowedLateness <= cur`` (``isElementLate``).
 
     A simple cluster's window ``[min(t of members), max t + gap)`` holds its members when its timer at
     ``end - 1`` fires on time at the first watermark advance reaching it (seq and time of that advance),
@@ -571,7 +572,7 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     n_keys = int(keys.max()) + 1
     span = t_max - t_min + 2 * gap + 2
     pos_bits = max(1, (n - 1).bit_length())
-    if n_keys * span >= 1 << 62 or t_max >= LONG_MAX - gap - lateness - 2 or int(keys.min()) < 0:
+    if n_keys * span + gap + lateness >= 1 << 62 or t_max >= LONG_MAX - gap - lateness - 2 or int(keys.min()) < 0:
         return _FastSessions(Firings(), _EMPTY, [], np.arange(n, dtype=np.int64))
     # sorted by (key, timestamp, position): one int64; keys end up more than 2 * gap apart
     comp = keys * span + (ts - t_min)
@@ -652,11 +653,11 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     hi2 = np.minimum(hi2, np.searchsorted(cj, cap, side="right"))
     bridge = np.minimum(_range_min(posn, nd[k], hi), _range_min(pj, lo2, hi2))
     bad.append(idx_on[k[(bridge > posn[k]) & (w[np.minimum(bridge, n - 1)] >= tn[k] + (gap - 1))]])
-    # a joiner touches no other cluster's window: a drop candidate comes after every cluster whose top
-    # is below it was cleaned up (cur >= t + gap - 1 + lateness > top + gap - 1 + lateness), and members
-    # of higher clusters within gap above it come after the cluster above it fired (its cut, or they
-    # are drop candidates above its top), which a joiner does not
-    # the others are skipped: no member within gap came before whose cluster is still in flight. Within
+    # (a joiner touches no other cluster's window: a drop candidate comes after every cluster whose top
+    # is below it was cleaned up, cur >= t + gap - 1 + lateness > top + gap - 1 + lateness; members of
+    # higher clusters within gap above it come after its cluster fired -- they are past its cut, or drop
+    # candidates above its top -- and a joiner comes before that.)
+    # The others are skipped: no member within gap came before whose cluster is still in flight. Within
     # a key clusters ascend with the timestamp and so do their cleanup times: the members in flight at
     # the element's arrival are a suffix of the on-time elements and one of the joiners
     sk = np.flatnonzero(~joined)
