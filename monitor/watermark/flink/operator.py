@@ -574,14 +574,19 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     pos_bits = max(1, (n - 1).bit_length())
     if n_keys * span + gap + lateness >= 1 << 62 or t_max >= LONG_MAX - gap - lateness - 2 or int(keys.min()) < 0:
         return _FastSessions(Firings(), _EMPTY, [], np.arange(n, dtype=np.int64))
-    # sorted by (key, timestamp, position): one int64; keys end up more than 2 * gap apart
-    comp = keys * span + (ts - t_min)
+    # sorted by (key, timestamp, position): one int64; keys end up more than 2 * gap apart (in place
+    # where possible: at 10M events every temporary is 80 MB)
+    c = ts - t_min
+    c += keys * span
     if n_keys * span < 1 << (62 - pos_bits):
-        packed = np.sort((comp << pos_bits) | np.arange(n, dtype=np.int64))
-        c, o = packed >> pos_bits, packed & ((1 << pos_bits) - 1)
+        c <<= pos_bits
+        c |= np.arange(n, dtype=np.int64)
+        c.sort()
+        o = c & ((1 << pos_bits) - 1)
+        c >>= pos_bits
     else:
-        o = np.argsort(comp, kind="stable")
-        c = comp[o]
+        o = np.argsort(c, kind="stable")
+        c = c[o]
     t, cur = ts[o], w[o]
     drop = t + (gap - 1 + lateness) <= cur  # own window late when processed
     run_first = np.flatnonzero(np.diff(c) > gap) + 1
@@ -598,11 +603,6 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     cn, tn, posn, curn = c[idx_on], t[idx_on], o[idx_on], cur[idx_on]
     step = np.diff(cn)
     repeats = m > 1 and bool((step == 0).any())
-    if repeats:  # the next on-time element with a higher timestamp
-        last_of_value = np.flatnonzero(np.append(step != 0, True))
-        nd = np.repeat(last_of_value + 1, np.diff(np.concatenate(([-1], last_of_value))))[:-1]
-    else:
-        nd = np.arange(1, m, dtype=np.int64)
     # cut after an element whose window is fired and cleaned up before its bridge arrives (the next
     # element coming later, at a watermark past that, is necessary: the bridge comes no later than it)
     later = posn[1:] > posn[:-1]
@@ -612,9 +612,11 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     bridge = _range_min(posn, k + 1, hi)
     cut = step > gap
     cut[k[w[bridge] >= tn[k] + (gap - 1 + lateness)]] = True
-    cl_id = np.zeros(m, dtype=np.int64)
-    np.cumsum(cut, out=cl_id[1:])
     cl_first = np.flatnonzero(np.concatenate(([True], cut)))
+
+    def cl_id(i: I64) -> I64:  # the cluster of on-time elements i
+        return np.searchsorted(cl_first, i, side="right") - 1
+
     n_cl = len(cl_first)
     cl_last = np.append(cl_first[1:], m) - 1
     cl_c_hi = cn[cl_last]
@@ -623,7 +625,7 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     # joiners (fixpoint): a member of the cluster above in (t, t + gap] came before
     cd, td, posd, curd = c[idx_d], t[idx_d], o[idx_d], cur[idx_d]
     nxt = np.searchsorted(cn, cd, side="right")  # first on-time element above
-    join_cl = cl_id[np.minimum(nxt, m - 1)]
+    join_cl = cl_id(np.minimum(nxt, m - 1))
     cand = np.flatnonzero((nxt < m) & (curd < cl_end[join_cl] - 1))
     lo, hi = _in_range(cn, cd[cand], 1, gap)
     first_on = _range_min(posn, lo, hi)
@@ -644,14 +646,19 @@ def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, latene
     # comes before the watermark reaches t_i + gap - 1 (checked where the next value's element says so)
     if not repeats:  # the next value is the next element
         k = np.flatnonzero(~cut & later & (wm_past >= gap - 1))
-    else:
-        k = np.flatnonzero(nd < m)
-        k = k[(cl_id[nd[k]] == cl_id[k]) & (posn[nd[k]] > posn[k]) & (curn[nd[k]] >= tn[k] + (gap - 1))]
-    cap = cl_c_hi[cl_id[k]]
+        nd = k + 1
+    else:  # the next on-time element with a higher timestamp: past the last of this timestamp
+        last_of_value = np.flatnonzero(np.append(step != 0, True))
+        nd_all = np.repeat(last_of_value + 1, np.diff(np.concatenate(([-1], last_of_value))))[:-1]
+        k = np.flatnonzero(nd_all < m)
+        nd = nd_all[k]
+        keep = (cl_id(nd) == cl_id(k)) & (posn[nd] > posn[k]) & (curn[nd] >= tn[k] + (gap - 1))
+        k, nd = k[keep], nd[keep]
+    cap = cl_c_hi[cl_id(k)]
     hi = np.searchsorted(cn, np.minimum(cn[k] + gap, cap), side="right")
     lo2, hi2 = _in_range(cj, cn[k], 1, gap)
     hi2 = np.minimum(hi2, np.searchsorted(cj, cap, side="right"))
-    bridge = np.minimum(_range_min(posn, nd[k], hi), _range_min(pj, lo2, hi2))
+    bridge = np.minimum(_range_min(posn, nd, hi), _range_min(pj, lo2, hi2))
     bad.append(idx_on[k[(bridge > posn[k]) & (w[np.minimum(bridge, n - 1)] >= tn[k] + (gap - 1))]])
     # (a joiner touches no other cluster's window: a drop candidate comes after every cluster whose top
     # is below it was cleaned up, cur >= t + gap - 1 + lateness > top + gap - 1 + lateness; members of
