@@ -376,43 +376,34 @@ class _SessionKey:
         return True
 
 
+#: Tests only: True sends every session element through :class:`_SessionKey` (the reference path).
+_SESSIONS_ELEMENT_BY_ELEMENT = False
+
+
 def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int) -> WindowOutcome:
-    """Per key, element by element (``MergingWindowSet`` + ``EventTimeTrigger``); pure Python."""
+    """Session windows (``EventTimeSessionWindows`` + ``EventTimeTrigger`` in ``WindowOperator`` with its
+    ``MergingWindowSet``): the vectorised fast path of :func:`_simple_sessions` for the gap-connected
+    runs it proves simple, :class:`_SessionKey` element by element for the rest.
+
+    Runs of one key whose timestamps are gap-connected (sorted, consecutive differences ``<= gap``) are
+    independent: a session window only ever holds elements of one such run, so its windows never touch
+    another run's, and the firings of a subset of the runs are those of the whole input restricted to
+    them (a timer's firing is recorded at the first watermark advance reaching it, whenever it is popped).
+    """
     n = len(ts)
-    w = tl.event_watermark_ms.tolist()
-    final_wm = int(tl.advance_ms[-1]) if len(tl.advance_ms) else None
-    adv = (tl.advance_ms.tolist(), tl.advance_pos.tolist(), tl.advance_time_ms.tolist())
+    if _SESSIONS_ELEMENT_BY_ELEMENT or n == 0:
+        slow = np.arange(n, dtype=np.int64)
+        fast = None
+    else:
+        fast = _simple_sessions(ts, keys, tl, gap, lateness)
+        slow = fast.slow_positions
     out: list[tuple[int, int, int, int, bool, int, int, int]] = []  # seq, start, end, count, late, key, wm, t
     late_events: list[int] = []
     open_windows: list[tuple[int, int, int, int]] = []
-    order = np.lexsort((np.arange(n), keys))
-    ks = keys[order].tolist()
-    evs = order.tolist()
-    tss = ts.tolist()
-    i = 0
-    while i < n:
-        key = ks[i]
-        j = i
-        while j < n and ks[j] == key:
-            j += 1
-        state = _SessionKey(key, lateness, adv, out)
-        for x in range(i, j):
-            e_idx = evs[x]
-            cur = w[e_idx]
-            if not state.element(e_idx, tss[e_idx], gap, cur):
-                t0 = tss[e_idx]
-                if (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur:  # isElementLate
-                    late_events.append(e_idx)
-        state.fire_until(final_wm)
-        for s, e, c in zip(state.starts, state.ends, state.counts, strict=True):
-            open_windows.append((key, s, e, c))
-        i = j
-    out.sort(key=lambda f: (f[0], f[2], f[5], f[1]))
-    late_arr = np.array(sorted(late_events), dtype=np.int64)
-    if not out:
-        return WindowOutcome(Firings(), late_arr, open_windows)
-    cols = list(zip(*out, strict=True))
-    firings = Firings(
+    if len(slow):
+        _sessions_element_by_element(ts, keys, tl, gap, lateness, slow, out, late_events, open_windows)
+    cols: list[tuple[int | bool, ...]] = list(zip(*out, strict=True)) if out else [()] * 8
+    slow_firings = Firings(
         start_ms=np.array(cols[1], dtype=np.int64),
         end_ms=np.array(cols[2], dtype=np.int64),
         count=np.array(cols[3], dtype=np.int64),
@@ -422,4 +413,315 @@ def _sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int
         seq=np.array(cols[0], dtype=np.int64),
         time_ms=np.array(cols[7], dtype=np.int64),
     )
+    late_arr = np.array(late_events, dtype=np.int64)
+    if fast is None:
+        firings = _concat_sorted([slow_firings])
+        late_arr = np.sort(late_arr)
+    else:
+        firings = _concat_sorted([slow_firings, fast.firings])
+        late_arr = np.sort(np.concatenate([late_arr, fast.late_events]))
+        open_windows.extend(fast.open_windows)
+        open_windows.sort(key=lambda w: (w[0], w[1]))
+    if not len(firings):
+        firings = Firings()
     return WindowOutcome(firings, late_arr, open_windows)
+
+
+def _sessions_element_by_element(
+    ts: I64,
+    keys: I64,
+    tl: WatermarkTimeline,
+    gap: int,
+    lateness: int,
+    subset: I64,
+    out: list[tuple[int, int, int, int, bool, int, int, int]],
+    late_events: list[int],
+    open_windows: list[tuple[int, int, int, int]],
+) -> None:
+    """The elements at processing positions ``subset`` (whole gap-connected runs), per key in processing
+    order, through :class:`_SessionKey`; appends to ``out``, ``late_events`` and ``open_windows``."""
+    w = tl.event_watermark_ms
+    final_wm = int(tl.advance_ms[-1]) if len(tl.advance_ms) else None
+    adv = (tl.advance_ms.tolist(), tl.advance_pos.tolist(), tl.advance_time_ms.tolist())
+    order = subset[np.lexsort((subset, keys[subset]))]
+    ks = keys[order].tolist()
+    evs = order.tolist()
+    tss = ts[order].tolist()
+    curs = w[order].tolist()
+    m = len(evs)
+    i = 0
+    while i < m:
+        key = ks[i]
+        j = i
+        while j < m and ks[j] == key:
+            j += 1
+        state = _SessionKey(key, lateness, adv, out)
+        for x in range(i, j):
+            cur, t0 = curs[x], tss[x]
+            is_late = (t0 + lateness if t0 <= LONG_MAX - lateness else LONG_MAX) <= cur  # isElementLate
+            if not state.element(evs[x], t0, gap, cur) and is_late:
+                late_events.append(evs[x])
+        state.fire_until(final_wm)
+        for s, e, c in zip(state.starts, state.ends, state.counts, strict=True):
+            open_windows.append((key, s, e, c))
+        i = j
+
+
+@dataclass(frozen=True, eq=False)
+class _FastSessions:
+    """What :func:`_simple_sessions` settled: ``firings``, ``late_events`` (processing positions),
+    ``open_windows`` of the simple runs, and ``slow_positions``: the elements of the other runs (sorted)."""
+
+    firings: Firings
+    late_events: I64
+    open_windows: list[tuple[int, int, int, int]]
+    slow_positions: I64
+
+
+#: Rounds of the joiner fixpoint (each round admits the drop candidates whose witness joined the round
+#: before); candidates still open after the last round are checked as skipped elements (or go slow).
+_JOIN_ROUNDS = 16
+_NONE = np.iinfo(np.int64).max
+
+
+def _in_range(sorted_c: I64, c: I64, lo_off: int, hi_off: int) -> tuple[I64, I64]:
+    """Index bounds ``[lo, hi)`` of the values of ``sorted_c`` in ``[c + lo_off, c + hi_off]``."""
+    return (
+        np.searchsorted(sorted_c, c + lo_off, side="left").astype(np.int64),
+        np.searchsorted(sorted_c, c + hi_off, side="right").astype(np.int64),
+    )
+
+
+def _range_min(a: I64, lo: I64, hi: I64) -> I64:
+    """``min(a[lo[q]:hi[q]])`` for each query ``q``; ``_NONE`` for an empty range (``hi <= lo``).
+
+    Short ranges (at most 32 values) are scanned offset by offset (work: the sum of the lengths); longer
+    ones use a sparse table built level by level (``O(len(a) log L)`` for ``L = max(hi - lo)``), each
+    query answered at its level by two overlapping power-of-two blocks.
+    """
+    res = np.full(len(lo), _NONE, dtype=np.int64)
+    length = hi - lo
+    q = np.flatnonzero(length > 0)
+    if not len(q):
+        return res
+    lo, length = lo[q], length[q]
+    top_len = int(length.max())
+    if top_len <= 32:
+        out = a[lo]
+        act = np.arange(len(q))
+        for j in range(1, top_len):
+            act = act[length[act] > j]
+            out[act] = np.minimum(out[act], a[lo[act] + j])
+        res[q] = out
+        return res
+    level = np.zeros(len(q), dtype=np.int64)
+    for k in range(1, top_len.bit_length()):
+        level[length >= (1 << k)] = k
+    table = a
+    top = int(level.max())
+    for k in range(top + 1):
+        at = np.flatnonzero(level == k)
+        if len(at):
+            res[q[at]] = np.minimum(table[lo[at]], table[lo[at] + length[at] - (1 << k)])
+        if k < top:
+            table = np.minimum(table[: len(table) - (1 << k)], table[(1 << k) :])
+    return res
+
+
+def _simple_sessions(ts: I64, keys: I64, tl: WatermarkTimeline, gap: int, lateness: int) -> _FastSessions:
+    """Vectorised session windows for the gap-connected runs that provably behave simply.
+
+    Follows ``WindowOperator.processElement`` with a ``MergingWindowSet`` (``EventTimeSessionWindows``,
+    ``EventTimeTrigger``) as :class:`_SessionKey` does, for the runs where the outcome has a closed form.
+    Per key, elements sorted by timestamp are cut into *runs* (consecutive differences ``> gap`` cut):
+    windows never span two runs. With ``cur`` the watermark when an element is processed, an element is
+    a *drop candidate* when its own window ``[t, t + gap)`` is late (``t + gap - 1 + allowedLateness <=
+    cur``), else *on time*; a window in flight touches an element exactly when one of its elements
+    lies within ``gap`` of it. A run is simple, and settled here, when:
+
+    * every on-time element has ``cur < t + gap - 1`` (with ``allowedLateness > 0`` an element between
+      its window's ``maxTimestamp`` and cleanup would fire late: not simple);
+    * on-time elements are cut into *clusters* where consecutive ones are more than ``gap`` apart, and
+      after an element ``i`` whose window fires and is cleaned up before the first on-time element of
+      ``(t_i, t_i + gap]`` (its *bridge*) arrives: watermark at the bridge ``>= t_i + gap - 1 +
+      allowedLateness`` (every on-time element at or below ``t_i`` has come by then: a later one would
+      find its own window late). Within a cluster no partial window fires: for each element ``i`` but
+      the cluster's top, the first member of the cluster in ``(t_i, t_i + gap]`` to arrive, if after
+      ``i``, comes while the watermark is ``< t_i + gap - 1``. Then every window in flight while the
+      cluster arrives is a union of its members ending above the watermark, and the cluster ends as one
+      window ``[min t, max t + gap)``;
+    * a drop candidate *joins* the cluster of the next on-time element above it when a member of that
+      cluster in ``(t, t + gap]`` came before it and the cluster's window has not fired
+      (``cur < end - 1``): it merges into that in-flight window without moving its end, possibly
+      moving its start down (found by a fixpoint: joiners are witnesses for later ones). It touches no
+      other cluster's window: clusters whose top is below it were cleaned up before it came (its own
+      window is late), and members of the clusters above within gap come only after its cluster fired.
+      Any other drop candidate must touch nothing in flight: no member within ``gap`` of it came before
+      it while its cluster is not cleaned up (``cur < end - 1 + allowedLateness``). It is skipped, and
+      a late element when ``t + allowedLateness <= cur`` (``isElementLate``).
+
+    A simple cluster's window ``[min(t of members), max t + gap)`` holds its members when its timer at
+    ``end - 1`` fires on time at the first watermark advance reaching it (seq and time of that advance),
+    and is cleared at the first advance reaching ``end - 1 + allowedLateness``; otherwise it is open at the
+    end. Everything else (and inputs whose ``key * span + t`` or ``t + gap + allowedLateness`` would not fit
+    in int64) is returned as ``slow_positions`` for :class:`_SessionKey`.
+    """
+    n = len(ts)
+    w = tl.event_watermark_ms
+    t_min, t_max = int(ts.min()), int(ts.max())
+    n_keys = int(keys.max()) + 1
+    span = t_max - t_min + 2 * gap + 2
+    pos_bits = max(1, (n - 1).bit_length())
+    if n_keys * span + gap + lateness >= 1 << 62 or t_max >= LONG_MAX - gap - lateness - 2 or int(keys.min()) < 0:
+        return _FastSessions(Firings(), _EMPTY, [], np.arange(n, dtype=np.int64))
+    # sorted by (key, timestamp, position): one int64; keys end up more than 2 * gap apart (in place
+    # where possible: at 10M events every temporary is 80 MB)
+    c = ts - t_min
+    c += keys * span
+    if n_keys * span < 1 << (62 - pos_bits):
+        c <<= pos_bits
+        c |= np.arange(n, dtype=np.int64)
+        c.sort()
+        o = c & ((1 << pos_bits) - 1)
+        c >>= pos_bits
+    else:
+        o = np.argsort(c, kind="stable")
+        c = c[o]
+    t, cur = ts[o], w[o]
+    drop = t + (gap - 1 + lateness) <= cur  # own window late when processed
+    run_first = np.flatnonzero(np.diff(c) > gap) + 1
+    run_first = np.concatenate((np.zeros(1, dtype=np.int64), run_first))
+    bad = [_EMPTY]  # sorted indices whose run goes slow
+    if lateness:  # on time, yet past maxTimestamp: a late firing
+        bad.append(np.flatnonzero(~drop & (cur >= t + (gap - 1))))
+    idx_on = np.flatnonzero(~drop)
+    idx_d = np.flatnonzero(drop)
+    m = len(idx_on)
+    if m == 0:  # no window is ever created: every element is skipped
+        late = idx_d[t[idx_d] + lateness <= cur[idx_d]]
+        return _FastSessions(Firings(), o[late], [], _EMPTY)
+    cn, tn, posn, curn = c[idx_on], t[idx_on], o[idx_on], cur[idx_on]
+    step = np.diff(cn)
+    repeats = m > 1 and bool((step == 0).any())
+    # cut after an element whose window is fired and cleaned up before its bridge arrives (the next
+    # element coming later, at a watermark past that, is necessary: the bridge comes no later than it)
+    later = posn[1:] > posn[:-1]
+    wm_past = curn[1:] - tn[:-1]  # watermark at the next element's arrival minus this timestamp
+    k = np.flatnonzero((step > 0) & (step <= gap) & later & (wm_past >= gap - 1 + lateness))
+    hi = np.searchsorted(cn, cn[k] + gap, side="right")
+    bridge = _range_min(posn, k + 1, hi)
+    cut = step > gap
+    cut[k[w[bridge] >= tn[k] + (gap - 1 + lateness)]] = True
+    cl_first = np.flatnonzero(np.concatenate(([True], cut)))
+
+    def cl_id(i: I64) -> I64:  # the cluster of on-time elements i
+        return np.searchsorted(cl_first, i, side="right") - 1
+
+    n_cl = len(cl_first)
+    cl_last = np.append(cl_first[1:], m) - 1
+    cl_c_hi = cn[cl_last]
+    cl_end = tn[cl_last] + gap
+    cl_ext_start = tn[cl_first].copy()
+    # joiners (fixpoint): a member of the cluster above in (t, t + gap] came before
+    cd, td, posd, curd = c[idx_d], t[idx_d], o[idx_d], cur[idx_d]
+    nxt = np.searchsorted(cn, cd, side="right")  # first on-time element above
+    join_cl = cl_id(np.minimum(nxt, m - 1))
+    cand = np.flatnonzero((nxt < m) & (curd < cl_end[join_cl] - 1))
+    lo, hi = _in_range(cn, cd[cand], 1, gap)
+    first_on = _range_min(posn, lo, hi)
+    joined = np.zeros(len(idx_d), dtype=np.bool_)
+    witness = first_on
+    for _ in range(_JOIN_ROUNDS):
+        new = (witness < posd[cand]) & ~joined[cand]
+        if not new.any():
+            break
+        joined[cand[new]] = True
+        jx = np.flatnonzero(joined)
+        lo, hi = _in_range(cd[jx], cd[cand], 1, gap)
+        witness = np.minimum(first_on, _range_min(posd[jx], lo, hi))
+    jx = np.flatnonzero(joined)
+    cj, pj, jcl = cd[jx], posd[jx], join_cl[jx]
+    np.minimum.at(cl_ext_start, jcl, td[jx])
+    # no partial window fires: the first member of the cluster in (t_i, t_i + gap] to come, if after i,
+    # comes before the watermark reaches t_i + gap - 1 (checked where the next value's element says so)
+    if not repeats:  # the next value is the next element
+        k = np.flatnonzero(~cut & later & (wm_past >= gap - 1))
+        nd = k + 1
+    else:  # the next on-time element with a higher timestamp: past the last of this timestamp
+        last_of_value = np.flatnonzero(np.append(step != 0, True))
+        nd_all = np.repeat(last_of_value + 1, np.diff(np.concatenate(([-1], last_of_value))))[:-1]
+        k = np.flatnonzero(nd_all < m)
+        nd = nd_all[k]
+        keep = (cl_id(nd) == cl_id(k)) & (posn[nd] > posn[k]) & (curn[nd] >= tn[k] + (gap - 1))
+        k, nd = k[keep], nd[keep]
+    cap = cl_c_hi[cl_id(k)]
+    hi = np.searchsorted(cn, np.minimum(cn[k] + gap, cap), side="right")
+    lo2, hi2 = _in_range(cj, cn[k], 1, gap)
+    hi2 = np.minimum(hi2, np.searchsorted(cj, cap, side="right"))
+    bridge = np.minimum(_range_min(posn, nd, hi), _range_min(pj, lo2, hi2))
+    bad.append(idx_on[k[(bridge > posn[k]) & (w[np.minimum(bridge, n - 1)] >= tn[k] + (gap - 1))]])
+    # (a joiner touches no other cluster's window: a drop candidate comes after every cluster whose top
+    # is below it was cleaned up, cur >= t + gap - 1 + lateness > top + gap - 1 + lateness; members of
+    # higher clusters within gap above it come after its cluster fired -- they are past its cut, or drop
+    # candidates above its top -- and a joiner comes before that.)
+    # The others are skipped: no member within gap came before whose cluster is still in flight. Within
+    # a key clusters ascend with the timestamp and so do their cleanup times: the members in flight at
+    # the element's arrival are a suffix of the on-time elements and one of the joiners
+    sk = np.flatnonzero(~joined)
+    c_sk, p_sk = cd[sk], posd[sk]
+    cur_c = c_sk - td[sk] + curd[sk]  # the watermark on the element's key's axis
+    live_cl = np.searchsorted(cl_c_hi + (gap - 1 + lateness), cur_c, side="right")
+    live_on = np.append(cl_first, m)[live_cl]
+    live_j = np.searchsorted(cl_c_hi[jcl] + (gap - 1 + lateness), cur_c, side="right")
+    lo, hi = _in_range(cn, c_sk, -gap, gap)
+    lo2, hi2 = _in_range(cj, c_sk, -gap, gap)
+    came = np.minimum(
+        _range_min(posn, np.maximum(lo, live_on), hi), _range_min(pj, np.maximum(lo2, live_j), hi2)
+    )
+    bad.append(idx_d[sk[came < p_sk]])
+    # runs with a bad element go slow
+    bad_idx = np.concatenate(bad)
+    run_of_d = np.searchsorted(run_first, idx_d, side="right") - 1
+    cl_run = np.searchsorted(run_first, idx_on[cl_first], side="right") - 1
+    bad_run = np.zeros(len(run_first), dtype=np.bool_)
+    bad_run[np.searchsorted(run_first, bad_idx, side="right") - 1] = True
+    slow_positions = _EMPTY
+    if bad_run.any():
+        r = np.flatnonzero(bad_run)
+        starts = run_first[r]
+        lens = np.append(run_first, n)[r + 1] - starts
+        offs = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        slow_positions = np.sort(o[np.repeat(starts, lens) + offs])
+    # skipped elements of simple runs are late when t + allowedLateness <= cur (isElementLate)
+    late = idx_d[~joined & ~bad_run[run_of_d]]
+    late_events = o[late[t[late] + lateness <= cur[late]]]
+    count = np.diff(np.append(cl_first, m)) + np.bincount(jcl, minlength=n_cl)
+    g = np.flatnonzero(~bad_run[cl_run])
+    g_key = keys[posn[cl_first[g]]]
+    g_start, g_end, g_count = cl_ext_start[g], cl_end[g], count[g]
+    adv_ms = tl.advance_ms
+    a = np.searchsorted(adv_ms, g_end - 1, side="left")
+    fires = a < len(adv_ms)
+    fa = a[fires]
+    firings = Firings(
+        start_ms=g_start[fires],
+        end_ms=g_end[fires],
+        count=g_count[fires],
+        watermark_ms=adv_ms[fa],
+        late_firing=np.zeros(len(fa), dtype=np.bool_),
+        key_codes=g_key[fires],
+        seq=2 * tl.advance_pos[fa],
+        time_ms=tl.advance_time_ms[fa],
+    )
+    final_wm = int(adv_ms[-1]) if len(adv_ms) else None
+    still = np.ones(len(g), dtype=np.bool_) if final_wm is None else g_end - 1 + lateness > final_wm
+    open_windows = list(
+        zip(
+            g_key[still].tolist(),
+            g_start[still].tolist(),
+            g_end[still].tolist(),
+            g_count[still].tolist(),
+            strict=True,
+        )
+    )
+    return _FastSessions(firings, late_events, open_windows, slow_positions)

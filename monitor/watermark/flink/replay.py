@@ -175,6 +175,16 @@ def _firing_delay(f: Firings) -> dict[str, int]:
     return {"count": len(d), "p50": int(p50), "p95": int(p95), "max": int(d.max())}
 
 
+def _distinct_windows(f: Firings) -> int:
+    """Number of distinct (key, start, end) windows among the firings (a window fires once on time and
+    again for each late firing). One lexsort: ``np.unique(..., axis=1)`` is ten times slower."""
+    if not len(f):
+        return 0
+    o = np.lexsort((f.end_ms, f.start_ms, f.key_codes))
+    k, s, e = f.key_codes[o], f.start_ms[o], f.end_ms[o]
+    return 1 + int(np.count_nonzero((k[1:] != k[:-1]) | (s[1:] != s[:-1]) | (e[1:] != e[:-1])))
+
+
 def _dense_codes(pv: I64, declared: I64) -> tuple[I64, I64]:
     """Sorted distinct partition values (with the declared ones) and each row's code into them."""
     if (
@@ -253,7 +263,7 @@ def replay_flink(events: EventsTable, config: FlinkConfig) -> FlinkReplay:
     late_ev = outcome.late_events
     n_late = len(late_ev)
     final = int(tl.advance_ms[-1]) if len(tl.advance_ms) else None
-    distinct = len(np.unique(np.stack([f.key_codes, f.start_ms, f.end_ms]), axis=1)[0]) if len(f) else 0
+    distinct = _distinct_windows(f)
     all_idle = 0
     for p in tl.idle_periods:
         if p.partition is None:
