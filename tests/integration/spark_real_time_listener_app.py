@@ -5,22 +5,24 @@ Used by ``test_spark_real_time_listener.py`` and to record ``tests/fixtures/spar
 listener_envelopes.jsonl`` (see the PROVENANCE.md there)::
 
     PYTHONPATH=. .venv/bin/python tests/integration/spark_real_time_listener_app.py OUT_DIR \\
-        [--bootstrap HOST:PORT] [--batch "5 seconds"] [--phase-a-s 20] [--run-s 50]
+        [--bootstrap HOST:PORT] [--topic rtl] [--batch "5 seconds"] [--phase-a-s 20] [--run-s 50]
 
 Without ``--bootstrap`` a single-node KRaft broker is started (:func:`tests.kafka_broker.start_kafka`).
 
-- topic ``rtl_in`` (one partition); a producer thread writes 20 records/s, JSON ``{"key", "event_time"}``;
+- topic ``rtl_in`` (``<--topic>_in``, one partition); a producer thread writes 20 records/s, JSON
+  ``{"key", "event_time"}``;
   for the first ``--phase-a-s`` seconds ``event_time`` is the wall clock, after that it stays at one instant
   (phase B's start minus one minute): rows keep arriving while the watermark cannot move (a real stall);
 - the query (``rtl_clicks``): Kafka ``rtl_in`` -> ``from_json`` -> ``withWatermark("event_time",
-  "5 seconds")`` -> Kafka ``rtl_out``, ``outputMode("update")``, ``trigger(realTime=BATCH)``;
+  "5 seconds")`` -> Kafka ``rtl_out`` (``<--topic>_out``), ``outputMode("update")``, ``trigger(realTime=BATCH)``;
 - the listener posts to an HTTP receiver on 127.0.0.1 in this process (``tests.http_receiver``: it answers
   200 and keeps each body); after ``--run-s`` seconds the query is stopped, the listener flushed and closed.
 
 Writes ``OUT_DIR/listener_envelopes.jsonl`` (every event the listener sent, in order, one JSON object a line,
 as decoded from the POST bodies and written compactly), ``OUT_DIR/listener_received_at.jsonl`` (the
-receiver's clock for each of those lines: ``{"line": i, "received_at": ISO}``), ``OUT_DIR/progress.jsonl``
-(Spark's own ``query.recentProgress`` JSON at the end, the expected values) and prints one JSON line
+receiver's clock for each of those lines: ``{"line": i, "received_at": ISO}``),
+``OUT_DIR/listener_spark_progress.jsonl`` (Spark's own ``query.recentProgress`` JSON at the end, the expected
+values) and prints one JSON line
 ``{"pyspark", "spark_sql_kafka", "query_id", "listener": stats, "batch_duration_ms"}``.
 """
 
@@ -41,7 +43,7 @@ def _iso(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
 
 
-def _producer(bootstrap: str, stop: threading.Event, t_phase_b: float) -> None:
+def _producer(bootstrap: str, topic: str, stop: threading.Event, t_phase_b: float) -> None:
     from confluent_kafka import Producer
 
     from tests.kafka_broker import quiet_logger
@@ -52,14 +54,14 @@ def _producer(bootstrap: str, stop: threading.Event, t_phase_b: float) -> None:
     while not stop.is_set():
         now = time.time()
         at = datetime.fromtimestamp(now, UTC) if now < t_phase_b else frozen
-        producer.produce("rtl_in", value=json.dumps({"key": f"k{i % 4}", "event_time": _iso(at)}).encode())
+        producer.produce(topic, value=json.dumps({"key": f"k{i % 4}", "event_time": _iso(at)}).encode())
         producer.poll(0)
         i += 1
         time.sleep(0.05)
     producer.flush(30)
 
 
-def run(out: Path, bootstrap: str, batch: str, phase_a_s: float, run_s: float) -> dict[str, object]:
+def run(out: Path, bootstrap: str, topic: str, batch: str, phase_a_s: float, run_s: float) -> dict[str, object]:
     import pyspark
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -73,8 +75,8 @@ def run(out: Path, bootstrap: str, batch: str, phase_a_s: float, run_s: float) -
     version, jars = ensure_spark_kafka_jars(pyspark.__version__)
     work = Path(tempfile.mkdtemp(prefix="tg-rtl-"))
     stop = threading.Event()
-    create_topic(bootstrap, "rtl_in")
-    create_topic(bootstrap, "rtl_out")
+    create_topic(bootstrap, f"{topic}_in")
+    create_topic(bootstrap, f"{topic}_out")
     try:
         with running_receiver() as receiver:
             spark = (
@@ -95,7 +97,7 @@ def run(out: Path, bootstrap: str, batch: str, phase_a_s: float, run_s: float) -
             frame = (
                 spark.readStream.format("kafka")
                 .option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", "rtl_in")
+                .option("subscribe", f"{topic}_in")
                 .option("startingOffsets", "earliest")
                 .load()
                 .select(F.from_json(F.col("value").cast("string"), "key STRING, event_time TIMESTAMP").alias("v"))
@@ -105,13 +107,13 @@ def run(out: Path, bootstrap: str, batch: str, phase_a_s: float, run_s: float) -
             )
             t_start = time.time()
             producer = threading.Thread(
-                target=_producer, args=(bootstrap, stop, t_start + phase_a_s), daemon=True
+                target=_producer, args=(bootstrap, f"{topic}_in", stop, t_start + phase_a_s), daemon=True
             )
             producer.start()
             query = (
                 frame.writeStream.format("kafka")
                 .option("kafka.bootstrap.servers", bootstrap)
-                .option("topic", "rtl_out")
+                .option("topic", f"{topic}_out")
                 .option("checkpointLocation", str(work / "ckpt"))
                 .queryName("rtl_clicks")
                 .outputMode("update")
@@ -143,7 +145,7 @@ def run(out: Path, bootstrap: str, batch: str, phase_a_s: float, run_s: float) -
         shutil.rmtree(work, ignore_errors=True)
     (out / "listener_envelopes.jsonl").write_text("\n".join(lines) + "\n")
     (out / "listener_received_at.jsonl").write_text("\n".join(received) + "\n")
-    (out / "progress.jsonl").write_text("\n".join(" ".join(p.split()) for p in progress) + "\n")
+    (out / "listener_spark_progress.jsonl").write_text("\n".join(" ".join(p.split()) for p in progress) + "\n")
     return {"pyspark": pyspark.__version__, "spark_sql_kafka": version, "query_id": query_id, "listener": stats}
 
 
@@ -151,6 +153,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--bootstrap")
+    parser.add_argument("--topic", default="rtl")
     parser.add_argument("--batch", default="5 seconds")
     parser.add_argument("--phase-a-s", type=float, default=20.0)
     parser.add_argument("--run-s", type=float, default=50.0)
@@ -163,7 +166,7 @@ def main() -> None:
         broker = start_kafka()
         bootstrap = broker.bootstrap
     try:
-        report = run(args.out.absolute(), bootstrap, args.batch, args.phase_a_s, args.run_s)
+        report = run(args.out.absolute(), bootstrap, args.topic, args.batch, args.phase_a_s, args.run_s)
     finally:
         if broker is not None:
             broker.stop()
