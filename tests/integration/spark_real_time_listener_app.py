@@ -5,7 +5,7 @@ Used by ``test_spark_real_time_listener.py`` and to record ``tests/fixtures/spar
 listener_envelopes.jsonl`` (see the PROVENANCE.md there)::
 
     PYTHONPATH=. .venv/bin/python tests/integration/spark_real_time_listener_app.py OUT_DIR \\
-        [--bootstrap HOST:PORT] [--topic rtl] [--batch "5 seconds"] [--phase-a-s 20] [--run-s 50]
+        [--bootstrap HOST:PORT] [--topic rtl] [--batch "5 seconds"] [--phase-a-s 20] [--run-s 50] [--batches N]
 
 Without ``--bootstrap`` a single-node KRaft broker is started (:func:`tests.kafka_broker.start_kafka`).
 
@@ -16,7 +16,8 @@ Without ``--bootstrap`` a single-node KRaft broker is started (:func:`tests.kafk
 - the query (``rtl_clicks``): Kafka ``rtl_in`` -> ``from_json`` -> ``withWatermark("event_time",
   "5 seconds")`` -> Kafka ``rtl_out`` (``<--topic>_out``), ``outputMode("update")``, ``trigger(realTime=BATCH)``;
 - the listener posts to an HTTP receiver on 127.0.0.1 in this process (``tests.http_receiver``: it answers
-  200 and keeps each body); after ``--run-s`` seconds the query is stopped, the listener flushed and closed.
+  200 and keeps each body); after ``--run-s`` seconds (or once ``--batches`` batches have reported, if given)
+  the query is stopped, the listener flushed and closed.
 
 Writes ``OUT_DIR/listener_envelopes.jsonl`` (every event the listener sent, in order, one JSON object a line,
 as decoded from the POST bodies and written compactly), ``OUT_DIR/listener_received_at.jsonl`` (the
@@ -61,7 +62,9 @@ def _producer(bootstrap: str, topic: str, stop: threading.Event, t_phase_b: floa
     producer.flush(30)
 
 
-def run(out: Path, bootstrap: str, topic: str, batch: str, phase_a_s: float, run_s: float) -> dict[str, object]:
+def run(
+    out: Path, bootstrap: str, topic: str, batch: str, phase_a_s: float, run_s: float, batches: int | None = None
+) -> dict[str, object]:
     import pyspark
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -121,6 +124,8 @@ def run(out: Path, bootstrap: str, topic: str, batch: str, phase_a_s: float, run
                 .start()
             )
             while time.time() - t_start < run_s:
+                if batches is not None and len(query.recentProgress) >= batches:
+                    break
                 if query.exception() is not None:
                     raise RuntimeError(str(query.exception()))
                 time.sleep(0.5)
@@ -157,6 +162,7 @@ def main() -> None:
     parser.add_argument("--batch", default="5 seconds")
     parser.add_argument("--phase-a-s", type=float, default=20.0)
     parser.add_argument("--run-s", type=float, default=50.0)
+    parser.add_argument("--batches", type=int)
     args = parser.parse_args()
     broker = None
     bootstrap = args.bootstrap
@@ -166,7 +172,7 @@ def main() -> None:
         broker = start_kafka()
         bootstrap = broker.bootstrap
     try:
-        report = run(args.out.absolute(), bootstrap, args.topic, args.batch, args.phase_a_s, args.run_s)
+        report = run(args.out.absolute(), bootstrap, args.topic, args.batch, args.phase_a_s, args.run_s, args.batches)
     finally:
         if broker is not None:
             broker.stop()
