@@ -56,9 +56,10 @@ def report_at(sample: Sample) -> datetime:
 def trigger_kind(batches: Sequence[Sample]) -> TriggerKind:
     """The trigger of the query whose job batches (oldest first) are ``batches``: ``REAL_TIME`` when the
     newest batch that names its trigger says ``real_time`` (:data:`monitor.model.TRIGGER_EXTRA`, set by the
-    Spark event-log collector when the run's plan has a ``RealTimeStreamScanExec``), else ``MICRO_BATCH``
-    (the listener push and the Prometheus servlet carry no plan: there a real-time query reads as a
-    micro-batch one). Only the newest few batches of the newest run are read: a restart may change the
+    Spark event-log collector when the run's plan has a ``RealTimeStreamScanExec``, and by the ingest
+    endpoint when ``TidegaugeListener`` names ``RealTimeTrigger``: :func:`collectors.spark.progress.
+    trigger_extras`), else ``MICRO_BATCH`` (the Prometheus servlet says neither: there a real-time query reads
+    as a micro-batch one). Only the newest few batches of the newest run are read: a restart may change the
     trigger."""
     run = batches[-1].job.run_id if batches else None
     for sample in islice(reversed(batches), _RECENT):
