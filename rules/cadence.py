@@ -56,9 +56,10 @@ def report_at(sample: Sample) -> datetime:
 def trigger_kind(batches: Sequence[Sample]) -> TriggerKind:
     """The trigger of the query whose job batches (oldest first) are ``batches``: ``REAL_TIME`` when the
     newest batch that names its trigger says ``real_time`` (:data:`monitor.model.TRIGGER_EXTRA`, set by the
-    Spark event-log collector when the run's plan has a ``RealTimeStreamScanExec``), else ``MICRO_BATCH``
-    (the listener push and the Prometheus servlet carry no plan: there a real-time query reads as a
-    micro-batch one). Only the newest few batches of the newest run are read: a restart may change the
+    Spark event-log collector when the run's plan has a ``RealTimeStreamScanExec``, and by the ingest
+    endpoint when ``TidegaugeListener`` names ``RealTimeTrigger``: :func:`collectors.spark.progress.
+    trigger_extras`), else ``MICRO_BATCH`` (the Prometheus servlet says neither: there a real-time query reads
+    as a micro-batch one). Only the newest few batches of the newest run are read: a restart may change the
     trigger."""
     run = batches[-1].job.run_id if batches else None
     for sample in islice(reversed(batches), _RECENT):
@@ -108,9 +109,29 @@ class Cadence:
         end: about one batch duration of event time newer. So one batch duration then, nothing before.
         Micro-batch triggers: nothing (the next watermark comes with the next, prompt, report).
         """
-        if self.kind is not TriggerKind.REAL_TIME or self.batch_duration is None or at < report_at(batch):
+        if at < report_at(batch):
+            return timedelta(0)
+        return self.batch_span
+
+    @property
+    def batch_span(self) -> timedelta:
+        """How long one batch holds its watermark by design: in real-time mode the usual batch duration
+        (``RealTimeTrigger.batchDurationMs``: the batch reads records as they come for that long, and
+        ``MicroBatchExecution.markMicroBatchEnd`` moves the watermark only when it ends); zero for micro-batch
+        triggers (a batch is short, the next one follows when data does) and while no duration is known."""
+        if self.kind is not TriggerKind.REAL_TIME or self.batch_duration is None:
             return timedelta(0)
         return self.batch_duration
+
+    def running_allowance(self, batch: Sample, at: datetime) -> timedelta:
+        """How much of ``at - watermark of batch`` is ``batch`` running by design rather than the data being
+        late, for an instant ``at`` while ``batch``'s watermark is the one in force (at or after its start,
+        ``observed_at``): in real-time mode the time ``batch`` has run so far, up to :attr:`batch_span`
+        (a batch that overruns it counts as late again); zero for micro-batch triggers. Read by
+        ``freshness_slo`` (:mod:`rules.slo`) to judge each minute as ``freshness`` judges each batch: by the
+        watermark's distance when it took effect."""
+        ran = at - batch.observed_at
+        return max(timedelta(0), min(ran, self.batch_span))
 
     def describe(self) -> str:
         """For messages: ``"it usually reports every 10 s"`` or ``"in real-time mode it reports once per

@@ -11,7 +11,13 @@ The SLI is the share of *minutes* in which the job was fresh: at each whole UTC 
 ``m - watermark`` for the watermark in effect then (the newest sample observed at or before ``m``, the
 watermark :func:`rules.freshness.job_watermark` defines for the ``freshness`` rule), or for a Kafka
 consumer group its lag in seconds as of its newest poll (the ``lag_seconds`` the ``consumer_lag_seconds``
-rule reads). A minute is good when the delay is at most ``freshness``; a minute before the job's first
+rule reads). A Spark query in real-time mode (``RealTimeTrigger``, Spark 4.1+) holds each batch's watermark
+for the whole long batch (``MicroBatchExecution`` moves it only at the batch's end, ``markMicroBatchEnd``) and
+reports once per batch: the time a batch has run, up to its usual duration (:attr:`rules.cadence.Cadence.
+batch_span`), is not counted as delay, so each minute is judged by how far the watermark trailed when its
+batch started, as ``freshness`` judges each batch (a batch that overruns its duration counts again; a real
+stall still shows one batch later, when the next batch starts with the old watermark). A minute is good
+when the delay is at most ``freshness``; a minute before the job's first
 sample, or with an unknown watermark, is not counted. The error ratio over a window is bad minutes /
 counted minutes; the *burn rate* is that ratio over the error budget ``1 - objective`` (1x spends exactly
 the budget over the SLO window).
@@ -43,6 +49,7 @@ from pydantic import BeforeValidator
 
 from monitor.model import Engine, Finding, Sample, Severity
 from monitor.timefmt import format_duration
+from rules.cadence import report_cadence
 from rules.freshness import job_watermark
 from rules.history import JobHistory, kept_state
 from rules.params import Duration, RuleParams
@@ -156,19 +163,31 @@ class _Point:
     at: datetime
     watermark: datetime | None
     lag_seconds: float | None
+    span_seconds: float = 0.0
+    """How long this batch holds its watermark by design (real-time mode: :attr:`rules.cadence.Cadence.
+    batch_span`); that much of the time since ``at`` is not counted as delay."""
 
     def delay_seconds(self, minute: datetime) -> float | None:
         if self.lag_seconds is not None:
             return self.lag_seconds
         if self.watermark is None:
             return None
-        return (minute - self.watermark).total_seconds()
+        delay = (minute - self.watermark).total_seconds()
+        if self.span_seconds:
+            delay -= min(max(0.0, (minute - self.at).total_seconds()), self.span_seconds)
+        return delay
 
 
-def _batch_point(history: JobHistory, batch: Sample) -> _Point | None:
+def _batch_point(history: JobHistory, batch: Sample, span: timedelta) -> _Point | None:
     if history.engine is Engine.KAFKA:
         return None if batch.lag_seconds is None else _Point(batch.observed_at, None, batch.lag_seconds)
-    return _Point(batch.observed_at, job_watermark(batch, ()), None)
+    return _Point(batch.observed_at, job_watermark(batch, ()), None, span.total_seconds())
+
+
+def _batch_span(history: JobHistory) -> timedelta:
+    """How long a batch of this job holds its watermark by design (:attr:`rules.cadence.Cadence.batch_span`:
+    a Spark query in real-time mode, its usual batch duration; zero otherwise)."""
+    return report_cadence(history).batch_span if history.engine is Engine.SPARK else timedelta(0)
 
 
 def _uses_series(history: JobHistory) -> bool:
@@ -290,7 +309,8 @@ def _ledger(history: JobHistory, now: datetime, target: timedelta) -> MinuteLedg
     batches = history.batches
     lo = 0 if ledger.seen is None else bisect_right(batches, ledger.seen, key=_TIME)
     hi = bisect_right(batches, now, key=_TIME)
-    new = [p for p in (_batch_point(history, b) for b in batches[lo:hi]) if p is not None]
+    span = _batch_span(history) if hi > lo else timedelta(0)
+    new = [p for p in (_batch_point(history, b, span) for b in batches[lo:hi]) if p is not None]
     ledger.advance(new, now)
     if kept is not None:
         history.rule_state[key] = ledger  # (a fresh one, when the kept one stood past ``now``)
@@ -317,7 +337,7 @@ def _current_delay(history: JobHistory, now: datetime) -> float | None:
         return points[-1].delay_seconds(now) if points else None
     for batch in reversed(history.batches):
         if batch.observed_at <= now:
-            point = _batch_point(history, batch)
+            point = _batch_point(history, batch, _batch_span(history))
             if point is not None:
                 return point.delay_seconds(now)
     return None
@@ -451,7 +471,8 @@ def evaluate_slo(params: SloParams, history: JobHistory, now: datetime) -> list[
     ``short_window_seconds``, ``burn_factor``, ``burn_rates`` (window seconds -> burn rate, every window of
     the table with counted minutes), ``budget_left_share`` (may be negative: overspent),
     ``budget_measured_seconds`` (the counted history the budget was judged on), ``objective``,
-    ``target_seconds``, ``window_seconds``, ``delay_seconds`` (now's, when known).
+    ``target_seconds``, ``window_seconds``, ``delay_seconds`` (now's, when known), ``batch_span_seconds``
+    (a Spark query in real-time mode: how long each batch holds its watermark, not counted as delay).
     """
     if params.freshness is None:
         return []
@@ -473,12 +494,21 @@ def evaluate_slo(params: SloParams, history: JobHistory, now: datetime) -> list[
     details = found.details()
     if delay is not None:
         details["delay_seconds"] = delay
+    span = _batch_span(history)
+    rhythm = ""
+    if span:
+        details["batch_span_seconds"] = span.total_seconds()
+        rhythm = (
+            f"The query runs in real-time mode: each {format_duration(span)} batch holds its watermark until it "
+            "ends, and that time is not counted as delay, so these minutes were late beyond the batch rhythm. "
+        )
     return [
         Finding(
             rule=RULE,
             severity=found.severity,
             job=history.job,
             message=found.rates_text("freshness SLO", f"the {measure} more than {target} behind")
+            + rhythm
             + found.meaning_text()
             + found.budget_text()
             + now_text

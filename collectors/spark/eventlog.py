@@ -68,7 +68,7 @@ from collectors.http import ReadLimits
 from collectors.spark.codecs import IN_PROGRESS, CodecError, StreamDecoder, codec_for_name, new_decoder
 from collectors.spark.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, LongLine
 from collectors.spark.plans import JOIN_NODE, TRANSFORM_WITH_STATE_NODE, plan_extras
-from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event
+from collectors.spark.progress import STREAMING_EVENT_NAMES, load_json, parse_listener_event, trigger_extras
 from collectors.storage import (
     DEFAULT_STORE_LIMITS,
     Entry,
@@ -81,13 +81,11 @@ from collectors.storage import (
 from monitor.errors import ProgressFormatError
 from monitor.model import (
     MAX_ID_CHARS,
-    TRIGGER_EXTRA,
     CollectorError,
     ErrorKind,
     JobRef,
     PollResult,
     Sample,
-    TriggerKind,
     check_name,
 )
 
@@ -116,6 +114,8 @@ MARKER = b"StreamingQueryListener$Query"
 #: query in real-time mode (``RealTimeStreamScanExec``, planned by ``MicroBatchExecution`` for a
 #: ``RealTimeTrigger``, Spark 4.1+). The execution's description names the run (``runId = <uuid>``).
 REAL_TIME_SCAN = b"RealTimeStreamScan"
+#: The trigger that plans :data:`REAL_TIME_SCAN` (:func:`collectors.spark.progress.trigger_extras`).
+REAL_TIME_TRIGGER = "RealTimeTrigger"
 SQL_EXECUTION_START = b'{"Event":"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",'
 _RUN_ID_IN_DESCRIPTION = re.compile(rb"runId = ([0-9a-fA-F-]{36})")
 MARKER_WINDOW = 200
@@ -1159,7 +1159,7 @@ class EventLogCollector:
         run_id = first.job.run_id.lower() if first.job.run_id is not None else None
         added: dict[str, Any] = {}
         if run_id in self._real_time_runs:
-            added[TRIGGER_EXTRA] = TriggerKind.REAL_TIME.value
+            added.update(trigger_extras(REAL_TIME_TRIGGER))
         if run_id is not None:
             added.update(self._plans.get(run_id, {}))
         if added:

@@ -39,6 +39,22 @@ must not capture loopback/in-cluster posts.
 
 Redirects are not followed (urllib would re-send the token to the new location); a 3xx counts as failed.
 
+The query's trigger (Spark 4.1+ real-time mode). Spark's progress JSON does not say which trigger runs the
+query, and a query in real-time mode (``trigger(realTime="5 minutes")``, Spark's ``RealTimeTrigger``)
+reports only once per long batch, at its end. So each progress envelope carries one field of tidegauge's own
+(never written by Spark), :data:`TRIGGER_FIELD`::
+
+    {"Event": "...$QueryProgressEvent", "progress": {...},
+     "tidegauge": {"triggerClass": "org.apache.spark.sql.execution.streaming.RealTimeTrigger",
+                   "batchDurationMs": 15000}}
+
+``triggerClass`` is the JVM class of the running query's ``Trigger`` (``StreamExecution.trigger``, reached
+through py4j: the session's ``streams().get(id)`` -> ``StreamingQueryWrapper.streamingQuery()`` ->
+``trigger()``), ``batchDurationMs`` is ``RealTimeTrigger.batchDurationMs`` (only for that class). It is
+looked up by the sender thread, never in a callback, once per run (``runId``) and then remembered; when the
+lookup fails in any way (Spark Connect, where the client has no JVM; the query already stopped; a Spark
+without these accessors) the envelope goes out without the field, as before.
+
 Spark Connect: Spark 4 runs Python listeners on the client, like classic PySpark. Spark 3.5 Connect
 pickled them to the server; for that the listener pickles its settings only (the queue and thread are
 created again where the callbacks run, so the counters there are not the client's).
@@ -68,7 +84,7 @@ from pyspark.sql.streaming.listener import (
     StreamingQueryListener,
 )
 
-__all__ = ["DEFAULT_PATH", "EVENT_PREFIX", "TidegaugeListener"]
+__all__ = ["DEFAULT_PATH", "EVENT_PREFIX", "TRIGGER_FIELD", "TidegaugeListener"]
 
 #: The ingest path appended when ``url`` has no path (``tidegauge serve`` serves it).
 DEFAULT_PATH = "/api/v1/spark/events"
@@ -80,6 +96,10 @@ _EVENT_PROGRESS = EVENT_PREFIX + "QueryProgressEvent"
 _EVENT_IDLE = EVENT_PREFIX + "QueryIdleEvent"
 _EVENT_TERMINATED = EVENT_PREFIX + "QueryTerminatedEvent"
 _EVENT_EXECUTION_START = EVENT_PREFIX + "QueryExecutionStartEvent"
+#: The progress envelope's field of tidegauge's own: ``{"triggerClass": str, "batchDurationMs": int}`` (see
+#: the module docs). Equals :data:`collectors.spark.progress.TRIGGER_FIELD` (checked by a unit test).
+TRIGGER_FIELD = "tidegauge"
+_REAL_TIME_TRIGGER = "org.apache.spark.sql.execution.streaming.RealTimeTrigger"
 
 _LOG = logging.getLogger("tidegauge.listener")
 _STOP = object()  # sentinel put on the queue by close()
@@ -202,7 +222,8 @@ class TidegaugeListener(StreamingQueryListener):
         self._timeout_s: float = s["timeout_s"]
         self._batch_max: int = s["batch_max"]
         self._batch_max_bytes: int = s["batch_max_bytes"]
-        self._held: object | None = None  # an event taken from the queue that did not fit the last batch
+        self._held: str | None = None  # an event taken from the queue that did not fit the last batch
+        self._triggers: dict[str, str] = {}  # runId -> its TRIGGER_FIELD JSON ("" for none), sender thread only
         self._backoff_max_s: float = s["backoff_max_s"]
         self._headers = {
             "Content-Type": "application/json",
@@ -280,8 +301,9 @@ class TidegaugeListener(StreamingQueryListener):
         self._offer(lambda: _started_json(event))
 
     def onQueryProgress(self, event: QueryProgressEvent) -> None:
-        """Queue ``QueryProgressEvent`` with Spark's own progress JSON."""
-        self._offer(lambda: '{"Event":"' + _EVENT_PROGRESS + '","progress":' + event.progress.json + "}")
+        """Queue ``QueryProgressEvent`` with Spark's own progress JSON (the sender thread adds the query's
+        trigger, :data:`TRIGGER_FIELD`)."""
+        self._offer(lambda: _Progress(event))
 
     def onQueryIdle(self, event: QueryIdleEvent) -> None:
         """Queue ``QueryIdleEvent`` (Spark 3.5+)."""
@@ -296,7 +318,7 @@ class TidegaugeListener(StreamingQueryListener):
         ``timestamp``; PySpark before 4.2 never calls it)."""
         self._offer(lambda: _started_json(event, _EVENT_EXECUTION_START))
 
-    def _offer(self, build: Callable[[], str]) -> None:
+    def _offer(self, build: Callable[[], object]) -> None:
         try:
             if self._closed:
                 self._count("_dropped")
@@ -335,13 +357,14 @@ class TidegaugeListener(StreamingQueryListener):
 
     def _next_batch(self) -> tuple[list[str], bool]:
         """Block for the next event, then take more while they fit ``batch_max`` / ``batch_max_bytes``."""
+        first: object
         if self._held is not None:
             first, self._held = self._held, None
         else:
             first = self._queue.get()
         if first is _STOP:
             return [], True
-        batch = [str(first)]
+        batch = [self._text(first)]
         size = len(batch[0])
         while len(batch) < self._batch_max:
             try:
@@ -350,13 +373,30 @@ class TidegaugeListener(StreamingQueryListener):
                 break
             if more is _STOP:
                 return batch, True
-            text = str(more)
+            text = self._text(more)
             if size + len(text) + 1 > self._batch_max_bytes:
                 self._held = text
                 break
             batch.append(text)
             size += len(text) + 1
         return batch, False
+
+    def _text(self, item: object) -> str:
+        """A queued event as sent: a progress event with its run's trigger (:data:`TRIGGER_FIELD`) when the
+        lookup found it, else unchanged."""
+        if not isinstance(item, _Progress):
+            return str(item)
+        try:
+            trigger = self._triggers.get(item.run_id)
+            if trigger is None:
+                trigger = _trigger_json(item.query_id)
+                if trigger is not None:  # not found (yet): try again at the run's next progress
+                    self._triggers[item.run_id] = trigger
+        except Exception:  # never let the lookup break the sender: send Spark's event as it is
+            trigger = None
+        if not trigger:
+            return item.text
+        return item.text[:-1] + ',"' + TRIGGER_FIELD + '":' + trigger + "}"
 
     def _past_deadline(self) -> bool:
         deadline = self._flush_deadline
@@ -499,3 +539,57 @@ def _terminated_json(event: QueryTerminatedEvent) -> str:
         "errorClassOnException": getattr(event, "errorClassOnException", None),
     }
     return json.dumps(document, separators=(",", ":"))
+
+
+class _Progress:
+    """A queued ``QueryProgressEvent``: its envelope as Spark's JSON, and the ids the sender thread needs to
+    add the run's trigger (:meth:`TidegaugeListener._text`)."""
+
+    __slots__ = ("query_id", "run_id", "text")
+
+    def __init__(self, event: QueryProgressEvent) -> None:
+        progress = event.progress
+        self.text = '{"Event":"' + _EVENT_PROGRESS + '","progress":' + progress.json + "}"
+        self.query_id = str(progress.id)
+        self.run_id = str(progress.runId)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _jvm_sessions() -> list[Any]:
+    """The JVM ``SparkSession`` objects a query may run in: the Python-side active and first-built sessions,
+    then the JVM's default one (classic PySpark only; empty under Spark Connect)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    found: list[Any] = []
+    for session in (getattr(SparkSession, "_activeSession", None), getattr(SparkSession, "_instantiatedSession", None)):
+        jsession = getattr(session, "_jsparkSession", None)
+        if jsession is not None and all(jsession is not s for s in found):
+            found.append(jsession)
+    context = SparkContext._active_spark_context
+    jvm = getattr(context, "_jvm", None)
+    if jvm is not None:
+        default = jvm.org.apache.spark.sql.SparkSession.getDefaultSession()
+        if default.isDefined():
+            found.append(default.get())
+    return found
+
+
+def _trigger_json(query_id: str) -> str | None:
+    """The running query ``query_id``'s trigger as the :data:`TRIGGER_FIELD` JSON object, read from the JVM
+    (``StreamingQueryManager.get(id)`` -> ``StreamingQueryWrapper.streamingQuery()`` ->
+    ``StreamExecution.trigger()``, Spark 3.x-4.3); ``None`` when no session in reach knows the query (it
+    stopped, or this is a Spark Connect client). Raises whatever py4j raises (the caller catches it)."""
+    for jsession in _jvm_sessions():
+        jquery = jsession.streams().get(query_id)
+        if jquery is None:
+            continue
+        trigger = jquery.streamingQuery().trigger()
+        name = str(trigger.getClass().getName())
+        document: dict[str, Any] = {"triggerClass": name}
+        if name == _REAL_TIME_TRIGGER:
+            document["batchDurationMs"] = int(trigger.batchDurationMs())
+        return json.dumps(document, separators=(",", ":"))
+    return None

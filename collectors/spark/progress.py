@@ -30,6 +30,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeGuard, TypeVar, cast
 
@@ -46,11 +47,13 @@ from monitor.model import (
     MIN_TIME,
     STREAM_JOIN_EXTRA,
     TRANSFORM_WITH_STATE_EXTRA,
+    TRIGGER_EXTRA,
     Engine,
     JobRef,
     Sample,
     SampleKind,
     Scope,
+    TriggerKind,
     check_int64,
     check_name,
     check_text,
@@ -67,12 +70,15 @@ __all__ = [
     "STREAMING_EVENT_NAMES",
     "STREAM_JOIN_OPERATOR",
     "TRANSFORM_WITH_STATE_OPERATORS",
+    "TRIGGER_CLASSES",
+    "TRIGGER_FIELD",
     "check_document",
     "field_at",
     "load_json",
     "parse_iso_utc",
     "parse_listener_event",
     "parse_progress",
+    "trigger_extras",
 ]
 
 _PREFIX = "org.apache.spark.sql.streaming.StreamingQueryListener$"
@@ -84,6 +90,56 @@ EVENT_TERMINATED = _PREFIX + "QueryTerminatedEvent"
 #: ``name``, ``timestamp`` (the trigger's start), no batch id.
 EVENT_EXECUTION_START = _PREFIX + "QueryExecutionStartEvent"
 STREAMING_EVENT_NAMES = (EVENT_STARTED, EVENT_PROGRESS, EVENT_IDLE, EVENT_TERMINATED, EVENT_EXECUTION_START)
+
+#: A field of tidegauge's own in a pushed ``QueryProgressEvent`` envelope (never written by Spark):
+#: ``{"triggerClass": "org.apache.spark.sql.execution.streaming.RealTimeTrigger", "batchDurationMs": 15000}``,
+#: the JVM class of the query's ``Trigger`` as :class:`collectors.spark.listener.TidegaugeListener` read it.
+TRIGGER_FIELD = "tidegauge"
+#: Spark's ``Trigger`` implementations (simple class names, ``org.apache.spark.sql.execution.streaming`` in
+#: Spark 3.x-4.3) -> how they run batches. ``ContinuousTrigger`` (continuous processing, no batches) and any
+#: other class are not listed: a batch then names no trigger.
+TRIGGER_CLASSES: dict[str, TriggerKind] = {
+    "RealTimeTrigger": TriggerKind.REAL_TIME,  # Spark 4.1+; MicroBatchExecution plans a RealTimeStreamScanExec
+    "ProcessingTimeTrigger": TriggerKind.MICRO_BATCH,
+    "OneTimeTrigger": TriggerKind.MICRO_BATCH,
+    "AvailableNowTrigger": TriggerKind.MICRO_BATCH,
+}
+_MAX_CLASS_CHARS = 300
+
+
+def trigger_extras(trigger_class: str) -> dict[str, Any]:
+    """What a batch run by Spark's ``Trigger`` class ``trigger_class`` (fully qualified or simple:
+    ``org.apache.spark.sql.execution.streaming.RealTimeTrigger`` / ``RealTimeTrigger``) adds to its job-scope
+    sample's ``extra``: ``{TRIGGER_EXTRA: "real_time" | "micro_batch"}`` (:data:`monitor.model.TRIGGER_EXTRA`,
+    read by :func:`rules.cadence.trigger_kind`), ``{}`` for a class not in :data:`TRIGGER_CLASSES`. The one
+    mapping from what a collector learnt of the trigger to the sample: the listener push names the class, the
+    event-log collector the class that plans the scan it found (``RealTimeStreamScanExec``)."""
+    kind = TRIGGER_CLASSES.get(trigger_class.rsplit(".", 1)[-1])
+    return {} if kind is None else {TRIGGER_EXTRA: kind.value}
+
+
+def _pushed_trigger(event: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """:func:`trigger_extras` of a pushed progress envelope's :data:`TRIGGER_FIELD` (``{}`` without one).
+
+    Raises:
+        ProgressFormatError: the field is not an object, or its ``triggerClass`` is not a string of at most
+            300 characters.
+    """
+    pushed = event.get(TRIGGER_FIELD)
+    if pushed is None:
+        return {}
+    if not _is_mapping(pushed):
+        raise ProgressFormatError(
+            f"{field_at(where, TRIGGER_FIELD)}: expected an object {{\"triggerClass\": ...}} "
+            f"(the listener's trigger), got {_show(pushed)}"
+        )
+    name = pushed.get("triggerClass")
+    if not isinstance(name, str) or not 0 < len(name) <= _MAX_CLASS_CHARS:
+        raise ProgressFormatError(
+            f"{field_at(where, TRIGGER_FIELD + '.triggerClass')}: expected the trigger's JVM class name "
+            f"(a string of 1-{_MAX_CLASS_CHARS} characters), got {_show(name)}"
+        )
+    return trigger_extras(name)
 
 
 #: Deepest nesting of arrays/objects accepted in one document. Spark's deepest (a listener event's
@@ -716,7 +772,8 @@ def parse_listener_event(
     """Turn one streaming listener event (as written in an event log) into samples.
 
     ``event["Event"]`` must be one of :data:`STREAMING_EVENT_NAMES`. Progress and idle events carry a
-    ``progress`` object (idle events in Spark 3.5+/4 carry ``id``, ``runId``, ``timestamp`` only: then a
+    ``progress`` object; a progress event pushed by the listener may carry :data:`TRIGGER_FIELD`, whose
+    trigger class the job-scope sample's ``extra`` then names (:func:`trigger_extras`) (idle events in Spark 3.5+/4 carry ``id``, ``runId``, ``timestamp`` only: then a
     single ``IDLE`` sample without quantities is returned). Started/terminated events give one lifecycle
     sample each (``observed_at`` = the event's ``timestamp``), as does Spark 4.2+'s
     ``QueryExecutionStartEvent`` (a ``BATCH_STARTED`` sample at the trigger's start; Spark gives it the
@@ -735,7 +792,8 @@ def parse_listener_event(
         progress = event.get("progress")
         if not _is_mapping(progress):
             raise ProgressFormatError(f"{field_at(where, 'progress')}: missing or not an object")
-        return _parse_progress(
+        added = _pushed_trigger(event, where)
+        samples = _parse_progress(
             progress,
             collector=collector,
             where=where,
@@ -744,6 +802,9 @@ def parse_listener_event(
             checked=True,
             fallback_name=fallback_name,
         )
+        if not added:
+            return samples
+        return [replace(s, extra={**s.extra, **added}) if s.scope.is_job() else s for s in samples]
     if name == EVENT_IDLE:
         progress = event.get("progress")
         if _is_mapping(progress):

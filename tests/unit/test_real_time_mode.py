@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from collectors.spark.eventlog import EventLogCollector
-from monitor.model import Sample, SampleKind, TriggerKind
+from monitor.model import Sample, SampleKind, Severity, TriggerKind
 from rules.cadence import report_at, report_cadence
 from rules.config import RulesConfig
 from rules.history import job_history
 from rules.registry import Evaluator
 from rules.replay import replay
+from rules.slo import minute_statuses
 from tests.rule_samples import only_rules
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark" / "real-time-4.3.0"
@@ -160,3 +161,29 @@ def test_scan_says_the_query_runs_in_real_time_mode(samples: list[Sample]) -> No
     unmarked = build_report(NO_PROGRESS, _unmarked(samples))
     assert json.loads(render_json(unmarked))["queries"][0]["trigger"] == "micro_batch"
     assert not render_text(unmarked).splitlines()[1].startswith("  real-time mode")
+
+
+SLO = {"freshness_slo": {"freshness": "10s"}}
+
+
+def test_freshness_slo_judges_each_minute_by_its_batch_s_start(samples: list[Sample]) -> None:
+    # Whole minutes of the recording: 03:21 (batch 0, watermark not computed yet: not counted), 03:22 (batch 3,
+    # started 03:21:48.5 with watermark 03:21:43.428: 5.1 s behind at its start, 16.6 s at 03:22:00 of
+    # which 11.5 s is the batch running) and 03:23 (batch 7, the frozen watermark 03:21:54.125 a minute old).
+    # Only 03:23 is late beyond the batch rhythm; it is judged once batch 8 starts (03:23:05.3).
+    found = _replayed(samples, SLO)
+    assert found == {8: ["freshness_slo"], 9: ["freshness_slo"]}
+    history = job_history([s for s in samples if s.kind is not SampleKind.TERMINATED])
+    assert history is not None
+    assert minute_statuses(history, _t("2026-12-02T03:23:40"), timedelta(seconds=10)) == [None, False, True]
+    evaluator = Evaluator(RulesConfig.model_validate(only_rules(**SLO)))
+    (page,) = evaluator.evaluate_job(_until(samples, 8), _batches(samples)[8].observed_at)
+    # the median batchDuration of batches 0-8 (15.321 s), the page's critical severity
+    assert page.severity is Severity.CRITICAL and page.details["batch_span_seconds"] == 15.321
+    assert "The query runs in real-time mode: each 15 s batch holds its watermark until it ends" in page.message
+
+
+def test_freshness_slo_read_as_micro_batch_burns_on_the_rhythm(samples: list[Sample]) -> None:
+    # The same samples without the trigger (what a collector that cannot tell gives): minute 03:22 counts the
+    # 11.5 s batch 3 had run (16.6 s > 10 s) and the SLO pages from batch 4, before the stall shows.
+    assert _replayed(_unmarked(samples), SLO) == {k: ["freshness_slo"] for k in range(4, 10)}

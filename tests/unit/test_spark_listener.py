@@ -344,3 +344,114 @@ def test_close_returns_and_the_sender_exits_while_a_post_hangs(lines: list[dict[
     listener._thread.join(timeout=20)
     assert not listener._thread.is_alive()
     assert listener.stats() == {"sent": 0, "failed": 1, "dropped": 2, "queued": 0}
+
+
+# -- the query's trigger (Spark 4.1+ real-time mode) -------------------------------------------------------
+
+
+class _JvmTrigger:
+    """Stands in for the py4j proxy of a JVM ``Trigger`` (``getClass().getName()``, ``batchDurationMs()``)."""
+
+    def __init__(self, name: str, batch_ms: int = 0) -> None:
+        self.name, self.batch_ms = name, batch_ms
+
+    def getClass(self) -> Any:
+        return SimpleNamespace(getName=lambda: self.name)
+
+    def batchDurationMs(self) -> int:
+        return self.batch_ms
+
+
+class _JvmSession:
+    """A JVM ``SparkSession`` whose ``streams().get(id)`` knows one query (``StreamingQueryWrapper``)."""
+
+    def __init__(self, query_id: str, trigger: _JvmTrigger) -> None:
+        self.query_id, self.trigger, self.lookups = query_id, trigger, 0
+
+    def streams(self) -> Any:
+        def get(query_id: str) -> Any:
+            self.lookups += 1
+            if query_id != self.query_id:
+                return None
+            return SimpleNamespace(streamingQuery=lambda: SimpleNamespace(trigger=lambda: self.trigger))
+
+        return SimpleNamespace(get=get)
+
+
+def test_trigger_field_matches_the_shared_parser() -> None:
+    from collectors.spark import listener as listener_module
+
+    assert listener_module.TRIGGER_FIELD == progress.TRIGGER_FIELD
+
+
+def test_the_real_time_trigger_is_read_once_per_run_and_reaches_the_samples(
+    ingest: tuple[str, list[PollResult]], lines: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collectors.spark import listener as listener_module
+
+    session = _JvmSession(QUERY_ID, _JvmTrigger("org.apache.spark.sql.execution.streaming.RealTimeTrigger", 15000))
+    monkeypatch.setattr(listener_module, "_jvm_sessions", lambda: [session])
+    base_url, stored = ingest
+    listener = _listener(base_url)
+    for event in _progress_events(lines)[:3]:  # batches 0-1 of the first run, batch 2 of the second (restart)
+        listener.onQueryProgress(event)
+    listener.close(flush_timeout_s=30)
+    assert listener.stats() == {"sent": 3, "failed": 0, "dropped": 0, "queued": 0}
+    assert session.lookups == 2  # at each run's first progress (a restart may change the trigger), not per batch
+    batches = [s for r in stored for s in r.samples if s.scope.is_job()]
+    assert [(s.batch_id, s.extra.get("trigger")) for s in batches] == [(0, "real_time"), (1, "real_time"), (2, "real_time")]
+    envelope = stored[0].raw[0][3]
+    assert envelope["tidegauge"] == {
+        "triggerClass": "org.apache.spark.sql.execution.streaming.RealTimeTrigger",
+        "batchDurationMs": 15000,
+    }
+    assert envelope["progress"] == next(e for e in lines if e["Event"] == progress.EVENT_PROGRESS)["progress"]
+
+
+def test_a_micro_batch_trigger_is_said_too(
+    ingest: tuple[str, list[PollResult]], lines: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collectors.spark import listener as listener_module
+
+    session = _JvmSession(QUERY_ID, _JvmTrigger("org.apache.spark.sql.execution.streaming.ProcessingTimeTrigger"))
+    monkeypatch.setattr(listener_module, "_jvm_sessions", lambda: [session])
+    base_url, stored = ingest
+    listener = _listener(base_url)
+    listener.onQueryProgress(_progress_events(lines)[0])
+    listener.close(flush_timeout_s=30)
+    (batch,) = [s for r in stored for s in r.samples if s.scope.is_job()]
+    assert batch.extra.get("trigger") == "micro_batch"
+    assert stored[0].raw[0][3]["tidegauge"] == {"triggerClass": "org.apache.spark.sql.execution.streaming.ProcessingTimeTrigger"}
+
+
+@pytest.mark.parametrize("failure", ["raises", "unknown query"])
+def test_a_failed_trigger_lookup_sends_spark_s_event_as_it_is(
+    failure: str, ingest: tuple[str, list[PollResult]], lines: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collectors.spark import listener as listener_module
+
+    session = _JvmSession("another-query", _JvmTrigger("org.apache.spark.sql.execution.streaming.RealTimeTrigger", 5))
+
+    def sessions() -> list[Any]:
+        if failure == "raises":
+            raise RuntimeError("py4j: the gateway is gone")
+        return [session]
+
+    monkeypatch.setattr(listener_module, "_jvm_sessions", sessions)
+    base_url, stored = ingest
+    listener = _listener(base_url)
+    for event in _progress_events(lines)[:2]:
+        listener.onQueryProgress(event)
+    listener.close(flush_timeout_s=30)
+    assert listener.stats() == {"sent": 2, "failed": 0, "dropped": 0, "queued": 0}
+    assert all("tidegauge" not in raw[3] for r in stored for raw in r.raw)
+    assert all("trigger" not in s.extra for r in stored for s in r.samples)
+    if failure == "unknown query":
+        assert session.lookups == 2  # not found is not remembered: the next progress asks again
+
+
+def test_without_a_jvm_no_trigger_is_looked_up() -> None:
+    # unit tests run no Spark: no active context, no session (as on a Spark Connect client)
+    from collectors.spark import listener as listener_module
+
+    assert listener_module._trigger_json(QUERY_ID) is None
