@@ -62,11 +62,17 @@ def _parse_time(text: object) -> datetime | None:
 def _share_parts(history: list[Sample], new: list[Sample]) -> None:
     """Make each of ``new`` (a job's samples just loaded, oldest first) share equal parts with the previous
     sample of its scope (:func:`monitor.model.share_equal_parts`), looked for among ``new`` and the tail of
-    ``history`` (the job's kept samples): the newest ``2 * len(new) + 64`` of them, which reaches back over
-    one poll round whatever its number of scopes. Cost: O(len(new))."""
+    ``history`` (the job's kept samples), walked back until every scope of ``new`` is found or over at most
+    ``2 * len(new) + 64`` samples, which reaches back over one poll round whatever its number of scopes.
+    Cost: O(len(new)); a Spark query's tick (two scopes) walks back two samples."""
     previous: dict[object, Sample] = {}
+    wanted = {sample.scope for sample in new}
     for i in range(len(history) - 1, max(len(history) - 2 * len(new) - 64, 0) - 1, -1):
-        previous.setdefault(history[i].scope, history[i])
+        kept = history[i]
+        if kept.scope in wanted and kept.scope not in previous:
+            previous[kept.scope] = kept
+            if len(previous) == len(wanted):
+                break
     for sample in new:
         before = previous.get(sample.scope)
         if before is not None:
