@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench bench-instance bench-fleet differential differential-flink differential-joins fuzz system-deps clean
+.PHONY: demo test lint typecheck bench bench-instance bench-fleet bench-memory bench-scan-shs differential differential-flink differential-joins fuzz system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -64,6 +64,18 @@ bench-instance: $(STAMP)
 FLEET_QUERIES ?= 1000
 bench-fleet: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.bench_fleet --queries $(FLEET_QUERIES) --instances 1,2,3 --history 6 --rounds 5
+
+## Memory (issue 16): the in-memory histories of MEMORY_JOBS Spark queries x 1 h of 10 s triggers (recorded real
+## samples through the store loader): tracemalloc bytes per sample by allocation site, RSS growth.
+MEMORY_JOBS ?= 10000
+bench-memory: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.bench_history_memory --jobs $(MEMORY_JOBS)
+
+## scan against Spark's History Server (issue 16): one streaming-only event log of SCAN_BATCHES progress events
+## (~1.6 KB each), `tidegauge scan` and the History Server's replay timed alternately, 3 runs (needs java).
+SCAN_BATCHES ?= 100000
+bench-scan-shs: $(STAMP)
+	nice -n 10 $(BIN)/python -m tests.benchmarks.bench_scan_vs_history_server --batches $(SCAN_BATCHES) --runs 3
 
 ## Fuzzing (not part of `make test`): COUNT mutated recorded inputs per parser family under atheris (libFuzzer),
 ## JOBS families at once (one process each); FAMILIES: comma-separated, default all; SECONDS: stop each family

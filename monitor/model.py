@@ -60,6 +60,7 @@ __all__ = [
     "episode_id",
     "fingerprint",
     "ms_to_datetime",
+    "share_equal_parts",
     "storable_text",
     "worst_episode",
 ]
@@ -581,6 +582,38 @@ def _sample_init() -> Any:
 
 
 Sample.__init__ = _sample_init()  # type: ignore[method-assign]
+
+#: The fields :func:`share_equal_parts` shares: those whose values repeat from one sample of a scope to the
+#: next (the job, its scope, the collector's name, the ``extra`` dict, a watermark that did not move, event
+#: times), each with its getter and its slot setter.
+_SHARED_PARTS: tuple[tuple[str, Any, Any], ...] = tuple(
+    (name, Sample.__dict__[name].__get__, Sample.__dict__[name].__set__)
+    for name in ("job", "scope", "collector", "extra", "watermark", "event_time_min", "event_time_max",
+                 "event_time_avg")
+)
+
+
+def share_equal_parts(sample: Sample, previous: Sample) -> None:
+    """Make ``sample`` hold ``previous``'s objects wherever their values are equal, in place: its
+    :class:`JobRef`, :class:`Scope`, ``collector`` text, ``extra`` dict and datetimes (see
+    :data:`_SHARED_PARTS`). Nothing a reader can see changes (equal values, equality and hash unchanged);
+    only identity does, and the memory of a long history drops: samples loaded from a store come with their
+    own copy of every text, time and ``extra`` dict, about 970 bytes a Spark sample, of which these parts are
+    more than half (``tests/benchmarks/bench_history_memory.py``).
+
+    Only for a sample no one else has seen yet (fresh from a loader), since its attributes change identity.
+    ``extra`` dicts are never mutated after a sample is made (a collector makes a new sample to add to one),
+    which is what makes sharing them safe.
+
+    Args:
+        sample: the newer sample, of the same job and scope as ``previous`` (other pairs share less).
+        previous: a sample kept in memory.
+    """
+    for _name, get, put in _SHARED_PARTS:
+        mine = get(sample)
+        theirs = get(previous)
+        if mine is not theirs and mine == theirs:
+            put(sample, theirs)
 
 
 class ErrorKind(enum.StrEnum):

@@ -12,6 +12,10 @@ history the rules read, fed up to the evaluation cursor) from one tick to the ne
 job only the samples that arrived since instead of rebuilding its window. A state is dropped when a sample
 arrives out of order (older than the job's newest one: the window before the cursor changed) and when the
 cursor is re-read from the store (a fleet takeover); the next replay rebuilds it from the window.
+
+Memory: each sample loaded is made to share its job ref, scope, collector name, ``extra`` dict and repeated
+times with the previous sample of its scope (:func:`monitor.model.share_equal_parts`): the store loader
+shares them only within one load, i.e. one tick, and an hour of 10 s ticks would otherwise keep 360 copies.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from operator import attrgetter
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.daemon.tick import JobKey, job_target
-from monitor.model import Sample, SampleKind, ensure_utc
+from monitor.model import Sample, SampleKind, ensure_utc, share_equal_parts
 from monitor.store import (
     get_cursor,
     get_cursors,
@@ -53,6 +57,27 @@ def _parse_time(text: object) -> datetime | None:
         return ensure_utc(datetime.fromisoformat(text))
     except ValueError:
         return None
+
+
+def _share_parts(history: list[Sample], new: list[Sample]) -> None:
+    """Make each of ``new`` (a job's samples just loaded, oldest first) share equal parts with the previous
+    sample of its scope (:func:`monitor.model.share_equal_parts`), looked for among ``new`` and the tail of
+    ``history`` (the job's kept samples), walked back until every scope of ``new`` is found or over at most
+    ``2 * len(new) + 64`` samples, which reaches back over one poll round whatever its number of scopes.
+    Cost: O(len(new)); a Spark query's tick (two scopes) walks back two samples."""
+    previous: dict[object, Sample] = {}
+    wanted = {sample.scope for sample in new}
+    for i in range(len(history) - 1, max(len(history) - 2 * len(new) - 64, 0) - 1, -1):
+        kept = history[i]
+        if kept.scope in wanted and kept.scope not in previous:
+            previous[kept.scope] = kept
+            if len(previous) == len(wanted):
+                break
+    for sample in new:
+        before = previous.get(sample.scope)
+        if before is not None:
+            share_equal_parts(sample, before)
+        previous[sample.scope] = sample
 
 
 class JobHistories:
@@ -104,6 +129,7 @@ class JobHistories:
                         older = load_samples(session, job_id=key[1], engine=key[0], since=start,
                                              until=samples[0].observed_at)
                         samples[:0] = older
+                _share_parts([], samples)
                 if samples and (last is None or samples[-1].observed_at > last[0]
                                 or sum(1 for s in samples if s.observed_at == last[0]) > last[1]):
                     touched.append(key)
@@ -113,6 +139,7 @@ class JobHistories:
             for key, samples in new.items():
                 history = self._history.setdefault(key, [])
                 samples.sort(key=_order)
+                _share_parts(history, samples)
                 if history and _order(samples[0]) < _order(history[-1]):
                     # out of order: the samples before the job's cursor changed, so its kept replay too
                     history.extend(samples)

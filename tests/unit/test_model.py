@@ -17,6 +17,7 @@ from monitor.model import (
     datetime_to_ms,
     fingerprint,
     ms_to_datetime,
+    share_equal_parts,
 )
 
 JOB = JobRef(Engine.SPARK, "q1", "r1", "clicks")
@@ -76,6 +77,33 @@ def test_sample_stays_frozen_hashable_and_replaceable() -> None:
     assert (moved.batch_id, moved.observed_at, moved.extra) == (4, T0, {"a": 1})
     with pytest.raises(ValueError, match=r"Sample\.batch_id: integer out of range"):
         dataclasses.replace(s, batch_id=2**63)
+
+
+def test_share_equal_parts_shares_equal_values_only_and_changes_no_value() -> None:
+    # two loads of one query: equal values as separate objects, as a database driver returns them
+    def load(batch: int, watermark_s: int) -> Sample:
+        return Sample(
+            JobRef(Engine.SPARK, "".join(["q", "1"]), "".join(["r", "1"]), "clicks"),
+            T0 + timedelta(seconds=10 * batch), collector="".join(["spark-", "eventlog"]),
+            scope=Scope(source="".join(["kafka[", "clicks]"])), batch_id=batch,
+            watermark=T0 + timedelta(seconds=watermark_s), event_time_max=T0 + timedelta(seconds=batch),
+            extra={"sink": "".join(["console", "Sink"]), "num_sources": 1},
+        )
+
+    before, after = load(1, 0), load(2, 0)
+    expected = Sample(JOB, T0 + timedelta(seconds=20), collector="spark-eventlog", scope=Scope(source="kafka[clicks]"),
+                      batch_id=2, watermark=T0, event_time_max=T0 + timedelta(seconds=2),
+                      extra={"sink": "consoleSink", "num_sources": 1})  # fmt: skip
+    assert after.job is not before.job and after.extra is not before.extra
+    share_equal_parts(after, before)
+    assert after.job is before.job and after.scope is before.scope and after.collector is before.collector
+    assert after.extra is before.extra and after.watermark is before.watermark
+    assert after.event_time_max is not before.event_time_max  # a different value stays its own
+    assert (after, after.extra, after.event_time_max) == (expected, expected.extra, T0 + timedelta(seconds=2))
+    assert hash(after) == hash(expected)
+    moved = load(3, 10)
+    share_equal_parts(moved, before)
+    assert moved.watermark == T0 + timedelta(seconds=10) and moved.watermark is not before.watermark
 
 
 def test_sample_checks_every_bounded_field_by_name() -> None:
