@@ -20,13 +20,19 @@ polls or evaluations the logs say were skipped. This machine has 2 cores shared 
 the simulator and whatever else runs: read CPU seconds, not wall times.
 
 Run: ``PYTHONPATH=. python -m tests.benchmarks.bench_fleet [--queries 1000] [--instances 1,2,3] [--targets 12]
-[--history 6] [--rounds 4]`` (``make bench-fleet QUERIES=1000``). Not a test: it prints figures for the README.
+[--history 6] [--rounds 4] [--profile DIR]`` (``make bench-fleet QUERIES=1000``). Not a test: it prints figures for
+the README. ``--profile DIR``: each instance is sampled by py-spy (``pip install py-spy``; on its ``PATH`` or
+``PY_SPY``) through the steady rounds, on-CPU stacks only, written as collapsed stacks to
+``DIR/<queries>x<instances>-<instance>.txt`` (summarised by ``tests/benchmarks/profile_summary.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import shutil
+import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -114,7 +120,29 @@ def _held(doc: dict[str, Any], names: list[str], targets: int) -> dict[str, list
     return per
 
 
-def run(server: Any, url: str, queries: int, instances: int, targets: int, history: int, rounds: int) -> dict[str, Any]:
+def _profilers(pids: dict[str, int], out: Path | None, label: str, seconds: float) -> list[subprocess.Popen[bytes]]:
+    """One py-spy sampler per instance for ``seconds`` (none when ``out`` is ``None``).
+
+    Raises:
+        SystemExit: ``--profile`` given but py-spy is not installed."""
+    if out is None:
+        return []
+    spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("--profile: py-spy not found (pip install py-spy, or set PY_SPY to its path)")
+    out.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen([spy, "record", "--pid", str(pid), "--duration", str(math.ceil(seconds)), "--rate", "50",
+                          "--nonblocking", "--format", "raw", "--output", str(out / f"{label}-{name}.txt")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, pid in pids.items()
+    ]  # fmt: skip
+
+
+def run(
+    server: Any, url: str, queries: int, instances: int, targets: int, history: int, rounds: int,
+    profile: Path | None = None,
+) -> dict[str, Any]:
     """One measured run of ``instances`` instances over ``queries`` queries (see the module docstring);
     returns the figures printed (CPU s per 10 s interval, rows/s, statements/s, fault seconds)."""
     spark = RECORDED_FIXTURES / "spark" / "real-4.3.0"
@@ -161,6 +189,7 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
             pg_cpu0, pg0, wall0 = tree_cpu_s(pm), pg_counters(server, url), time.monotonic()
             fault_log, fault_at = logs[len(logs) // 2], 0.0
             per_round: list[int] = []  # rows inserted in each round: a round inside one long transaction shows 0
+            samplers = _profilers(pids, profile, f"{queries}x{instances}", rounds * TRIGGER_S)
             with ActivitySampler(server, url) as activity:
                 for r in range(rounds):
                     if r:
@@ -179,6 +208,8 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
                 marks = [pg0.tup_inserted, *per_round, pg0.tup_inserted + pg.tup_inserted]
                 per_round = [b - a for a, b in pairwise(marks)]
                 statements = statement_stats(server, url, top=10)
+            for sampler in samplers:
+                sampler.wait(timeout=60)
             intervals = wall / TRIGGER_S
             doc = cluster_status(config_path)
             held_now = _holders(doc, names)
@@ -245,6 +276,7 @@ def main() -> None:
     parser.add_argument("--targets", type=int, default=12, help="event-log directories (targets) the queries spread over")
     parser.add_argument("--history", type=int, default=6, help="batches per query written before the instances start")
     parser.add_argument("--rounds", type=int, default=4, help="10 s rounds of one new batch per query (at least 2)")
+    parser.add_argument("--profile", type=Path, help="sample each instance with py-spy in the steady rounds into DIR")
     args = parser.parse_args()
     if args.rounds < 2:
         parser.error("--rounds: at least 2 (the fault is injected in the second round)")
@@ -256,7 +288,7 @@ def main() -> None:
                 if url is None:
                     url = server.create_database()
                     enable_statement_stats(server, url)
-                run(server, url, queries, instances, args.targets, args.history, args.rounds)
+                run(server, url, queries, instances, args.targets, args.history, args.rounds, args.profile)
                 url = None
 
 
