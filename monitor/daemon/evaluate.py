@@ -278,6 +278,7 @@ class EvaluateStage:
         """Jobs this instance evaluates now but did not at its last tick (a target taken over, or the
         first tick) continue from their stored cursors and episodes; the clock rules' episodes are re-read
         every tick (the set of jobs they cover may have changed)."""
+        scope.resolve(self._histories.all())  # the jobs of unknown source, at once
         owned = {k for k in self._histories.all() if scope.owns_job(k)}
         new = owned - self._owned
         for key in sorted(new, key=lambda k: (k[0].value, k[1])):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -531,16 +531,20 @@ def get_cursor(session: Session, collector: str, target: str) -> dict[str, Any] 
     ).one_or_none()
 
 
-def get_cursors(session: Session, collector: str) -> dict[str, dict[str, Any]]:
-    """Every state saved by :func:`set_cursor` / :func:`set_cursors` for ``collector``: target -> state (one
-    query; a poll of many files reads them all at once, not one query per file)."""
+def get_cursors(
+    session: Session, collector: str, targets: Collection[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The states saved by :func:`set_cursor` / :func:`set_cursors` for ``collector``: target -> state, of
+    every target (``targets=None``: one query) or only of ``targets`` (one query per :data:`CHUNK` of them;
+    targets with no state are absent). A poll of many files reads their states at once, not one query per
+    file."""
+    stmt = select(CollectorCursorRow.target, CollectorCursorRow.state).where(CollectorCursorRow.collector == collector)
+    if targets is None:
+        return {target: state for target, state in session.execute(stmt)}
     return {
         target: state
-        for target, state in session.execute(
-            select(CollectorCursorRow.target, CollectorCursorRow.state).where(
-                CollectorCursorRow.collector == collector
-            )
-        )
+        for chunk in chunks(sorted(targets))
+        for target, state in session.execute(stmt.where(CollectorCursorRow.target.in_(chunk)))
     }
 
 
