@@ -5,7 +5,7 @@ the transitions, their notifications and the finding episodes.
 (:func:`rules.replay.replay`, from each job's evaluation cursor), stepping the job's alerts at each
 batch's own time (:func:`monitor.alerts.step_all`), then the clock rules (``no_progress``) and collector
 errors at the tick's ``now``; changed alerts, their outbox rows and the cursors are stored in one
-transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a transition
+transaction (one batched :func:`monitor.store.alert_repo.store_transitions` per tick), so a crash never stores a transition
 without its notifications. Batches older than the history horizon when first seen notify nobody. The
 instants are also folded into finding episodes (:class:`Episodes`, with :mod:`rules.episodes`, the fold
 ``scan`` uses) and stored in the same transaction, notified or history; each alert names its episode.
@@ -31,7 +31,7 @@ from monitor.daemon.tick import JobKey, job_target, tick_time
 from monitor.metrics.exporter import AlertCount
 from monitor.model import CollectorError, Engine, Finding, FindingEpisode, RuleTiming, Sample
 from monitor.store import load_episodes, read_session, record_episodes, set_cursors
-from monitor.store.alert_repo import apply_transitions, load_alerts
+from monitor.store.alert_repo import load_alerts, store_transitions, transition_rows
 from rules.episodes import CAUSED_BY, Episode, EpisodeFold, held, link, reopen, to_record
 from rules.registry import RULES, Evaluator
 from rules.replay import Instant, ReplayState, replay, resume
@@ -345,6 +345,8 @@ class EvaluateStage:
                     per_job.setdefault(key, {})[fp] = alert
         histories = self._histories.all()
         cursors: dict[str, dict[str, Any]] = {}
+        stored: dict[str, Alert] = {}  # the alerts this tick changed, by fingerprint, as they are now
+        outbox: list[dict[str, Any]] = []
         for key in touched:
             mine = per_job.setdefault(key, {})
             last = self._histories.evaluated(key)
@@ -366,7 +368,8 @@ class EvaluateStage:
                                             fold.open.get(fp))
                            for fp, alert in changed.items()}  # fmt: skip
                 notify = [e for e in events if changed[e.fingerprint].annotations.get(_HISTORY) is None]
-                apply_transitions(session, changed.values(), notify, self._routes, when)
+                outbox += transition_rows(changed.values(), notify, self._routes, when)
+                stored.update(changed)
                 mine.update(changed)
                 alerts.update(changed)
                 out.extend(events)
@@ -393,9 +396,13 @@ class EvaluateStage:
         changed, events = step_all(clock_alerts, findings, self._timing, when)
         if changed:
             changed = {fp: _with_episode(alert, clock_fold.open.get(fp)) for fp, alert in changed.items()}
-            apply_transitions(session, changed.values(), events, self._routes, when)
+            outbox += transition_rows(changed.values(), events, self._routes, when)
+            stored.update(changed)
             alerts.update(changed)
             out.extend(events)
+        # every transition of the tick in a few batched statements: each alert as it is now, the outbox rows
+        # in the order of their transitions (each built with its alert as it was at that instant)
+        store_transitions(session, list(stored.values()), outbox)
         return out, alerts, evaluated
 
     def _kept(self, key: JobKey, samples: Sequence[Sample]) -> ReplayState | None:
