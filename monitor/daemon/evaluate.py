@@ -140,9 +140,17 @@ class Episodes:
         """Store the episodes that held for their rule's ``for`` (:func:`rules.episodes.held`, as ``scan``
         keeps them), ``notified`` unless history; a finding that names its cause is linked to the cause's
         episode, stored or among these (:func:`rules.episodes.link`)."""
+        records = self.records(session, key, episodes)
+        if records:
+            record_episodes(session, records)
+
+    def records(self, session: Session, key: JobKey | None, episodes: Iterable[Episode]) -> list[FindingEpisode]:
+        """What :meth:`record` stores for job ``key`` (``None``: the clock's), without storing it: the jobs'
+        records of a tick are stored together (one :func:`record_episodes`) before the clock's, which may
+        link to them."""
         records = [to_record(e, notified=not e.history) for e in episodes if held(e, self._evaluator)]
         if not records:
-            return
+            return []
         known: list[FindingEpisode] = []
         if any(CAUSED_BY in r.details for r in records):
             since = min(r.first_at for r in records) - self._lookback
@@ -154,7 +162,7 @@ class Episodes:
             }  # fmt: skip
             for engine, job_id in sorted(jobs):
                 known += load_episodes(session, engine=engine, job_id=job_id, since=since)
-        record_episodes(session, link(records, known))
+        return link(records, known)
 
     def forget(self, keys: Iterable[JobKey]) -> None:
         """Drop the folds of ``keys`` and the clock's (an evaluation that did not commit advanced them): the
@@ -345,6 +353,7 @@ class EvaluateStage:
                     per_job.setdefault(key, {})[fp] = alert
         histories = self._histories.all()
         cursors: dict[str, dict[str, Any]] = {}
+        staged: list[FindingEpisode] = []  # the jobs' episodes, stored together after the loop
         stored: dict[str, Alert] = {}  # the alerts this tick changed, by fingerprint, as they are now
         outbox: list[dict[str, Any]] = []
         for key in touched:
@@ -373,10 +382,12 @@ class EvaluateStage:
                 mine.update(changed)
                 alerts.update(changed)
                 out.extend(events)
-            self._episodes.record(session, key, episodes.values())
+            staged += self._episodes.records(session, key, episodes.values())
             if last is not None:
                 evaluated[key] = last
                 cursors[job_target(key)] = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
+        if staged:  # every job's episodes in one batched write, before the clock's (which may link to them)
+            record_episodes(session, staged)
         set_cursors(session, EVAL_CURSOR, cursors, when)  # every job's evaluation cursor in one upsert
         findings = [f for key, samples in histories.items()
                     if (scope is None or scope.owns_job(key)) and not self._histories.seen_as_history(key)

@@ -9,11 +9,12 @@ writing and runs inside a SAVEPOINT, so a bad poll leaves the session exactly as
 from __future__ import annotations
 
 import json
+import threading
 import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import zstandard
 from sqlalchemy import Row, Select, delete, func, insert, select, update
@@ -30,7 +31,7 @@ from monitor.store.tables import (
     RunRow,
     SampleRow,
 )
-from monitor.store.upsert import CHUNK, chunks, insert_ignoring, upsert_statement
+from monitor.store.upsert import CHUNK, chunks, insert_ignoring, insert_new, upsert_statement
 
 __all__ = [
     "PurgeCounts",
@@ -127,8 +128,14 @@ def _existing_keys(session: Session, column: Any, keys: Sequence[str]) -> set[st
     return found
 
 
+_compressors = threading.local()  # one compressor per thread (not safe to share; costly to make per document)
+
+
 def _compress(data: bytes) -> bytes:
-    return zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(data)
+    compressor = getattr(_compressors, "zstd", None)
+    if compressor is None:
+        compressor = _compressors.zstd = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+    return cast(bytes, compressor.compress(data))
 
 
 def _decompress(codec: str, payload: bytes) -> bytes:
@@ -357,8 +364,11 @@ def _save(
         job_pk = jobs.job_pk(sample.job)
         run_pk = jobs.run_pk(sample.job, sample.observed_at)
         sample_rows[key] = {"dedup_key": key, **_sample_values(sample, job_pk, run_pk)}
-    existing = _existing_keys(session, SampleRow.dedup_key, list(sample_rows))
-    insert_ignoring(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], ["dedup_key"])
+    if replace:
+        existing = _existing_keys(session, SampleRow.dedup_key, list(sample_rows))
+        insert_ignoring(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], ["dedup_key"])
+    else:
+        existing = insert_new(session, SampleRow, sample_rows, "dedup_key")
     replaced = 0
     if replace and existing:
         ids: dict[str, int] = {}
@@ -389,10 +399,7 @@ def _save(
             "content_sha256": digest,
             "payload": _compress(data),
         }
-    raw_existing = _existing_keys(session, RawDocumentRow.dedup_key, list(raw_rows))
-    insert_ignoring(
-        session, RawDocumentRow, [v for k, v in raw_rows.items() if k not in raw_existing], ["dedup_key"]
-    )
+    raw_existing = insert_new(session, RawDocumentRow, raw_rows, "dedup_key")
 
     error_rows: dict[str, dict[str, Any]] = {}
     for error in poll.errors:
@@ -408,13 +415,7 @@ def _save(
                 "retryable": error.retryable,
             },
         )
-    errors_existing = _existing_keys(session, CollectorErrorRow.dedup_key, list(error_rows))
-    insert_ignoring(
-        session,
-        CollectorErrorRow,
-        [v for k, v in error_rows.items() if k not in errors_existing],
-        ["dedup_key"],
-    )
+    errors_existing = insert_new(session, CollectorErrorRow, error_rows, "dedup_key")
     session.flush()
     return SaveCounts(
         samples_inserted=len(sample_rows) - len(existing),
