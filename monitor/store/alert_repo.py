@@ -138,8 +138,7 @@ def _upsert_alerts(session: Session, alerts: Sequence[Alert]) -> None:
     dialect = session.get_bind().dialect.name
     if dialect in ("sqlite", "postgresql"):
         stmt = upsert_statement(dialect, AlertRow.__table__, ("fingerprint",), _ALERT_UPDATED)
-        values = [_alert_values(a) for a in alerts]
-        for chunk in chunks(values):
+        for chunk in chunks([_alert_values(a) for a in alerts]):
             session.execute(stmt, list(chunk))
         return
     fps = [a.fingerprint for a in alerts]
