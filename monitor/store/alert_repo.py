@@ -96,7 +96,8 @@ _ALERT_UPDATED: Final = (
 )  # fmt: skip
 
 
-def _to_alert(row: AlertRow) -> Alert:
+def _to_alert(row: Any) -> Alert:
+    """``row``: an :class:`AlertRow` or a row of its columns."""
     return Alert(
         fingerprint=row.fingerprint,
         rule=row.rule,
@@ -120,13 +121,14 @@ def load_alerts(
     states: Iterable[AlertState] | None = None,
     rules: Iterable[str] | None = None,
 ) -> dict[str, Alert]:
-    """Stored alerts by fingerprint, optionally only those in ``states`` and/or of ``rules``."""
-    query = select(AlertRow)
+    """Stored alerts by fingerprint, optionally only those in ``states`` and/or of ``rules`` (read as plain
+    rows, no ORM object per alert: every evaluation tick and delivery pass reads them all)."""
+    query = select(*AlertRow.__table__.columns)
     if states is not None:
         query = query.where(AlertRow.state.in_([s.value for s in states]))
     if rules is not None:
         query = query.where(AlertRow.rule.in_(list(rules)))
-    return {row.fingerprint: _to_alert(row) for row in session.scalars(query)}
+    return {row.fingerprint: _to_alert(row) for row in session.execute(query)}
 
 
 def _upsert_alerts(session: Session, alerts: Sequence[Alert]) -> None:
