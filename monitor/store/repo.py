@@ -342,6 +342,8 @@ def save_poll(
     raw = _validated_raw(poll)
     for index, sample in enumerate(poll.samples):
         canonical_json(sample.extra, f"PollResult.samples[{index}].extra")
+    if poll.samples:
+        _hold_sample_write_lock(session)  # see max_sample_id
     with session.begin_nested():
         return _save(session, poll, raw, raw_collector, replace)
 
@@ -599,8 +601,29 @@ def load_samples(
     ]
 
 
+#: The PostgreSQL advisory lock that every transaction storing samples holds shared (:func:`save_poll`) and
+#: :func:`max_sample_id` takes exclusively for a moment ("tgsa").
+SAMPLE_WRITE_LOCK: Final = 0x74677361
+
+
+def _hold_sample_write_lock(session: Session, *, exclusive: bool = False) -> None:
+    """On PostgreSQL: take :data:`SAMPLE_WRITE_LOCK` until the transaction ends (shared by writers)."""
+    if session.get_bind().dialect.name == "postgresql":
+        lock = func.pg_advisory_xact_lock if exclusive else func.pg_advisory_xact_lock_shared
+        session.execute(select(lock(SAMPLE_WRITE_LOCK)))
+
+
 def max_sample_id(session: Session) -> int:
-    """The highest sample row id stored (0 for none): a watermark for :func:`load_samples_after`."""
+    """The highest sample row id below which every row is stored for good (0 for none): a watermark for
+    :func:`load_recent_samples` and :func:`load_samples_after`. Call it in a short transaction of its own.
+
+    Ids are taken when a row is inserted, not when its transaction commits: with several writers (polls in
+    parallel, other instances) a row with a lower id can commit after one with a higher id, and a reader
+    that moved past the higher id would never load it. On PostgreSQL the read is made under
+    :data:`SAMPLE_WRITE_LOCK` taken exclusively: it waits for the sample writes in flight (each holds it
+    shared) and holds new ones back for the moment of the read, so every id up to the one returned is
+    committed or will never be. SQLite has one writer at a time."""
+    _hold_sample_write_lock(session, exclusive=True)
     return int(session.scalar(select(func.max(SampleRow.id))) or 0)
 
 
@@ -650,15 +673,21 @@ def load_recent_samples(
     return out
 
 
-def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engine, str], list[Sample]], int]:
-    """Samples stored after row id ``after_id`` (whatever their ``observed_at``), by job, oldest first.
+def load_samples_after(
+    session: Session, after_id: int, upto_id: int | None = None
+) -> tuple[dict[tuple[Engine, str], list[Sample]], int]:
+    """Samples stored after row id ``after_id`` (whatever their ``observed_at``), by job, oldest first; with
+    ``upto_id`` (from :func:`max_sample_id`) only up to it.
 
     Returns:
-        ``(samples by (engine, job id), highest row id seen)`` (``after_id`` when there is nothing new).
+        ``(samples by (engine, job id), the row id to continue after)``: ``upto_id`` when given, else the
+        highest row id seen (``after_id`` when there is nothing new).
     """
     stmt = _sample_select().where(SampleRow.id > after_id).order_by(SampleRow.id)
+    if upto_id is not None:
+        stmt = stmt.where(SampleRow.id <= upto_id)
     out: dict[tuple[Engine, str], list[Sample]] = {}
-    top = after_id
+    top = after_id if upto_id is None else max(after_id, upto_id)
     interned: dict[Any, Any] = {}
     for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
         top = max(top, row.id)
