@@ -58,7 +58,7 @@ import dataclasses
 import hashlib
 import itertools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -228,6 +228,11 @@ class CursorStore(Protocol):
         """Save ``state`` for ``target`` (replacing any previous one)."""
         ...
 
+    def prefetch(self, targets: Iterable[str]) -> None:
+        """A hint before a poll reads the files ``targets``: a store in a database reads their states at
+        once (only these: a poll reads its own files' cursors); ``get`` of any other key must still work."""
+        ...
+
 
 @dataclass
 class MemoryCursorStore:
@@ -242,6 +247,9 @@ class MemoryCursorStore:
     def set(self, target: str, state: dict[str, Any]) -> None:
         """Save ``state`` for ``target``."""
         self.states[target] = dict(state)
+
+    def prefetch(self, targets: Iterable[str]) -> None:
+        """Nothing to read ahead: the states are in memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -673,6 +681,12 @@ class EventLogCollector:
                 message = f"{gone}: deleted since the last poll (what was read from it is kept)"
                 yield PollResult(errors=(self._error(gone, message, now, ErrorKind.DELETED),))
             self._seen[root] = keys
+            # the cursors of the files to read (and of their in-progress names: a renamed file adopts its cursor)
+            to_read = [
+                key for key, entry in ((storage.key(f.path), f.entry) for f in files)
+                if entry is None or (key, entry.identity, entry.size) not in self._done
+            ]  # fmt: skip
+            self.cursors.prefetch([*to_read, *(k + IN_PROGRESS for k in to_read if not k.endswith(IN_PROGRESS))])
             for log_file in files:
                 if self.more_to_read:
                     return  # the budget is spent: this file and the next ones are read by the next poll

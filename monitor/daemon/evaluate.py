@@ -5,7 +5,7 @@ the transitions, their notifications and the finding episodes.
 (:func:`rules.replay.replay`, from each job's evaluation cursor), stepping the job's alerts at each
 batch's own time (:func:`monitor.alerts.step_all`), then the clock rules (``no_progress``) and collector
 errors at the tick's ``now``; changed alerts, their outbox rows and the cursors are stored in one
-transaction (:func:`monitor.store.alert_repo.apply_transitions`), so a crash never stores a transition
+transaction (one batched :func:`monitor.store.alert_repo.store_transitions` per tick), so a crash never stores a transition
 without its notifications. Batches older than the history horizon when first seen notify nobody. The
 instants are also folded into finding episodes (:class:`Episodes`, with :mod:`rules.episodes`, the fold
 ``scan`` uses) and stored in the same transaction, notified or history; each alert names its episode.
@@ -31,7 +31,7 @@ from monitor.daemon.tick import JobKey, job_target, tick_time
 from monitor.metrics.exporter import AlertCount
 from monitor.model import CollectorError, Engine, Finding, FindingEpisode, RuleTiming, Sample
 from monitor.store import load_episodes, read_session, record_episodes, set_cursors
-from monitor.store.alert_repo import apply_transitions, load_alerts
+from monitor.store.alert_repo import load_alerts, store_transitions, transition_rows
 from rules.episodes import CAUSED_BY, Episode, EpisodeFold, held, link, reopen, to_record
 from rules.registry import RULES, Evaluator
 from rules.replay import Instant, ReplayState, replay, resume
@@ -140,9 +140,17 @@ class Episodes:
         """Store the episodes that held for their rule's ``for`` (:func:`rules.episodes.held`, as ``scan``
         keeps them), ``notified`` unless history; a finding that names its cause is linked to the cause's
         episode, stored or among these (:func:`rules.episodes.link`)."""
+        records = self.records(session, key, episodes)
+        if records:
+            record_episodes(session, records)
+
+    def records(self, session: Session, key: JobKey | None, episodes: Iterable[Episode]) -> list[FindingEpisode]:
+        """What :meth:`record` stores for job ``key`` (``None``: the clock's), without storing it: the jobs'
+        records of a tick are stored together (one :func:`record_episodes`) before the clock's, which may
+        link to them."""
         records = [to_record(e, notified=not e.history) for e in episodes if held(e, self._evaluator)]
         if not records:
-            return
+            return []
         known: list[FindingEpisode] = []
         if any(CAUSED_BY in r.details for r in records):
             since = min(r.first_at for r in records) - self._lookback
@@ -154,7 +162,7 @@ class Episodes:
             }  # fmt: skip
             for engine, job_id in sorted(jobs):
                 known += load_episodes(session, engine=engine, job_id=job_id, since=since)
-        record_episodes(session, link(records, known))
+        return link(records, known)
 
     def forget(self, keys: Iterable[JobKey]) -> None:
         """Drop the folds of ``keys`` and the clock's (an evaluation that did not commit advanced them): the
@@ -278,6 +286,7 @@ class EvaluateStage:
         """Jobs this instance evaluates now but did not at its last tick (a target taken over, or the
         first tick) continue from their stored cursors and episodes; the clock rules' episodes are re-read
         every tick (the set of jobs they cover may have changed)."""
+        scope.resolve(self._histories.all())  # the jobs of unknown source, at once
         owned = {k for k in self._histories.all() if scope.owns_job(k)}
         new = owned - self._owned
         for key in sorted(new, key=lambda k: (k[0].value, k[1])):
@@ -344,6 +353,9 @@ class EvaluateStage:
                     per_job.setdefault(key, {})[fp] = alert
         histories = self._histories.all()
         cursors: dict[str, dict[str, Any]] = {}
+        staged: list[FindingEpisode] = []  # the jobs' episodes, stored together after the loop
+        stored: dict[str, Alert] = {}  # the alerts this tick changed, by fingerprint, as they are now
+        outbox: list[dict[str, Any]] = []
         for key in touched:
             mine = per_job.setdefault(key, {})
             last = self._histories.evaluated(key)
@@ -365,14 +377,17 @@ class EvaluateStage:
                                             fold.open.get(fp))
                            for fp, alert in changed.items()}  # fmt: skip
                 notify = [e for e in events if changed[e.fingerprint].annotations.get(_HISTORY) is None]
-                apply_transitions(session, changed.values(), notify, self._routes, when)
+                outbox += transition_rows(changed.values(), notify, self._routes, when)
+                stored.update(changed)
                 mine.update(changed)
                 alerts.update(changed)
                 out.extend(events)
-            self._episodes.record(session, key, episodes.values())
+            staged += self._episodes.records(session, key, episodes.values())
             if last is not None:
                 evaluated[key] = last
                 cursors[job_target(key)] = {"evaluated_at": last[0].isoformat(), "at_count": last[1]}
+        if staged:  # every job's episodes in one batched write, before the clock's (which may link to them)
+            record_episodes(session, staged)
         set_cursors(session, EVAL_CURSOR, cursors, when)  # every job's evaluation cursor in one upsert
         findings = [f for key, samples in histories.items()
                     if (scope is None or scope.owns_job(key)) and not self._histories.seen_as_history(key)
@@ -392,9 +407,13 @@ class EvaluateStage:
         changed, events = step_all(clock_alerts, findings, self._timing, when)
         if changed:
             changed = {fp: _with_episode(alert, clock_fold.open.get(fp)) for fp, alert in changed.items()}
-            apply_transitions(session, changed.values(), events, self._routes, when)
+            outbox += transition_rows(changed.values(), events, self._routes, when)
+            stored.update(changed)
             alerts.update(changed)
             out.extend(events)
+        # every transition of the tick in a few batched statements: each alert as it is now, the outbox rows
+        # in the order of their transitions (each built with its alert as it was at that instant)
+        store_transitions(session, list(stored.values()), outbox)
         return out, alerts, evaluated
 
     def _kept(self, key: JobKey, samples: Sequence[Sample]) -> ReplayState | None:

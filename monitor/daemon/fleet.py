@@ -28,9 +28,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import event
@@ -42,12 +42,13 @@ from monitor.store.fleet_repo import (
     define_leases,
     heartbeat,
     held_counts,
-    job_sources,
+    job_sources_of,
     leave_fleet,
     list_instances,
     lock_held_leases,
     release_leases,
     renew_leases,
+    sourced_jobs,
 )
 
 __all__ = [
@@ -92,17 +93,43 @@ class LeasedResource:
 @dataclass(frozen=True, slots=True)
 class EvaluationScope:
     """What one evaluation of this instance covers: the targets it holds (confirmed in the evaluation's
-    transaction) and the jobs whose data they bring."""
+    transaction) and the jobs whose data they bring.
+
+    ``sources`` has only the jobs that a held target stored (each with the target that evaluates it, held
+    or not); a job not in it belongs to another instance, unless it has no source at all: then it goes to
+    the holder of ``default_target``, which asks ``unsourced`` (the jobs among those given that no target
+    stored; ``None``: not this instance's concern)."""
 
     targets: frozenset[str]
     sources: dict[tuple[str, str], str]
     default_target: str | None
+    unsourced: Callable[[Collection[tuple[str, str]]], set[tuple[str, str]]] | None = None
+    _orphans: dict[tuple[str, str], bool] = field(default_factory=dict)
+
+    def resolve(self, keys: Iterable[JobKey]) -> None:
+        """Find out at once (one query per chunk) which of ``keys`` that no held target stored have no
+        source at all, before :meth:`owns_job` asks about them one by one."""
+        if self.unsourced is None or self.default_target not in self.targets:
+            return
+        wanted = {(k[0].value, k[1]) for k in keys} - self.sources.keys() - self._orphans.keys()
+        if wanted:
+            orphans = self.unsourced(wanted)
+            self._orphans.update((j, j in orphans) for j in wanted)
 
     def owns_job(self, key: JobKey) -> bool:
         """Whether this instance evaluates job ``key`` (a job of unknown source goes to the holder of
         ``default_target``: the ``ingest`` lease)."""
-        target = self.sources.get((key[0].value, key[1]), self.default_target)
-        return target is not None and target in self.targets
+        job = (key[0].value, key[1])
+        target = self.sources.get(job)
+        if target is not None:
+            return target in self.targets
+        if self.default_target is None or self.default_target not in self.targets:
+            return False
+        if self.unsourced is None:
+            return True
+        if job not in self._orphans:
+            self.resolve([key])
+        return self._orphans[job]
 
 
 @dataclass
@@ -145,6 +172,8 @@ class Fleet:
         self._polling: set[str] = set()
         #: targets whose lease rows an evaluation transaction of this instance has locked (until it ends)
         self._evaluating: set[str] = set()
+        #: jobs known to have a ``job_sources`` row (so not of unknown source; the rows are never deleted)
+        self._sourced: set[tuple[str, str]] = set()
         self._defined = False
         #: whether a :meth:`tick` succeeded: before that (a runtime driven without starting the daemon, as
         #: tests and the demo's seeding do) evaluation and delivery cover everything, as a lone daemon's
@@ -307,7 +336,19 @@ class Fleet:
             event.listen(session, hook, done, once=True)
         names = self._resources[_TARGET]
         default = INGEST_TARGET if INGEST_TARGET in names else min(names, default=None)
-        return EvaluationScope(frozenset(held), job_sources(session), default)
+        sources = job_sources_of(session, held)  # only the jobs of the targets held (never the whole table)
+
+        def unsourced(jobs: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+            with self._lock:
+                unknown = set(jobs) - self._sourced
+            found = sourced_jobs(session, unknown)
+            with self._lock:
+                self._sourced |= found  # job_sources rows are never deleted: a job with a source keeps one
+            return unknown - found
+
+        with self._lock:
+            self._sourced.update(sources)
+        return EvaluationScope(frozenset(held), sources, default, unsourced)
 
     # ------------------------------------------------------------------------------------ receivers
 

@@ -113,7 +113,7 @@ class JobHistories:
         touched: list[JobKey] = []
         first_load = self._history is None
         if self._history is None:
-            top = max_sample_id(session)  # read first: rows stored meanwhile are picked up next time
+            top = self._horizon_id(session)  # read first: rows stored meanwhile are picked up next time
             self._history = load_recent_samples(session, self._lookback, upto_id=top)
             stored = get_cursors(session, EVAL_CURSOR)  # every job's cursor in one query
             for key, samples in self._history.items():
@@ -135,7 +135,7 @@ class JobHistories:
                     touched.append(key)
             self._history_id = top
         else:
-            new, top = load_samples_after(session, self._history_id)
+            new, top = load_samples_after(session, self._history_id, self._horizon_id(session))
             for key, samples in new.items():
                 history = self._history.setdefault(key, [])
                 samples.sort(key=_order)
@@ -161,6 +161,15 @@ class JobHistories:
             if seen is None or seen[0] != newest:
                 self._first_seen[key] = (newest, when)
         self._unseen.clear()
+
+    def _horizon_id(self, session: Session) -> int:
+        """The sample id up to which every row is stored for good (:func:`monitor.store.max_sample_id`); on
+        PostgreSQL in a short transaction of its own (it holds the sample writers back for that moment),
+        elsewhere in ``session`` (SQLite has one writer at a time)."""
+        if session.get_bind().dialect.name != "postgresql":
+            return max_sample_id(session)
+        with self._sessions.begin() as own:
+            return max_sample_id(own)
 
     def trim(self) -> None:
         """Keep each job's samples from its newest one back ``lookback``."""

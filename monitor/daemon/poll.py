@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -63,9 +63,12 @@ class StoreCursors:
 
     While the poll reads (within :meth:`collect`), ``set`` keeps the states in memory and ``get`` sees them;
     :meth:`write` then stores them all with one batched upsert in the transaction that stores the poll's
-    samples, so a cursor never advances past data that was not stored. Within :meth:`collect`, the first
-    ``get`` reads every stored state of the collector in one short read-only session (one query per poll,
-    not one per file); outside it, ``get`` reads the one state.
+    samples, so a cursor never advances past data that was not stored. Within :meth:`collect`, the
+    collector first :meth:`prefetch`-es the cursors of the files its listing shows (one query per
+    :data:`monitor.store.upsert.CHUNK` keys, in one short read-only session): a poll reads only its own target's
+    cursors, never those of the collector's other targets. A ``get`` of a key not prefetched (a file the
+    listing did not show, or a collector that does not prefetch) reads that one state, so a key missing
+    from the prefetch is never taken for a file never read. Outside :meth:`collect`, ``get`` reads the one state.
 
     Args:
         sessions: session factory of the store.
@@ -76,7 +79,7 @@ class StoreCursors:
         self._sessions = sessions
         self._collector = collector
         self._collected: dict[str, dict[str, Any]] | None = None
-        self._stored: dict[str, dict[str, Any]] | None = None  # read once per collect()
+        self._stored: dict[str, dict[str, Any] | None] = {}  # read in this collect(): key -> state or None
 
     @contextmanager
     def collect(self) -> Iterator[dict[str, dict[str, Any]]]:
@@ -86,11 +89,24 @@ class StoreCursors:
             yield self._collected
         finally:
             self._collected = None
-            self._stored = None
+            self._stored = {}
 
     def write(self, session: Session, states: dict[str, dict[str, Any]], now: datetime) -> None:
         """Store ``states`` (from :meth:`collect`) in ``session`` with ``updated_at = now`` (one batched upsert)."""
         set_cursors(session, self._collector, states, now)
+
+    def prefetch(self, targets: Iterable[str]) -> None:
+        """Within :meth:`collect`: read the stored states of ``targets`` (cursor keys) not read yet in it,
+        in one read-only session; later ``get`` calls of these keys need no query. Outside it: nothing."""
+        if self._collected is None:
+            return
+        wanted = sorted({t for t in targets if t not in self._stored})
+        if not wanted:
+            return
+        with self._sessions() as session:
+            found = get_cursors(session, self._collector, wanted)
+        for target in wanted:
+            self._stored[target] = found.get(target)
 
     def get(self, target: str) -> dict[str, Any] | None:
         """The stored state of ``target`` (or the one collected, not yet stored) or ``None``."""
@@ -99,10 +115,10 @@ class StoreCursors:
                 return get_cursor(session, self._collector, target)
         if target in self._collected:
             return self._collected[target]
-        if self._stored is None:
+        if target not in self._stored:
             with self._sessions() as session:
-                self._stored = get_cursors(session, self._collector)
-        return self._stored.get(target)
+                self._stored[target] = get_cursor(session, self._collector, target)
+        return self._stored[target]
 
     def set(self, target: str, state: dict[str, Any]) -> None:
         """Keep ``state`` for ``target`` until :meth:`write` stores it with the poll.

@@ -23,7 +23,7 @@ from monitor.alerts.routing import Route, routes_for
 from monitor.alerts.silences import Matcher, Silence, is_silenced
 from monitor.model import AlertState, Severity
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow, SilenceRow
-from monitor.store.upsert import insert_ignoring
+from monitor.store.upsert import chunks, insert_ignoring, upsert_statement
 
 __all__ = [
     "OUTBOX_DELIVERED",
@@ -47,7 +47,9 @@ __all__ = [
     "outbox_errors",
     "retry_outbox",
     "seal_outbox",
+    "store_transitions",
     "told_in_episode",
+    "transition_rows",
 ]
 
 OUTBOX_PENDING: Final = "pending"
@@ -87,7 +89,15 @@ def _alert_values(alert: Alert) -> dict[str, Any]:
     }
 
 
-def _to_alert(row: AlertRow) -> Alert:
+#: the columns an upsert of an alert overwrites (all but its fingerprint)
+_ALERT_UPDATED: Final = (
+    "rule", "group_key", "labels", "severity", "state", "active_at", "fired_at", "resolved_at", "last_evaluated_at",
+    "keep_firing_since", "message", "annotations", "episode_id",
+)  # fmt: skip
+
+
+def _to_alert(row: Any) -> Alert:
+    """``row``: an :class:`AlertRow` or a row of its columns."""
     return Alert(
         fingerprint=row.fingerprint,
         rule=row.rule,
@@ -111,16 +121,28 @@ def load_alerts(
     states: Iterable[AlertState] | None = None,
     rules: Iterable[str] | None = None,
 ) -> dict[str, Alert]:
-    """Stored alerts by fingerprint, optionally only those in ``states`` and/or of ``rules``."""
-    query = select(AlertRow)
+    """Stored alerts by fingerprint, optionally only those in ``states`` and/or of ``rules`` (read as plain
+    rows, no ORM object per alert: every evaluation tick and delivery pass reads them all)."""
+    query = select(*AlertRow.__table__.columns)
     if states is not None:
         query = query.where(AlertRow.state.in_([s.value for s in states]))
     if rules is not None:
         query = query.where(AlertRow.rule.in_(list(rules)))
-    return {row.fingerprint: _to_alert(row) for row in session.scalars(query)}
+    return {row.fingerprint: _to_alert(row) for row in session.execute(query)}
 
 
 def _upsert_alerts(session: Session, alerts: Sequence[Alert]) -> None:
+    """Insert or update ``alerts`` by fingerprint: on SQLite and PostgreSQL one ``INSERT ... ON CONFLICT
+    (fingerprint) DO UPDATE`` per :data:`_CHUNK` alerts (no read first, no ORM object per alert); elsewhere a
+    read of the stored rows, then ORM inserts and updates."""
+    if not alerts:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect in ("sqlite", "postgresql"):
+        stmt = upsert_statement(dialect, AlertRow.__table__, ("fingerprint",), _ALERT_UPDATED)
+        for chunk in chunks([_alert_values(a) for a in alerts]):
+            session.execute(stmt, list(chunk))
+        return
     fps = [a.fingerprint for a in alerts]
     rows: dict[str, AlertRow] = {}
     for start in range(0, len(fps), _CHUNK):
@@ -176,13 +198,10 @@ def apply_transitions(
     routes: Sequence[Route],
     now: datetime,
 ) -> int:
-    """Store ``alerts`` (insert or update by fingerprint) and queue one outbox row per notification.
+    """Store ``alerts`` (insert or update by fingerprint) and queue one outbox row per notification
+    (:func:`transition_rows` then :func:`store_transitions`).
 
-    Every ``FIRING`` and ``RESOLVED`` event becomes one outbox row per receiver whose route accepts the
-    alert (:func:`monitor.alerts.routing.routes_for`; resolved only where ``send_resolved``), with a
-    deterministic idempotency key (:func:`~monitor.alerts.notification.notification_key`): applying the
-    same transitions twice queues nothing new. ``PENDING``/``CLEARED`` events queue nothing. Nothing is
-    committed: call inside the transaction that must hold both (``with factory.begin() as s:``).
+    Nothing is committed: call inside the transaction that must hold both (``with factory.begin() as s:``).
 
     Args:
         alerts: the alerts :func:`monitor.alerts.lifecycle.step_all` changed (all events' alerts must be
@@ -198,7 +217,23 @@ def apply_transitions(
         ValueError: an event names an alert not in ``alerts``.
     """
     by_fp = {a.fingerprint: a for a in alerts}
-    _upsert_alerts(session, list(by_fp.values()))
+    return store_transitions(session, list(by_fp.values()), transition_rows(by_fp.values(), events, routes, now))
+
+
+def transition_rows(
+    alerts: Iterable[Alert], events: Iterable[AlertEvent], routes: Sequence[Route], now: datetime
+) -> list[dict[str, Any]]:
+    """The outbox rows of one step's transitions (no database): every ``FIRING`` and ``RESOLVED`` event
+    becomes one row per receiver whose route accepts the alert (:func:`monitor.alerts.routing.routes_for`;
+    resolved only where ``send_resolved``), with the alert as it is after that step and a deterministic
+    idempotency key (:func:`~monitor.alerts.notification.notification_key`): storing the same transitions
+    twice queues nothing new. ``PENDING``/``CLEARED`` events give no row. Arguments as
+    :func:`apply_transitions`.
+
+    Raises:
+        ValueError: an event names an alert not in ``alerts``.
+    """
+    by_fp = {a.fingerprint: a for a in alerts}
     wanted: dict[str, list[tuple[str, AlertNotification]]] = {}
     for event in events:
         status = _NOTIFY.get(event.kind)
@@ -213,7 +248,16 @@ def apply_transitions(
                 continue
             key = notification_key(route.receiver, subject.fingerprint, status, event.at)
             wanted.setdefault(route.receiver, []).append((key, notification))
-    rows = [_outbox_row(receiver, n, key, now) for receiver, items in wanted.items() for key, n in items]
+    return [_outbox_row(receiver, n, key, now) for receiver, items in wanted.items() for key, n in items]
+
+
+def store_transitions(session: Session, alerts: Sequence[Alert], rows: list[dict[str, Any]]) -> int:
+    """Store ``alerts`` (insert or update by fingerprint; one per fingerprint, as they are now) and queue
+    the outbox ``rows`` of their transitions (:func:`transition_rows`, in order), in ``session``'s
+    transaction: a tick's transitions of many jobs and instants are stored with a few batched statements.
+    Returns the number of outbox rows queued (those whose receiver and idempotency key were queued already
+    are skipped)."""
+    _upsert_alerts(session, alerts)
     return _queue(session, rows)
 
 

@@ -21,7 +21,7 @@ from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from monitor.store.fleet_tables import FleetInstanceRow, JobSourceRow, LeaseRow
-from monitor.store.upsert import insert_ignoring
+from monitor.store.upsert import chunks, insert_ignoring
 
 __all__ = [
     "InstanceInfo",
@@ -30,7 +30,7 @@ __all__ = [
     "define_leases",
     "heartbeat",
     "held_counts",
-    "job_sources",
+    "job_sources_of",
     "leave_fleet",
     "list_instances",
     "list_leases",
@@ -38,6 +38,7 @@ __all__ = [
     "record_job_sources",
     "release_leases",
     "renew_leases",
+    "sourced_jobs",
 ]
 
 
@@ -236,12 +237,40 @@ def record_job_sources(session: Session, target: str, jobs: Iterable[tuple[str, 
     insert_ignoring(session, JobSourceRow, rows, ["engine", "job_id", "target"])
 
 
-def job_sources(session: Session) -> dict[tuple[str, str], str]:
-    """(engine, job id) -> the target that evaluates it: the first by name of the targets that stored its
-    samples (one job read by two targets is evaluated once)."""
+def job_sources_of(session: Session, targets: Collection[str]) -> dict[tuple[str, str], str]:
+    """(engine, job id) -> the target that evaluates it (the first by name of all the targets that stored its samples, held by this instance or not), for the jobs that any of
+    ``targets`` stored; the other jobs' rows are not read (the ``ix_job_sources_target`` index finds these)."""
+    if not targets:
+        return {}
+    ours = (
+        select(JobSourceRow.engine, JobSourceRow.job_id)
+        .where(JobSourceRow.target.in_(sorted(targets)))
+        .distinct()
+        .subquery()
+    )
     out: dict[tuple[str, str], str] = {}
     for engine, job_id, target in session.execute(
-        select(JobSourceRow.engine, JobSourceRow.job_id, JobSourceRow.target).order_by(JobSourceRow.target)
+        select(JobSourceRow.engine, JobSourceRow.job_id, JobSourceRow.target)
+        .join(ours, and_(JobSourceRow.engine == ours.c.engine, JobSourceRow.job_id == ours.c.job_id))
+        .order_by(JobSourceRow.target)
     ):
         out.setdefault((engine, job_id), target)
     return out
+
+
+def sourced_jobs(session: Session, jobs: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of ``jobs`` ((engine, job id) pairs) some target stored samples of (have a ``job_sources``
+    row); one query per engine and :data:`monitor.store.upsert.CHUNK` job ids (on the primary key)."""
+    by_engine: dict[str, set[str]] = {}
+    for engine, job_id in jobs:
+        by_engine.setdefault(engine, set()).add(job_id)
+    return {
+        (engine, job_id)
+        for engine, ids in sorted(by_engine.items())
+        for chunk in chunks(sorted(ids))
+        for job_id in session.scalars(
+            select(JobSourceRow.job_id)
+            .where(JobSourceRow.engine == engine, JobSourceRow.job_id.in_(chunk))
+            .distinct()
+        )
+    }

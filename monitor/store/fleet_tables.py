@@ -1,4 +1,4 @@
-"""The tables of migration ``0006_i16_fleet``: the instances of a fleet, their leases, and which target
+"""The tables of migrations ``0006_i16_fleet`` and ``0007_job_sources_target``: the instances of a fleet, their leases, and which target
 each job's data comes from.
 
 * ``fleet_instances``: one row per ``tidegauge run`` instance (``--instance``, default ``host:pid``), with
@@ -59,6 +59,8 @@ class JobSourceRow(Base):
     """Job (engine, job id) whose samples target ``target`` stored."""
 
     __tablename__ = "job_sources"
+    #: an instance reads the jobs of the targets it holds (migration 0007)
+    __table_args__ = (Index("ix_job_sources_target", "target", "engine", "job_id"),)
 
     engine: Mapped[str] = mapped_column(String(16), primary_key=True)
     job_id: Mapped[str] = mapped_column(String(512), primary_key=True)

@@ -9,11 +9,12 @@ writing and runs inside a SAVEPOINT, so a bad poll leaves the session exactly as
 from __future__ import annotations
 
 import json
+import threading
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import zstandard
 from sqlalchemy import Row, Select, delete, func, insert, select, update
@@ -30,7 +31,7 @@ from monitor.store.tables import (
     RunRow,
     SampleRow,
 )
-from monitor.store.upsert import CHUNK, chunks, insert_ignoring, upsert_statement
+from monitor.store.upsert import CHUNK, chunks, insert_ignoring, insert_new, upsert_statement
 
 __all__ = [
     "PurgeCounts",
@@ -127,8 +128,14 @@ def _existing_keys(session: Session, column: Any, keys: Sequence[str]) -> set[st
     return found
 
 
+_compressors = threading.local()  # one compressor per thread (not safe to share; costly to make per document)
+
+
 def _compress(data: bytes) -> bytes:
-    return zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(data)
+    compressor = getattr(_compressors, "zstd", None)
+    if compressor is None:
+        compressor = _compressors.zstd = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+    return cast(bytes, compressor.compress(data))
 
 
 def _decompress(codec: str, payload: bytes) -> bytes:
@@ -335,6 +342,8 @@ def save_poll(
     raw = _validated_raw(poll)
     for index, sample in enumerate(poll.samples):
         canonical_json(sample.extra, f"PollResult.samples[{index}].extra")
+    if poll.samples:
+        _hold_sample_write_lock(session)  # see max_sample_id
     with session.begin_nested():
         return _save(session, poll, raw, raw_collector, replace)
 
@@ -357,8 +366,11 @@ def _save(
         job_pk = jobs.job_pk(sample.job)
         run_pk = jobs.run_pk(sample.job, sample.observed_at)
         sample_rows[key] = {"dedup_key": key, **_sample_values(sample, job_pk, run_pk)}
-    existing = _existing_keys(session, SampleRow.dedup_key, list(sample_rows))
-    insert_ignoring(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], ["dedup_key"])
+    if replace:
+        existing = _existing_keys(session, SampleRow.dedup_key, list(sample_rows))
+        insert_ignoring(session, SampleRow, [v for k, v in sample_rows.items() if k not in existing], ["dedup_key"])
+    else:
+        existing = insert_new(session, SampleRow, sample_rows, "dedup_key")
     replaced = 0
     if replace and existing:
         ids: dict[str, int] = {}
@@ -389,10 +401,7 @@ def _save(
             "content_sha256": digest,
             "payload": _compress(data),
         }
-    raw_existing = _existing_keys(session, RawDocumentRow.dedup_key, list(raw_rows))
-    insert_ignoring(
-        session, RawDocumentRow, [v for k, v in raw_rows.items() if k not in raw_existing], ["dedup_key"]
-    )
+    raw_existing = insert_new(session, RawDocumentRow, raw_rows, "dedup_key")
 
     error_rows: dict[str, dict[str, Any]] = {}
     for error in poll.errors:
@@ -408,13 +417,7 @@ def _save(
                 "retryable": error.retryable,
             },
         )
-    errors_existing = _existing_keys(session, CollectorErrorRow.dedup_key, list(error_rows))
-    insert_ignoring(
-        session,
-        CollectorErrorRow,
-        [v for k, v in error_rows.items() if k not in errors_existing],
-        ["dedup_key"],
-    )
+    errors_existing = insert_new(session, CollectorErrorRow, error_rows, "dedup_key")
     session.flush()
     return SaveCounts(
         samples_inserted=len(sample_rows) - len(existing),
@@ -531,16 +534,20 @@ def get_cursor(session: Session, collector: str, target: str) -> dict[str, Any] 
     ).one_or_none()
 
 
-def get_cursors(session: Session, collector: str) -> dict[str, dict[str, Any]]:
-    """Every state saved by :func:`set_cursor` / :func:`set_cursors` for ``collector``: target -> state (one
-    query; a poll of many files reads them all at once, not one query per file)."""
+def get_cursors(
+    session: Session, collector: str, targets: Collection[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The states saved by :func:`set_cursor` / :func:`set_cursors` for ``collector``: target -> state, of
+    every target (``targets=None``: one query) or only of ``targets`` (one query per :data:`CHUNK` of them;
+    targets with no state are absent). A poll of many files reads their states at once, not one query per
+    file."""
+    stmt = select(CollectorCursorRow.target, CollectorCursorRow.state).where(CollectorCursorRow.collector == collector)
+    if targets is None:
+        return {target: state for target, state in session.execute(stmt)}
     return {
         target: state
-        for target, state in session.execute(
-            select(CollectorCursorRow.target, CollectorCursorRow.state).where(
-                CollectorCursorRow.collector == collector
-            )
-        )
+        for chunk in chunks(sorted(targets))
+        for target, state in session.execute(stmt.where(CollectorCursorRow.target.in_(chunk)))
     }
 
 
@@ -594,8 +601,29 @@ def load_samples(
     ]
 
 
+#: The PostgreSQL advisory lock that every transaction storing samples holds shared (:func:`save_poll`) and
+#: :func:`max_sample_id` takes exclusively for a moment ("tgsa").
+SAMPLE_WRITE_LOCK: Final = 0x74677361
+
+
+def _hold_sample_write_lock(session: Session, *, exclusive: bool = False) -> None:
+    """On PostgreSQL: take :data:`SAMPLE_WRITE_LOCK` until the transaction ends (shared by writers)."""
+    if session.get_bind().dialect.name == "postgresql":
+        lock = func.pg_advisory_xact_lock if exclusive else func.pg_advisory_xact_lock_shared
+        session.execute(select(lock(SAMPLE_WRITE_LOCK)))
+
+
 def max_sample_id(session: Session) -> int:
-    """The highest sample row id stored (0 for none): a watermark for :func:`load_samples_after`."""
+    """The highest sample row id below which every row is stored for good (0 for none): a watermark for
+    :func:`load_recent_samples` and :func:`load_samples_after`. Call it in a short transaction of its own.
+
+    Ids are taken when a row is inserted, not when its transaction commits: with several writers (polls in
+    parallel, other instances) a row with a lower id can commit after one with a higher id, and a reader
+    that moved past the higher id would never load it. On PostgreSQL the read is made under
+    :data:`SAMPLE_WRITE_LOCK` taken exclusively: it waits for the sample writes in flight (each holds it
+    shared) and holds new ones back for the moment of the read, so every id up to the one returned is
+    committed or will never be. SQLite has one writer at a time."""
+    _hold_sample_write_lock(session, exclusive=True)
     return int(session.scalar(select(func.max(SampleRow.id))) or 0)
 
 
@@ -645,15 +673,21 @@ def load_recent_samples(
     return out
 
 
-def load_samples_after(session: Session, after_id: int) -> tuple[dict[tuple[Engine, str], list[Sample]], int]:
-    """Samples stored after row id ``after_id`` (whatever their ``observed_at``), by job, oldest first.
+def load_samples_after(
+    session: Session, after_id: int, upto_id: int | None = None
+) -> tuple[dict[tuple[Engine, str], list[Sample]], int]:
+    """Samples stored after row id ``after_id`` (whatever their ``observed_at``), by job, oldest first; with
+    ``upto_id`` (from :func:`max_sample_id`) only up to it.
 
     Returns:
-        ``(samples by (engine, job id), highest row id seen)`` (``after_id`` when there is nothing new).
+        ``(samples by (engine, job id), the row id to continue after)``: ``upto_id`` when given, else the
+        highest row id seen (``after_id`` when there is nothing new).
     """
     stmt = _sample_select().where(SampleRow.id > after_id).order_by(SampleRow.id)
+    if upto_id is not None:
+        stmt = stmt.where(SampleRow.id <= upto_id)
     out: dict[tuple[Engine, str], list[Sample]] = {}
-    top = after_id
+    top = after_id if upto_id is None else max(after_id, upto_id)
     interned: dict[Any, Any] = {}
     for row in session.execute(stmt.execution_options(yield_per=_LOAD_BATCH_ROWS)):
         top = max(top, row.id)

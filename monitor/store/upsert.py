@@ -12,11 +12,11 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-__all__ = ["CHUNK", "chunks", "insert_ignoring", "upsert_statement"]
+__all__ = ["CHUNK", "chunks", "insert_ignoring", "insert_new", "upsert_statement"]
 
 #: Rows per multi-row statement.
 CHUNK: Final = 500
@@ -70,3 +70,34 @@ def insert_ignoring(
     for chunk in chunks(rows):
         session.execute(stmt, list(chunk))
     return None
+
+
+def insert_new(session: Session, row_class: Any, rows: dict[str, dict[str, Any]], key: str) -> set[str]:
+    """INSERT ``rows`` (their unique ``key`` column's value -> the row) into ``row_class``'s table, skipping
+    those whose key is stored already (or inserted meanwhile by a concurrent transaction); returns the keys
+    skipped.
+
+    On SQLite and PostgreSQL one ``INSERT ... ON CONFLICT (key) DO NOTHING RETURNING key`` per
+    :data:`CHUNK` rows (SQLAlchemy's "insertmanyvalues": multi-row ``VALUES``, no read first); elsewhere a
+    read of the stored keys, then plain inserts of the others."""
+    if not rows:
+        return set()
+    dialect = session.get_bind().dialect.name
+    table = row_class.__table__
+    if dialect not in ("sqlite", "postgresql"):
+        stored: set[str] = set()
+        for chunk in chunks(list(rows)):
+            stored.update(session.scalars(select(table.c[key]).where(table.c[key].in_(chunk))))
+        insert_ignoring(session, row_class, [r for k, r in rows.items() if k not in stored], [key])
+        return stored
+    stmt = _insert_new_statement(dialect, table, key)
+    inserted: set[str] = set()
+    for chunk in chunks(list(rows.values())):
+        inserted.update(session.execute(stmt, list(chunk)).scalars())
+    return set(rows) - inserted
+
+
+@functools.cache
+def _insert_new_statement(dialect: str, table: Any, key: str) -> Any:
+    stmt = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(table)
+    return stmt.on_conflict_do_nothing(index_elements=[key]).returning(table.c[key])

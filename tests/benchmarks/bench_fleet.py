@@ -1,5 +1,5 @@
 """Benchmark: a fleet of 1, 2 and 3 `tidegauge run` instances on one real PostgreSQL sharing N simulated Spark
-queries at 10 s triggers (issue 16, "Tests and measurements").
+queries at 10 s triggers (``--trigger``; issue 16, "Tests and measurements").
 
 Each query is a live single-file event log of recorded real Spark 4.3.0 progress lines (tests/live_eventlog.py);
 the queries are spread round-robin over ``--targets`` event-log directories, each one configured target (a
@@ -20,13 +20,19 @@ polls or evaluations the logs say were skipped. This machine has 2 cores shared 
 the simulator and whatever else runs: read CPU seconds, not wall times.
 
 Run: ``PYTHONPATH=. python -m tests.benchmarks.bench_fleet [--queries 1000] [--instances 1,2,3] [--targets 12]
-[--history 6] [--rounds 4]`` (``make bench-fleet QUERIES=1000``). Not a test: it prints figures for the README.
+[--history 6] [--rounds 4] [--profile DIR]`` (``make bench-fleet QUERIES=1000``). Not a test: it prints figures for
+the README. ``--profile DIR``: each instance is sampled by py-spy (``pip install py-spy``; on its ``PATH`` or
+``PY_SPY``) through the steady rounds, on-CPU stacks only, written as collapsed stacks to
+``DIR/<queries>x<instances>-<instance>.txt`` (summarised by ``tests/benchmarks/profile_summary.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import shutil
+import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +49,7 @@ from tests.benchmarks.daemon_measure import (
     cpu_s,
     database,
     enable_statement_stats,
+    evaluated_jobs,
     pg_counters,
     postmaster_pid,
     reset_statement_stats,
@@ -61,17 +68,17 @@ FAULT_RULE = "future_timestamp"
 SECRET_ENV = {"TG_BENCH_WEBHOOK_SECRET": "bench-fleet-secret"}
 
 
-def _config(work: Path, targets: int, url: str, webhook_url: str) -> dict[str, Any]:
+def _config(work: Path, targets: int, url: str, webhook_url: str, trigger_s: float) -> dict[str, Any]:
     return {
         "database": url,
         "server": {"host": "127.0.0.1", "port": free_port()},
         "targets": {
             "spark_event_logs": [
-                {"name": f"t{k:02d}", "path": str(work / "events" / f"t{k:02d}"), "poll_interval": "10s"}
+                {"name": f"t{k:02d}", "path": str(work / "events" / f"t{k:02d}"), "poll_interval": f"{trigger_s:g}s"}
                 for k in range(targets)
             ]
         },
-        "evaluation_interval": "10s",
+        "evaluation_interval": f"{trigger_s:g}s",
         "receivers": [{"name": "bench", "type": "webhook", "url": webhook_url,
                        "secret": {"env": "TG_BENCH_WEBHOOK_SECRET"}}],
         "routes": [{"receiver": "bench", "match": {"alertname": FAULT_RULE}}],
@@ -114,17 +121,40 @@ def _held(doc: dict[str, Any], names: list[str], targets: int) -> dict[str, list
     return per
 
 
-def run(server: Any, url: str, queries: int, instances: int, targets: int, history: int, rounds: int) -> dict[str, Any]:
+def _profilers(pids: dict[str, int], out: Path | None, label: str, seconds: float) -> list[subprocess.Popen[bytes]]:
+    """One py-spy sampler per instance for ``seconds`` (none when ``out`` is ``None``).
+
+    Raises:
+        SystemExit: ``--profile`` given but py-spy is not installed."""
+    if out is None:
+        return []
+    spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("--profile: py-spy not found (pip install py-spy, or set PY_SPY to its path)")
+    out.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen([spy, "record", "--pid", str(pid), "--duration", str(math.ceil(seconds)), "--rate", "50",
+                          "--nonblocking", "--format", "raw", "--output", str(out / f"{label}-{name}.txt")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, pid in pids.items()
+    ]  # fmt: skip
+
+
+def run(
+    server: Any, url: str, queries: int, instances: int, targets: int, history: int, rounds: int,
+    profile: Path | None = None, trigger_s: float = TRIGGER_S,
+) -> dict[str, Any]:
     """One measured run of ``instances`` instances over ``queries`` queries (see the module docstring);
-    returns the figures printed (CPU s per 10 s interval, rows/s, statements/s, fault seconds)."""
+    returns the figures printed (CPU s per interval of ``trigger_s``, per job-batch, rows/s, statements/s, fault
+    seconds)."""
     spark = RECORDED_FIXTURES / "spark" / "real-4.3.0"
     with tempfile.TemporaryDirectory() as tmp, running_receiver() as rx:
         work = Path(tmp)
-        start = datetime.now(UTC) - timedelta(seconds=TRIGGER_S * (history + 1))
+        start = datetime.now(UTC) - timedelta(seconds=trigger_s * (history + 1))
         t0 = time.monotonic()
         logs = [
             LiveEventLog(work / "events" / f"t{i % targets:02d}" / f"app-{i:05d}.inprogress", spark, start,
-                         step=timedelta(seconds=TRIGGER_S))
+                         step=timedelta(seconds=trigger_s))
             for i in range(queries)
         ]  # fmt: skip
         for log in logs:
@@ -136,7 +166,7 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
         daemons: dict[str, DaemonProcess] = {}
         for name in names:
             (work / name).mkdir()
-            daemons[name] = DaemonProcess(_config(work, targets, url, rx.url), url, work / name, SECRET_ENV, name)
+            daemons[name] = DaemonProcess(_config(work, targets, url, rx.url, trigger_s), url, work / name, SECRET_ENV, name)
         engine = make_engine(url).execution_options(**{READ_ONLY: True})  # never queued behind the daemons
         config_path = daemons[names[0]].config_path
         try:
@@ -152,8 +182,11 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
             except AssertionError:
                 held = _holders(cluster_status(config_path), names)
                 print(f"  targets NOT spread evenly 180 s after the catch-up: {held}", flush=True)
+            wait_for(f"{queries} jobs evaluated", lambda: evaluated_jobs(engine) >= queries or None,
+                     timeout_s=3600, interval_s=2.0)  # fmt: skip
             catch_up_s = time.monotonic() - started
-            print(f"  catch-up: all batches stored and targets spread {catch_up_s:.1f} s after start", flush=True)
+            print(f"  catch-up: all batches stored, every job evaluated and targets spread {catch_up_s:.1f} s after start",
+                  flush=True)  # fmt: skip
 
             pm = postmaster_pid(server)
             reset_statement_stats(server, url)
@@ -161,6 +194,7 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
             pg_cpu0, pg0, wall0 = tree_cpu_s(pm), pg_counters(server, url), time.monotonic()
             fault_log, fault_at = logs[len(logs) // 2], 0.0
             per_round: list[int] = []  # rows inserted in each round: a round inside one long transaction shows 0
+            samplers = _profilers(pids, profile, f"{queries}x{instances}", rounds * trigger_s)
             with ActivitySampler(server, url) as activity:
                 for r in range(rounds):
                     if r:
@@ -172,14 +206,17 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
                     for log in logs:
                         if not (r == 1 and log is fault_log):
                             log.batches(TEMPLATES[(history + r) % len(TEMPLATES)])
-                    time.sleep(max(0.0, TRIGGER_S - (time.monotonic() - round_start)))
+                    time.sleep(max(0.0, trigger_s - (time.monotonic() - round_start)))
                 wall = time.monotonic() - wall0
                 cpu = {n: cpu_s(p) - cpu0[n] for n, p in pids.items()}
                 pg_cpu, pg = tree_cpu_s(pm) - pg_cpu0, pg_counters(server, url) - pg0
                 marks = [pg0.tup_inserted, *per_round, pg0.tup_inserted + pg.tup_inserted]
                 per_round = [b - a for a, b in pairwise(marks)]
                 statements = statement_stats(server, url, top=10)
-            intervals = wall / TRIGGER_S
+            for sampler in samplers:
+                sampler.wait(timeout=60)
+            intervals = wall / trigger_s
+            job_batches = queries * intervals  # each query writes one batch per interval
             doc = cluster_status(config_path)
             held_now = _holders(doc, names)
             by_target = {f"t{k:02d}": sum(1 for i in range(queries) if i % targets == k) for k in range(targets)}
@@ -188,9 +225,12 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
             for name in names:
                 mine = held_now.get(name, [])
                 rss, peak = rss_mib(pids[name])
-                print(f"    {name}: CPU {cpu[name] / intervals:.2f} s per 10 s interval ({cpu[name] / wall:.0%} of a core), "
+                print(f"    {name}: CPU {cpu[name] / intervals:.2f} s per {trigger_s:g} s interval ({cpu[name] / wall:.0%} of a core), "
                       f"{len(mine)} targets / {sum(by_target[t] for t in mine)} queries held, RSS {rss:.0f} MiB (peak {peak:.0f})")  # fmt: skip
-            print(f"    PostgreSQL: CPU {pg_cpu / intervals:.2f} s per 10 s interval; {pg.xact_commit / wall:.1f} "
+            print(f"    per job-batch: instances {sum(cpu.values()) / job_batches * 1000:.2f} ms CPU, PostgreSQL "
+                  f"{pg_cpu / job_batches * 1000:.2f} ms CPU, {statements.calls / job_batches:.2f} statement executions, "
+                  f"{pg.tup_inserted / job_batches:.2f} rows inserted, {pg.tup_updated / job_batches:.2f} updated")  # fmt: skip
+            print(f"    PostgreSQL: CPU {pg_cpu / intervals:.2f} s per {trigger_s:g} s interval; {pg.xact_commit / wall:.1f} "
                   f"transactions/s; rows inserted {pg.tup_inserted / wall:,.0f}/s, updated {pg.tup_updated / wall:,.0f}/s, "
                   f"deleted {pg.tup_deleted / wall:,.0f}/s (inserted per round: {per_round}); {statements.calls / wall:,.0f} statement executions/s "
                   f"({statements.exec_s / intervals:.2f} s of execution per interval)")  # fmt: skip
@@ -233,6 +273,9 @@ def run(server: Any, url: str, queries: int, instances: int, targets: int, histo
         "pg_cpu_per_interval_s": round(pg_cpu / intervals, 2), "xact_per_s": round(pg.xact_commit / wall, 1),
         "rows_inserted_per_s": round(pg.tup_inserted / wall), "rows_updated_per_s": round(pg.tup_updated / wall),
         "statements_per_s": round(statements.calls / wall), "fault_to_notification_s": round(fault_s, 1),
+        "trigger_s": trigger_s, "cpu_ms_per_job_batch": round(sum(cpu.values()) / job_batches * 1000, 2),
+        "pg_cpu_ms_per_job_batch": round(pg_cpu / job_batches * 1000, 2),
+        "statements_per_job_batch": round(statements.calls / job_batches, 2),
     }  # fmt: skip
     print(f"RESULT {result}", flush=True)
     return result
@@ -244,7 +287,10 @@ def main() -> None:
     parser.add_argument("--instances", default="1,2,3", help="comma-separated instance counts")
     parser.add_argument("--targets", type=int, default=12, help="event-log directories (targets) the queries spread over")
     parser.add_argument("--history", type=int, default=6, help="batches per query written before the instances start")
-    parser.add_argument("--rounds", type=int, default=4, help="10 s rounds of one new batch per query (at least 2)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of one new batch per query (at least 2)")
+    parser.add_argument("--trigger", type=float, default=TRIGGER_S,
+                        help="seconds between two batches of a query, and the poll and evaluation interval")  # fmt: skip
+    parser.add_argument("--profile", type=Path, help="sample each instance with py-spy in the steady rounds into DIR")
     args = parser.parse_args()
     if args.rounds < 2:
         parser.error("--rounds: at least 2 (the fault is injected in the second round)")
@@ -256,7 +302,7 @@ def main() -> None:
                 if url is None:
                     url = server.create_database()
                     enable_statement_stats(server, url)
-                run(server, url, queries, instances, args.targets, args.history, args.rounds)
+                run(server, url, queries, instances, args.targets, args.history, args.rounds, args.profile, args.trigger)
                 url = None
 
 

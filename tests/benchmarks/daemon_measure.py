@@ -221,3 +221,16 @@ def stored_batches(engine: Any) -> int:
     )
     with engine.connect() as conn:
         return int(conn.scalar(query) or 0)
+
+
+def evaluated_jobs(engine: Any) -> int:
+    """Jobs with an evaluation cursor (evaluated at least once) in the database of ``engine`` (READ_ONLY, as
+    :func:`stored_batches`)."""
+    from sqlalchemy import func, select
+
+    from monitor.daemon.histories import EVAL_CURSOR
+    from monitor.store.tables import CollectorCursorRow
+
+    query = select(func.count()).select_from(CollectorCursorRow).where(CollectorCursorRow.collector == EVAL_CURSOR)
+    with engine.connect() as conn:
+        return int(conn.scalar(query) or 0)

@@ -16,7 +16,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.commands.cluster import cluster_status
 from monitor.daemon.fleet import Fleet, LeasedResource, lease_ttl
-from monitor.store.fleet_repo import list_instances, list_leases
+from monitor.model import Engine
+from monitor.store.fleet_repo import (
+    job_sources_of,
+    list_instances,
+    list_leases,
+    record_job_sources,
+    sourced_jobs,
+)
 from tests.alerting import migrated_sessions, sqlite_url
 from tests.cli import run_cli
 
@@ -186,6 +193,67 @@ def test_targets_under_an_open_evaluation_are_given_back_only_after_it(pg_sessio
     a.tick(T0 + timedelta(seconds=3))  # the evaluation committed
     b.tick(T0 + timedelta(seconds=3))
     assert len(a.held_targets()) == 3 and len(b.held_targets()) == 4  # floor(7 / 2) kept while b starved
+
+
+def test_job_sources_are_read_by_target(sessions: sessionmaker[Session]) -> None:
+    """Only the jobs a given target stored are read, each with the target that evaluates it (the first by
+    name of all that stored it, given or not); the rest of the table is not read."""
+    with sessions.begin() as session:
+        record_job_sources(session, "t4", [("spark", "only-t4"), ("spark", "t2-and-t4"), ("flink", "t4-and-t6")])
+        record_job_sources(session, "t2", [("spark", "t2-and-t4"), ("spark", "only-t2")])
+        record_job_sources(session, "t6", [("flink", "t4-and-t6")])
+    with sessions() as session:
+        assert job_sources_of(session, {"t4"}) == {
+            ("spark", "only-t4"): "t4", ("spark", "t2-and-t4"): "t2", ("flink", "t4-and-t6"): "t4",
+        }  # fmt: skip
+        assert job_sources_of(session, {"t6"}) == {("flink", "t4-and-t6"): "t4"}
+        assert job_sources_of(session, set()) == {}
+        asked = {("spark", "only-t2"), ("spark", "never-stored"), ("flink", "only-t4"), ("flink", "t4-and-t6")}
+        assert sourced_jobs(session, asked) == {("spark", "only-t2"), ("flink", "t4-and-t6")}
+
+
+@pytest.mark.integration
+@pytest.mark.postgres
+def test_each_job_is_evaluated_by_one_instance_reading_only_its_targets_jobs(
+    pg_sessions: sessionmaker[Session],
+) -> None:
+    """Two instances split the targets; each evaluation reads the job sources of its own targets only (not
+    the whole table: that read grew with instances x jobs), yet every job is evaluated by exactly one
+    instance: by the holder of the first target by name that stored it, and a job no target stored by the
+    holder of the first target (the default)."""
+    a, b = instance(pg_sessions, "a"), instance(pg_sessions, "b")
+    a.tick(T0)
+    b.tick(T0)
+    a.tick(T0 + timedelta(seconds=1))
+    b.tick(T0 + timedelta(seconds=1))
+    held_a, held_b = set(a.held_targets()), set(b.held_targets())
+    assert held_a | held_b == {t.name for t in TARGETS} and not held_a & held_b and held_a and held_b
+    first_a, first_b = min(held_a), min(held_b)
+    last_a, last_b = max(held_a), max(held_b)
+    with pg_sessions.begin() as session:
+        record_job_sources(session, last_a, [("spark", "a-only"), ("spark", "both")])
+        record_job_sources(session, last_b, [("spark", "b-only"), ("spark", "both")])
+        record_job_sources(session, first_a if first_a < first_b else first_b, [("spark", "both")])
+    owner_of_both = "a" if first_a < first_b else "b"
+    default_holder = "a" if "t0" in held_a else "b"
+    jobs = [(Engine.SPARK, j) for j in ("a-only", "b-only", "both", "no-source")]
+    owners: dict[str, list[str]] = {}
+    with pg_sessions.begin() as session:
+        scope_a = a.evaluation_scope(session, T0 + timedelta(seconds=2))
+        assert scope_a is not None
+        scope_a.resolve(jobs)
+        assert set(scope_a.sources) == {("spark", "a-only"), ("spark", "both")}  # not b's jobs
+        for key in jobs:
+            if scope_a.owns_job(key):
+                owners.setdefault(key[1], []).append("a")
+    with pg_sessions.begin() as session:
+        scope_b = b.evaluation_scope(session, T0 + timedelta(seconds=2))
+        assert scope_b is not None
+        assert set(scope_b.sources) == {("spark", "b-only"), ("spark", "both")}
+        for key in jobs:  # no resolve first: owns_job asks about the unknown job itself
+            if scope_b.owns_job(key):
+                owners.setdefault(key[1], []).append("b")
+    assert owners == {"a-only": ["a"], "b-only": ["b"], "both": [owner_of_both], "no-source": [default_holder]}
 
 
 @pytest.mark.integration
