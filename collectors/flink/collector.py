@@ -60,6 +60,7 @@ the limit and how many were left out), and a vertex's ``parallelism`` must be wi
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -158,6 +159,17 @@ class _JobResult:
 
 
 
+def _with_version(result: _JobResult, version: str) -> _JobResult:
+    """``result`` with its job samples (the ones carrying the job's ``state``) given ``extra["flink_version"]``."""
+    samples = [
+        dataclasses.replace(s, extra={**s.extra, "flink_version": version})
+        if "state" in s.extra and "flink_version" not in s.extra
+        else s
+        for s in result.samples
+    ]
+    return _JobResult(samples, result.errors, result.skipped)
+
+
 def _segment(flink_id: str) -> str:
     """A job or vertex id as one URL path segment, percent-encoded (RFC 3986): Flink prints its ``JobID`` and
     ``JobVertexID`` as 32 hex digits, but an id read from a hostile or broken endpoint may hold ``/``, ``?``
@@ -220,6 +232,7 @@ class FlinkRestCollector(PollsOnce):
         self._jobs: dict[str, _JobState] = {}
         self._lock = threading.Lock()
         self.flink_version: str | None = None  # the cluster's ``/config`` ``flink-version``, once read
+        self._version_error: CollectorError | None = None  # /config's version could not be used
         self._version_polls = 0
 
     # ------------------------------------------------------------------------------------------ requests
@@ -291,11 +304,15 @@ class FlinkRestCollector(PollsOnce):
             for jid in list(self._jobs):
                 if jid not in keep:
                     del self._jobs[jid]
-        # the version is asked after the jobs (it never takes their share of the poll's deadline), so the
-        # samples carry it from the next poll on
+        # the version is asked after the jobs (it never takes their share of the poll's deadline); the job
+        # samples of the poll that read it are given it too (a one-poll check knows it)
         if self.flink_version is None and self._version_polls % self._list_every == 0 and not budget.expired():
-            self._read_version(now, budget, notices)
+            self._read_version(now, budget)
+            if self.flink_version is not None:
+                results = [_with_version(r, self.flink_version) for r in results]
         self._version_polls += 1
+        if self._version_error is not None:  # a standing condition: said at every poll until it is read
+            notices.append(dataclasses.replace(self._version_error, observed_at=now))
         samples = [s for r in results for s in r.samples]
         errors = notices + [e for r in results for e in r.errors]
         skipped = sum(r.skipped for r in results)
@@ -313,18 +330,20 @@ class FlinkRestCollector(PollsOnce):
             )
         return PollResult(tuple(samples), tuple(errors))
 
-    def _read_version(self, now: datetime, budget: Deadline, notices: list[CollectorError]) -> None:
+    def _read_version(self, now: datetime, budget: Deadline) -> None:
         """Read the cluster's Flink version from ``/config`` (asked until known, every ``metric_list_every``
         polls). An endpoint that does not serve it (a proxy routing only ``/jobs``) leaves it unknown without
-        an error: the rules then follow the newest release modelled; a malformed answer is one error entry."""
+        an error: the rules then follow the newest release modelled; a malformed or unmodelled version is an
+        error entry kept (:attr:`_version_error`) and reported with every poll until a version is read."""
         try:
             doc = self._get("/config", budget)
         except _Failed:
             return  # not served here (or not now): asked again later
         try:
             self.flink_version = self._parse(parse_flink_version_of_config, doc, "/config")
+            self._version_error = None
         except _Failed as exc:
-            notices.append(self._error(exc, now))
+            self._version_error = self._error(exc, now)
 
     def _state(self, jid: str) -> _JobState:
         with self._lock:

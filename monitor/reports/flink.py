@@ -164,6 +164,12 @@ def render_text(report: dict[str, Any]) -> str:
             f"watermark {_time(job['watermark_ms'])}"
             + (
                 f", Flink {job['flink_version']}"
+                + (
+                    f" (rules follow {job['flink_version_followed']})"
+                    # "2.4-SNAPSHOT", "1.20.1": a release the rules do not model
+                    if ".".join(job["flink_version"].split("-")[0].split(".")[:2]) != job["flink_version_followed"]
+                    else ""
+                )
                 if job.get("flink_version")
                 else f", Flink version unknown (/config not read): rules follow {job['flink_version_followed']}"
             )

@@ -49,7 +49,7 @@ def _without_splits(exchanges: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _run(
     folder: str, fmt: str, capsys: pytest.CaptureFixture[str], *, idle_for: str | None = None, splits: bool = True,
-    config: bool = True,
+    config: bool = True, interval_s: int = 11,
 ) -> str:
     polls, exchanges = load_exchanges(REAL / folder)
     if not config:  # as behind a proxy that does not serve /config
@@ -58,7 +58,7 @@ def _run(
     code = run_check_flink(
         "http://jm:8081",
         fmt=fmt,
-        interval=timedelta(seconds=11),
+        interval=timedelta(seconds=interval_s),
         rules=rules,
         clock=replay_clock(polls),
         transport=replay_transport(exchanges if splits else _without_splits(exchanges)),
@@ -219,3 +219,18 @@ def test_check_flink_says_when_the_version_is_unknown_and_which_release_it_follo
     header = _run("splits_align", "text", capsys, config=False).splitlines()[0]
     assert header.endswith(", Flink version unknown (/config not read): rules follow 2.3"), header
     assert _job(_json("splits_align", capsys), "tg-kafka-splits-align")["flink_version_followed"] == "2.3"
+
+
+def test_a_one_poll_check_flink_knows_the_version_it_read(capsys: pytest.CaptureFixture[str]) -> None:
+    header = _run("splits_align", "text", capsys, interval_s=0).splitlines()[0]
+    assert ", Flink 2.3.0" in header and "unknown" not in header and "rules follow" not in header
+
+
+@pytest.mark.parametrize(("version", "note"), [("2.3.0", ""), ("2.3-SNAPSHOT", ""), ("2.4-SNAPSHOT", " (rules follow 2.3)")])
+def test_check_flink_header_says_when_the_rules_follow_another_release(version: str, note: str) -> None:
+    from monitor.reports.flink import render_text
+
+    job = {"jid": "a1", "name": "j", "state": "RUNNING", "restarts": 0, "flink_version": version,
+           "flink_version_followed": "2.3", "watermark_ms": None, "holding_min": None, "vertices": []}
+    header = render_text({"jobs": [job], "findings": [], "errors": []}).splitlines()[0]
+    assert header.endswith(f", Flink {version}{note}"), header
