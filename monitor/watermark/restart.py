@@ -151,7 +151,8 @@ class _Driver:
                 if last_of_run or idle.batch_id in self.stop_after:
                     stopped = (idle.batch_id, False)
             elif last_of_run:
-                stopped = (data.batch_id, rt.needs_no_data_batch())
+                # skipped: one was due, and a live query would have run it (no data waiting at the trigger)
+                stopped = (data.batch_id, rt.needs_no_data_batch() and bool(plan.idle_after[j]))
 
     def _restart(self, rt: WatermarkRuntime, after_batch_id: int, skipped: bool) -> None:
         lost = rt.restart()

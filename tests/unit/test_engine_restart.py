@@ -404,3 +404,24 @@ def test_a_data_batch_restart_point_equals_its_batch_id_before_any_shift(tmp_pat
     assert [b.batch_id for b in by_id.replay.batches] == [b.batch_id for b in by_position.replay.batches]
     with pytest.raises(EngineConfigError, match="restart after data batch 5: data batches are 0 to 5"):
         replay_restarting(events, config, [], after_data_batches=[(5, True)])
+
+
+def test_a_restart_with_the_next_data_already_waiting_skipped_no_no_data_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a 10 s trigger; a row arrives every 10 s, so at each trigger the next batch's row is waiting and a live
+    # query runs no no-data batch between them: stopping after batch 1 skips nothing
+    path = tmp_path / "a.csv"
+    path.write_text(
+        "event_time,arrival_time\n"
+        "2026-01-01T00:00:00Z,2026-01-01T00:00:01Z\n"
+        "2026-01-01T00:01:00Z,2026-01-01T00:00:11Z\n"
+        "2026-01-01T00:02:00Z,2026-01-01T00:00:21Z\n",
+        encoding="utf-8",
+    )
+    code, out, err = run(
+        ["whatif", str(path), "--delay", "1m", "--window", "1m", "--trigger", "10s", "--restart-after", "1"], capsys
+    )
+    assert code == 0, err
+    assert "Restarts: 1" in out
+    assert "the query stopped between data batch" not in out and "skipped no-data batch" not in out
