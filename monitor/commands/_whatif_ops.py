@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from monitor.commands import _whatif_text as T
+from monitor.text import plural
 from monitor.watermark import BatchPlan, EventsTable, WatermarkConfig, replay
 from monitor.watermark.chain import ChainConfig, ChainReplay, replay_chain
 from monitor.watermark.config import Sliding, Tumbling
@@ -341,7 +342,7 @@ def chain_report(
             f"  operator {p['operator']}, {p['query']} ({p['spark_name']}): {p['input_rows']} rows in, "
             f"{p['late_rows']} dropped as late ({metric_text}); "
             f"state rows: peak {p['state_rows_peak']}, at the end {p['state_rows_end']}; "
-            f"{p['output_rows']} rows out"
+            f"{plural(int(p['output_rows']), 'row')} out"
         )
     if chain.first.join is not None and result.batches:
         # StreamingSymmetricHashJoinExec.produceOutputWatermark: the operators after a join read its output
@@ -353,6 +354,8 @@ def chain_report(
             f"{T.wm_text(end.batch.next_watermark_ms)} (the join's state watermarks: the global watermark minus "
             "the range's bound and 1 ms), so its windows close that much later"
         )
+    if chain.first.dedup is not None and chain.first.dedup.mode == "key":
+        lines.append(T.DEDUP_KEY_NEVER_EVICTS.replace("    ", "  operator 1: ", 1))
     later = [p for p in per_op[1:] if p["late_rows"]]
     for p in later:
         lines.append(

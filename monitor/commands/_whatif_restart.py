@@ -17,7 +17,7 @@ from typing import Any
 
 from monitor.commands import _whatif_text as T
 from monitor.errors import InputError
-from monitor.watermark import BatchPlan, EventsTable, WatermarkConfig, replay
+from monitor.watermark import BatchPlan, EngineConfigError, EventsTable, WatermarkConfig, replay
 from monitor.watermark.restart import RestartImpact, RunKind, replay_restarting, restart_impact
 
 __all__ = ["RestartOptions", "parse_restart_options", "restart_report"]
@@ -124,10 +124,13 @@ def restart_report(
     Raises:
         EngineConfigError: a restart point beyond the replay's last batch.
     """
-    with_restarts = replay_restarting(
-        events, config, _batch_ids(options, plan), kind=options.kind, plan=plan,
-        after_data_batches=_file_batches(options, plan, events),
-    )
+    try:
+        with_restarts = replay_restarting(
+            events, config, _batch_ids(options, plan), kind=options.kind, plan=plan,
+            after_data_batches=_file_batches(options, plan, events),
+        )
+    except EngineConfigError as exc:  # a point at or beyond the last batch: named with the option
+        raise RestartUsageError(f"--restart-after: {exc}") from None
     result = with_restarts.replay
     impact = restart_impact(with_restarts, replay(events, config, plan=plan))
     doc: dict[str, Any] = result.to_json()

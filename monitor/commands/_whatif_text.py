@@ -141,6 +141,15 @@ def batches_count_text(batches: int, no_data: int, final_watermark_ms: int) -> s
     return f"  batches: {batches} ({no_data} no-data); final watermark {wm_text(final_watermark_ms)}"
 
 
+#: Said under the state figures of a ``dropDuplicates`` on the key alone (alone or as a chain's operator 1).
+DEDUP_KEY_NEVER_EVICTS = (
+    "    dropDuplicates on the key alone never evicts: the watermark cannot expire a key without its "
+    "event time (StreamingDeduplicateExec), so the state keeps every key seen and grows for as long as "
+    "new keys arrive. Add the event-time column to the keys (--dedup key,event_time) or use "
+    "dropDuplicatesWithinWatermark (--dedup within-watermark)"
+)
+
+
 def summary_text(s: Summary, config: WatermarkConfig | None = None) -> list[str]:
     """The Summary block (``config``: the replayed query, which names what was emitted and, for
     ``dropDuplicates`` on the key alone, says that its state is never evicted)."""
@@ -155,12 +164,7 @@ def summary_text(s: Summary, config: WatermarkConfig | None = None) -> list[str]
     lines.extend(latency_text(s))
     lines.append(f"  state rows: peak {s.peak_state_rows}, at the end {s.final_state_rows}")
     if dedup is not None and dedup.mode == "key":
-        lines.append(
-            "    dropDuplicates on the key alone never evicts: the watermark cannot expire a key without its "
-            "event time (StreamingDeduplicateExec), so the state keeps every key seen and grows for as long as "
-            "new keys arrive. Add the event-time column to the keys (--dedup key,event_time) or use "
-            "dropDuplicatesWithinWatermark (--dedup within-watermark)"
-        )
+        lines.append(DEDUP_KEY_NEVER_EVICTS)
     lines.append(batches_count_text(s.batches, s.no_data_batches, s.final_watermark_ms))
     return lines
 

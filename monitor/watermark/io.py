@@ -592,8 +592,13 @@ def _int(p: Path, line: int, column: str, value: Any) -> int:
         text = value.strip()
         if text.lstrip("+-").isdigit() and len(text) <= 40:
             out = int(text)
+        elif len(text) <= 40 and text.lstrip("+-").replace(".", "", 1).isdigit() and float(text).is_integer():
+            out = int(float(text))  # "2.0", as a JSON 2.0 reads
     if out is None:
-        got = "null" if value is None else repr(_text(value)[:40])
+        got = (
+            "null" if value is None else ("true" if value else "false") if isinstance(value, bool)
+            else repr(_text(value)[:40])
+        )
         raise EventsFileError(f"{p}: line {line}: field {column}: must be an integer, got {got}")
     if not -_I64_MAX - 1 <= out <= _I64_MAX:
         raise EventsFileError(

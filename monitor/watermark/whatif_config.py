@@ -322,7 +322,8 @@ def chain_config(
         return ChainConfig(first=first, then=tuple(stages), allow_multiple=allow_multiple)
     except EngineConfigError as e:  # operator 1 Spark cannot chain (session window, update mode)
         raise WhatifConfigError(
-            f"{names['then_window']}: {e} (operator 1 is {names['window']} [{names['slide']}] or {names['dedup']})"
+            f"{names['then_window']}: {e} (operator 1 is {names['window']} [{names['slide']}], {names['dedup']} or "
+            f"{names['join']})"
         ) from e
 
 

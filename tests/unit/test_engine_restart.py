@@ -293,7 +293,7 @@ def test_whatif_restart_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
             "do not combine with --sweep",
         ),
         ([*ARGS, "--restart-after", "30"], "--restart-after 30: the file has no batch 30 (its batch column holds 0 to 3)"),
-        ([*ARGS, "--restart-after", "3"], "restart after data batch 3: data batches are 0 to 3 and a restart needs one after it"),
+        ([*ARGS, "--restart-after", "3"], "--restart-after: restart after data batch 3: data batches are 0 to 3 and a restart needs one after it"),
         ([*ARGS, "--engine", "flink", "--run-kind", "once"], "--run-kind"),
     ],
 )

@@ -288,3 +288,17 @@ def test_every_bad_batch_value_is_named_one_line_each(tmp_path: Path, capsys: py
     assert f"{p}: line 3: field batch: must be an integer, got ''" in lines[0]
     assert f"{p}: line 4: field batch: must be an integer, got '1.5'" in lines[1]
     assert len(lines) == 11 and lines[-1].endswith(f"{p}: ... and 6 more such lines"), lines
+
+
+def test_batch_values_read_alike_in_csv_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from monitor.watermark.io import load_events
+
+    csv = tmp_path / "b.csv"
+    csv.write_text("event_time,batch\n2026-01-01T00:00:00Z,2.0\n")
+    jsonl = tmp_path / "b.jsonl"
+    jsonl.write_text('{"event_time": "2026-01-01T00:00:00Z", "batch": 2.0}\n')
+    assert load_events(csv).batch.tolist() == load_events(jsonl).batch.tolist() == [2]
+    bad = tmp_path / "t.jsonl"
+    bad.write_text('{"event_time": "2026-01-01T00:00:00Z", "batch": true}\n')
+    code, _, err = _run(_whatif(bad), capsys)
+    assert code == 2 and "t.jsonl: line 1: field batch: must be an integer, got true" in err, err

@@ -138,3 +138,13 @@ def test_late_elements_after_an_all_idle_flush_are_linked_to_it(
     code, out, err = run([*argv, "--flink-version", "2.1"], capsys)
     assert code == 0, err
     assert "late elements (all their windows past end - 1 + allowed lateness): 0 " in out and "flush at" not in out
+
+
+def test_a_key_only_dedup_says_its_state_never_evicts_in_a_chain_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        ["whatif", _file(tmp_path, DEDUP), "--delay", "1m", "--dedup", "key", "--then-window", "5m"], capsys
+    )
+    assert code == 0, err
+    assert "  operator 1: dropDuplicates on the key alone never evicts" in out
