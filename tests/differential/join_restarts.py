@@ -1,7 +1,8 @@
 """Restarts of a stream-stream join: the engine's restart model against real PySpark, run by run.
 
 ``python -m tests.differential.join_restarts --count 100`` (``--hand``: the hand-made cases only;
-``--seeds 3,19``: exactly these; ``--spark-only --verbose`` prints Spark's batches).
+``--seeds 3,19``: exactly these; ``--spark-only --verbose`` prints Spark's batches; ``--model-check``:
+engine only, which seeds another restart model would fail).
 
 A seed is the join scenario of :func:`tests.differential.joins_scenarios.generate_join` (two watermarked
 inputs, one of five join types, a time-range condition or none, ``min``/``max`` policy) split into query
@@ -109,7 +110,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = arguments(__doc__, 20)
     parser.add_argument("--hand", action="store_true", help="run the hand-made scenarios (900201-) only")
     parser.add_argument("--seeds", help="run exactly these seeds, e.g. 3,19,145 (instead of --count)")
+    parser.add_argument(
+        "--model-check",
+        action="store_true",
+        help="engine only: the seeds each other restart model would fail",
+    )
     args = parser.parse_args(argv)
+    if args.model_check:
+        from tests.differential.joins_harness import join_engine_views
+        from tests.differential.restarts import model_check
+
+        found = model_check(
+            range(args.seed_start, args.seed_start + args.count),
+            generate_one=generate_join_restart,
+            views=join_restart_engine_views,
+            plain_views=lambda s: join_engine_views(_join(s)),
+        )
+        for name, listed in found.items():
+            print(f"{name}: {len(listed)} of {args.count} seeds differ: {listed}")
+        return 0
     harness: Harness[RestartScenario, SparkRun, list[BatchView]] = Harness(
         what="join restart scenarios",
         label=lambda s: f"{_join(s).join_type:11} {s.base.policy} {s.schedule()}",

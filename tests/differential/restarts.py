@@ -293,16 +293,32 @@ def restart_engine_views(scenario: RestartScenario) -> list[BatchView]:
     return replay_views(scenario.base, result.replay)
 
 
-def model_check(seeds: range) -> dict[str, list[int]]:
+def model_check(
+    seeds: range,
+    generate_one: Callable[[int], RestartScenario] | None = None,
+    views: Callable[[RestartScenario], list[BatchView]] | None = None,
+    plain_views: Callable[[RestartScenario], list[BatchView]] | None = None,
+) -> dict[str, list[int]]:
     """Which seeds the restart model matters for (engine only, no Spark): the seeds whose views differ
     from a replay with no restart at all (``no_restart``), from a restart that keeps the per-input
     watermarks (``keeps_input_watermarks``), and from a restart that runs the pending no-data batch
     (``runs_pending_no_data``). A seed listed under a variant would fail the comparison with Spark had
-    the engine modelled restarts that way."""
+    the engine modelled restarts that way. ``generate_one`` / ``views`` / ``plain_views`` (the scenario of
+    a seed, its engine views under the schedule, and with no restart) default to this module's
+    window/dedup scenarios; ``join_restarts`` passes the join's."""
     from unittest import mock
 
     from monitor.watermark import WatermarkRuntime, replay
     from tests.differential.engine_adapter import engine_config, engine_events, replay_views
+
+    def plain_default(scenario: RestartScenario) -> list[BatchView]:
+        base = scenario.base
+        assert isinstance(base, Scenario)
+        return replay_views(base, replay(engine_events(base), engine_config(base)))
+
+    generate_one = generate_one or generate_restart
+    views = views or restart_engine_views
+    plain_views = plain_views or plain_default
 
     restart = WatermarkRuntime.restart
 
@@ -318,16 +334,13 @@ def model_check(seeds: range) -> dict[str, list[int]]:
 
     found: dict[str, list[int]] = {"no_restart": [], "keeps_input_watermarks": [], "runs_pending_no_data": []}
     for seed in seeds:
-        scenario = generate_restart(seed)
-        ours = restart_engine_views(scenario)
-        plain = replay_views(
-            scenario.base, replay(engine_events(scenario.base), engine_config(scenario.base))
-        )
-        if plain != ours:
+        scenario = generate_one(seed)
+        ours = views(scenario)
+        if plain_views(scenario) != ours:
             found["no_restart"].append(seed)
         for name, variant in (("keeps_input_watermarks", keeps), ("runs_pending_no_data", pending)):
             with mock.patch.object(WatermarkRuntime, "restart", variant):
-                if restart_engine_views(scenario) != ours:
+                if views(scenario) != ours:
                     found[name].append(seed)
     return found
 
