@@ -61,7 +61,7 @@ _RIGHT = [[("k", 12)], [("k", 30)], [], [("k", 24), ("x", 45)]]
 
 def hand_join_restart_scenarios() -> list[RestartScenario]:
     """Hand-made join restarts (seeds 900201-), ``lkey = rkey AND lt BETWEEN rt - 5 s AND rt + 5 s``,
-    ``min`` policy, the rows of ``_LEFT`` / ``_RIGHT`` (FINDINGS.md JR1-):
+    ``min`` policy, the rows of ``_LEFT`` / ``_RIGHT`` (FINDINGS.md JR1-JR4):
 
     - 900201 inner, ``live:0-1,live:2-3``: the restart after step 1 loses the right input's watermark
       (25 s); step 2 has no right row, so the watermark stays at 20 s instead of moving to 25 s, and step
@@ -70,6 +70,10 @@ def hand_join_restart_scenarios() -> list[RestartScenario]:
       them, in the batches after the restart.
     - 900203 the left outer join as one ``Trigger.Once`` run per step: no no-data batch ever runs.
     - 900204 the inner join with no restart (the baseline 900201 is compared with).
+    - 900205-900207 (``lt BETWEEN rt - 5 s AND rt + 1 s``, one Trigger.Once run per step): a right row not
+      late but below the right state watermark, in a left semi join (900205: it misses the left row of
+      its own batch, JR4), an inner join (900206: it joins both) and, above that watermark, a left semi
+      join again (900207: both output).
     """
     inner = _delayed_right(_hand(900201, "inner", 5_000, 5_000, _LEFT, _RIGHT), 5_000)
     outer = _delayed_right(_hand(900202, "left_outer", 5_000, 5_000, _LEFT, _RIGHT), 5_000)
@@ -78,7 +82,21 @@ def hand_join_restart_scenarios() -> list[RestartScenario]:
         RestartScenario(outer, parse_runs("live:0-1,live:2-3")),
         RestartScenario(replace(outer, seed=900203), parse_runs("once:0,once:1,once:2,once:3")),
         RestartScenario(replace(inner, seed=900204), parse_runs("live:0-3")),
+        # one Trigger.Once run per step: batch 2 filters late rows against 10 s and evicts against 30 s,
+        # so right b@28.5 is not late but below the right state watermark (30 s - 1 s - 1 ms); it
+        # matches left b@26 (stored by batch 1) and left b@27 (stored by batch 2 itself)
+        RestartScenario(_hand(900205, "left_semi", 5_000, 1_000, _SEMI_LEFT, _SEMI_RIGHT), _ONCE3),
+        RestartScenario(_hand(900206, "inner", 5_000, 1_000, _SEMI_LEFT, _SEMI_RIGHT), _ONCE3),
+        # the same with right b@29.5, above the right state watermark
+        RestartScenario(
+            _hand(900207, "left_semi", 5_000, 1_000, _SEMI_LEFT, [*_SEMI_RIGHT[:2], [("b", 29.5)]]), _ONCE3
+        ),
     ]
+
+
+_SEMI_LEFT = [[("x", 10)], [("x", 30), ("b", 26)], [("b", 27)]]
+_SEMI_RIGHT = [[("x", 10)], [("x", 30)], [("b", 28.5)]]
+_ONCE3 = parse_runs("once:0,once:1,once:2")
 
 
 def run_join_restart_scenario(spark: SparkSession, scenario: RestartScenario) -> SparkRun:

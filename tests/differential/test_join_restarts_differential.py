@@ -7,7 +7,7 @@ through real Spark and through the engine (``monitor.watermark.restart.replay_ru
 ``WatermarkConfig(join=...)``) and compared batch by batch: batch ids including no-data batches, the
 watermark, the joined and NULL-padded rows, the join's state rows, rows removed and rows dropped by the
 watermark. ``python -m tests.differential.join_restarts --count N`` runs any number of seeds; FINDINGS.md
-JR1-JR3 records what the runs showed.
+JR1-JR4 records what the runs showed.
 """
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 #: CI sample: 0 full outer (max) over once / live / AvailableNow runs, 10 NULL-padded rows of both sides;
-#: 10 full outer (min) over AvailableNow / once / live runs, 20 NULL-padded rows; 4 left semi (min), a
-#: once run then an AvailableNow run. All three differ from the same join run by one query that never
-#: stops. Hand-made: 900201 (the right input's watermark lost at the restart holds the watermark back
-#: under min: two rows a live query drops are joined) and 900203 (left outer, one Trigger.Once run per step).
-CI_SEEDS = (0, 10, 4)
-CI_HAND = (900201, 900203)
+#: 10 full outer (min) over AvailableNow / once / live runs, 20 NULL-padded rows; 44 left semi (min), live
+#: then two Once runs (JR4: the engine disagreed before the fix). All three differ from the same join run
+#: by one query that never stops. Hand-made: 900201 (the right input's watermark lost at the restart holds
+#: the watermark back under min: two rows a live query drops are joined), 900203 (left outer, one
+#: Trigger.Once run per step) and 900205 (JR4's minimal case).
+CI_SEEDS = (0, 10, 44)
+CI_HAND = (900201, 900203, 900205)
 CI_SCENARIOS = [generate_join_restart(seed) for seed in CI_SEEDS] + [
     s for s in hand_join_restart_scenarios() if s.seed in CI_HAND
 ]
