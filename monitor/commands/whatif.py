@@ -434,11 +434,11 @@ def run_whatif(
         if config.join is not None or chain is not None:
             raise WhatifUsageError(f"{flag} is not available with {'--join' if chain is None else '--then-window'}")
     if restarts is not None and (
-        sweep_delays is not None or target_completeness is not None or config.join is not None or chain is not None
+        sweep_delays is not None or target_completeness is not None or chain is not None
     ):
         raise WhatifUsageError(
             "--restart-after / --run-kind replay one query; they do not combine with --sweep, "
-            "--target-completeness, --join or --then-window yet"
+            "--target-completeness or --then-window yet"
         )
     events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
     if events.batch is not None and config.trigger_ms is not None:
@@ -476,7 +476,7 @@ def run_whatif(
     if notes:
         doc["notes"] = notes
     # one dispatch point per engine (only Spark's rules here) and query kind
-    if config.join is not None:
+    if config.join is not None and restarts is None:
         part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
     elif chain is not None:
         part, lines = O.chain_report(events, chain, plan, show_batches=show_batches, show_late=show_late)
