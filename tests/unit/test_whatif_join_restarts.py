@@ -193,3 +193,23 @@ def test_semi_join_right_row_above_its_state_watermark_finds_both() -> None:
         (1, [("x", 30)], 3, 0),
         (2, [("b", 26), ("b", 27)], 2, 2),
     ]
+
+
+def test_restarts_with_a_chain_are_still_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    events = tmp_path / "events.csv"
+    events.write_text("event_time,batch\n2026-01-01T00:00:10Z,0\n2026-01-01T00:00:20Z,1\n", encoding="utf-8")
+    argv = [
+        "whatif",
+        str(events),
+        "--delay",
+        "5s",
+        "--window",
+        "5s",
+        "--then-window",
+        "10s",
+        "--restart-after",
+        "0",
+    ]
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (2, "")
+    assert "they do not combine with --sweep, --target-completeness or --then-window yet" in err
