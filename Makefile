@@ -113,6 +113,11 @@ differential-arrival: $(STAMP) system-deps
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
+## Restarts of a stream-stream join: N seeded join scenarios split into live/Once/AvailableNow runs, real PySpark vs the engine.
+.PHONY: differential-join-restarts
+differential-join-restarts: $(STAMP) system-deps
+	$(BIN)/python -m tests.differential.join_restarts --count $(N) --seed-start $(S)
+
 ## Flink-mode differential tests: N seeded scenarios through real Flink 2.3.0 (one JVM) and the engine.
 differential-flink: $(STAMP) system-deps
 	$(BIN)/python -m tests.differential.flink.run --count $(N) --seed-start $(S)

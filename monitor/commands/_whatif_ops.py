@@ -16,7 +16,7 @@ import numpy as np
 
 from monitor.commands import _whatif_text as T
 from monitor.text import plural
-from monitor.watermark import BatchPlan, EventsTable, WatermarkConfig, replay
+from monitor.watermark import BatchPlan, EventsTable, Replay, WatermarkConfig, replay
 from monitor.watermark.chain import ChainConfig, ChainReplay, replay_chain
 from monitor.watermark.config import Sliding, Tumbling
 from monitor.watermark.join import StreamJoin
@@ -110,19 +110,27 @@ def _count_by_source(events: EventsTable, name: str) -> int:
 
 
 def join_report(
-    events: EventsTable, config: WatermarkConfig, plan: BatchPlan, *, show_batches: int, show_late: int
+    events: EventsTable,
+    config: WatermarkConfig,
+    plan: BatchPlan,
+    *,
+    show_batches: int,
+    show_late: int,
+    result: Replay | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Replay a stream-stream join (``config.join``) and report it per batch and per input (side):
     rows, rows dropped as late, state rows (peak, at the end, removed by the side's state watermark), and
     the output rows (joined, NULL-padded per side). ``(json, text lines)``; the JSON adds ``join`` to
-    the usual ``batches`` (each with the engine's ``join`` figures) and ``summary``.
+    the usual ``batches`` (each with the engine's ``join`` figures) and ``summary``. ``result``: the replay
+    to report instead of one query over ``plan`` (a replay with restarts, :mod:`._whatif_restart`).
 
     Raises:
         EngineConfigError: the join does not fit the events (a third input's rows).
     """
     j = config.join
     assert j is not None
-    result = replay(events, config, plan=plan)
+    if result is None:
+        result = replay(events, config, plan=plan)
     outs = [b.join for b in result.batches if b.join is not None]
     sides: list[dict[str, Any]] = []
     for side, name, bound, flag, cond in (

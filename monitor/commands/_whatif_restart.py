@@ -15,6 +15,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from monitor.commands import _whatif_ops as O
 from monitor.commands import _whatif_text as T
 from monitor.errors import InputError
 from monitor.watermark import BatchPlan, EngineConfigError, EventsTable, WatermarkConfig, replay
@@ -152,13 +153,20 @@ def restart_report(
         text_basis = textwrap.wrap(f"No-data batches: decided by --run-kind ({what}).", 110, subsequent_indent="  ")
     else:
         text_basis = []
-    late = T.late_entries(result, events, show_late)
-    doc["late_row_details"] = late
-    # with a batch column, the file's batch numbers beside Spark's ids (--restart-after takes the ids)
+    text = ["", *text_basis] if text_basis else []
+    # with a batch column, the file's batch numbers beside Spark's ids (--restart-after takes the file's)
     labels = T.batch_labels(result.batches, plan) if plan.labels else None
-    text = [*(["", *text_basis] if text_basis else []), "", *T.batches_text(result, show_batches, labels), "",
-            *T.summary_text(result.summary, config)]
-    text += T.late_text(late, sum(len(b.late_rows) for b in result.batches))
+    if config.join is not None:  # the join's own report (per side), over the replay with restarts
+        part, lines = O.join_report(
+            events, config, plan, show_batches=show_batches, show_late=show_late, result=result
+        )
+        doc.update(part)
+        text += lines
+    else:
+        late = T.late_entries(result, events, show_late)
+        doc["late_row_details"] = late
+        text += ["", *T.batches_text(result, show_batches, labels), "", *T.summary_text(result.summary, config)]
+        text += T.late_text(late, sum(len(b.late_rows) for b in result.batches))
     text += ["", *impact_text(impact, options.kind, config, events, requested=options.restart_after, labels=labels)]
     return doc, text
 
@@ -239,6 +247,9 @@ def impact_text(
                 f"({T.iso(h.watermark_ms)} instead of {T.iso(h.watermark_without_restarts_ms)}){why}"
             )
     changed = "the restarts changed" if kind == "live" else "these runs changed"
+    join = config.join is not None
+    emitted = "join output rows (joined and NULL-padded)" if join else "windows/rows emitted"
+    closes = "NULL-padded rows to come out and join state to be removed" if join else "windows to close"
     lines.append(f"What {changed} (against one live query that never stopped, same data batches):")
     lines.append(
         f"  rows dropped as late: {impact.dropped_rows} here, {impact.dropped_rows_without_restarts} in one "
@@ -248,7 +259,7 @@ def impact_text(
         + _lines(impact.kept_only_with_restarts, events)
     )
     lines.append(
-        f"  windows/rows emitted: {impact.windows_emitted} here, {impact.windows_emitted_without_restarts} in one "
+        f"  {emitted}: {impact.windows_emitted} here, {impact.windows_emitted_without_restarts} in one "
         f"live query; no-data batches: {impact.no_data_batches} here, "
         f"{impact.no_data_batches_without_restarts} in one live query"
     )
@@ -266,17 +277,18 @@ def impact_text(
         lines.append(
             "  - under policy min, every restart holds the watermark until each input has rows again; "
             "schedule restarts (and AvailableNow/Once runs) when every input has data waiting, or expect "
-            "windows to close that much later"
+            f"{closes} that much later"
         )
     elif impact.held_back:
         lines.append(
-            "  - after a restart each input's watermark restarts from its first rows; expect windows to "
-            "close later until the inputs have caught up"
+            "  - after a restart each input's watermark restarts from its first rows; expect "
+            f"{closes} later until the inputs have caught up"
         )
     if skipped:
         lines.append(
-            "  - windows the skipped no-data batch would have closed are emitted only when the next data "
-            "arrives; Trigger.AvailableNow runs that batch before it stops, Trigger.Once never does"
+            f"  - {'what' if join else 'windows'} the skipped no-data batch would have "
+            f"{'emitted (NULL-padded rows) and removed from the join state' if join else 'closed'} waits for "
+            "the next data batch; Trigger.AvailableNow runs that batch before it stops, Trigger.Once never does"
         )
     return lines
 

@@ -435,11 +435,11 @@ def run_whatif(
         if chain is not None:
             raise WhatifUsageError(f"{flag} is not available with --then-window")
     if restarts is not None and (
-        sweep_delays is not None or target_completeness is not None or config.join is not None or chain is not None
+        sweep_delays is not None or target_completeness is not None or chain is not None
     ):
         raise WhatifUsageError(
             "--restart-after / --run-kind replay one query; they do not combine with --sweep, "
-            "--target-completeness, --join or --then-window yet"
+            "--target-completeness or --then-window yet"
         )
     events = load_events(events_path, time_unit=time_unit, time_column=time_column)  # type: ignore[arg-type]
     if events.batch is not None and config.trigger_ms is not None:
@@ -485,7 +485,9 @@ def run_whatif(
     # one dispatch point per engine (only Spark's rules here) and query kind
     if chain is not None:  # operator 1 may be a join (join -> aggregation)
         part, lines = O.chain_report(events, chain, plan, show_batches=show_batches, show_late=show_late)
-    elif config.join is not None and sweep_delays is None and target_completeness is None:
+    elif (
+        config.join is not None and restarts is None and sweep_delays is None and target_completeness is None
+    ):  # a join's restarts go through the restart report, its sweep through _spark_report
         part, lines = O.join_report(events, config, plan, show_batches=show_batches, show_late=show_late)
     elif restarts is not None:
         part, lines = R.restart_report(events, config, plan, restarts, show_batches=show_batches, show_late=show_late)

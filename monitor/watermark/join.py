@@ -25,7 +25,11 @@ Semantics (Spark 3.5-4.x ``StreamingSymmetricHashJoinExec``, ``SymmetricHashJoin
   Left semi: a left row that matched is output once and never stored; a right row outputs the stored
   left rows it matches and **removes them from state** (PySpark 4.3.0; the Spark 3.5 code and
   ``StreamingLeftSemiJoinSuite`` keep them marked ``matched``). Such a removal counts in
-  ``numRowsRemoved`` only when the left row was stored by an earlier batch (FINDINGS.md J3).
+  ``numRowsRemoved`` only when the left row was stored by an earlier batch (FINDINGS.md J3). A right
+  row that the right state watermark already removes finds only the left rows of earlier batches, not
+  the left rows of its own batch (PySpark 4.3.0, as if a left semi join ran its right input first:
+  FINDINGS.md JR4; seen when the late filter's watermark lags the eviction one, e.g. the first batch
+  after a restart).
 * **State value watermarks** (``getStateValueWatermark``, from the global watermark ``wm`` of the
   batch, ms): ``l.t >= r.t - X`` gives the left state watermark ``wm - X - 1`` (``>``: ``wm - X``);
   ``l.t <= r.t + Y`` gives the right one ``wm - Y - 1`` (``<``: ``wm - Y``). A side without such a
@@ -291,11 +295,14 @@ class JoinOperator:
             key = int(ev.key_codes[i])
             rt = time_of(i)
             found = False
+            evicted_now = r_limit is not None and rt is not None and rt <= r_limit
             if jt == "left_semi":
                 # PySpark 4.3.0: a stored left row found by a right row is output once and removed
-                # from state; counted in numRowsRemoved only when stored by an earlier batch (J3)
+                # from state; counted in numRowsRemoved only when stored by an earlier batch (J3).
+                # A right row the right state watermark already removes (not stored) finds only the
+                # left rows of earlier batches, not those this batch stored (FINDINGS.md JR4)
                 stored = self._left.rows.get(key, [])
-                hits = [self._matches(e[1], rt) for e in stored]
+                hits = [self._matches(e[1], rt) and not (evicted_now and e[3] == self._seq) for e in stored]
                 if any(hits):
                     found = True
                     keep = [e for e, h in zip(stored, hits, strict=True) if not h]
@@ -315,7 +322,6 @@ class JoinOperator:
                     e[2] = True
                     out_l.append(e[0])
                     out_r.append(i)
-            evicted_now = r_limit is not None and rt is not None and rt <= r_limit
             keep_for_null = jt in ("right_outer", "full_outer") and not found
             if not evicted_now or keep_for_null:
                 self._right.append(key, i, rt, found, self._seq)

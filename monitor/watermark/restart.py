@@ -275,6 +275,8 @@ class RestartImpact:
     Rows are event indices (0-based rows of the events table). ``dropped_only_with_restarts``: late with
     restarts, kept without; ``kept_only_with_restarts``: the other way round (a held-back watermark lets
     rows in). ``held_back``: stretches of data batches whose watermark was lower because of a restart.
+    ``windows_emitted``: windows (rows) emitted; for a stream-stream join the join's output rows, joined
+    and NULL-padded.
     """
 
     restarts: tuple[Restart, ...]
@@ -357,9 +359,17 @@ def restart_impact(with_restarts: RestartReplay, without: Replay) -> RestartImpa
         dropped_rows_without_restarts=without.summary.dropped_rows,
         dropped_only_with_restarts=tuple(sorted(late_with - late_without)),
         kept_only_with_restarts=tuple(sorted(late_without - late_with)),
-        windows_emitted=ours.summary.windows_emitted,
-        windows_emitted_without_restarts=without.summary.windows_emitted,
+        windows_emitted=_emitted(ours),
+        windows_emitted_without_restarts=_emitted(without),
         no_data_batches=ours.summary.no_data_batches,
         no_data_batches_without_restarts=without.summary.no_data_batches,
         held_back=tuple(held),
     )
+
+
+def _emitted(result: Replay) -> int:
+    """Windows (rows) a replay emitted; a join's output rows (joined and NULL-padded) for a join."""
+    outs = [b.join for b in result.batches if b.join is not None]
+    if outs:
+        return sum(len(o.left_rows) for o in outs)
+    return result.summary.windows_emitted

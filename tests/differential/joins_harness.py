@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.watermark import EventsTable, WatermarkConfig, replay
 from monitor.watermark.join import StreamJoin
+from monitor.watermark.results import Replay
 from tests.differential.compare import BatchView
 from tests.differential.joins_scenarios import JoinScenario
 from tests.differential.spark_runner import SparkRun, run_scenario
@@ -33,12 +34,19 @@ if TYPE_CHECKING:
 JoinRow = tuple[Any, ...]
 
 
-def joined_frame(spark: SparkSession, scenario: JoinScenario, input_dir: Path) -> DataFrame:
+def joined_frame(
+    spark: SparkSession, scenario: JoinScenario, input_dir: Path, *, max_files_per_trigger: int | None = None
+) -> DataFrame:
     """The joined streaming DataFrame before the sink's projection: columns ``lkey, lt`` and, except
-    for left semi, ``rkey, rt`` (the join-then-aggregate scenarios build on it)."""
+    for left semi, ``rkey, rt`` (the join-then-aggregate scenarios build on it). ``max_files_per_trigger``:
+    the file source's ``maxFilesPerTrigger`` (one step file per batch when several wait: the restart
+    runs of ``join_restarts``)."""
     from pyspark.sql import functions as F
 
-    source = spark.readStream.schema("input STRING, key STRING, event_time TIMESTAMP").json(str(input_dir))
+    reader = spark.readStream.schema("input STRING, key STRING, event_time TIMESTAMP")
+    if max_files_per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
+    source = reader.json(str(input_dir))
     left_spec, right_spec = scenario.inputs
     left = (
         source.filter(F.col("input") == left_spec.name)
@@ -53,11 +61,14 @@ def joined_frame(spark: SparkSession, scenario: JoinScenario, input_dir: Path) -
     return left.join(right, F.expr(scenario.condition_sql()), scenario.join_type)
 
 
-def build_join_frame(spark: SparkSession, scenario: JoinScenario, input_dir: Path) -> DataFrame:
-    """The streaming DataFrame of ``scenario`` (see the module docstring)."""
+def build_join_frame(
+    spark: SparkSession, scenario: JoinScenario, input_dir: Path, *, max_files_per_trigger: int | None = None
+) -> DataFrame:
+    """The streaming DataFrame of ``scenario`` (see the module docstring; ``max_files_per_trigger`` as
+    :func:`joined_frame`)."""
     from pyspark.sql import functions as F
 
-    joined = joined_frame(spark, scenario, input_dir)
+    joined = joined_frame(spark, scenario, input_dir, max_files_per_trigger=max_files_per_trigger)
     if scenario.join_type == "left_semi":
         return joined.select(F.col("lkey"), F.unix_micros(F.col("lt")).alias("lt_us"))
     return joined.select(
@@ -134,7 +145,12 @@ def join_events(scenario: JoinScenario) -> tuple[EventsTable, list[tuple[str, in
 def join_engine_views(scenario: JoinScenario) -> list[BatchView]:
     """Runs the engine on the scenario; one view per batch it ran."""
     events, flat = join_events(scenario)
-    result = replay(events, join_config(scenario))
+    return join_views(scenario, replay(events, join_config(scenario)), flat)
+
+
+def join_views(scenario: JoinScenario, result: Replay, flat: list[tuple[str, int | None]]) -> list[BatchView]:
+    """An engine replay of ``scenario``'s rows (``join_events``; ``flat`` = each row's ``(key, event_time_us)``)
+    as one view per batch it ran (one query or several runs: ``join_restarts``)."""
     semi = scenario.join_type == "left_semi"
     views: list[BatchView] = []
     step = 0

@@ -31,10 +31,12 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.differential.joins_scenarios import JoinScenario
 from tests.differential.scenarios import (
     BASE_US,
     EventRow,
@@ -46,7 +48,7 @@ from tests.differential.scenarios import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from monitor.watermark.restart import QueryRun
     from tests.differential.compare import BatchView
@@ -67,9 +69,10 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class RestartScenario:
-    """A scenario and its run schedule (``runs`` cover every step, in order)."""
+    """A scenario (window/dedup, or a stream-stream join: ``join_restarts``) and its run schedule
+    (``runs`` cover every step, in order)."""
 
-    base: Scenario
+    base: Scenario | JoinScenario
     runs: tuple[RunSpec, ...]
 
     @property
@@ -102,8 +105,13 @@ def generate_restart(seed: int) -> RestartScenario:
     """The restart scenario for ``seed``: the base scenario ``generate(seed)`` (3-6 steps) split at 1-3
     random points into runs of random kinds (a ``once`` stretch is one run per step). Deterministic."""
     base = generate(seed)
+    return RestartScenario(base=base, runs=random_runs(seed, base.step_count))
+
+
+def random_runs(seed: int, n: int) -> tuple[RunSpec, ...]:
+    """A run schedule over ``n`` >= 2 steps for ``seed``: split at 1-3 random points into runs of random
+    kinds (a ``once`` stretch is one run per step). Deterministic."""
     rng = random.Random(seed * 7919 + 17)
-    n = base.step_count
     cut_count = rng.randint(1, min(3, n - 1))
     cuts = sorted(rng.sample(range(1, n), cut_count))
     runs: list[RunSpec] = []
@@ -113,7 +121,7 @@ def generate_restart(seed: int) -> RestartScenario:
             runs.extend(RunSpec("once", s, s + 1) for s in range(first, end))
         else:
             runs.append(RunSpec(kind, first, end))
-    return RestartScenario(base=base, runs=tuple(runs))
+    return tuple(runs)
 
 
 def _hand(
@@ -144,12 +152,17 @@ def _hand(
         output_mode="append",
         policy=policy,  # type: ignore[arg-type]
     )
+    return RestartScenario(base=base, runs=parse_runs(runs))
+
+
+def parse_runs(text: str) -> tuple[RunSpec, ...]:
+    """``"live:0-1,once:2,available_now:3-4"`` -> the run schedule (step spans inclusive)."""
     specs = []
-    for part in runs.split(","):
+    for part in text.split(","):
         kind, _, span = part.partition(":")
         first, _, last = span.partition("-")
         specs.append(RunSpec(kind, int(first), int(last or first) + 1))
-    return RestartScenario(base=base, runs=tuple(specs))
+    return tuple(specs)
 
 
 #: Two inputs, ``a`` (delay 0) and ``b`` (delay 5 s), 5 s tumbling windows: after step 1 ``a`` is at 20 s
@@ -192,9 +205,15 @@ def engine_runs(scenario: RestartScenario) -> list[QueryRun]:
     return [QueryRun(kind=r.kind, data_batches=r.end_step - r.first_step) for r in scenario.runs]  # type: ignore[arg-type]
 
 
-def run_restart_scenario(spark: SparkSession, scenario: RestartScenario) -> SparkRun:
+def run_restart_scenario(
+    spark: SparkSession,
+    scenario: RestartScenario,
+    frame_builder: Callable[..., DataFrame] | None = None,
+) -> SparkRun:
     """Runs the schedule on one checkpoint as the module docstring says; returns every batch of every
-    run. Raises RuntimeError if the batches do not map one data batch per step (``spark_runner``)."""
+    run. ``frame_builder(spark, base, input_dir, max_files_per_trigger=1)`` builds each run's query
+    (default ``spark_runner.build_query_frame``; the join restarts pass ``joins_harness.build_join_frame``).
+    Raises RuntimeError if the batches do not map one data batch per step (``spark_runner``)."""
     from tests.differential.spark_runner import (
         EmittedRow,
         SparkRun,
@@ -221,7 +240,9 @@ def run_restart_scenario(spark: SparkSession, scenario: RestartScenario) -> Spar
         progress: list[Any] = []
         clock = time.time()
         for run in scenario.runs:
-            frame = build_query_frame(spark, scenario.base, input_dir, max_files_per_trigger=1)
+            frame = (frame_builder or build_query_frame)(
+                spark, scenario.base, input_dir, max_files_per_trigger=1
+            )
             writer = (
                 frame.writeStream.outputMode(scenario.base.output_mode)
                 .foreachBatch(sink)
@@ -256,7 +277,7 @@ def run_restart_scenario(spark: SparkSession, scenario: RestartScenario) -> Spar
                 step_of_batch[batch_id] = pending.pop(0) if rows_of.get(batch_id, 0) > 0 and pending else None
         run_ = SparkRun(scenario_seed=scenario.seed)
         run_.batches = assemble(collected, step_of_batch, progress)
-        check_one_batch_per_step(run_, scenario.base)
+        check_one_batch_per_step(run_, scenario.base)  # type: ignore[arg-type]
         run_.seconds = time.perf_counter() - started
         return run_
     finally:
@@ -272,16 +293,32 @@ def restart_engine_views(scenario: RestartScenario) -> list[BatchView]:
     return replay_views(scenario.base, result.replay)
 
 
-def model_check(seeds: range) -> dict[str, list[int]]:
+def model_check(
+    seeds: range,
+    generate_one: Callable[[int], RestartScenario] | None = None,
+    views: Callable[[RestartScenario], list[BatchView]] | None = None,
+    plain_views: Callable[[RestartScenario], list[BatchView]] | None = None,
+) -> dict[str, list[int]]:
     """Which seeds the restart model matters for (engine only, no Spark): the seeds whose views differ
     from a replay with no restart at all (``no_restart``), from a restart that keeps the per-input
     watermarks (``keeps_input_watermarks``), and from a restart that runs the pending no-data batch
     (``runs_pending_no_data``). A seed listed under a variant would fail the comparison with Spark had
-    the engine modelled restarts that way."""
+    the engine modelled restarts that way. ``generate_one`` / ``views`` / ``plain_views`` (the scenario of
+    a seed, its engine views under the schedule, and with no restart) default to this module's
+    window/dedup scenarios; ``join_restarts`` passes the join's."""
     from unittest import mock
 
     from monitor.watermark import WatermarkRuntime, replay
     from tests.differential.engine_adapter import engine_config, engine_events, replay_views
+
+    def plain_default(scenario: RestartScenario) -> list[BatchView]:
+        base = scenario.base
+        assert isinstance(base, Scenario)
+        return replay_views(base, replay(engine_events(base), engine_config(base)))
+
+    generate_one = generate_one or generate_restart
+    views = views or restart_engine_views
+    plain_views = plain_views or plain_default
 
     restart = WatermarkRuntime.restart
 
@@ -297,16 +334,13 @@ def model_check(seeds: range) -> dict[str, list[int]]:
 
     found: dict[str, list[int]] = {"no_restart": [], "keeps_input_watermarks": [], "runs_pending_no_data": []}
     for seed in seeds:
-        scenario = generate_restart(seed)
-        ours = restart_engine_views(scenario)
-        plain = replay_views(
-            scenario.base, replay(engine_events(scenario.base), engine_config(scenario.base))
-        )
-        if plain != ours:
+        scenario = generate_one(seed)
+        ours = views(scenario)
+        if plain_views(scenario) != ours:
             found["no_restart"].append(seed)
         for name, variant in (("keeps_input_watermarks", keeps), ("runs_pending_no_data", pending)):
             with mock.patch.object(WatermarkRuntime, "restart", variant):
-                if restart_engine_views(scenario) != ours:
+                if views(scenario) != ours:
                     found[name].append(seed)
     return found
 
