@@ -1,4 +1,5 @@
-"""Helpers shared by the alerting tests: a migrated database and one evaluation tick."""
+"""Helpers shared by the alerting and store tests: a migrated database (and the ``sessions`` fixture on SQLite
+and PostgreSQL) and one evaluation tick."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.alerts.lifecycle import AlertEvent, RuleTiming, step_all
@@ -48,6 +50,18 @@ def migrated_sessions(url: str) -> Iterator[sessionmaker[Session]]:
 
 def sqlite_url(directory: Path) -> str:
     return f"sqlite:///{directory / 'tg.db'}"
+
+
+@pytest.fixture(
+    name="sessions",
+    params=["sqlite", pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres])],
+)
+def sessions_on_both_databases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    """The ``sessions`` fixture (import it into a test module): a migrated database, a SQLite file and a fresh
+    database on the real PostgreSQL of tests/pg.py."""
+    url = sqlite_url(tmp_path) if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    with migrated_sessions(url) as factory:
+        yield factory
 
 
 def tick(

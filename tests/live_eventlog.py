@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import zstandard
+from sqlalchemy import select
 
 RECORDED_DIR = Path("eventlog_v2_fixture") / "eventlog_v2_local-1795951957158"
 RECORDED_FILE = "events_1_local-1795951957158.zstd"
@@ -154,3 +155,20 @@ class LiveEventLog:
         data = line.encode("utf-8", errors="surrogatepass") if isinstance(line, str) else line
         with self.path.open("ab") as f:
             f.write(data + b"\n")
+
+
+def stored_progress_batches(store: Any) -> dict[str, list[int | None]]:
+    """Each job's stored progress batch ids in ``store`` (a :class:`monitor.store.Store`), sorted; a batch
+    stored twice shows twice. Keyed by job id (a live log's ``query_id``)."""
+    from monitor.store.tables import JobRow, SampleRow
+
+    with store.sessions() as session:
+        rows = session.execute(
+            select(JobRow.job_id, SampleRow.batch_id)
+            .join(JobRow, JobRow.id == SampleRow.job_pk)
+            .where(SampleRow.kind == "progress", SampleRow.scope_source.is_(None))
+        ).all()
+    out: dict[str, list[int | None]] = {}
+    for job_id, batch_id in rows:
+        out.setdefault(job_id, []).append(batch_id)
+    return {k: sorted(v, key=lambda b: -1 if b is None else b) for k, v in out.items()}

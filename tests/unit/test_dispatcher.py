@@ -27,7 +27,11 @@ from monitor.store.alert_repo import add_silence, apply_transitions, enqueue_rep
 from monitor.store.alert_tables import AlertRow, NotificationLogRow, OutboxRow
 from monitor.store.database import make_engine, make_session_factory
 from monitor.store.migrate import upgrade
-from tests.alerting import migrated_sessions, sqlite_url, tick
+from tests.alerting import (
+    migrated_sessions,
+    sessions_on_both_databases,  # noqa: F401 (the `sessions` fixture)
+    tick,
+)
 from tests.http_receiver import Receiver, running_receiver
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -38,19 +42,6 @@ A2 = Finding("late_rows_dropped", Severity.WARNING, JOB_A, "1200 rows dropped as
 B1 = Finding("idle_source", Severity.WARNING, JOB_B, "subtask 2 idle for 30 min", T0)
 SECRET = "test-secret"
 FAST = RetryPolicy(initial_backoff=timedelta(seconds=10), max_backoff=timedelta(minutes=2))
-
-
-@pytest.fixture(
-    params=[
-        "sqlite",
-        pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres]),
-    ]
-)
-def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    """A migrated database: a SQLite file, and a fresh database on the real PostgreSQL of tests/pg.py."""
-    url = sqlite_url(tmp_path) if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    with migrated_sessions(url) as factory:
-        yield factory
 
 
 @pytest.fixture

@@ -24,22 +24,17 @@ from monitor.store.fleet_repo import (
     record_job_sources,
     sourced_jobs,
 )
-from tests.alerting import migrated_sessions, sqlite_url
+from tests.alerting import (
+    migrated_sessions,
+    sessions_on_both_databases,  # noqa: F401 (the `sessions` fixture)
+    sqlite_url,
+)
 from tests.cli import run_cli
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 POLL = timedelta(seconds=2)
 TARGETS = [LeasedResource(f"t{i}", "spark-prometheus", POLL) for i in range(7)]
 RECEIVERS = [LeasedResource("hook", None, timedelta(seconds=1))]
-
-
-@pytest.fixture(
-    params=["sqlite", pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres])]
-)
-def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    url = sqlite_url(tmp_path) if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    with migrated_sessions(url) as factory:
-        yield factory
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from monitor.metrics.latest import LatestSamples
 from monitor.model import Engine, JobRef, PollResult
 from monitor.redaction import Redactor
 from monitor.store import Store, get_cursors
-from monitor.store.tables import JobRow, SampleRow
-from tests.live_eventlog import LiveEventLog
+from monitor.store.tables import JobRow
+from tests.live_eventlog import LiveEventLog, stored_progress_batches
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 FILES = 40
@@ -31,19 +31,6 @@ def _stage(store: Store, root: Path) -> tuple[PollStage, Target]:
     cursors = StoreCursors(store.sessions, COLLECTOR_NAME)
     target = Target("logs", EventLogCollector([root], cursors), timedelta(seconds=10), cursors)
     return PollStage(store.sessions, [target], LatestSamples(), lambda: 0.0, Redactor), target
-
-
-def _batches(store: Store) -> dict[str, list[int | None]]:
-    with store.sessions() as session:
-        rows = session.execute(
-            select(JobRow.job_id, SampleRow.batch_id)
-            .join(JobRow, JobRow.id == SampleRow.job_pk)
-            .where(SampleRow.kind == "progress", SampleRow.scope_source.is_(None))
-        ).all()
-    out: dict[str, list[int | None]] = {}
-    for job_id, batch_id in rows:
-        out.setdefault(job_id, []).append(batch_id)
-    return {k: sorted(v, key=lambda b: -1 if b is None else b) for k, v in out.items()}
 
 
 def test_a_poll_of_many_files_costs_a_few_statements_not_a_dozen_per_file(
@@ -69,7 +56,7 @@ def test_a_poll_of_many_files_costs_a_few_statements_not_a_dozen_per_file(
         event.remove(store.engine, "before_cursor_execute", count)
     assert result.errors == ()
     assert {s.batch_id for s in result.samples} == {2}
-    assert _batches(store) == {log.query_id: [0, 1, 2] for log in logs}
+    assert stored_progress_batches(store) == {log.query_id: [0, 1, 2] for log in logs}
     # before batching: 13 statements per file (520 here); now one read of all cursors, the jobs and runs,
     # the stored sample and raw keys, the inserts, one cursor upsert (statements were 15 when measured)
     assert len(statements) < 40, statements
@@ -108,7 +95,7 @@ def test_a_piece_the_store_refuses_among_many_is_quarantined_alone(
     result = stage.poll(target, T0)
     assert [e.kind.value for e in result.errors] == ["unstorable"]
     assert "raw progress document of job 'q'" in result.errors[0].message
-    assert _batches(store) == {log.query_id: [0, 1] for log in logs}
+    assert stored_progress_batches(store) == {log.query_id: [0, 1] for log in logs}
     with store.sessions() as session:
         assert len(get_cursors(session, COLLECTOR_NAME)) == 3  # every file's cursor moved past what it read
     target.source = real

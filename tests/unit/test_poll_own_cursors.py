@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event
 
 from collectors.spark.eventlog import COLLECTOR_NAME, EventLogCollector
 from monitor.daemon.poll import PollStage, StoreCursors, Target
@@ -23,8 +23,7 @@ from monitor.metrics.latest import LatestSamples
 from monitor.redaction import Redactor
 from monitor.store import Store, get_cursors, open_store
 from monitor.store.migrate import upgrade
-from monitor.store.tables import JobRow, SampleRow
-from tests.live_eventlog import LiveEventLog
+from tests.live_eventlog import LiveEventLog, stored_progress_batches
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 STEP = timedelta(seconds=10)
@@ -49,21 +48,6 @@ def _target(store: Store, name: str, path: Path) -> Target:
 
 def _stage(store: Store, *targets: Target) -> PollStage:
     return PollStage(store.sessions, list(targets), LatestSamples(), lambda: 0.0, Redactor)
-
-
-def _batches(store: Store) -> dict[str, list[int | None]]:
-    """Each job's stored progress batch ids (a batch read twice would show twice: samples are deduplicated
-    by key, so also check the count of rows)."""
-    with store.sessions() as session:
-        rows = session.execute(
-            select(JobRow.job_id, SampleRow.batch_id)
-            .join(JobRow, JobRow.id == SampleRow.job_pk)
-            .where(SampleRow.kind == "progress", SampleRow.scope_source.is_(None))
-        ).all()
-    out: dict[str, list[int | None]] = {}
-    for job_id, batch_id in rows:
-        out.setdefault(job_id, []).append(batch_id)
-    return {k: sorted(v, key=lambda b: -1 if b is None else b) for k, v in out.items()}
 
 
 class CursorReads:
@@ -119,7 +103,7 @@ def test_a_poll_reads_only_its_own_targets_cursors(tmp_path: Path, spark_fixture
     assert {str(log.path) for log in logs["a"]} <= reads.keys()
     assert len(reads.reads) == 1  # one read of the listed files' cursors, none per file
     stage.poll(b, T0 + STEP)
-    assert _batches(any_store) == {log.query_id: [0, 1, 2] for group in logs.values() for log in group}
+    assert stored_progress_batches(any_store) == {log.query_id: [0, 1, 2] for group in logs.values() for log in group}
 
 
 def test_a_taken_over_target_resumes_from_its_cursors_renamed_and_new_files_included(
@@ -148,7 +132,7 @@ def test_a_taken_over_target_resumes_from_its_cursors_renamed_and_new_files_incl
         (logs[0].query_id, 2), (logs[1].query_id, 2), (late.query_id, 0),
     }  # fmt: skip
     assert None not in reads.reads
-    assert _batches(any_store) == {
+    assert stored_progress_batches(any_store) == {
         logs[0].query_id: [0, 1, 2], logs[1].query_id: [0, 1, 2], logs[2].query_id: [0, 1], late.query_id: [0],
     }  # fmt: skip
     with any_store.sessions() as session:

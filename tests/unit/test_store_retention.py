@@ -5,7 +5,6 @@ one upsert: set_cursors / get_cursors), on a migrated SQLite database and a real
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -16,15 +15,13 @@ from monitor.store import (
     load_recent_samples,
     load_samples,
     load_samples_after,
-    make_engine,
-    make_session_factory,
     max_sample_id,
     purge_before,
     save_poll,
     set_cursor,
     set_cursors,
-    upgrade,
 )
+from tests.alerting import sessions_on_both_databases  # noqa: F401 (the `sessions` fixture)
 
 T0 = datetime(2026, 11, 29, 11, 0, tzinfo=UTC)
 A = JobRef(Engine.SPARK, "job-a", "run-1", "a")
@@ -34,20 +31,6 @@ F = JobRef(Engine.FLINK, "job-f", None, "f")
 
 def _sample(job: JobRef, minutes: int, batch: int) -> Sample:
     return Sample(job=job, observed_at=T0 + timedelta(minutes=minutes), collector="test", batch_id=batch)
-
-
-@pytest.fixture(
-    params=[
-        "sqlite",
-        pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres]),
-    ]
-)
-def sessions(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
-    url = f"sqlite:///{tmp_path / 'tg.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    upgrade(url)
-    engine = make_engine(url)
-    yield make_session_factory(engine)
-    engine.dispose()
 
 
 def test_purge_deletes_only_rows_older_than_the_cutoff(sessions) -> None:  # type: ignore[no-untyped-def]

@@ -3,29 +3,19 @@ key is stored already are skipped and named (``ON CONFLICT DO NOTHING RETURNING`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.store.tables import CollectorErrorRow
 from monitor.store.upsert import CHUNK, insert_new
-from tests.alerting import migrated_sessions, sqlite_url
+from tests.alerting import (
+    sessions_on_both_databases,  # noqa: F401 (the `sessions` fixture)
+    )
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(
-    params=["sqlite", pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres])]
-)
-def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    url = sqlite_url(tmp_path) if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    with migrated_sessions(url) as factory:
-        yield factory
 
 
 def _rows(names: list[str]) -> dict[str, dict[str, Any]]:
