@@ -33,7 +33,7 @@ from typing import Any
 from monitor.facts import JobFacts, job_facts
 from monitor.model import MIN_TIME, CollectorError, Finding, Sample, Severity, datetime_to_ms
 from monitor.timefmt import format_epoch_ms
-from monitor.versions import modelled_flink
+from monitor.versions import FlinkVersionError, modelled_flink, parse_flink_version
 from rules.common import flink_version
 
 __all__ = ["build_check_report", "render_json", "render_text"]
@@ -155,6 +155,19 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
+def _version_text(version: str | None, followed: str) -> str:
+    """The job header's Flink release: as ``/config`` gave it, with the release the rules follow when that is
+    another one ("2.4-SNAPSHOT", "1.20.1": read by :func:`monitor.versions.parse_flink_version`, the one
+    parser of the rules and the collector), or unknown."""
+    if not version:
+        return f", Flink version unknown (/config not read): rules follow {followed}"
+    try:
+        read: str | None = "{}.{}".format(*parse_flink_version(version))
+    except FlinkVersionError:
+        read = None
+    return f", Flink {version}" + ("" if read == followed else f" (rules follow {followed})")
+
+
 def render_text(report: dict[str, Any]) -> str:
     """The report as text: per job a header, per vertex a table of subtasks, then the findings."""
     lines: list[str] = []
@@ -162,17 +175,7 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(
             f"job {job['name']} ({job['jid']}): {job['state'] or '-'}, restarts {_cell(job['restarts'])}, "
             f"watermark {_time(job['watermark_ms'])}"
-            + (
-                f", Flink {job['flink_version']}"
-                + (
-                    f" (rules follow {job['flink_version_followed']})"
-                    # "2.4-SNAPSHOT", "1.20.1": a release the rules do not model
-                    if ".".join(job["flink_version"].split("-")[0].split(".")[:2]) != job["flink_version_followed"]
-                    else ""
-                )
-                if job.get("flink_version")
-                else f", Flink version unknown (/config not read): rules follow {job['flink_version_followed']}"
-            )
+            + _version_text(job["flink_version"], job["flink_version_followed"])
         )
         if job.get("exception"):
             lines.append(f"  last exception: {job['exception']}")

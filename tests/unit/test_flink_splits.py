@@ -226,7 +226,10 @@ def test_a_one_poll_check_flink_knows_the_version_it_read(capsys: pytest.Capture
     assert ", Flink 2.3.0" in header and "unknown" not in header and "rules follow" not in header
 
 
-@pytest.mark.parametrize(("version", "note"), [("2.3.0", ""), ("2.3-SNAPSHOT", ""), ("2.4-SNAPSHOT", " (rules follow 2.3)")])
+@pytest.mark.parametrize(
+    ("version", "note"),
+    [("2.3.0", ""), ("2.3-SNAPSHOT", ""), ("2.4-SNAPSHOT", " (rules follow 2.3)"), ("1.20.1", " (rules follow 2.3)")],
+)
 def test_check_flink_header_says_when_the_rules_follow_another_release(version: str, note: str) -> None:
     from monitor.reports.flink import render_text
 
