@@ -214,20 +214,23 @@ def impact_text(
                 else ""
             )
         )
+        # where it stopped, as --restart-after names it: (file batch, after its no-data batch)
         label = None if labels is None else labels.get(r.after_batch_id)
-        asked = (
-            label is not None and label.startswith("after ")
-            and (int(label.removeprefix("after ")), False) in requested
-        ) if labels is not None else (r.after_batch_id, False) not in requested
-        if kind == "available_now" and requested and asked:
+        stopped = None if label is None else (int(label.removeprefix("after ")), label.startswith("after "))
+        ran_on = (
+            stopped is not None and stopped[1] and (stopped[0], False) in requested
+            if labels is not None
+            else (r.after_batch_id, False) not in requested
+        )
+        if kind == "available_now" and requested and ran_on:
             lines.append(
                 f"    (asked after {name(r.after_batch_id - 1)}: a Trigger.AvailableNow run ends with the no-data "
                 "batch that closes it, so this run stopped after that one)"
             )
-        if label is not None and not label.startswith("after ") and (int(label), True) in requested:
+        if stopped is not None and not stopped[1] and (stopped[0], True) in requested:
             lines.append(
-                f"    (asked after the no-data batch after batch {label}: none ran there, the watermark did not "
-                "move, so the query stopped after the data batch)"
+                f"    (asked after the no-data batch after batch {stopped[0]}: none ran there, the watermark did "
+                "not move, so the query stopped after the data batch)"
             )
         if r.skipped_no_data_batch:
             skipped += 1
